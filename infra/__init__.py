@@ -1,0 +1,1 @@
+"""ray-llm-eks: multi-node LLM inference on Amazon EKS, one `pulumi up` per environment."""

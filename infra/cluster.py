@@ -1,0 +1,121 @@
+"""The EKS control plane, the node IAM role, and the Kubernetes provider every object goes through.
+
+What eksctl did silently is explicit here: the OIDC provider, access entries, pinned core add-ons,
+control-plane logging and KMS envelope encryption of Kubernetes secrets.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from infra.config import StackConfig
+from infra.network import Network
+
+CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+NODE_MANAGED_POLICIES = {
+    "worker": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "cni": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "ecr": "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+    "ssm": "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+}
+
+
+def access_entries(principal_arns: tuple[str, ...]) -> dict[str, eks.AccessEntryArgs]:
+    """Cluster-admin access entries; the deploying identity is admin through EKS's creator bootstrap."""
+    return {
+        f"admin-{index}": eks.AccessEntryArgs(
+            principal_arn=arn,
+            access_policies={
+                "cluster-admin": eks.AccessPolicyAssociationArgs(
+                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                )
+            },
+        )
+        for index, arn in enumerate(principal_arns)
+    }
+
+
+def update_kubeconfig_command(cfg: StackConfig) -> str:
+    return f"aws eks update-kubeconfig --region {cfg.region} --name {cfg.cluster_name}"
+
+
+class Cluster(pulumi.ComponentResource):
+    eks_cluster: eks.Cluster
+    node_role: aws.iam.Role
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    cluster_security_group_id: pulumi.Output[str]
+
+    def __init__(self, name: str, cfg: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.node_role = aws.iam.Role(
+            "node-role",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                    ],
+                }
+            ),
+            tags=cfg.tags,
+            opts=child,
+        )
+        for short_name, policy_arn in NODE_MANAGED_POLICIES.items():
+            aws.iam.RolePolicyAttachment(f"node-role-{short_name}", role=self.node_role.name, policy_arn=policy_arn, opts=child)
+
+        secrets_key = None
+        if cfg.secrets_encryption:
+            secrets_key = aws.kms.Key(
+                "secrets-key",
+                description=f"Envelope encryption of Kubernetes secrets in {cfg.cluster_name}",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                tags=cfg.tags,
+                opts=child,
+            )
+
+        self.eks_cluster = eks.Cluster(
+            "eks",
+            name=cfg.cluster_name,
+            version=cfg.kubernetes_version,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=list(network.private_subnet_ids.values()),
+            public_subnet_ids=list(network.public_subnet_ids.values()),
+            node_associate_public_ip_address=False,
+            skip_default_node_group=True,
+            endpoint_private_access=True,
+            endpoint_public_access=True,
+            public_access_cidrs=list(cfg.api_public_access_cidrs),
+            create_oidc_provider=True,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries(cfg.admin_principal_arns),
+            instance_roles=[self.node_role],
+            enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if cfg.control_plane_logging else [],
+            encryption_config_key_arn=secrets_key.arn if secrets_key else None,
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=cfg.vpc_cni_version),
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=True, version=cfg.coredns_version),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.kube_proxy_version),
+            deletion_protection=cfg.protect_resources,
+            tags=cfg.tags,
+            opts=pulumi.ResourceOptions(parent=self, protect=cfg.protect_resources),
+        )
+
+        self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
+        self.provider = k8s.Provider("kubernetes", kubeconfig=self.kubeconfig, opts=child)
+        # Nodes launched from our own launch template (the GPU group) must carry the security group
+        # EKS creates for the cluster, or they cannot reach the control plane and the other nodes.
+        created_name = self.eks_cluster.kubeconfig_json.apply(lambda _: cfg.cluster_name)
+        self.cluster_security_group_id = aws.eks.get_cluster_output(name=created_name).vpc_config.apply(
+            lambda vpc_config: vpc_config.cluster_security_group_id
+        )
+        self.register_outputs({"clusterName": cfg.cluster_name})

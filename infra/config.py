@@ -1,0 +1,323 @@
+"""The stack's settings: read once from Pulumi config, validated, frozen.
+
+Every key is declared with its type, default and description in `Pulumi.yaml`; this module is the
+only reader of `pulumi.Config`. All problems are reported together, each naming the key, the value
+and what is allowed, and `load_config` raises before the program declares any resource.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import pulumi
+from pulumi.runtime.config import is_config_secret
+
+from infra.instance_types import (
+    EFA_GPU_INSTANCE_TYPES,
+    EFA_TYPES_WITHOUT_GPU,
+    GPU_TYPES_WITHOUT_EFA,
+    GpuInstanceType,
+)
+
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})$")
+SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+$")
+CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+$")
+ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
+INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}$")
+# RayService names prefix the RayCluster, its pods and `<name>-serve-svc`, which must stay DNS labels.
+RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
+CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
+SERVE_EXPOSURES = ("none", "internal", "internet-facing")
+MIN_KUBERNETES_MINOR = 29
+# Ray Serve LLM's prefill/decode app needs one node for prefill and one for decode.
+MIN_GPU_NODES = 2
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """One or more stack-config values are invalid; the message lists every one of them."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("Invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    region: str
+    # network
+    vpc_cidr: str
+    max_azs: int
+    nat_gateway_per_az: bool
+    # cluster
+    cluster_name: str
+    kubernetes_version: str
+    api_public_access_cidrs: tuple[str, ...]
+    admin_principal_arns: tuple[str, ...]
+    control_plane_logging: bool
+    secrets_encryption: bool
+    vpc_cni_version: str
+    coredns_version: str
+    kube_proxy_version: str
+    system_node_type: str
+    system_node_count: int
+    # GPU nodes
+    gpu_node_type: str
+    gpu_node_count: int
+    gpu_nodegroup_name: str
+    gpu_az: str | None
+    gpu_root_volume_gib: int
+    capacity_reservation_id: str | None
+    nvidia_device_plugin_version: str
+    efa_device_plugin_version: str
+    # serving
+    dlc_image: str
+    kuberay_version: str
+    ray_version: str
+    ray_service_name: str
+    namespace: str
+    model_id: str
+    model_source: str
+    max_model_len: int
+    hf_token: pulumi.Output[str] | None
+    serve_exposure: str
+    serve_source_cidrs: tuple[str, ...]
+    serve_ready_timeout_minutes: int
+    # governance
+    owner: str
+    cost_center: str
+    protect_resources: bool
+
+    @property
+    def gpu_instance(self) -> GpuInstanceType:
+        return EFA_GPU_INSTANCE_TYPES[self.gpu_node_type]
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Tags for every AWS resource: what it belongs to, and who pays for it when set."""
+        tags = {"project": self.project, "stack": self.stack, "managed-by": "pulumi"}
+        if self.owner:
+            tags["owner"] = self.owner
+        if self.cost_center:
+            tags["cost-center"] = self.cost_center
+        return tags
+
+
+def default_dlc_image(region: str) -> str:
+    return f"763104351884.dkr.ecr.{region}.amazonaws.com/ray:serve-llm-cuda-v1.0"
+
+
+class _Reader:
+    """Reads raw config strings and records every problem instead of stopping at the first."""
+
+    def __init__(self, config: pulumi.Config) -> None:
+        self.config = config
+        self.problems: list[str] = []
+
+    def _raw(self, key: str) -> str:
+        value = self.config.get(key)
+        if value is None:
+            self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
+            return ""
+        return value
+
+    def _check(self, key: str, raw: str, parse: Callable[[str], T], allowed: str, fallback: T) -> T:
+        try:
+            return parse(raw)
+        except ValueError:
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
+            return fallback
+
+    def text(self, key: str, pattern: re.Pattern[str] | None = None, allowed: str = "") -> str:
+        raw = self._raw(key)
+        if pattern is not None and not pattern.match(raw):
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
+        return raw
+
+    def optional_text(self, key: str, pattern: re.Pattern[str], allowed: str) -> str | None:
+        raw = self._raw(key)
+        if raw and not pattern.match(raw):
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed} (or empty)")
+        return raw or None
+
+    def integer(self, key: str, minimum: int, why: str = "") -> int:
+        raw = self._raw(key)
+        allowed = f"an integer >= {minimum}{why}"
+
+        def parse(text: str) -> int:
+            value = int(text)
+            if value < minimum:
+                raise ValueError(text)
+            return value
+
+        return self._check(key, raw, parse, allowed, minimum)
+
+    def boolean(self, key: str) -> bool:
+        raw = self._raw(key)
+
+        def parse(text: str) -> bool:
+            if text not in ("true", "false"):
+                raise ValueError(text)
+            return text == "true"
+
+        return self._check(key, raw, parse, "true or false", False)
+
+    def choice(self, key: str, options: tuple[str, ...]) -> str:
+        raw = self._raw(key)
+        if raw not in options:
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(options)}")
+        return raw
+
+    def string_list(self, key: str, item: Callable[[str], str], allowed: str) -> tuple[str, ...]:
+        raw = self._raw(key) or "[]"
+
+        def parse(text: str) -> tuple[str, ...]:
+            try:
+                values = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise ValueError(text) from error
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                raise ValueError(text)
+            return tuple(item(v) for v in values)
+
+        return self._check(key, raw, parse, f"a list of {allowed}", ())
+
+
+def _cidr(text: str) -> str:
+    return str(ipaddress.IPv4Network(text, strict=True))
+
+
+def _iam_principal(text: str) -> str:
+    if not IAM_PRINCIPAL_PATTERN.match(text):
+        raise ValueError(text)
+    return text
+
+
+def _gpu_type_problem(value: str) -> str | None:
+    if value in EFA_GPU_INSTANCE_TYPES:
+        return None
+    allowed = ", ".join(EFA_GPU_INSTANCE_TYPES)
+    if value in GPU_TYPES_WITHOUT_EFA:
+        reason = "it has GPUs but no EFA network interface"
+    elif value in EFA_TYPES_WITHOUT_GPU:
+        reason = "it supports EFA but has no GPU"
+    else:
+        reason = "it is not a known EFA-capable GPU instance type"
+    return f"gpuNodeType={value!r} is invalid: {reason}; allowed is one of {allowed}"
+
+
+def _kubernetes_version_problem(value: str) -> str | None:
+    match = KUBERNETES_VERSION_PATTERN.match(value)
+    if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
+        return None
+    return f"kubernetesVersion={value!r} is invalid: allowed is MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer (e.g. 1.35)"
+
+
+def _gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
+    if gpu_az is None or not REGION_PATTERN.match(region):
+        return None
+    if re.fullmatch(re.escape(region) + r"[a-z]", gpu_az):
+        return None
+    return f"gpuAz={gpu_az!r} is invalid: it is not an Availability Zone of region {region!r} (e.g. {region}a), or empty"
+
+
+def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
+    if not token or is_config_secret(config.full_key("hfToken")):
+        return None
+    return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
+
+
+def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config | None = None) -> StackConfig:
+    """Builds the frozen stack config, or raises ConfigError naming every bad key."""
+    config = config or pulumi.Config()
+    aws_config = aws_config or pulumi.Config("aws")
+    read = _Reader(config)
+    region = aws_config.get("region") or ""
+    if not REGION_PATTERN.match(region):
+        read.problems.append(f"aws:region={region!r} is invalid: allowed is an AWS region name such as sa-east-1")
+
+    cluster_name = read.text("clusterName", EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'")
+    kubernetes_version = read.text("kubernetesVersion")
+    gpu_node_type = read.text("gpuNodeType")
+    gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"), "an Availability Zone name")
+    dlc_image = read.optional_text("dlcImage", IMAGE_PATTERN, "an image reference pinned by tag or digest")
+    hf_token_raw = config.get("hfToken")
+    problems = [
+        _kubernetes_version_problem(kubernetes_version),
+        _gpu_type_problem(gpu_node_type),
+        _gpu_az_problem(gpu_az, region),
+        _hf_token_problem(config, hf_token_raw),
+    ]
+    read.problems.extend(p for p in problems if p)
+    if dlc_image and dlc_image.endswith(":latest"):
+        read.problems.append(f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag")
+
+    semver = "a version such as 1.4.0"
+    cidr_list = "IPv4 CIDRs such as 203.0.113.0/24"
+    cfg = StackConfig(
+        project=pulumi.get_project(),
+        stack=pulumi.get_stack(),
+        region=region,
+        vpc_cidr=read.text("vpcCidr", re.compile(r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|20)$"), "an IPv4 CIDR from /16 to /20"),
+        max_azs=read.integer("maxAzs", 2, " (EKS needs subnets in two Availability Zones)"),
+        nat_gateway_per_az=read.boolean("natGatewayPerAz"),
+        cluster_name=cluster_name,
+        kubernetes_version=kubernetes_version,
+        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _cidr, cidr_list),
+        admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
+        control_plane_logging=read.boolean("controlPlaneLogging"),
+        secrets_encryption=read.boolean("secretsEncryption"),
+        vpc_cni_version=read.text("vpcCniVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1"),
+        coredns_version=read.text("corednsVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1"),
+        kube_proxy_version=read.text("kubeProxyVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2"),
+        system_node_type=read.text("systemNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
+        system_node_count=read.integer("systemNodeCount", 1),
+        gpu_node_type=gpu_node_type,
+        gpu_node_count=read.integer("gpuNodeCount", MIN_GPU_NODES, " (prefill and decode need a GPU node each)"),
+        gpu_nodegroup_name=read.text("gpuNodegroupName", NODEGROUP_NAME_PATTERN, "1-63 letters, digits, '-' or '_'"),
+        gpu_az=gpu_az,
+        gpu_root_volume_gib=read.integer("gpuRootVolumeGiB", 50, " (the DLC image and model weights land there)"),
+        capacity_reservation_id=read.optional_text(
+            "capacityReservationId", CAPACITY_RESERVATION_PATTERN, "a capacity reservation id such as cr-0123456789abcdef0"
+        ),
+        nvidia_device_plugin_version=read.text("nvidiaDevicePluginVersion", CHART_VERSION_PATTERN, semver),
+        efa_device_plugin_version=read.text("efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"),
+        dlc_image=dlc_image or default_dlc_image(region),
+        kuberay_version=read.text("kuberayVersion", SEMVER_PATTERN, semver),
+        ray_version=read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0"),
+        ray_service_name=read.text(
+            "rayServiceName", RAYSERVICE_NAME_PATTERN, "a DNS label of at most 40 characters (lower-case letters, digits, '-')"
+        ),
+        namespace=read.text("namespace", DNS_LABEL_PATTERN, "a DNS label (lower-case letters, digits, '-')"),
+        model_id=read.text("modelId", re.compile(r"^\S+$"), "a non-empty name without spaces"),
+        model_source=read.text("modelSource", re.compile(r"^\S+$"), "a Hugging Face repo id, s3:// or local path"),
+        max_model_len=read.integer("maxModelLen", 1),
+        hf_token=config.get_secret("hfToken") if hf_token_raw else None,
+        serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
+        serve_source_cidrs=read.string_list("serveSourceCidrs", _cidr, cidr_list),
+        serve_ready_timeout_minutes=read.integer("serveReadyTimeoutMinutes", 5),
+        owner=read.text("owner"),
+        cost_center=read.text("costCenter"),
+        protect_resources=read.boolean("protectResources"),
+    )
+    if cfg.serve_exposure == "internet-facing" and not cfg.serve_source_cidrs:
+        read.problems.append(
+            "serveExposure='internet-facing' needs serveSourceCidrs: an open inference endpoint is not allowed"
+        )
+    if read.problems:
+        raise ConfigError(read.problems)
+    return cfg

@@ -1,0 +1,39 @@
+"""The KubeRay operator: it turns the RayService into a Ray cluster and wires its Serve endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from infra.cluster import Cluster
+from infra.config import StackConfig
+from infra.helm import Chart, pinned_release
+
+KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
+OPERATOR_NAMESPACE = "kuberay-system"
+
+
+def kuberay_chart(cfg: StackConfig) -> Chart:
+    return Chart("kuberay-operator", KUBERAY_REPO, cfg.kuberay_version)
+
+
+def kuberay_values() -> dict[str, Any]:
+    # The chart has no nodeSelector; the GPU taint already keeps the operator on the system nodes.
+    return {"resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}}
+
+
+class KubeRayOperator(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        cfg: StackConfig,
+        cluster: Cluster,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
+        self.release = pinned_release(
+            "kuberay-operator", kuberay_chart(cfg), OPERATOR_NAMESPACE, kuberay_values(), cluster.provider, self, depends_on
+        )
+        self.register_outputs({})

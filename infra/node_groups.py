@@ -1,0 +1,188 @@
+"""Managed node groups: CPU system nodes, and the EFA-enabled GPU nodes in one AZ.
+
+The GPU group uses a launch template of our own rather than pulumi-eks's `enableEfaSupport`:
+that option cannot add an On-Demand Capacity Reservation, and under test mocks its launch template,
+placement group and EFA interfaces would be invisible. Ours declares them as plain resources, with
+IMDSv2 required and the root disk sized for the DLC image and model weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+
+from infra.cluster import Cluster
+from infra.config import StackConfig
+from infra.network import Network, Placement
+
+SYSTEM_ROLE_LABEL = "system"
+GPU_ROLE_LABEL = "gpu-worker"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+SYSTEM_ROOT_VOLUME_GIB = 50
+ROOT_DEVICE_NAME = "/dev/xvda"
+EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def _managed_node_group(
+    name: str,
+    cfg: StackConfig,
+    cluster: Cluster,
+    parent: pulumi.Resource,
+    *,
+    node_group_name: str,
+    instance_type: str,
+    count: int,
+    subnet_ids: list[pulumi.Output[str]],
+    ami_type: str,
+    labels: dict[str, str],
+    **extra: Any,
+) -> eks.ManagedNodeGroup:
+    """A fixed-size managed node group in private subnets: min = max = desired."""
+    return eks.ManagedNodeGroup(
+        name,
+        cluster=cluster.eks_cluster,
+        node_group_name=node_group_name,
+        node_role=cluster.node_role,
+        subnet_ids=subnet_ids,
+        instance_types=[instance_type],
+        capacity_type="ON_DEMAND",
+        ami_type=ami_type,
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count),
+        labels=labels,
+        tags=cfg.tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+        **extra,
+    )
+
+
+class SystemNodes(pulumi.ComponentResource):
+    node_group: eks.ManagedNodeGroup
+
+    def __init__(
+        self, name: str, cfg: StackConfig, cluster: Cluster, network: Network, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
+        self.node_group = _managed_node_group(
+            "system",
+            cfg,
+            cluster,
+            self,
+            node_group_name="system",
+            instance_type=cfg.system_node_type,
+            count=cfg.system_node_count,
+            subnet_ids=list(network.private_subnet_ids.values()),
+            ami_type=SYSTEM_AMI_TYPE,
+            labels={"role": SYSTEM_ROLE_LABEL},
+            disk_size=SYSTEM_ROOT_VOLUME_GIB,
+            enable_imd_sv2=True,
+        )
+        self.register_outputs({})
+
+
+def efa_network_interfaces(
+    efa_interfaces: int, security_group_ids: list[pulumi.Input[str]]
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """One EFA interface per EFA-capable network card; only the first is the primary (device 0)."""
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=card,
+            device_index=0 if card == 0 else 1,
+            interface_type="efa",
+            associate_public_ip_address="false",
+            delete_on_termination="true",
+            security_groups=security_group_ids,
+        )
+        for card in range(efa_interfaces)
+    ]
+
+
+class GpuNodes(pulumi.ComponentResource):
+    node_group: eks.ManagedNodeGroup
+    node_group_name: str
+
+    def __init__(
+        self,
+        name: str,
+        cfg: StackConfig,
+        cluster: Cluster,
+        network: Network,
+        placement: Placement,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ray-llm-eks:nodes:GpuNodes", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        # EFA requires a group that admits all traffic from itself, both ways.
+        efa_security_group = aws.ec2.SecurityGroup(
+            "efa",
+            description="EFA: all traffic between the GPU nodes' EFA interfaces",
+            vpc_id=network.vpc_id,
+            ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+            egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+            tags={**cfg.tags, "Name": f"{cfg.cluster_name}-efa"},
+            opts=child,
+        )
+        placement_group = aws.ec2.PlacementGroup("gpu-placement", strategy="cluster", tags=cfg.tags, opts=child)
+        capacity_reservation = (
+            aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=cfg.capacity_reservation_id
+                )
+            )
+            if cfg.capacity_reservation_id
+            else None
+        )
+        launch_template = aws.ec2.LaunchTemplate(
+            "gpu",
+            description=f"{cfg.gpu_nodegroup_name}: EFA, cluster placement, IMDSv2, {cfg.gpu_root_volume_gib} GiB root",
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name=ROOT_DEVICE_NAME,
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=cfg.gpu_root_volume_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                    ),
+                )
+            ],
+            network_interfaces=efa_network_interfaces(
+                cfg.gpu_instance.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
+            ),
+            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name),
+            capacity_reservation_specification=capacity_reservation,
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=cfg.tags)
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            tags=cfg.tags,
+            opts=child,
+        )
+        self.node_group_name = cfg.gpu_nodegroup_name
+        self.node_group = _managed_node_group(
+            "gpu",
+            cfg,
+            cluster,
+            self,
+            node_group_name=cfg.gpu_nodegroup_name,
+            instance_type=cfg.gpu_node_type,
+            count=cfg.gpu_node_count,
+            subnet_ids=[network.private_subnet_ids[placement.gpu_az]],
+            ami_type=GPU_AMI_TYPE,
+            # The NVIDIA device plugin's default node affinity needs gpu.present, or it schedules nowhere.
+            labels={"role": GPU_ROLE_LABEL, "nvidia.com/gpu.present": "true"},
+            taints=[
+                aws.eks.NodeGroupTaintArgs(
+                    key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect=EKS_TAINT_EFFECTS[GPU_TAINT["effect"]]
+                )
+            ],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
+        )
+        self.register_outputs({"nodeGroupName": cfg.gpu_nodegroup_name})

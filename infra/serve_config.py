@@ -1,0 +1,52 @@
+"""The whole application: Ray Serve LLM's prefill/decode app as a `serveConfigV2` document.
+
+A plain function of the stack config, so the RayService, the offline render and the GPU smoke test
+all use exactly the same document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.config import StackConfig
+
+PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
+KV_CONNECTOR = "NixlConnector"
+# NIXL picks UCX by default, which runs at TCP speed on EKS without an error. LIBFABRIC rides EFA.
+NIXL_EFA_BACKEND = "LIBFABRIC"
+PD_SIDES = ("prefill", "decode")
+KV_ROLES = {"prefill": "kv_both", "decode": "kv_both"}
+
+
+def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
+    """One side of the PD pair: same model and context on both, its own NIXL engine id."""
+    return {
+        "model_loading_config": {"model_id": cfg.model_id, "model_source": cfg.model_source},
+        "engine_kwargs": {
+            "max_model_len": cfg.max_model_len,
+            "kv_transfer_config": {
+                "kv_connector": KV_CONNECTOR,
+                "kv_role": KV_ROLES[side],
+                "engine_id": side,
+                "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
+            },
+        },
+        "deployment_config": {"num_replicas": 1},
+    }
+
+
+def application_name(cfg: StackConfig) -> str:
+    return cfg.ray_service_name
+
+
+def build_serve_config(cfg: StackConfig) -> dict[str, Any]:
+    return {
+        "applications": [
+            {
+                "name": application_name(cfg),
+                "import_path": PD_IMPORT_PATH,
+                "route_prefix": "/",
+                "args": {f"{side}_config": llm_config(cfg, side) for side in PD_SIDES},
+            }
+        ]
+    }

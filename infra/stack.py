@@ -1,0 +1,47 @@
+"""The whole stack, top-down like the architecture: network, cluster, GPU nodes, serving."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from infra.cluster import Cluster, update_kubeconfig_command
+from infra.config import StackConfig
+from infra.device_plugins import DevicePlugins
+from infra.network import Network, discover_placement
+from infra.node_groups import GpuNodes, SystemNodes
+from infra.rayservice import endpoint_outputs
+from infra.serve_app import Serving
+
+
+def build_stack(cfg: StackConfig) -> dict[str, Any]:
+    """Declares every resource and returns the stack outputs."""
+    # AZ discovery can reject gpuAz; it runs before any resource is declared.
+    placement = discover_placement(cfg)
+    network = Network("network", cfg, placement)
+    cluster = Cluster("cluster", cfg, network)
+    system_nodes = SystemNodes("system-nodes", cfg, cluster, network, opts=pulumi.ResourceOptions(parent=cluster))
+    gpu_nodes = GpuNodes("gpu-nodes", cfg, cluster, network, placement)
+    device_plugins = DevicePlugins(
+        "device-plugins", cfg, cluster, gpu_nodes, opts=pulumi.ResourceOptions(parent=gpu_nodes)
+    )
+    serving = Serving("serving", cfg, cluster, system_nodes, device_plugins)
+
+    outputs: dict[str, Any] = {
+        "region": cfg.region,
+        "clusterName": cfg.cluster_name,
+        "kubeconfig": cluster.kubeconfig,
+        "updateKubeconfigCommand": update_kubeconfig_command(cfg),
+        "vpcId": network.vpc_id,
+        "availabilityZones": list(placement.azs),
+        "gpuAz": placement.gpu_az,
+        "systemNodeGroupName": "system",
+        "gpuNodeGroupName": gpu_nodes.node_group_name,
+        "namespace": cfg.namespace,
+        "rayServiceName": cfg.ray_service_name,
+        **endpoint_outputs(cfg),
+    }
+    if serving.load_balancer_hostname is not None:
+        outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
+    return outputs

@@ -1,0 +1,210 @@
+"""Runs the whole Pulumi program in-process under Pulumi's official mocks and captures what it declares.
+
+Config is built the way the CLI builds it: the project defaults from `Pulumi.yaml`, then a shipped
+`Pulumi.<stack>.yaml`, then the test's overrides. Every registered resource is captured with its
+type, name, inputs, parent, dependencies and provider; stack outputs are resolved with their secrecy.
+AWS lookups (Availability Zones, instance-type offerings, the EKS cluster) get realistic answers.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from google.protobuf import json_format
+from pulumi.runtime import mocks, rpc, settings
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
+SHIPPED_STACKS = sorted(p.name.split(".")[1] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
+ACCOUNT_ID = "123456789012"
+
+
+def config_string(value: Any) -> str:
+    """The string the CLI hands the program for a YAML config value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)
+
+
+def _qualified(key: str) -> str:
+    return key if ":" in key else f"{PROJECT}:{key}"
+
+
+def project_config() -> dict[str, str]:
+    """Project-level config of Pulumi.yaml: `default` of typed keys, the value of namespaced ones."""
+    declared = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
+    return {
+        _qualified(key): config_string(spec["default"] if isinstance(spec, dict) else spec)
+        for key, spec in declared.items()
+    }
+
+
+def stack_config(stack: str) -> dict[str, str]:
+    path = PROJECT_DIR / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        return {}
+    values = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    return {key: config_string(value) for key, value in values.items()}
+
+
+def region_azs(region: str) -> list[str]:
+    return [f"{region}{letter}" for letter in "abc"]
+
+
+@dataclass(frozen=True)
+class Resource:
+    type: str
+    name: str
+    urn: str
+    inputs: dict[str, Any]
+    parent: str
+    dependencies: tuple[str, ...]
+    provider: str
+    custom: bool
+
+    @property
+    def parent_name(self) -> str:
+        return self.parent.rsplit("::", 1)[-1] if self.parent else ""
+
+
+@dataclass
+class StackRun:
+    resources: list[Resource]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+
+    def of_type(self, type_: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def get(self, type_: str, name: str) -> Resource:
+        matches = [r for r in self.resources if r.type == type_ and r.name == name]
+        assert len(matches) == 1, f"expected one {type_} named {name!r}, found {len(matches)}"
+        return matches[0]
+
+    def by_urn(self, urn: str) -> Resource:
+        return next(r for r in self.resources if r.urn == urn)
+
+
+class AwsMocks(pulumi.runtime.Mocks):
+    """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
+
+    def __init__(self, region: str, gpu_offering_azs: list[str] | None) -> None:
+        self.region = region
+        self.azs = region_azs(region)
+        self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
+
+    def call(self, args: mocks.MockCallArgs) -> dict:
+        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
+            return {"names": self.azs, "zoneIds": zone_ids, "id": self.region, "groupNames": [self.region]}
+        if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+            instance_type = args.args["filters"][0]["values"][0]
+            return {
+                "id": self.region,
+                "locations": self.gpu_offering_azs,
+                "locationTypes": ["availability-zone"] * len(self.gpu_offering_azs),
+                "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
+            }
+        if args.token == "aws:eks/getCluster:getCluster":
+            return {"name": args.args["name"], "vpcConfig": {"clusterSecurityGroupId": "sg-eks-cluster"}}
+        return {}
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
+        state = dict(args.inputs)
+        arn = f"arn:aws:{args.typ.split(':')[1].split('/')[0]}:{self.region}:{ACCOUNT_ID}:{args.name}"
+        state.setdefault("arn", arn)
+        if args.typ == "aws:iam/role:Role":
+            state.setdefault("name", f"{args.name}-role")
+        if args.typ == "aws:ec2/placementGroup:PlacementGroup":
+            state.setdefault("name", f"{args.name}-pg")
+        if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            state["latestVersion"] = 1
+        if args.typ == "eks:index:Cluster":
+            kubeconfig = {"apiVersion": "v1", "kind": "Config", "users": [{"name": "aws", "user": {"token": "t0ken"}}]}
+            state.update(kubeconfig=kubeconfig, kubeconfigJson=json.dumps(kubeconfig))
+        if args.typ == "kubernetes:core/v1:Service":
+            state["status"] = {"loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}}
+        return f"{args.name}-id", state
+
+
+def _replace_resource_references(value: Any) -> Any:
+    """Resource references rebuilt by the stock monitor land on another event loop; keep their id/URN."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_resource_sig:
+            return value.get("id") or value["urn"]
+        return {k: _replace_resource_references(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_resource_references(v) for v in value]
+    return value
+
+
+class CapturingMonitor(mocks.MockMonitor):
+    def __init__(self, mocks_: AwsMocks) -> None:
+        super().__init__(mocks_)
+        self.captured: list[Resource] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        if request.type != "pulumi:pulumi:Stack":
+            plain = _replace_resource_references(json_format.MessageToDict(request.object))
+            request.object.Clear()
+            request.object.update(plain)
+            self.captured.append(
+                Resource(
+                    type=request.type,
+                    name=request.name,
+                    urn=self.make_urn(request.parent, request.type, request.name),
+                    inputs=rpc.deserialize_properties(request.object),
+                    parent=request.parent,
+                    dependencies=tuple(request.dependencies),
+                    provider=request.provider,
+                    custom=request.custom,
+                )
+            )
+        return super().RegisterResource(request)
+
+    def Call(self, request: Any) -> Any:
+        # Component methods (eks.Cluster.get_kubeconfig) are calls; the stock monitor has no Call.
+        return self.Invoke(type("CallRequest", (), {"tok": request.tok, "args": request.args, "provider": ""})())
+
+
+def run_stack(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    stack: str = "dev",
+    secret_keys: tuple[str, ...] = (),
+    gpu_offering_azs: list[str] | None = None,
+    preview: bool = False,
+) -> StackRun:
+    """Runs `__main__.py` of the project with the given stack's config; returns what it declared."""
+    config = {**project_config(), **stack_config(stack)}
+    config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
+    region = config["aws:region"]
+    monitor = CapturingMonitor(AwsMocks(region, gpu_offering_azs))
+    settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_all_config(config, [_qualified(k) for k in secret_keys])
+    run = StackRun(resources=monitor.captured)
+
+    async def resolve_outputs() -> None:
+        for name, value in pulumi.runtime.get_root_resource().outputs.items():
+            output = pulumi.Output.from_input(value)
+            run.outputs[name] = await output.future()
+            if await output.is_secret():
+                run.secret_outputs.add(name)
+
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[None]:
+        runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
+        return pulumi.Output.from_input(resolve_outputs())
+
+    program()
+    return run
