@@ -109,7 +109,8 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = {}
         self.private_subnet_ids = {}
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
-        for plan in plan_subnets(cfg.vpc_cidr, placement.azs):
+        subnet_plans = plan_subnets(cfg.vpc_cidr, placement.azs)
+        for plan in subnet_plans:
             public = aws.ec2.Subnet(
                 f"public-{plan.az}",
                 vpc_id=vpc.id,
@@ -126,7 +127,7 @@ class Network(pulumi.ComponentResource):
             if cfg.nat_gateway_per_az or not nat_gateway_ids:
                 nat_gateway_ids[plan.az] = self._nat_gateway(cfg, plan.az, public, gateway, child)
 
-        for plan in plan_subnets(cfg.vpc_cidr, placement.azs):
+        for plan in subnet_plans:
             private = aws.ec2.Subnet(
                 f"private-{plan.az}",
                 vpc_id=vpc.id,

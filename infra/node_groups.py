@@ -19,6 +19,7 @@ from infra.config import StackConfig
 from infra.network import Network, Placement
 
 SYSTEM_ROLE_LABEL = "system"
+SYSTEM_NODEGROUP_NAME = "system"
 GPU_ROLE_LABEL = "gpu-worker"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
@@ -72,7 +73,7 @@ class SystemNodes(pulumi.ComponentResource):
             cfg,
             cluster,
             self,
-            node_group_name="system",
+            node_group_name=SYSTEM_NODEGROUP_NAME,
             instance_type=cfg.system_node_type,
             count=cfg.system_node_count,
             subnet_ids=list(network.private_subnet_ids.values()),

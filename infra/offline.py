@@ -22,6 +22,8 @@ import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
+from infra.config import StackConfig, load_config
+
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
 SHIPPED_STACKS = sorted(p.name.split(".")[1] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
@@ -72,6 +74,8 @@ class Resource:
     dependencies: tuple[str, ...]
     provider: str
     custom: bool
+    # Top-level inputs that carry a Pulumi secret anywhere inside them.
+    secret_inputs: frozenset[str] = frozenset()
 
     @property
     def parent_name(self) -> str:
@@ -138,6 +142,23 @@ class AwsMocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", state
 
 
+def _holds_secret(value: Any) -> bool:
+    if isinstance(value, dict):
+        return value.get(rpc._special_sig_key) == rpc._special_secret_sig or any(map(_holds_secret, value.values()))
+    return isinstance(value, list) and any(map(_holds_secret, value))
+
+
+def _reveal_secrets(value: Any) -> Any:
+    """Inputs as the provider receives them; which ones were secret is kept in `secret_inputs`."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _reveal_secrets(value["value"])
+        return {k: _reveal_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_reveal_secrets(v) for v in value]
+    return value
+
+
 def _replace_resource_references(value: Any) -> Any:
     """Resource references rebuilt by the stock monitor land on another event loop; keep their id/URN."""
     if isinstance(value, dict):
@@ -164,11 +185,12 @@ class CapturingMonitor(mocks.MockMonitor):
                     type=request.type,
                     name=request.name,
                     urn=self.make_urn(request.parent, request.type, request.name),
-                    inputs=rpc.deserialize_properties(request.object),
+                    inputs=_reveal_secrets(rpc.deserialize_properties(request.object)),
                     parent=request.parent,
                     dependencies=tuple(request.dependencies),
                     provider=request.provider,
                     custom=request.custom,
+                    secret_inputs=frozenset(key for key, value in plain.items() if _holds_secret(value)),
                 )
             )
         return super().RegisterResource(request)
@@ -176,6 +198,28 @@ class CapturingMonitor(mocks.MockMonitor):
     def Call(self, request: Any) -> Any:
         # Component methods (eks.Cluster.get_kubeconfig) are calls; the stock monitor has no Call.
         return self.Invoke(type("CallRequest", (), {"tok": request.tok, "args": request.args, "provider": ""})())
+
+
+def _configure_runtime(
+    overrides: Mapping[str, Any] | None, stack: str, secret_keys: tuple[str, ...], gpu_offering_azs: list[str] | None,
+    preview: bool,
+) -> CapturingMonitor:
+    """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
+    config = {**project_config(), **stack_config(stack)}
+    config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
+    monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs))
+    settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_all_config(config, [_qualified(k) for k in secret_keys])
+    return monitor
+
+
+def load_stack_config(
+    overrides: Mapping[str, Any] | None = None, *, stack: str = "dev", secret_keys: tuple[str, ...] = ()
+) -> StackConfig:
+    """The validated StackConfig of a stack, without running the program (raises ConfigError)."""
+    _configure_runtime(overrides, stack, secret_keys, None, preview=False)
+    return load_config()
 
 
 def run_stack(
@@ -187,13 +231,7 @@ def run_stack(
     preview: bool = False,
 ) -> StackRun:
     """Runs `__main__.py` of the project with the given stack's config; returns what it declared."""
-    config = {**project_config(), **stack_config(stack)}
-    config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
-    region = config["aws:region"]
-    monitor = CapturingMonitor(AwsMocks(region, gpu_offering_azs))
-    settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
-    pulumi.runtime.set_all_config(config, [_qualified(k) for k in secret_keys])
+    monitor = _configure_runtime(overrides, stack, secret_keys, gpu_offering_azs, preview)
     run = StackRun(resources=monitor.captured)
 
     async def resolve_outputs() -> None:
@@ -208,5 +246,10 @@ def run_stack(
         runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
         return pulumi.Output.from_input(resolve_outputs())
 
-    program()
+    try:
+        program()
+    except Exception as error:
+        # Lets a caller check what was declared before the failure (for config errors: nothing).
+        error.declared_resources = list(monitor.captured)  # type: ignore[attr-defined]
+        raise
     return run

@@ -10,7 +10,7 @@ from infra.cluster import Cluster, update_kubeconfig_command
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins
 from infra.network import Network, discover_placement
-from infra.node_groups import GpuNodes, SystemNodes
+from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, SystemNodes
 from infra.rayservice import endpoint_outputs
 from infra.serve_app import Serving
 
@@ -36,7 +36,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         "vpcId": network.vpc_id,
         "availabilityZones": list(placement.azs),
         "gpuAz": placement.gpu_az,
-        "systemNodeGroupName": "system",
+        "systemNodeGroupName": SYSTEM_NODEGROUP_NAME,
         "gpuNodeGroupName": gpu_nodes.node_group_name,
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,
