@@ -74,6 +74,7 @@ class Resource:
     dependencies: tuple[str, ...]
     provider: str
     custom: bool
+    protect: bool = False
     # Top-level inputs that carry a Pulumi secret anywhere inside them.
     secret_inputs: frozenset[str] = frozenset()
 
@@ -190,6 +191,7 @@ class CapturingMonitor(mocks.MockMonitor):
                     dependencies=tuple(request.dependencies),
                     provider=request.provider,
                     custom=request.custom,
+                    protect=request.protect,
                     secret_inputs=frozenset(key for key, value in plain.items() if _holds_secret(value)),
                 )
             )

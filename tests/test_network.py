@@ -1,0 +1,121 @@
+"""The VPC: subnets only in AZs offering the GPU type, private nodes, egress through NAT."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from infra.config import ConfigError
+from infra.offline import StackRun, run_stack
+
+SUBNET = "aws:ec2/subnet:Subnet"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
+NAT = "aws:ec2/natGateway:NatGateway"
+
+
+def subnets(run: StackRun, kind: str) -> dict[str, dict]:
+    return {r.inputs["availabilityZone"]: r.inputs for r in run.of_type(SUBNET) if r.name.startswith(kind)}
+
+
+def default_route(run: StackRun, table_name: str) -> dict:
+    (route,) = [r for r in run.get(ROUTE_TABLE, table_name).inputs["routes"] if r["cidrBlock"] == "0.0.0.0/0"]
+    return route
+
+
+def test_subnets_go_only_into_azs_offering_the_gpu_type(dev):
+    assert set(subnets(dev, "private")) == {"sa-east-1a", "sa-east-1b"}
+    assert set(subnets(dev, "public")) == {"sa-east-1a", "sa-east-1b"}
+
+
+def test_no_subnet_hands_out_public_ips(dev):
+    assert all(r.inputs["mapPublicIpOnLaunch"] is False for r in dev.of_type(SUBNET))
+
+
+def test_subnets_carry_the_tags_eks_load_balancers_look_for(dev):
+    cluster_tag = "kubernetes.io/cluster/ray-llm-multinode"
+    for subnet in subnets(dev, "private").values():
+        assert subnet["tags"]["kubernetes.io/role/internal-elb"] == "1"
+        assert subnet["tags"][cluster_tag] == "shared"
+    for subnet in subnets(dev, "public").values():
+        assert subnet["tags"]["kubernetes.io/role/elb"] == "1"
+        assert subnet["tags"][cluster_tag] == "shared"
+
+
+def test_subnet_cidrs_are_disjoint_and_inside_the_vpc(prod):
+    vpc = ipaddress.ip_network(prod.get("aws:ec2/vpc:Vpc", "vpc").inputs["cidrBlock"])
+    cidrs = [ipaddress.ip_network(r.inputs["cidrBlock"]) for r in prod.of_type(SUBNET)]
+    assert all(cidr.subnet_of(vpc) for cidr in cidrs)
+    assert all(not a.overlaps(b) for i, a in enumerate(cidrs) for b in cidrs[i + 1 :])
+
+
+def test_public_subnets_route_to_the_internet_gateway(dev):
+    assert default_route(dev, "public-routes")["gatewayId"] == "internet-gateway-id"
+    public_ids = {f"public-{az}-id" for az in ("sa-east-1a", "sa-east-1b")}
+    associated = {r.inputs["subnetId"] for r in dev.of_type(ASSOCIATION) if r.inputs["routeTableId"] == "public-routes-id"}
+    assert associated == public_ids
+
+
+def test_private_subnets_route_through_one_shared_nat_by_default(dev):
+    (nat,) = dev.of_type(NAT)
+    assert nat.inputs["subnetId"] == "public-sa-east-1a-id"
+    for az in ("sa-east-1a", "sa-east-1b"):
+        assert default_route(dev, f"private-routes-{az}")["natGatewayId"] == nat.name + "-id"
+        association = dev.get(ASSOCIATION, f"private-{az}").inputs
+        assert association == {"subnetId": f"private-{az}-id", "routeTableId": f"private-routes-{az}-id"}
+
+
+def test_nat_per_az_routes_each_private_subnet_through_its_own_az(prod):
+    nats = {r.name: r.inputs["subnetId"] for r in prod.of_type(NAT)}
+    azs = prod.outputs["availabilityZones"]
+    assert nats == {f"nat-{az}": f"public-{az}-id" for az in azs}
+    for az in azs:
+        assert default_route(prod, f"private-routes-{az}")["natGatewayId"] == f"nat-{az}-id"
+
+
+def test_gpu_az_is_the_first_offering_az_when_not_given():
+    run = run_stack(gpu_offering_azs=["sa-east-1c", "sa-east-1b"])
+    assert run.outputs["gpuAz"] == "sa-east-1b"
+    assert run.outputs["availabilityZones"] == ["sa-east-1b", "sa-east-1c"]
+
+
+def test_explicit_gpu_az_is_used():
+    run = run_stack({"gpuAz": "sa-east-1b"})
+    assert run.outputs["gpuAz"] == "sa-east-1b"
+    assert run.get("eks:index:ManagedNodeGroup", "gpu").inputs["subnetIds"] == ["private-sa-east-1b-id"]
+
+
+def test_gpu_az_that_does_not_offer_the_type_names_the_ones_that_would():
+    with pytest.raises(ConfigError) as rejected:
+        run_stack({"gpuAz": "sa-east-1c"})
+    assert "gpuAz='sa-east-1c'" in str(rejected.value)
+    assert "sa-east-1a, sa-east-1b" in str(rejected.value)
+    assert rejected.value.declared_resources == []
+
+
+def test_a_second_az_is_taken_when_only_one_offers_the_gpu_type():
+    run = run_stack(gpu_offering_azs=["sa-east-1b"])
+    assert run.outputs["gpuAz"] == "sa-east-1b"
+    assert run.outputs["availabilityZones"] == ["sa-east-1b", "sa-east-1a"]
+
+
+def test_no_offering_az_fails_naming_the_type():
+    with pytest.raises(ConfigError, match="gpuNodeType='g6.8xlarge' is not offered"):
+        run_stack(gpu_offering_azs=[])
+
+
+def test_max_azs_caps_the_span():
+    assert len(run_stack(gpu_offering_azs=["sa-east-1a", "sa-east-1b", "sa-east-1c"]).outputs["availabilityZones"]) == 3
+    capped = run_stack({"maxAzs": 2}, gpu_offering_azs=["sa-east-1a", "sa-east-1b", "sa-east-1c"])
+    assert len(capped.outputs["availabilityZones"]) == 2
+
+
+def test_vpc_cidr_comes_from_config(dev):
+    assert dev.get("aws:ec2/vpc:Vpc", "vpc").inputs["cidrBlock"] == "10.0.0.0/16"
+    assert run_stack({"vpcCidr": "10.20.0.0/16"}).get("aws:ec2/vpc:Vpc", "vpc").inputs["cidrBlock"] == "10.20.0.0/16"
+
+
+def test_vpc_is_protected_only_when_configured(dev, prod):
+    assert dev.get("aws:ec2/vpc:Vpc", "vpc").protect is False
+    assert prod.get("aws:ec2/vpc:Vpc", "vpc").protect is True
