@@ -1,0 +1,130 @@
+"""The EKS cluster: private nodes, API access, access entries, pinned add-ons, logging, encryption."""
+
+from __future__ import annotations
+
+from infra.offline import run_stack
+
+CLUSTER = "eks:index:Cluster"
+
+
+def cluster_inputs(run):
+    return run.get(CLUSTER, "eks").inputs
+
+
+def test_cluster_runs_the_configured_kubernetes_version(dev):
+    assert cluster_inputs(dev)["version"] == "1.35"
+    assert cluster_inputs(run_stack({"kubernetesVersion": "1.34"}))["version"] == "1.34"
+
+
+def test_cluster_has_no_default_node_group_and_private_nodes(dev):
+    inputs = cluster_inputs(dev)
+    assert inputs["skipDefaultNodeGroup"] is True
+    assert inputs["nodeAssociatePublicIpAddress"] is False
+    assert inputs["privateSubnetIds"] == ["private-sa-east-1a-id", "private-sa-east-1b-id"]
+    assert inputs["publicSubnetIds"] == ["public-sa-east-1a-id", "public-sa-east-1b-id"]
+    assert inputs["vpcId"] == "vpc-id"
+
+
+def test_api_endpoint_is_private_and_public_with_configured_cidrs(dev, prod):
+    assert cluster_inputs(dev)["endpointPrivateAccess"] is True
+    assert cluster_inputs(dev)["endpointPublicAccess"] is True
+    assert cluster_inputs(dev)["publicAccessCidrs"] == ["0.0.0.0/0"]
+    assert cluster_inputs(prod)["publicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_oidc_provider_is_on(dev):
+    assert cluster_inputs(dev)["createOidcProvider"] is True
+
+
+def test_access_is_through_access_entries_with_configured_admins(dev, prod):
+    assert cluster_inputs(dev)["authenticationMode"] == "API"
+    assert cluster_inputs(dev).get("accessEntries", {}) == {}
+    (entry,) = cluster_inputs(prod)["accessEntries"].values()
+    assert entry["principalArn"] == "arn:aws:iam::123456789012:role/platform-admins"
+    (policy,) = entry["accessPolicies"].values()
+    assert policy["policyArn"].endswith("/AmazonEKSClusterAdminPolicy")
+    assert policy["accessScope"] == {"type": "cluster"}
+
+
+def test_nodes_join_through_the_node_role(dev):
+    assert cluster_inputs(dev)["instanceRoles"] == ["node-role-id"]
+    attached = {r.inputs["policyArn"].rsplit("/", 1)[1] for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")}
+    assert {"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"} <= attached
+
+
+def test_core_addons_are_pinned(dev):
+    inputs = cluster_inputs(dev)
+    assert inputs["vpcCniOptions"]["addonVersion"] == "v1.21.1-eksbuild.1"
+    assert inputs["corednsAddonOptions"]["enabled"] is True
+    assert inputs["corednsAddonOptions"]["version"] == "v1.13.2-eksbuild.1"
+    assert inputs["kubeProxyAddonOptions"]["enabled"] is True
+    assert inputs["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
+
+
+def test_addon_version_override_reaches_the_cluster():
+    assert cluster_inputs(run_stack({"corednsVersion": "v1.13.3-eksbuild.2"}))["corednsAddonOptions"]["version"] == (
+        "v1.13.3-eksbuild.2"
+    )
+
+
+def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):
+    assert set(cluster_inputs(dev)["enabledClusterLogTypes"]) == {
+        "api", "audit", "authenticator", "controllerManager", "scheduler",
+    }
+    assert cluster_inputs(run_stack({"controlPlaneLogging": False})).get("enabledClusterLogTypes", []) == []
+
+
+def test_secrets_are_encrypted_with_a_rotating_kms_key(dev):
+    key = dev.get("aws:kms/key:Key", "secrets-key")
+    assert key.inputs["enableKeyRotation"] is True
+    assert cluster_inputs(dev)["encryptionConfigKeyArn"] == "arn:aws:kms:sa-east-1:123456789012:secrets-key"
+
+
+def test_secrets_encryption_can_be_turned_off():
+    run = run_stack({"secretsEncryption": False})
+    assert run.of_type("aws:kms/key:Key") == []
+    assert "encryptionConfigKeyArn" not in cluster_inputs(run)
+
+
+def test_cluster_is_deletion_protected_only_in_prod(dev, prod):
+    assert cluster_inputs(dev)["deletionProtection"] is False
+    assert cluster_inputs(prod)["deletionProtection"] is True
+    assert prod.get(CLUSTER, "eks").protect is True
+
+
+def test_every_aws_resource_carries_the_ownership_tags(dev):
+    tagged = [r for r in dev.resources if r.type.startswith(("aws:", "eks:")) and "tags" in r.inputs]
+    assert len(tagged) > 10
+    for resource in tagged:
+        assert resource.inputs["tags"]["owner"] == "ml-platform", resource.name
+        assert resource.inputs["tags"]["cost-center"] == "ml-dev", resource.name
+
+
+def test_kubernetes_provider_uses_the_clusters_kubeconfig_as_a_secret(dev):
+    provider = dev.get("pulumi:providers:kubernetes", "kubernetes")
+    assert "kubeconfig" in provider.secret_inputs
+
+
+def test_every_kubernetes_object_goes_through_the_cluster_provider(dev):
+    provider = dev.get("pulumi:providers:kubernetes", "kubernetes")
+    kubernetes_objects = [r for r in dev.resources if r.type.startswith("kubernetes:")]
+    assert kubernetes_objects
+    assert all(r.provider.startswith(provider.urn) for r in kubernetes_objects)
+
+
+def test_preview_shows_the_architecture_as_a_tree(dev):
+    top_level = {r.name for r in dev.resources if r.parent.endswith("::ray-llm-eks-dev")}
+    assert top_level == {"network", "cluster", "gpu-nodes", "serving"}
+
+
+def test_cluster_outputs(dev):
+    assert dev.outputs["clusterName"] == "ray-llm-multinode"
+    assert dev.outputs["updateKubeconfigCommand"] == "aws eks update-kubeconfig --region sa-east-1 --name ray-llm-multinode"
+    assert dev.outputs["systemNodeGroupName"] == "system"
+    assert dev.outputs["gpuNodeGroupName"] == "gpu-workers"
+    assert dev.outputs["gpuAz"] == "sa-east-1a"
+
+
+def test_kubeconfig_is_a_secret_output(dev):
+    assert "kubeconfig" in dev.outputs
+    assert dev.secret_outputs == {"kubeconfig"}

@@ -1,0 +1,114 @@
+"""Node groups: CPU system nodes, and EFA GPU nodes pinned to one AZ with a cluster placement group."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.instance_types import EFA_GPU_INSTANCE_TYPES
+from infra.offline import run_stack
+
+NODE_GROUP = "eks:index:ManagedNodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+
+def gpu_group(run):
+    return run.get(NODE_GROUP, "gpu").inputs
+
+
+def gpu_template(run):
+    return run.get(LAUNCH_TEMPLATE, "gpu").inputs
+
+
+def test_system_nodes_are_a_fixed_size_private_group(dev):
+    system = dev.get(NODE_GROUP, "system").inputs
+    assert system["instanceTypes"] == ["m7i.xlarge"]
+    assert system["scalingConfig"] == {"minSize": 1, "maxSize": 1, "desiredSize": 1}
+    assert system["labels"] == {"role": "system"}
+    assert system["amiType"] == "AL2023_x86_64_STANDARD"
+    assert system["subnetIds"] == ["private-sa-east-1a-id", "private-sa-east-1b-id"]
+    assert system["enableIMDSv2"] is True
+
+
+def test_system_node_overrides():
+    system = run_stack({"systemNodeType": "m7i.2xlarge", "systemNodeCount": 2}).get(NODE_GROUP, "system").inputs
+    assert system["instanceTypes"] == ["m7i.2xlarge"]
+    assert system["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+
+
+def test_gpu_nodes_are_a_fixed_size_group_of_the_gpu_type(dev):
+    gpu = gpu_group(dev)
+    assert gpu["nodeGroupName"] == "gpu-workers"
+    assert gpu["instanceTypes"] == ["g6.8xlarge"]
+    assert gpu["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    assert gpu["capacityType"] == "ON_DEMAND"
+
+
+def test_gpu_node_overrides():
+    gpu = gpu_group(run_stack({"gpuNodeType": "g6e.12xlarge", "gpuNodeCount": 3, "gpuNodegroupName": "l40s"}))
+    assert gpu["instanceTypes"] == ["g6e.12xlarge"]
+    assert gpu["scalingConfig"] == {"minSize": 3, "maxSize": 3, "desiredSize": 3}
+    assert gpu["nodeGroupName"] == "l40s"
+
+
+def test_gpu_nodes_live_in_one_private_subnet_of_the_gpu_az(dev):
+    assert gpu_group(dev)["subnetIds"] == [f"private-{dev.outputs['gpuAz']}-id"]
+
+
+def test_gpu_nodes_are_labelled_and_tainted_for_gpu_work_only(dev):
+    gpu = gpu_group(dev)
+    assert gpu["labels"] == {"role": "gpu-worker", "nvidia.com/gpu.present": "true"}
+    assert gpu["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+
+
+def test_gpu_nodes_run_the_nvidia_ami(dev):
+    assert gpu_group(dev)["amiType"] == "AL2023_x86_64_NVIDIA"
+
+
+def test_gpu_nodes_launch_from_the_efa_template(dev):
+    assert gpu_group(dev)["launchTemplate"] == {"id": "gpu-id", "version": "1"}
+
+
+@pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.48xlarge", "p5.48xlarge"])
+def test_one_efa_interface_per_efa_network_card(instance_type):
+    interfaces = gpu_template(run_stack({"gpuNodeType": instance_type}))["networkInterfaces"]
+    assert len(interfaces) == EFA_GPU_INSTANCE_TYPES[instance_type].efa_interfaces
+    assert [i["networkCardIndex"] for i in interfaces] == list(range(len(interfaces)))
+    assert all(i["interfaceType"] == "efa" for i in interfaces)
+    assert [i["deviceIndex"] for i in interfaces][:1] == [0]
+
+
+def test_efa_interfaces_get_no_public_ip_and_both_security_groups(dev):
+    (interface,) = gpu_template(dev)["networkInterfaces"]
+    assert interface["associatePublicIpAddress"] == "false"
+    assert interface["securityGroups"] == ["efa-id", "sg-eks-cluster"]
+
+
+def test_efa_security_group_lets_all_traffic_flow_between_members(dev):
+    group = dev.get("aws:ec2/securityGroup:SecurityGroup", "efa").inputs
+    for rules in (group["ingress"], group["egress"]):
+        assert rules == [{"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}]
+
+
+def test_gpu_nodes_share_a_cluster_placement_group(dev):
+    assert dev.get("aws:ec2/placementGroup:PlacementGroup", "gpu-placement").inputs["strategy"] == "cluster"
+    assert gpu_template(dev)["placement"] == {"groupName": "gpu-placement-pg"}
+
+
+def test_gpu_template_requires_imdsv2(dev):
+    assert gpu_template(dev)["metadataOptions"]["httpTokens"] == "required"
+
+
+def test_gpu_root_disk_is_200_gib_by_default_and_configurable(dev):
+    (root,) = gpu_template(dev)["blockDeviceMappings"]
+    assert root["deviceName"] == "/dev/xvda"
+    assert root["ebs"]["volumeSize"] == 200
+    (bigger,) = gpu_template(run_stack({"gpuRootVolumeGiB": 500}))["blockDeviceMappings"]
+    assert bigger["ebs"]["volumeSize"] == 500
+
+
+def test_capacity_reservation_is_targeted_only_when_given(dev):
+    assert "capacityReservationSpecification" not in gpu_template(dev)
+    reserved = gpu_template(run_stack({"capacityReservationId": "cr-0123456789abcdef0"}))
+    assert reserved["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
+    }
