@@ -20,7 +20,8 @@ def kuberay_chart(cfg: StackConfig) -> Chart:
 
 def kuberay_values() -> dict[str, Any]:
     # The chart has no nodeSelector; the GPU taint already keeps the operator on the system nodes.
-    return {"resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}}
+    # Its default 100m CPU limit throttles reconciles while a model-sized RayService comes up.
+    return {"resources": {"limits": {"cpu": "500m", "memory": "512Mi"}}}
 
 
 class KubeRayOperator(pulumi.ComponentResource):

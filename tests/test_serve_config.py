@@ -1,0 +1,130 @@
+"""serveConfigV2: parsed back from the RayService, checked field by field and by Ray's own classes.
+
+Ray Serve LLM's PD builder module imports vLLM, so its rules (allowed arguments, one model, a KV
+transfer config on both sides) are read from its source and checked here; LLMConfig and
+ServeDeploySchema import without vLLM and validate each part exactly as the cluster will.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+from ray.serve.schema import ServeDeploySchema
+
+from infra.offline import run_stack
+
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+KNOWN_KV_CONNECTORS = {"NixlConnector", "LMCacheConnectorV1", "P2pNcclConnector", "MoRIIOConnector"}
+KV_ROLES = {"kv_producer", "kv_consumer", "kv_both"}
+
+
+def serve_config(run) -> dict:
+    return yaml.safe_load(run.get(RAYSERVICE, "rayservice").inputs["spec"]["serveConfigV2"])
+
+
+def pd_args(run) -> dict:
+    (application,) = serve_config(run)["applications"]
+    return application["args"]
+
+
+def pd_builder_fields() -> set[str]:
+    """The fields of Ray's PDServingArgs, read from the installed Ray's source."""
+    spec = importlib.util.find_spec("ray.llm._internal.serve.serving_patterns.prefill_decode")
+    source = Path(spec.submodule_search_locations[0], "builder.py").read_text()
+    (pd_class,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == "PDServingArgs"]
+    return {n.target.id for n in pd_class.body if isinstance(n, ast.AnnAssign)}
+
+
+@pytest.fixture(scope="module")
+def args(dev) -> dict:
+    return pd_args(dev)
+
+
+def test_one_pd_application_at_the_root(dev):
+    (application,) = serve_config(dev)["applications"]
+    assert application["import_path"] == "ray.serve.llm:build_pd_openai_app"
+    assert application["route_prefix"] == "/"
+    assert application["name"] == "ray-llm"
+
+
+def test_whole_config_validates_with_rays_serve_schema(shipped):
+    ServeDeploySchema.model_validate(serve_config(shipped))
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_each_side_validates_with_ray_serve_llms_llmconfig(args, side):
+    LLMConfig.model_validate(args[f"{side}_config"])
+
+
+def test_llmconfig_rejects_unknown_keys_so_the_check_has_teeth(args):
+    with pytest.raises(ValueError):
+        LLMConfig.model_validate({**args["prefill_config"], "engine_kwarg": {}})
+
+
+def test_only_arguments_the_pd_builder_knows(args):
+    fields = pd_builder_fields()
+    assert {"prefill_config", "decode_config"} <= fields
+    assert set(args) <= fields
+
+
+@pytest.mark.parametrize("field", ["model_id", "model_source"])
+def test_both_sides_load_the_configured_model(args, field):
+    expected = {"model_id": "qwen3.5-9b", "model_source": "Qwen/Qwen3.5-9B"}[field]
+    assert args["prefill_config"]["model_loading_config"][field] == expected
+    assert args["decode_config"]["model_loading_config"][field] == expected
+
+
+def test_both_sides_share_the_stacks_context_length(args):
+    assert args["prefill_config"]["engine_kwargs"]["max_model_len"] == 2048
+    assert args["decode_config"]["engine_kwargs"]["max_model_len"] == 2048
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_kv_transfer_uses_nixl_over_libfabric(args, side):
+    transfer = args[f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]
+    assert transfer["kv_connector"] == "NixlConnector"
+    assert transfer["kv_connector_extra_config"] == {"backends": ["LIBFABRIC"]}
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_engine_kwargs_have_the_types_vllm_expects(args, side):
+    kwargs = args[f"{side}_config"]["engine_kwargs"]
+    assert type(kwargs["max_model_len"]) is int and kwargs["max_model_len"] > 0
+    transfer = kwargs["kv_transfer_config"]
+    assert transfer["kv_connector"] in KNOWN_KV_CONNECTORS
+    assert transfer["kv_role"] in KV_ROLES
+    assert all(isinstance(backend, str) for backend in transfer["kv_connector_extra_config"]["backends"])
+
+
+def test_each_side_has_its_own_engine_id(args):
+    ids = [args[f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]["engine_id"] for side in ("prefill", "decode")]
+    assert ids == ["prefill", "decode"]
+
+
+def test_each_side_is_one_replica(args):
+    assert args["prefill_config"]["deployment_config"] == {"num_replicas": 1}
+    assert args["decode_config"]["deployment_config"] == {"num_replicas": 1}
+
+
+def test_model_override_reaches_both_sides():
+    args = pd_args(run_stack({"modelId": "llama-8b", "modelSource": "meta-llama/Llama-3.1-8B", "maxModelLen": 8192}))
+    for side in ("prefill", "decode"):
+        assert args[f"{side}_config"]["model_loading_config"] == {
+            "model_id": "llama-8b",
+            "model_source": "meta-llama/Llama-3.1-8B",
+        }
+        assert args[f"{side}_config"]["engine_kwargs"]["max_model_len"] == 8192
+
+
+def test_changing_the_model_moves_only_the_rayservice(dev):
+    changed = run_stack({"modelId": "llama-8b", "modelSource": "meta-llama/Llama-3.1-8B", "maxModelLen": 8192})
+    before = {(r.type, r.name): r.inputs for r in dev.resources}
+    after = {(r.type, r.name): r.inputs for r in changed.resources}
+    assert before.keys() == after.keys()
+    moved = {key for key in before if before[key] != after[key]}
+    assert moved == {(RAYSERVICE, "rayservice")}

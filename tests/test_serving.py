@@ -1,0 +1,242 @@
+"""Serving: the KubeRay operator, the RayService against the real CRD, the token, the endpoint."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from infra.offline import run_stack
+from infra.schemas import kuberay_dir, rayservice_errors
+from tests.chart_values import chart_defaults, unknown_value_keys
+
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+SERVICE = "kubernetes:core/v1:Service"
+SECRET = "kubernetes:core/v1:Secret"
+
+
+def manifest(run) -> dict:
+    inputs = run.get(RAYSERVICE, "rayservice").inputs
+    return {key: inputs[key] for key in ("apiVersion", "kind", "metadata", "spec")}
+
+
+def head(run) -> dict:
+    return manifest(run)["spec"]["rayClusterConfig"]["headGroupSpec"]
+
+
+def workers(run) -> dict:
+    (group,) = manifest(run)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    return group
+
+
+def container(group: dict) -> dict:
+    (only,) = group["template"]["spec"]["containers"]
+    return only
+
+
+def env(group: dict) -> dict:
+    return {item["name"]: item.get("value", item.get("valueFrom")) for item in container(group).get("env", [])}
+
+
+# --- KubeRay operator ---
+
+
+def test_operator_chart_is_pinned_from_the_kuberay_repo(dev):
+    inputs = dev.get(RELEASE, "kuberay-operator").inputs
+    assert inputs["chart"] == "kuberay-operator"
+    assert inputs["repositoryOpts"]["repo"] == "https://ray-project.github.io/kuberay-helm/"
+    assert inputs["version"] == "1.4.0"
+    assert inputs["namespace"] == "kuberay-system"
+
+
+def test_operator_values_exist_in_the_real_chart(dev):
+    values = dev.get(RELEASE, "kuberay-operator").inputs["values"]
+    assert unknown_value_keys(values, chart_defaults("kuberay-operator")) == []
+
+
+def test_operator_version_is_the_one_whose_schemas_are_checked(dev):
+    chart = yaml.safe_load((kuberay_dir() / "kuberay-operator-Chart.yaml").read_text())
+    assert dev.get(RELEASE, "kuberay-operator").inputs["version"] == chart["version"]
+
+
+def test_operator_waits_for_the_system_nodes(dev):
+    system = dev.get("eks:index:ManagedNodeGroup", "system")
+    assert system.urn in dev.get(RELEASE, "kuberay-operator").dependencies
+
+
+# --- the RayService document ---
+
+
+def test_rayservice_validates_against_the_kuberay_crd(shipped):
+    assert rayservice_errors(manifest(shipped)) == []
+
+
+def test_an_unknown_field_fails_validation(dev):
+    broken = copy.deepcopy(manifest(dev))
+    broken["spec"]["rayClusterConfig"]["headGroupSpec"]["rayStartParam"] = {}
+    assert rayservice_errors(broken)
+
+
+def test_rayservice_is_named_and_placed_from_config(dev):
+    metadata = manifest(dev)["metadata"]
+    assert (metadata["name"], metadata["namespace"]) == ("ray-llm", "inference")
+    renamed = manifest(run_stack({"rayServiceName": "chat", "namespace": "llm"}))["metadata"]
+    assert (renamed["name"], renamed["namespace"]) == ("chat", "llm")
+
+
+def test_ray_version_and_image_come_from_config(dev):
+    spec = manifest(dev)["spec"]["rayClusterConfig"]
+    assert spec["rayVersion"] == "2.58.0"
+    image = "763104351884.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-cuda-v1.0"
+    assert container(head(dev))["image"] == image
+    assert container(workers(dev))["image"] == image
+
+
+def test_image_override_reaches_every_ray_container():
+    run = run_stack({"dlcImage": "example.com/ray/llm:2.58.0"})
+    assert {container(head(run))["image"], container(workers(run))["image"]} == {"example.com/ray/llm:2.58.0"}
+
+
+def test_head_runs_on_system_nodes_without_model_work(dev):
+    group = head(dev)
+    assert group["template"]["spec"]["nodeSelector"] == {"role": "system"}
+    assert group["rayStartParams"]["num-gpus"] == "0"
+    assert group["rayStartParams"]["num-cpus"] == "0"
+    assert group["rayStartParams"]["dashboard-host"] == "0.0.0.0"
+
+
+def test_head_fits_a_system_node(dev):
+    requests = container(head(dev))["resources"]["requests"]
+    assert int(requests["cpu"]) <= 4 - 1
+    assert int(requests["memory"].removesuffix("Gi")) <= 16 - 4
+
+
+def test_worker_group_is_one_pod_per_gpu_node(dev):
+    group = workers(dev)
+    assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == 2
+    assert workers(run_stack({"gpuNodeCount": 3}))["replicas"] == 3
+
+
+def test_worker_requests_a_gpu_and_the_nodes_efa_interfaces(dev):
+    resources = container(workers(dev))["resources"]
+    assert resources["requests"] == resources["limits"]
+    assert resources["limits"]["nvidia.com/gpu"] == "1"
+    assert resources["limits"]["vpc.amazonaws.com/efa"] == "1"
+    assert workers(run_stack({"gpuNodeType": "g6e.48xlarge"}))["template"]["spec"]["containers"][0]["resources"][
+        "limits"
+    ]["vpc.amazonaws.com/efa"] == "4"
+
+
+def test_worker_fits_what_a_g6_8xlarge_leaves_allocatable(dev):
+    limits = container(workers(dev))["resources"]["limits"]
+    assert 16 <= int(limits["cpu"]) < 32
+    assert 64 <= int(limits["memory"].removesuffix("Gi")) < 128
+
+
+def test_worker_lands_on_gpu_nodes_through_their_taint(dev):
+    spec = workers(dev)["template"]["spec"]
+    assert spec["nodeSelector"] == {"role": "gpu-worker"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_worker_has_a_memory_backed_dev_shm(dev):
+    spec = workers(dev)["template"]["spec"]
+    (volume,) = spec["volumes"]
+    assert volume["emptyDir"]["medium"] == "Memory"
+    assert {"name": volume["name"], "mountPath": "/dev/shm"} in container(workers(dev))["volumeMounts"]
+
+
+def test_worker_environment_for_nixl_over_efa(dev):
+    variables = env(workers(dev))
+    assert variables["VLLM_HOST_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert variables["FI_PROVIDER"] == "efa"
+    assert "IPC_LOCK" in container(workers(dev))["securityContext"]["capabilities"]["add"]
+
+
+def test_up_waits_until_the_service_is_ready(dev):
+    annotations = manifest(dev)["metadata"]["annotations"]
+    assert annotations["pulumi.com/waitFor"] == "condition=Ready"
+    assert annotations["pulumi.com/timeoutSeconds"] == str(45 * 60)
+    patient = manifest(run_stack({"serveReadyTimeoutMinutes": 90}))["metadata"]["annotations"]
+    assert patient["pulumi.com/timeoutSeconds"] == str(90 * 60)
+
+
+def test_rayservice_comes_after_operator_plugins_and_namespace(dev):
+    dependencies = dev.get(RAYSERVICE, "rayservice").dependencies
+    for type_, name in [
+        (RELEASE, "kuberay-operator"),
+        (RELEASE, "nvidia-device-plugin"),
+        (RELEASE, "efa-device-plugin"),
+        ("kubernetes:core/v1:Namespace", "namespace"),
+    ]:
+        assert dev.get(type_, name).urn in dependencies
+
+
+# --- Hugging Face token ---
+
+
+def test_no_token_no_secret(dev):
+    assert dev.of_type(SECRET) == []
+    assert "HF_TOKEN" not in env(workers(dev))
+
+
+@pytest.fixture(scope="module")
+def with_token():
+    return run_stack({"hfToken": "hf_abc"}, secret_keys=("hfToken",))
+
+
+def test_token_becomes_a_kubernetes_secret_kept_secret(with_token):
+    secret = with_token.get(SECRET, "hf-token")
+    assert secret.inputs["stringData"] == {"HF_TOKEN": "hf_abc"}
+    assert "stringData" in secret.secret_inputs
+    assert secret.inputs["metadata"] == {"name": "hf-token", "namespace": "inference"}
+
+
+def test_token_reaches_every_ray_container_by_reference(with_token):
+    reference = {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}
+    assert env(head(with_token))["HF_TOKEN"] == reference
+    assert env(workers(with_token))["HF_TOKEN"] == reference
+    assert "hf_abc" not in yaml.safe_dump(manifest(with_token))
+
+
+def test_token_never_reaches_a_stack_output(with_token):
+    assert "hf_abc" not in repr({k: v for k, v in with_token.outputs.items() if k not in with_token.secret_outputs})
+
+
+# --- endpoint ---
+
+
+def test_endpoint_outputs(dev):
+    assert dev.outputs["serveEndpoint"] == "http://ray-llm-serve-svc.inference.svc.cluster.local:8000/v1"
+    assert dev.outputs["portForwardCommand"] == "kubectl port-forward -n inference svc/ray-llm-serve-svc 8000:8000"
+    assert dev.outputs["modelId"] == "qwen3.5-9b"
+    assert dev.outputs["curlModelsCommand"] == "curl --silent http://127.0.0.1:8000/v1/models"
+
+
+def test_no_load_balancer_by_default(dev):
+    assert dev.of_type(SERVICE) == []
+    assert "serveLoadBalancerHostname" not in dev.outputs
+
+
+def test_internal_load_balancer_is_restricted_to_source_cidrs(prod):
+    service = prod.get(SERVICE, "serve-load-balancer").inputs
+    assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-internal"] == "true"
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
+    assert service["spec"]["selector"] == {"app.kubernetes.io/instance": "ray-llm", "ray.io/serve": "true"}
+    assert prod.outputs["serveLoadBalancerHostname"].endswith(".elb.us-east-1.amazonaws.com")
+
+
+def test_load_balancer_selects_pods_the_rayservice_labels(prod):
+    selector = prod.get(SERVICE, "serve-load-balancer").inputs["spec"]["selector"]
+    for group in (head(prod), workers(prod)):
+        assert group["template"]["metadata"]["labels"]["app.kubernetes.io/instance"] == selector["app.kubernetes.io/instance"]
+
+
+def test_internet_facing_load_balancer_is_public_but_restricted():
+    run = run_stack({"serveExposure": "internet-facing", "serveSourceCidrs": ["198.51.100.0/24"]})
+    service = run.get(SERVICE, "serve-load-balancer").inputs
+    assert "service.beta.kubernetes.io/aws-load-balancer-internal" not in service["metadata"]["annotations"]
+    assert service["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
