@@ -1,0 +1,491 @@
+"""Offline render of a stack: what `pulumi up` would declare, as files a person or GitOps can use.
+
+    python -m infra.render --stack dev --out build/dev [--config KEY=VALUE ...] [--secret KEY=VALUE ...]
+
+The stack is evaluated by `infra.offline.run_stack`, the same mock run the tests check, and the files
+are taken from the resources it captured, so nothing here can drift from the program:
+
+    plan.md                                  every AWS and Kubernetes resource with its key settings
+    manifests/NN-<kind>-<name>.yaml          Namespace, Secret (redacted), Service, RayService
+    serve-config.yaml                        the RayService's serveConfigV2, the whole application
+    helm/<release>.values.yaml               the values of each Helm release, headed by its install command
+
+Secrets never reach a file: inputs Pulumi marks secret (the HF token, the kubeconfig) are replaced by
+REDACTED, and every file is searched for the secret values given before anything is written.
+Exit status: 0 rendered, 1 invalid configuration (the message names every bad key), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.config import ConfigError
+from infra.offline import PROJECT, SHIPPED_STACKS, Resource, StackRun, project_config, run_stack, stack_config
+
+REDACTED = "<redacted>"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+# Objects of these types are the stack's plumbing, not something to apply to a cluster.
+NOT_MANIFESTS = frozenset({HELM_RELEASE, "pulumi:providers:kubernetes"})
+# `kubectl apply -f manifests/` goes in file-name order: the namespace first, the RayService last.
+APPLY_ORDER = ("Namespace", "Secret", "Service", "RayService")
+# Secret values shorter than this are too likely to occur by chance to search for.
+MIN_SEARCHED_SECRET_LENGTH = 4
+RENDERED_LIST = ".rendered-files"
+
+# What a reviewer wants to see of each resource type: (label, path into its inputs). A path is
+# dotted; `*` walks every item of a list or every value of a map.
+KEY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "aws:ec2/vpc:Vpc": (("CIDR", "cidrBlock"),),
+    "aws:ec2/subnet:Subnet": (("AZ", "availabilityZone"), ("CIDR", "cidrBlock"), ("public IPs", "mapPublicIpOnLaunch")),
+    "aws:ec2/eip:Eip": (("domain", "domain"),),
+    "aws:ec2/natGateway:NatGateway": (("subnet", "subnetId"),),
+    "aws:ec2/routeTable:RouteTable": (
+        ("destination", "routes.*.cidrBlock"),
+        ("internet gateway", "routes.*.gatewayId"),
+        ("NAT gateway", "routes.*.natGatewayId"),
+    ),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": (("subnet", "subnetId"), ("route table", "routeTableId")),
+    "aws:ec2/securityGroup:SecurityGroup": (
+        ("ingress protocol", "ingress.*.protocol"),
+        ("ingress from itself", "ingress.*.self"),
+        ("egress protocol", "egress.*.protocol"),
+        ("egress to itself", "egress.*.self"),
+    ),
+    "aws:ec2/placementGroup:PlacementGroup": (("strategy", "strategy"),),
+    "aws:ec2/launchTemplate:LaunchTemplate": (
+        ("network interfaces", "networkInterfaces.*.interfaceType"),
+        ("root GiB", "blockDeviceMappings.*.ebs.volumeSize"),
+        ("root volume", "blockDeviceMappings.*.ebs.volumeType"),
+        ("encrypted", "blockDeviceMappings.*.ebs.encrypted"),
+        ("IMDS tokens", "metadataOptions.httpTokens"),
+        ("placement group", "placement.groupName"),
+        ("capacity reservation", "capacityReservationSpecification.capacityReservationTarget.capacityReservationId"),
+    ),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (("policy", "policyArn"),),
+    "aws:kms/key:Key": (("rotation", "enableKeyRotation"), ("deletion window days", "deletionWindowInDays")),
+    "eks:index:Cluster": (
+        ("name", "name"),
+        ("Kubernetes", "version"),
+        ("public API CIDRs", "publicAccessCidrs"),
+        ("private endpoint", "endpointPrivateAccess"),
+        ("authentication", "authenticationMode"),
+        ("admins", "accessEntries.*.principalArn"),
+        ("control-plane logs", "enabledClusterLogTypes"),
+        ("secrets KMS key", "encryptionConfigKeyArn"),
+        ("vpc-cni", "vpcCniOptions.addonVersion"),
+        ("coredns", "corednsAddonOptions.version"),
+        ("kube-proxy", "kubeProxyAddonOptions.version"),
+        ("deletion protection", "deletionProtection"),
+    ),
+    "eks:index:ManagedNodeGroup": (
+        ("name", "nodeGroupName"),
+        ("instance types", "instanceTypes"),
+        ("nodes", "scalingConfig.desiredSize"),
+        ("AMI", "amiType"),
+        ("disk GiB", "diskSize"),
+        ("subnets", "subnetIds"),
+        ("labels", "labels"),
+        ("taints", "taints.*.key"),
+        ("launch template", "launchTemplate.id"),
+    ),
+    HELM_RELEASE: (
+        ("chart", "chart"),
+        ("version", "version"),
+        ("namespace", "namespace"),
+        ("repository", "repositoryOpts.repo"),
+    ),
+    "kubernetes:core/v1:Namespace": (("name", "metadata.name"),),
+    "kubernetes:core/v1:Secret": (
+        ("name", "metadata.name"),
+        ("namespace", "metadata.namespace"),
+        ("data", "stringData"),
+    ),
+    "kubernetes:core/v1:Service": (
+        ("name", "metadata.name"),
+        ("namespace", "metadata.namespace"),
+        ("type", "spec.type"),
+        ("ports", "spec.ports.*.port"),
+        ("source CIDRs", "spec.loadBalancerSourceRanges"),
+        ("annotations", "metadata.annotations"),
+    ),
+    RAYSERVICE: (
+        ("name", "metadata.name"),
+        ("namespace", "metadata.namespace"),
+        ("Ray", "spec.rayClusterConfig.rayVersion"),
+        ("image", "spec.rayClusterConfig.headGroupSpec.template.spec.containers.*.image"),
+        ("head node selector", "spec.rayClusterConfig.headGroupSpec.template.spec.nodeSelector"),
+        ("workers", "spec.rayClusterConfig.workerGroupSpecs.*.replicas"),
+        ("worker resources", "spec.rayClusterConfig.workerGroupSpecs.*.template.spec.containers.*.resources.limits"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    """What to evaluate: a stack, with `pulumi config set`-like overrides and assumed AZ offerings."""
+
+    stack: str
+    config: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    # AZs that offer the GPU type in the mock; None keeps run_stack's default (the region's a and b).
+    gpu_offering_azs: list[str] | None = None
+
+
+def _unqualified(key: str) -> str:
+    return key.removeprefix(f"{PROJECT}:")
+
+
+def encrypted_stack_keys(stack: str) -> dict[str, str]:
+    """Keys that `Pulumi.<stack>.yaml` holds encrypted (`secure:`), with a placeholder value for each.
+
+    The offline run cannot decrypt them; without the placeholder they would reach the program as
+    JSON text and fail as a plain-text secret.
+    """
+    encrypted = {}
+    for key, value in stack_config(stack).items():
+        if value.startswith("{"):
+            parsed = json.loads(value)
+            if isinstance(parsed, dict) and "secure" in parsed:
+                encrypted[_unqualified(key)] = f"<encrypted in Pulumi.{stack}.yaml>"
+    return encrypted
+
+
+def unknown_config_keys(keys: Sequence[str]) -> list[str]:
+    """Problems for keys of this project that Pulumi.yaml does not declare (typos, most likely)."""
+    declared = {_unqualified(key) for key in project_config()}
+    problems = []
+    for key in keys:
+        own_key = ":" not in key or key.startswith(f"{PROJECT}:")
+        if own_key and _unqualified(key) not in declared:
+            problems.append(
+                f"{key} is not a setting of this project: Pulumi.yaml declares {', '.join(sorted(declared))}"
+            )
+    return problems
+
+
+def evaluate(request: RenderRequest) -> StackRun:
+    """Runs the program under mocks with the request's config; raises ConfigError like `pulumi up`."""
+    problems = unknown_config_keys([*request.config, *request.secrets])
+    if problems:
+        raise ConfigError(problems)
+    secrets = {**encrypted_stack_keys(request.stack), **request.secrets}
+    return run_stack(
+        {**request.config, **secrets},
+        stack=request.stack,
+        secret_keys=tuple(secrets),
+        gpu_offering_azs=request.gpu_offering_azs,
+    )
+
+
+# --- turning captured inputs into documents ---
+
+
+def redacted(value: Any) -> Any:
+    """The same shape with every scalar replaced, so a redacted object still validates."""
+    if isinstance(value, dict):
+        return {key: redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redacted(item) for item in value]
+    return REDACTED
+
+
+def plain_numbers(value: Any) -> Any:
+    """Pulumi hands every number over as a float: `replicas: 2.0` would not be an integer to Kubernetes."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: plain_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_numbers(item) for item in value]
+    return value
+
+
+def declared_inputs(resource: Resource) -> dict[str, Any]:
+    """A resource's inputs as they may be shown: integral numbers as integers, secret inputs redacted."""
+    inputs = plain_numbers(resource.inputs)
+    return {key: redacted(value) if key in resource.secret_inputs else value for key, value in inputs.items()}
+
+
+class _ManifestDumper(yaml.SafeDumper):
+    """Multi-line strings (the embedded serveConfigV2) as literal blocks, readable in a diff."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_ManifestDumper.add_representer(str, _represent_text)
+
+
+def to_yaml(document: Any) -> str:
+    # Sorted keys keep a render byte-for-byte stable between runs (Kubernetes prints objects so too).
+    return yaml.dump(document, Dumper=_ManifestDumper, sort_keys=True, default_flow_style=False)
+
+
+def manifest_path(manifest: dict[str, Any]) -> str:
+    kind = manifest["kind"]
+    order = APPLY_ORDER.index(kind) + 1 if kind in APPLY_ORDER else len(APPLY_ORDER) + 1
+    return f"manifests/{order:02d}-{kind.lower()}-{manifest['metadata']['name']}.yaml"
+
+
+def manifest_text(manifest: dict[str, Any]) -> str:
+    text = to_yaml(manifest)
+    if manifest["kind"] != "Secret":
+        return text
+    metadata = manifest["metadata"]
+    literals = " ".join(f"--from-literal={key}=..." for key in manifest.get("stringData", {}))
+    return (
+        "# The values are redacted: create this Secret from the real ones instead of applying this file:\n"
+        f"#   kubectl create secret generic {metadata['name']} -n {metadata['namespace']} {literals}\n{text}"
+    )
+
+
+def kubernetes_manifests(run: StackRun) -> list[dict[str, Any]]:
+    """Every Kubernetes object the stack declares directly (Helm releases aside), in apply order."""
+    manifests = [
+        declared_inputs(resource)
+        for resource in run.resources
+        if resource.type.startswith("kubernetes:") and resource.type not in NOT_MANIFESTS
+    ]
+    return sorted(manifests, key=manifest_path)
+
+
+def helm_install_command(release: dict[str, Any], values_path: str) -> str:
+    return (
+        f"helm upgrade --install {release['name']} {release['chart']} --repo {release['repositoryOpts']['repo']} "
+        f"--version {release['version']} --namespace {release['namespace']} --create-namespace -f {values_path}"
+    )
+
+
+def helm_values_files(run: StackRun) -> dict[str, str]:
+    files = {}
+    for resource in run.of_type(HELM_RELEASE):
+        release = declared_inputs(resource)
+        path = f"helm/{release['name']}.values.yaml"
+        header = f"# Values of the {release['name']} release ({release['chart']} {release['version']}):\n"
+        files[path] = f"{header}#   {helm_install_command(release, path)}\n" + to_yaml(release.get("values") or {})
+    return files
+
+
+# --- the plan ---
+
+
+def setting(value: Any, path: str) -> list[Any]:
+    """The values at a KEY_SETTINGS path; missing keys give nothing."""
+    found = [value]
+    for key in path.split("."):
+        step: list[Any] = []
+        for node in found:
+            if key == "*":
+                step.extend(node.values() if isinstance(node, dict) else node if isinstance(node, list) else [])
+            elif isinstance(node, dict) and key in node:
+                step.append(node[key])
+        found = step
+    return [item for item in found if item is not None]
+
+
+def shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={shown(item)}" for key, item in sorted(value.items()))
+    if isinstance(value, list):
+        return ", ".join(shown(item) for item in value)
+    return str(value)
+
+
+def key_settings(resource: Resource) -> str:
+    inputs = declared_inputs(resource)
+    parts = []
+    for label, path in KEY_SETTINGS.get(resource.type, ()):
+        values = setting(inputs, path)
+        if not values:
+            continue
+        # Repeats (32 EFA interfaces of a p5) read better as a count.
+        if len(values) > 1 and all(item == values[0] for item in values):
+            parts.append(f"{label}: {shown(values[0])} x{len(values)}")
+        else:
+            parts.append(f"{label}: {shown(values)}")
+    return "; ".join(parts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|") or "-"
+
+
+def urn_heading(urn: str) -> str:
+    """`name (type)` of a URN: urn:pulumi:STACK::PROJECT::PARENT-TYPE$TYPE::NAME."""
+    _, _, qualified_type, name = urn.split("::", 3)
+    return f"{name} ({qualified_type.rsplit('$', 1)[-1]})"
+
+
+def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
+    """(key, value, where it comes from) for every setting, secrets hidden."""
+    layers = [
+        ("Pulumi.yaml", project_config()),
+        (f"Pulumi.{request.stack}.yaml", stack_config(request.stack)),
+        ("--config", dict(request.config)),
+    ]
+    values: dict[str, tuple[str, str]] = {}
+    for source, layer in layers:
+        for key, value in layer.items():
+            values[_unqualified(key)] = (value, source)
+    secret_keys = {*encrypted_stack_keys(request.stack), *request.secrets}
+    for key in request.secrets:
+        values[key] = ("", "--secret")
+    return [
+        (key, "[secret]" if key in secret_keys else value, source) for key, (value, source) in sorted(values.items())
+    ]
+
+
+def plan_markdown(run: StackRun, request: RenderRequest) -> str:
+    custom = [resource for resource in run.resources if resource.custom]
+    aws = [resource for resource in custom if resource.type.startswith("aws:")]
+    kubernetes = [resource for resource in custom if resource.type.startswith("kubernetes:")]
+    offering = (
+        "the region's a and b (default)" if request.gpu_offering_azs is None else ", ".join(request.gpu_offering_azs)
+    )
+    lines = [
+        f"# Plan of stack `{request.stack}` ({PROJECT})",
+        "",
+        f"Rendered offline by `python -m infra.render` under Pulumi's mocks: {len(run.resources)} resources "
+        f"({len(aws)} AWS, {len(kubernetes)} Kubernetes, the rest components and providers). Ids, ARNs and "
+        "hostnames are placeholders until `pulumi up`; pulumi-eks components are shown with their inputs.",
+        f"AZs assumed to offer the GPU instance type (`--gpu-azs`): {offering}.",
+        "",
+        "## Configuration",
+        "",
+        "| Key | Value | From |",
+        "|---|---|---|",
+        *(f"| {key} | {_cell(value)} | {source} |" for key, value, source in config_rows(request)),
+        "",
+        "## Resources",
+    ]
+    # URN order groups every resource under its parent, the same way on every run.
+    by_parent: dict[str, list[Resource]] = {}
+    for resource in sorted(run.resources, key=lambda item: item.urn):
+        by_parent.setdefault(resource.parent, []).append(resource)
+    for parent, children in by_parent.items():
+        lines += ["", f"### {urn_heading(parent)}", "", "| Type | Name | Key settings |", "|---|---|---|"]
+        lines += [f"| {child.type} | {child.name} | {_cell(key_settings(child))} |" for child in children]
+    lines += ["", "## Stack outputs", "", "| Output | Value |", "|---|---|"]
+    for name, value in sorted(run.outputs.items()):
+        lines.append(f"| {name} | {'[secret]' if name in run.secret_outputs else _cell(shown(value))} |")
+    return "\n".join(lines) + "\n"
+
+
+# --- files ---
+
+
+def rendered_files(run: StackRun, request: RenderRequest) -> dict[str, str]:
+    """Every file of the render, by path relative to the output folder."""
+    files = {manifest_path(manifest): manifest_text(manifest) for manifest in kubernetes_manifests(run)}
+    for resource in run.of_type(RAYSERVICE):
+        files["serve-config.yaml"] = resource.inputs["spec"]["serveConfigV2"]
+    files.update(helm_values_files(run))
+    files["plan.md"] = plan_markdown(run, request)
+    return files
+
+
+def leaked_secrets(files: Mapping[str, str], secret_values: Sequence[str]) -> list[str]:
+    """Files that contain one of the secret values: a bug of the render, never to be written."""
+    searched = [value for value in secret_values if len(value) >= MIN_SEARCHED_SECRET_LENGTH]
+    return sorted(path for path, text in files.items() if any(value in text for value in searched))
+
+
+def write_files(out: Path, files: Mapping[str, str]) -> None:
+    """Writes the render, removing files a previous render wrote that this one no longer has."""
+    listing = out / RENDERED_LIST
+    previous = listing.read_text().split() if listing.exists() else []
+    for stale in set(previous) - set(files):
+        (out / stale).unlink(missing_ok=True)
+    for path, text in files.items():
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    listing.write_text("".join(f"{path}\n" for path in sorted(files)))
+
+
+def _assignments(items: Sequence[str], option: str, parser: argparse.ArgumentParser) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, separator, value = item.partition("=")
+        if not separator or not key:
+            parser.error(f"{option} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[RenderRequest, Path]:
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.render",
+        description="Render the stack offline: plan, Kubernetes manifests, serve config and Helm values.",
+    )
+    parser.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml applies (default: dev)")
+    parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting as `pulumi config set` would; lists as JSON, e.g. 'serveSourceCidrs=[\"10.0.0.0/8\"]'",
+    )
+    parser.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a secret setting (hfToken), as `pulumi config set --secret` would; never written to a file",
+    )
+    parser.add_argument(
+        "--gpu-azs",
+        metavar="AZ[,AZ...]",
+        help="Availability Zones that offer gpuNodeType in the offline run (default: the region's a and b); "
+        "'' for none",
+    )
+    args = parser.parse_args(argv)
+    gpu_azs = None if args.gpu_azs is None else [az.strip() for az in args.gpu_azs.split(",") if az.strip()]
+    request = RenderRequest(
+        stack=args.stack,
+        config=_assignments(args.config, "--config", parser),
+        secrets=_assignments(args.secret, "--secret", parser),
+        gpu_offering_azs=gpu_azs,
+    )
+    if args.stack not in SHIPPED_STACKS:
+        parser.error(
+            f"--stack {args.stack}: there is no Pulumi.{args.stack}.yaml (stacks: {', '.join(SHIPPED_STACKS)})"
+        )
+    return request, args.out or Path("build") / args.stack
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    request, out = parse_args(argv)
+    try:
+        run = evaluate(request)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 1
+    files = rendered_files(run, request)
+    leaks = leaked_secrets(files, list(request.secrets.values()))
+    if leaks:
+        print(f"refusing to write: a secret value would land in {', '.join(leaks)}", file=sys.stderr)
+        return 1
+    write_files(out, files)
+    print(f"Rendered stack {request.stack} ({len(run.resources)} resources) into {out}/:")
+    for path in sorted(files):
+        print(f"  {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
