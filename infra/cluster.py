@@ -53,7 +53,9 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     cluster_security_group_id: pulumi.Output[str]
 
-    def __init__(self, name: str, cfg: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, cfg: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
@@ -71,7 +73,9 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
         for short_name, policy_arn in NODE_MANAGED_POLICIES.items():
-            aws.iam.RolePolicyAttachment(f"node-role-{short_name}", role=self.node_role.name, policy_arn=policy_arn, opts=child)
+            aws.iam.RolePolicyAttachment(
+                f"node-role-{short_name}", role=self.node_role.name, policy_arn=policy_arn, opts=child
+            )
 
         secrets_key = None
         if cfg.secrets_encryption:

@@ -224,7 +224,9 @@ def _kubernetes_version_problem(value: str) -> str | None:
     match = KUBERNETES_VERSION_PATTERN.match(value)
     if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
         return None
-    return f"kubernetesVersion={value!r} is invalid: allowed is MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer (e.g. 1.35)"
+    return (
+        f"kubernetesVersion={value!r} is invalid: allowed is MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer (e.g. 1.35)"
+    )
 
 
 def _gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
@@ -232,7 +234,9 @@ def _gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
         return None
     if re.fullmatch(re.escape(region) + r"[a-z]", gpu_az):
         return None
-    return f"gpuAz={gpu_az!r} is invalid: it is not an Availability Zone of region {region!r} (e.g. {region}a), or empty"
+    return (
+        f"gpuAz={gpu_az!r} is invalid: it is not an Availability Zone of region {region!r} (e.g. {region}a), or empty"
+    )
 
 
 def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
@@ -281,9 +285,15 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
         control_plane_logging=read.boolean("controlPlaneLogging"),
         secrets_encryption=read.boolean("secretsEncryption"),
-        vpc_cni_version=read.text("vpcCniVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1"),
-        coredns_version=read.text("corednsVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1"),
-        kube_proxy_version=read.text("kubeProxyVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2"),
+        vpc_cni_version=read.text(
+            "vpcCniVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1"
+        ),
+        coredns_version=read.text(
+            "corednsVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1"
+        ),
+        kube_proxy_version=read.text(
+            "kubeProxyVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2"
+        ),
         system_node_type=read.text("systemNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
         system_node_count=read.integer("systemNodeCount", 1),
         gpu_node_type=gpu_node_type,
@@ -292,15 +302,21 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         gpu_az=gpu_az,
         gpu_root_volume_gib=read.integer("gpuRootVolumeGiB", 50, " (the DLC image and model weights land there)"),
         capacity_reservation_id=read.optional_text(
-            "capacityReservationId", CAPACITY_RESERVATION_PATTERN, "a capacity reservation id such as cr-0123456789abcdef0"
+            "capacityReservationId",
+            CAPACITY_RESERVATION_PATTERN,
+            "a capacity reservation id such as cr-0123456789abcdef0",
         ),
         nvidia_device_plugin_version=read.text("nvidiaDevicePluginVersion", CHART_VERSION_PATTERN, semver),
-        efa_device_plugin_version=read.text("efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"),
+        efa_device_plugin_version=read.text(
+            "efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"
+        ),
         dlc_image=dlc_image or default_dlc_image(region),
         kuberay_version=read.text("kuberayVersion", SEMVER_PATTERN, semver),
         ray_version=read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0"),
         ray_service_name=read.text(
-            "rayServiceName", RAYSERVICE_NAME_PATTERN, "a DNS label of at most 40 characters (lower-case letters, digits, '-')"
+            "rayServiceName",
+            RAYSERVICE_NAME_PATTERN,
+            "a DNS label of at most 40 characters (lower-case letters, digits, '-')",
         ),
         namespace=read.text("namespace", DNS_LABEL_PATTERN, "a DNS label (lower-case letters, digits, '-')"),
         model_id=read.text("modelId", re.compile(r"^\S+$"), "a non-empty name without spaces"),

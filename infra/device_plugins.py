@@ -58,17 +58,32 @@ def efa_plugin_values(cfg: StackConfig) -> dict[str, Any]:
 
 class DevicePlugins(pulumi.ComponentResource):
     def __init__(
-        self, name: str, cfg: StackConfig, cluster: Cluster, gpu_nodes: GpuNodes, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        cfg: StackConfig,
+        cluster: Cluster,
+        gpu_nodes: GpuNodes,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ray-llm-eks:nodes:DevicePlugins", name, None, opts)
         # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.
         after_nodes = [gpu_nodes.node_group]
         self.nvidia = pinned_release(
-            "nvidia-device-plugin", nvidia_plugin_chart(cfg), PLUGIN_NAMESPACE, gpu_node_scheduling(),
-            cluster.provider, self, after_nodes,
+            "nvidia-device-plugin",
+            nvidia_plugin_chart(cfg),
+            PLUGIN_NAMESPACE,
+            gpu_node_scheduling(),
+            cluster.provider,
+            self,
+            after_nodes,
         )
         self.efa = pinned_release(
-            "efa-device-plugin", efa_plugin_chart(cfg), PLUGIN_NAMESPACE, efa_plugin_values(cfg),
-            cluster.provider, self, after_nodes,
+            "efa-device-plugin",
+            efa_plugin_chart(cfg),
+            PLUGIN_NAMESPACE,
+            efa_plugin_values(cfg),
+            cluster.provider,
+            self,
+            after_nodes,
         )
         self.register_outputs({})

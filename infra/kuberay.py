@@ -35,6 +35,12 @@ class KubeRayOperator(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         self.release = pinned_release(
-            "kuberay-operator", kuberay_chart(cfg), OPERATOR_NAMESPACE, kuberay_values(), cluster.provider, self, depends_on
+            "kuberay-operator",
+            kuberay_chart(cfg),
+            OPERATOR_NAMESPACE,
+            kuberay_values(),
+            cluster.provider,
+            self,
+            depends_on,
         )
         self.register_outputs({})

@@ -34,11 +34,17 @@ def choose_placement(cfg: StackConfig, region_azs: list[str], offering_azs: list
     offering = [az for az in region_azs if az in set(offering_azs)]
     if not offering:
         raise ConfigError(
-            [f"gpuNodeType={cfg.gpu_node_type!r} is not offered in any Availability Zone of {cfg.region}: pick another type or region"]
+            [
+                f"gpuNodeType={cfg.gpu_node_type!r} is not offered in any Availability Zone of {cfg.region}: "
+                "pick another type or region"
+            ]
         )
     if cfg.gpu_az is not None and cfg.gpu_az not in offering:
         raise ConfigError(
-            [f"gpuAz={cfg.gpu_az!r} does not offer {cfg.gpu_node_type}: allowed is one of {', '.join(offering)} (or empty to auto-pick)"]
+            [
+                f"gpuAz={cfg.gpu_az!r} does not offer {cfg.gpu_node_type}: "
+                f"allowed is one of {', '.join(offering)} (or empty to auto-pick)"
+            ]
         )
     gpu_az = cfg.gpu_az or offering[0]
     # GPU-offering AZs first; EKS needs two AZs, so fall back to others when only one offers the type.
@@ -82,7 +88,9 @@ class Network(pulumi.ComponentResource):
     private_subnet_ids: dict[str, pulumi.Output[str]]
     public_subnet_ids: dict[str, pulumi.Output[str]]
 
-    def __init__(self, name: str, cfg: StackConfig, placement: Placement, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, cfg: StackConfig, placement: Placement, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("ray-llm-eks:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cluster_tag = {f"kubernetes.io/cluster/{cfg.cluster_name}": "shared"}
@@ -117,7 +125,12 @@ class Network(pulumi.ComponentResource):
                 cidr_block=plan.public_cidr,
                 availability_zone=plan.az,
                 map_public_ip_on_launch=False,
-                tags={**cfg.tags, **cluster_tag, "Name": f"{cfg.cluster_name}-public-{plan.az}", "kubernetes.io/role/elb": "1"},
+                tags={
+                    **cfg.tags,
+                    **cluster_tag,
+                    "Name": f"{cfg.cluster_name}-public-{plan.az}",
+                    "kubernetes.io/role/elb": "1",
+                },
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
@@ -150,7 +163,9 @@ class Network(pulumi.ComponentResource):
                 tags={**cfg.tags, "Name": f"{cfg.cluster_name}-private-{plan.az}"},
                 opts=child,
             )
-            aws.ec2.RouteTableAssociation(f"private-{plan.az}", subnet_id=private.id, route_table_id=routes.id, opts=child)
+            aws.ec2.RouteTableAssociation(
+                f"private-{plan.az}", subnet_id=private.id, route_table_id=routes.id, opts=child
+            )
             self.private_subnet_ids[plan.az] = private.id
 
         self.vpc_id = vpc.id
@@ -164,7 +179,9 @@ class Network(pulumi.ComponentResource):
         gateway: aws.ec2.InternetGateway,
         child: pulumi.ResourceOptions,
     ) -> pulumi.Output[str]:
-        address = aws.ec2.Eip(f"nat-{az}", domain="vpc", tags={**cfg.tags, "Name": f"{cfg.cluster_name}-nat-{az}"}, opts=child)
+        address = aws.ec2.Eip(
+            f"nat-{az}", domain="vpc", tags={**cfg.tags, "Name": f"{cfg.cluster_name}-nat-{az}"}, opts=child
+        )
         nat = aws.ec2.NatGateway(
             f"nat-{az}",
             subnet_id=public_subnet.id,

@@ -65,7 +65,12 @@ class SystemNodes(pulumi.ComponentResource):
     node_group: eks.ManagedNodeGroup
 
     def __init__(
-        self, name: str, cfg: StackConfig, cluster: Cluster, network: Network, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        cfg: StackConfig,
+        cluster: Cluster,
+        network: Network,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
         self.node_group = _managed_node_group(
@@ -148,7 +153,10 @@ class GpuNodes(pulumi.ComponentResource):
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                     device_name=ROOT_DEVICE_NAME,
                     ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                        volume_size=cfg.gpu_root_volume_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                        volume_size=cfg.gpu_root_volume_gib,
+                        volume_type="gp3",
+                        encrypted="true",
+                        delete_on_termination="true",
                     ),
                 )
             ],

@@ -139,7 +139,9 @@ class AwsMocks(pulumi.runtime.Mocks):
             kubeconfig = {"apiVersion": "v1", "kind": "Config", "users": [{"name": "aws", "user": {"token": "t0ken"}}]}
             state.update(kubeconfig=kubeconfig, kubeconfigJson=json.dumps(kubeconfig))
         if args.typ == "kubernetes:core/v1:Service":
-            state["status"] = {"loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}}
+            state["status"] = {
+                "loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}
+            }
         return f"{args.name}-id", state
 
 
@@ -203,7 +205,10 @@ class CapturingMonitor(mocks.MockMonitor):
 
 
 def _configure_runtime(
-    overrides: Mapping[str, Any] | None, stack: str, secret_keys: tuple[str, ...], gpu_offering_azs: list[str] | None,
+    overrides: Mapping[str, Any] | None,
+    stack: str,
+    secret_keys: tuple[str, ...],
+    gpu_offering_azs: list[str] | None,
     preview: bool,
 ) -> CapturingMonitor:
     """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""

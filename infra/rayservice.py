@@ -144,7 +144,11 @@ def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": f"{cfg.ray_service_name}-serve-lb", "namespace": cfg.namespace, "annotations": annotations},
+        "metadata": {
+            "name": f"{cfg.ray_service_name}-serve-lb",
+            "namespace": cfg.namespace,
+            "annotations": annotations,
+        },
         "spec": spec,
     }
 

@@ -26,7 +26,9 @@ class Serving(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:serving:Serving", name, None, opts)
         in_cluster = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
 
-        operator = KubeRayOperator("kuberay", cfg, cluster, depends_on=[system_nodes], opts=pulumi.ResourceOptions(parent=self))
+        operator = KubeRayOperator(
+            "kuberay", cfg, cluster, depends_on=[system_nodes], opts=pulumi.ResourceOptions(parent=self)
+        )
         namespace = k8s.core.v1.Namespace(
             "namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.namespace), opts=in_cluster
         )

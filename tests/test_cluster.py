@@ -48,7 +48,10 @@ def test_access_is_through_access_entries_with_configured_admins(dev, prod):
 
 def test_nodes_join_through_the_node_role(dev):
     assert cluster_inputs(dev)["instanceRoles"] == ["node-role-id"]
-    attached = {r.inputs["policyArn"].rsplit("/", 1)[1] for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")}
+    attached = {
+        r.inputs["policyArn"].rsplit("/", 1)[1]
+        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
     assert {"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"} <= attached
 
 
@@ -69,7 +72,11 @@ def test_addon_version_override_reaches_the_cluster():
 
 def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):
     assert set(cluster_inputs(dev)["enabledClusterLogTypes"]) == {
-        "api", "audit", "authenticator", "controllerManager", "scheduler",
+        "api",
+        "audit",
+        "authenticator",
+        "controllerManager",
+        "scheduler",
     }
     assert cluster_inputs(run_stack({"controlPlaneLogging": False})).get("enabledClusterLogTypes", []) == []
 
@@ -119,7 +126,10 @@ def test_preview_shows_the_architecture_as_a_tree(dev):
 
 def test_cluster_outputs(dev):
     assert dev.outputs["clusterName"] == "ray-llm-multinode"
-    assert dev.outputs["updateKubeconfigCommand"] == "aws eks update-kubeconfig --region sa-east-1 --name ray-llm-multinode"
+    assert (
+        dev.outputs["updateKubeconfigCommand"]
+        == "aws eks update-kubeconfig --region sa-east-1 --name ray-llm-multinode"
+    )
     assert dev.outputs["systemNodeGroupName"] == "system"
     assert dev.outputs["gpuNodeGroupName"] == "gpu-workers"
     assert dev.outputs["gpuAz"] == "sa-east-1a"

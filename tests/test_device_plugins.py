@@ -67,7 +67,10 @@ def test_plugin_version_override():
 
 @pytest.mark.parametrize(
     ("release", "chart_dir"),
-    [("nvidia-device-plugin", "nvidia-device-plugin-0.20.0"), ("efa-device-plugin", "aws-efa-k8s-device-plugin-v0.5.30")],
+    [
+        ("nvidia-device-plugin", "nvidia-device-plugin-0.20.0"),
+        ("efa-device-plugin", "aws-efa-k8s-device-plugin-v0.5.30"),
+    ],
 )
 def test_deployed_version_is_the_one_whose_values_are_checked(dev, release, chart_dir):
     chart = yaml.safe_load((schemas_dir() / chart_dir / "Chart.yaml").read_text())

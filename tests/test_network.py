@@ -53,7 +53,9 @@ def test_subnet_cidrs_are_disjoint_and_inside_the_vpc(prod):
 def test_public_subnets_route_to_the_internet_gateway(dev):
     assert default_route(dev, "public-routes")["gatewayId"] == "internet-gateway-id"
     public_ids = {f"public-{az}-id" for az in ("sa-east-1a", "sa-east-1b")}
-    associated = {r.inputs["subnetId"] for r in dev.of_type(ASSOCIATION) if r.inputs["routeTableId"] == "public-routes-id"}
+    associated = {
+        r.inputs["subnetId"] for r in dev.of_type(ASSOCIATION) if r.inputs["routeTableId"] == "public-routes-id"
+    }
     assert associated == public_ids
 
 
@@ -101,7 +103,7 @@ def test_a_second_az_is_taken_when_only_one_offers_the_gpu_type():
 
 
 def test_no_offering_az_fails_naming_the_type():
-    with pytest.raises(ConfigError, match="gpuNodeType='g6.8xlarge' is not offered"):
+    with pytest.raises(ConfigError, match=r"gpuNodeType='g6\.8xlarge' is not offered"):
         run_stack(gpu_offering_azs=[])
 
 

@@ -124,9 +124,12 @@ def test_worker_requests_a_gpu_and_the_nodes_efa_interfaces(dev):
     assert resources["requests"] == resources["limits"]
     assert resources["limits"]["nvidia.com/gpu"] == "1"
     assert resources["limits"]["vpc.amazonaws.com/efa"] == "1"
-    assert workers(run_stack({"gpuNodeType": "g6e.48xlarge"}))["template"]["spec"]["containers"][0]["resources"][
-        "limits"
-    ]["vpc.amazonaws.com/efa"] == "4"
+    assert (
+        workers(run_stack({"gpuNodeType": "g6e.48xlarge"}))["template"]["spec"]["containers"][0]["resources"]["limits"][
+            "vpc.amazonaws.com/efa"
+        ]
+        == "4"
+    )
 
 
 def test_worker_fits_what_a_g6_8xlarge_leaves_allocatable(dev):
@@ -232,7 +235,10 @@ def test_internal_load_balancer_is_restricted_to_source_cidrs(prod):
 def test_load_balancer_selects_pods_the_rayservice_labels(prod):
     selector = prod.get(SERVICE, "serve-load-balancer").inputs["spec"]["selector"]
     for group in (head(prod), workers(prod)):
-        assert group["template"]["metadata"]["labels"]["app.kubernetes.io/instance"] == selector["app.kubernetes.io/instance"]
+        assert (
+            group["template"]["metadata"]["labels"]["app.kubernetes.io/instance"]
+            == selector["app.kubernetes.io/instance"]
+        )
 
 
 def test_internet_facing_load_balancer_is_public_but_restricted():
