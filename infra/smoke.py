@@ -1,0 +1,671 @@
+"""GPU smoke test: boot the stack's own Serve app on one machine and prove it serves.
+
+`python -m infra.smoke --stack dev --model-dir DIR` (a host with two or more NVIDIA GPUs and
+`requirements-gpu.txt` installed) takes the serve config the RayService gets, built by the same
+`infra.serve_config.build_serve_config` from the stack's config, and changes only what one host
+needs; each change is printed by name. It then starts Ray, deploys the app through the dashboard's
+REST API (the call KubeRay makes), waits for RUNNING, lists the models, times a streamed chat
+completion, checks the logs for the NIXL backend and a prefill→decode KV transfer, stops Ray and
+exits 0 only when every step passed. `--aggregated` serves the same model without disaggregation
+(`build_openai_app`, one replica, one GPU) as the baseline; `--dry-run` only builds, prints and
+validates the config. `python -m infra.tiny_model DIR` makes a model for it with no model hub.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
+
+if TYPE_CHECKING:
+    from infra.config import StackConfig
+
+AGGREGATED_IMPORT_PATH = "ray.serve.llm:build_openai_app"
+DASHBOARD_URL = "http://127.0.0.1:8265"
+SERVE_URL = "http://127.0.0.1:8000"
+# vLLM 0.26 puts a TCPStore on VLLM_DP_MASTER_PORT + 100 in every engine: two engines on one host
+# collide on the default unless each side gets its own (on EKS they are on separate pods).
+DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
+KV_ROLE_CHOICES = {
+    "both": {"prefill": "kv_both", "decode": "kv_both"},
+    "producer-consumer": {"prefill": "kv_producer", "decode": "kv_consumer"},
+}
+# The NIXL connector logs each finished KV read only at DEBUG. This turns DEBUG on for its modules
+# alone, so the proof of a transfer does not cost the engines a flood of unrelated log lines.
+NIXL_LOGGER = "vllm.distributed.kv_transfer.kv_connector.v1.nixl"
+NIXL_DEBUG_LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"vllm": {"format": "%(levelname)s %(asctime)s [%(name)s:%(lineno)d] %(message)s"}},
+    "handlers": {
+        "vllm": {"class": "logging.StreamHandler", "formatter": "vllm", "level": "DEBUG", "stream": "ext://sys.stdout"}
+    },
+    "loggers": {
+        "vllm": {"handlers": ["vllm"], "level": "INFO", "propagate": False},
+        NIXL_LOGGER: {"level": "DEBUG"},
+    },
+}
+NIXL_BACKEND_LINE = re.compile(r"Backend (LIBFABRIC|UCX) was instantiated")
+NIXL_HANDSHAKE_LINE = re.compile(r"NIXL compatibility check passed")
+# Decode's worker after it pulled a request's KV blocks from prefill ("done recving" counts failures too).
+KV_RECEIVED_LINE = re.compile(
+    r"get_finished: (\d+) requests done sending and (\d+) requests done recving \((\d+) failed\)"
+)
+KV_READ_LINE = re.compile(r"start_load_kv for request \S+ from remote engine \S+")
+PROMPT_WORDS = (
+    "Prefill computes the key and value cache of the whole prompt on one GPU, then decode reads it "
+    "over NIXL and generates the answer token by token on the other GPU. "
+) * 4
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the one-host overrides depend on, read from the machine (tests pass their own)."""
+
+    has_efa: bool
+    has_flashinfer: bool
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    model_dir: Path
+    aggregated: bool = False
+    kv_roles: str | None = None  # a KV_ROLE_CHOICES key; None keeps what the stack emits
+    gpu_memory_utilization: float = 0.3
+    max_model_len: int = 512
+    logging_config_path: Path | None = None  # NIXL debug logging for the KV-transfer proof
+
+
+@dataclass(frozen=True)
+class Override:
+    """One change to the production serve config, printed by name with its reason."""
+
+    name: str
+    path: Path_
+    value: Any
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.name}: {format_path(self.path)} = {json.dumps(self.value)}  ({self.reason})"
+
+
+def format_path(path: Path_) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def set_path(document: Any, path: Path_, value: Any) -> None:
+    node = document
+    for key in path[:-1]:
+        node = node.setdefault(key, {}) if isinstance(key, str) else node[key]
+    node[path[-1]] = value
+
+
+_MISSING = object()
+
+
+def changed_paths(before: Any, after: Any, prefix: Path_ = ()) -> set[Path_]:
+    """Paths of the leaves that differ between two JSON-like documents (added and removed too)."""
+    before_dict = before if isinstance(before, dict) else ({} if before is _MISSING else None)
+    after_dict = after if isinstance(after, dict) else ({} if after is _MISSING else None)
+    if before_dict is not None and after_dict is not None and (before is not _MISSING or after is not _MISSING):
+        keys = list(before_dict) + [k for k in after_dict if k not in before_dict]
+        return set().union(
+            *(changed_paths(before_dict.get(k, _MISSING), after_dict.get(k, _MISSING), (*prefix, k)) for k in keys)
+        )
+    nested_lists = isinstance(before, list) and isinstance(after, list) and len(before) == len(after)
+    if nested_lists and any(isinstance(item, (dict, list)) for item in before + after):
+        return set().union(
+            *(changed_paths(b, a, (*prefix, i)) for i, (b, a) in enumerate(zip(before, after, strict=True)))
+        )
+    return set() if before == after else {prefix}
+
+
+def unexplained_changes(before: Any, after: Any, overrides: list[Override]) -> set[Path_]:
+    """Changed paths that no override names, itself or as a parent (the baseline replaces `args` whole)."""
+    return {
+        path
+        for path in changed_paths(before, after)
+        if not any(path[: len(override.path)] == override.path for override in overrides)
+    }
+
+
+def detect_host() -> HostFacts:
+    return HostFacts(has_efa=has_efa_device(), has_flashinfer=importlib.util.find_spec("flashinfer") is not None)
+
+
+def has_efa_device() -> bool:
+    """An EFA shows up as an RDMA device bound to the `efa` driver, or as libfabric's efa provider."""
+    infiniband = Path("/sys/class/infiniband")
+    if infiniband.is_dir():
+        for device in infiniband.iterdir():
+            if (device / "device" / "driver").resolve().name == "efa":
+                return True
+    if shutil.which("fi_info"):
+        probe = subprocess.run(["fi_info", "-p", "efa"], capture_output=True, check=False, timeout=30)
+        return probe.returncode == 0
+    return False
+
+
+def _engine_overrides(llm: Path_, side: str, opts: SmokeOptions, host: HostFacts) -> list[Override]:
+    """What every engine on this host needs, prefill, decode and the aggregated baseline alike."""
+    env = (*llm, "runtime_env", "env_vars")
+    overrides = [
+        Override(
+            "model_source",
+            (*llm, "model_loading_config", "model_source"),
+            str(opts.model_dir),
+            f"{side}: a local model directory, no model hub",
+        ),
+        Override(
+            "gpu_memory_utilization",
+            (*llm, "engine_kwargs", "gpu_memory_utilization"),
+            opts.gpu_memory_utilization,
+            f"{side}: a small share of the GPU is plenty for a smoke test",
+        ),
+        Override(
+            "max_model_len",
+            (*llm, "engine_kwargs", "max_model_len"),
+            opts.max_model_len,
+            f"{side}: a short context keeps the KV cache and start-up small",
+        ),
+        Override(
+            "enforce_eager",
+            (*llm, "engine_kwargs", "enforce_eager"),
+            True,
+            f"{side}: no torch.compile or CUDA-graph capture, a faster start",
+        ),
+    ]
+    if not host.has_flashinfer:
+        overrides.append(
+            Override(
+                "flashinfer_sampler_off",
+                (*env, "VLLM_USE_FLASHINFER_SAMPLER"),
+                "0",
+                f"{side}: flashinfer is not installed here; vLLM's sampler imports it unless told not to",
+            )
+        )
+    return overrides
+
+
+def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
+    overrides: list[Override] = []
+    for side in PD_SIDES:
+        llm: Path_ = ("applications", 0, "args", f"{side}_config")
+        kv = (*llm, "engine_kwargs", "kv_transfer_config")
+        env = (*llm, "runtime_env", "env_vars")
+        overrides += _engine_overrides(llm, side, opts, host)
+        if not host.has_efa:
+            overrides.append(
+                Override(
+                    "nixl_backend",
+                    (*kv, "kv_connector_extra_config", "backends"),
+                    ["UCX"],
+                    f"{side}: no EFA device on this host; UCX moves the KV cache between local GPUs",
+                )
+            )
+        overrides.append(
+            Override(
+                "dp_master_port",
+                (*env, "VLLM_DP_MASTER_PORT"),
+                str(DP_MASTER_PORTS[side]),
+                f"{side}: two engines on one host need distinct TCPStore ports",
+            )
+        )
+        if opts.kv_roles is not None:
+            role = KV_ROLE_CHOICES[opts.kv_roles][side]
+            built = cfg_doc["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]
+            if built["kv_role"] != role:
+                overrides.append(Override("kv_role", (*kv, "kv_role"), role, f"{side}: --kv-roles {opts.kv_roles}"))
+        if opts.logging_config_path is not None:
+            overrides.append(
+                Override(
+                    "nixl_debug_logging",
+                    (*env, "VLLM_LOGGING_CONFIG_PATH"),
+                    str(opts.logging_config_path),
+                    f"{side}: DEBUG for the NIXL connector only, which logs each finished KV transfer",
+                )
+            )
+    return overrides
+
+
+def _aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
+    # The baseline engine is the decode side's, without the KV connector: same model and settings.
+    engine = copy.deepcopy(cfg_doc["applications"][0]["args"]["decode_config"])
+    del engine["engine_kwargs"]["kv_transfer_config"]
+    app: Path_ = ("applications", 0)
+    return [
+        Override(
+            "aggregated_app", (*app, "import_path"), AGGREGATED_IMPORT_PATH, "baseline: one engine, no disaggregation"
+        ),
+        Override(
+            "aggregated_app",
+            (*app, "args"),
+            {"llm_configs": [engine]},
+            "baseline: the decode engine's config without kv_transfer_config, one replica on one GPU",
+        ),
+        *_engine_overrides((*app, "args", "llm_configs", 0), "aggregated", opts, host),
+    ]
+
+
+def smoke_serve_config(
+    cfg: StackConfig, opts: SmokeOptions, host: HostFacts
+) -> tuple[dict[str, Any], dict[str, Any], list[Override]]:
+    """(production config, smoke config, the overrides that turn one into the other)."""
+    production = build_serve_config(cfg)
+    if production["applications"][0]["import_path"] != PD_IMPORT_PATH:
+        raise ValueError(f"expected the prefill/decode app ({PD_IMPORT_PATH}) from build_serve_config")
+    build = _aggregated_overrides if opts.aggregated else _pd_overrides
+    overrides = build(production, opts, host)
+    smoke = copy.deepcopy(production)
+    for override in overrides:
+        set_path(smoke, override.path, copy.deepcopy(override.value))
+    return production, smoke, overrides
+
+
+def validate_with_ray(smoke: dict[str, Any]) -> None:
+    """Ray's own schemas for what the dashboard and the app builder accept (no Ray started, no vLLM)."""
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+    from ray.serve.schema import ServeDeploySchema
+
+    ServeDeploySchema.model_validate(smoke)
+    args = smoke["applications"][0]["args"]
+    engines = args["llm_configs"] if "llm_configs" in args else [args[f"{side}_config"] for side in PD_SIDES]
+    for engine in engines:
+        LLMConfig.model_validate(copy.deepcopy(engine))
+
+
+def load_stack_config(stack: str) -> StackConfig:
+    """The stack's validated config, assembled from Pulumi.yaml + Pulumi.<stack>.yaml as the CLI does."""
+    import pulumi
+
+    from infra.config import load_config
+    from infra.offline import PROJECT, project_config, stack_config
+
+    class NoCloud(pulumi.runtime.Mocks):
+        """Only config is read here: no resource is declared and no provider is called."""
+
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+            return f"{args.name}-id", dict(args.inputs)
+
+        def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+            return {}
+
+    pulumi.runtime.set_mocks(NoCloud(), project=PROJECT, stack=stack)
+    pulumi.runtime.set_all_config({**project_config(), **stack_config(stack)})
+    return load_config()
+
+
+# --- running it -------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    steps: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def record(self, name: str, ok: bool, detail: str) -> bool:
+        self.steps.append((name, ok, detail))
+        print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}", flush=True)
+        return ok
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.steps) and all(ok for _, ok, _ in self.steps)
+
+
+@dataclass(frozen=True)
+class ChatTiming:
+    ttft_s: float
+    total_s: float
+    completion_tokens: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.completion_tokens / self.total_s
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """Tokens after the first, over the time after the first: the decode engine's pace."""
+        return (self.completion_tokens - 1) / max(self.total_s - self.ttft_s, 1e-9)
+
+
+def _http(method: str, url: str, body: Any = None, timeout: float = 30) -> tuple[int, str]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        return 0, str(error)
+
+
+def _ray_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ray.scripts.scripts", *args], capture_output=True, text=True, check=False
+    )
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout_s: float, interval_s: float = 1.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(interval_s)
+    else:
+        return True
+    print(f"timed out after {timeout_s:.0f}s waiting for {what}", flush=True)
+    return False
+
+
+def serve_status(app_name: str) -> tuple[str, str]:
+    """(application status, a one-line summary of its deployments) from the dashboard."""
+    code, text = _http("GET", f"{DASHBOARD_URL}/api/serve/applications/")
+    if code != 200:
+        return "UNREACHABLE", text[:200]
+    app = json.loads(text).get("applications", {}).get(app_name)
+    if app is None:
+        return "NOT_STARTED", ""
+    deployments = ", ".join(f"{name} {d['status']}" for name, d in app.get("deployments", {}).items())
+    return app["status"], deployments
+
+
+def serve_failure_details(app_name: str) -> str:
+    code, text = _http("GET", f"{DASHBOARD_URL}/api/serve/applications/")
+    if code != 200:
+        return text
+    app = json.loads(text).get("applications", {}).get(app_name, {})
+    lines = [f"application: {app.get('message', '')}"]
+    lines += [f"{name}: {d.get('message', '')}" for name, d in app.get("deployments", {}).items()]
+    return "\n".join(lines)
+
+
+def deploy_and_wait(smoke: dict[str, Any], timeout_s: float) -> tuple[bool, float, str]:
+    """PUT the config to the dashboard (as KubeRay does) and poll until RUNNING or failure."""
+    app_name = smoke["applications"][0]["name"]
+    start = time.monotonic()
+    code, text = _http("PUT", f"{DASHBOARD_URL}/api/serve/applications/", smoke, timeout=120)
+    if code != 200:
+        return False, 0.0, f"deploy refused ({code}): {text[:2000]}"
+    last_line = ""
+    last_print = 0.0
+    while (elapsed := time.monotonic() - start) < timeout_s:
+        status, deployments = serve_status(app_name)
+        line = f"{status}; {deployments}"
+        if line != last_line or elapsed - last_print >= 15:
+            print(f"  [{elapsed:5.0f}s] {app_name} {line}", flush=True)
+            last_line, last_print = line, elapsed
+        if status == "RUNNING":
+            return True, elapsed, "RUNNING"
+        if status in ("DEPLOY_FAILED", "UNHEALTHY"):
+            return False, elapsed, f"{status}\n{serve_failure_details(app_name)}"
+        time.sleep(2)
+    return False, timeout_s, f"not RUNNING after {timeout_s:.0f}s\n{serve_failure_details(app_name)}"
+
+
+def _sse_chunks(response: Any) -> Iterator[dict[str, Any]]:
+    for raw in response:
+        line = raw.decode().strip()
+        if not line.startswith("data:"):
+            continue
+        payload = line[len("data:") :].strip()
+        if payload == "[DONE]":
+            return
+        yield json.loads(payload)
+
+
+def stream_chat(model_id: str, prompt: str, max_tokens: int, timeout_s: float = 120) -> ChatTiming:
+    """One streamed chat completion; time to first content token and to the last."""
+    body = {
+        "model": model_id,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        # Random weights may emit EOS at once; a fixed length makes tokens/s comparable between runs.
+        "ignore_eos": True,
+    }
+    request = urllib.request.Request(
+        f"{SERVE_URL}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    start = time.perf_counter()
+    first = None
+    content_chunks = 0
+    usage_tokens = None
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        for chunk in _sse_chunks(response):
+            if chunk.get("usage"):
+                usage_tokens = chunk["usage"].get("completion_tokens")
+            for choice in chunk.get("choices", []):
+                if choice.get("delta", {}).get("content"):
+                    content_chunks += 1
+                    first = first if first is not None else time.perf_counter()
+    end = time.perf_counter()
+    if first is None:
+        raise RuntimeError("the stream carried no content")
+    return ChatTiming(ttft_s=first - start, total_s=end - start, completion_tokens=usage_tokens or content_chunks)
+
+
+def log_files(ray_temp_dir: Path) -> list[Path]:
+    logs = ray_temp_dir / "session_latest" / "logs"
+    return sorted(p for p in logs.rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err"))
+
+
+def grep_logs(ray_temp_dir: Path, pattern: re.Pattern[str]) -> list[tuple[str, re.Match[str], str]]:
+    """(file name, match, whole line) for every matching line in the Ray session's logs."""
+    hits = []
+    for path in log_files(ray_temp_dir):
+        for line in path.read_text(errors="replace").splitlines():
+            if match := pattern.search(line):
+                hits.append((path.name, match, line.strip()))
+    return hits
+
+
+def _show(hits: list[tuple[str, re.Match[str], str]], limit: int = 6) -> None:
+    for name, _, line in hits[:limit]:
+        print(f"    {name}: {line[:300]}", flush=True)
+
+
+def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: float = 30) -> None:
+    backends: list[tuple[str, re.Match[str], str]] = []
+
+    def backend_lines_present() -> bool:
+        backends[:] = grep_logs(ray_temp_dir, NIXL_BACKEND_LINE)
+        return len({name for name, _, _ in backends}) >= len(PD_SIDES)
+
+    wait_for("NIXL backend log lines", backend_lines_present, wait_s)
+    seen = {m.group(1) for _, m, _ in backends}
+    processes = len({name for name, _, _ in backends})
+    report.record(
+        "nixl_backend",
+        seen == {backend} and processes >= len(PD_SIDES),
+        f"'Backend {backend} was instantiated' expected in prefill and decode: "
+        f"backends {sorted(seen) or 'none'} in {processes} process log(s)",
+    )
+    _show(backends)
+    handshakes = grep_logs(ray_temp_dir, NIXL_HANDSHAKE_LINE)
+    _show(handshakes, 2)
+
+    received: list[tuple[str, re.Match[str], str]] = []
+
+    def kv_received() -> bool:
+        received[:] = [hit for hit in grep_logs(ray_temp_dir, KV_RECEIVED_LINE) if int(hit[1].group(2)) > 0]
+        return any(int(m.group(2)) > int(m.group(3)) for _, m, _ in received)
+
+    wait_for("the decode side's KV-transfer log line", kv_received, wait_s)
+    reads = grep_logs(ray_temp_dir, KV_READ_LINE)
+    ok_reads = sum(int(m.group(2)) - int(m.group(3)) for _, m, _ in received)
+    failed = sum(int(m.group(3)) for _, m, _ in received)
+    sent = sum(int(m.group(1)) for _, m, _ in grep_logs(ray_temp_dir, KV_RECEIVED_LINE))
+    report.record(
+        "kv_transfer",
+        ok_reads > 0 and failed == 0,
+        f"NIXL reads started by decode: {len(reads)}; requests whose KV decode received: {ok_reads} "
+        f"({failed} failed); requests prefill reported sent: {sent}",
+    )
+    _show(reads, 3)
+    _show(received, 3)
+
+
+def run_requests(report: Report, model_id: str, max_tokens: int, count: int) -> None:
+    code, text = _http("GET", f"{SERVE_URL}/v1/models")
+    models = [m.get("id") for m in json.loads(text).get("data", [])] if code == 200 else []
+    report.record("models", model_id in models, f"/v1/models ({code}) lists {models}")
+    timings = []
+    for i in range(count + 1):
+        # A different first block per request: no prefix-cache hit hides the KV transfer.
+        prompt = f"Request {i} of the smoke test. {PROMPT_WORDS}"
+        try:
+            timing = stream_chat(model_id, prompt, max_tokens)
+        except (urllib.error.URLError, RuntimeError, ValueError, TimeoutError) as error:
+            report.record("chat", False, f"request {i} failed: {error}")
+            return
+        kind = "first (includes the NIXL handshake)" if i == 0 else f"timed {i}/{count}"
+        print(
+            f"  chat {kind}: TTFT {timing.ttft_s * 1000:.1f} ms, {timing.completion_tokens} tokens in "
+            f"{timing.total_s:.3f} s, {timing.tokens_per_s:.1f} tok/s, decode {timing.decode_tokens_per_s:.1f} tok/s",
+            flush=True,
+        )
+        timings.append(timing)
+    measured = timings[1:] or timings
+    ttft = statistics.median(t.ttft_s for t in measured) * 1000
+    tps = statistics.median(t.tokens_per_s for t in measured)
+    decode_tps = statistics.median(t.decode_tokens_per_s for t in measured)
+    report.record(
+        "chat",
+        all(t.completion_tokens == max_tokens for t in timings),
+        f"streamed {len(timings)} completions of {max_tokens} tokens; median of {len(measured)}: "
+        f"TTFT {ttft:.1f} ms, {tps:.1f} tok/s end to end, {decode_tps:.1f} tok/s after the first token "
+        f"(first request TTFT {timings[0].ttft_s * 1000:.1f} ms)",
+    )
+
+
+def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
+    """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
+    args = smoke["applications"][0]["args"]
+    return args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
+
+
+def gpu_count() -> int:
+    if not shutil.which("nvidia-smi"):
+        return 0
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+
+
+def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespace) -> Report:
+    report = Report()
+    needed = 1 if opts.aggregated else len(PD_SIDES)
+    gpus = gpu_count()
+    if not report.record("gpus", gpus >= needed, f"{gpus} NVIDIA GPU(s), {needed} needed"):
+        return report
+    ray_temp_dir = Path(args.ray_temp_dir)
+    start = time.monotonic()
+    started = _ray_cli(
+        "start", "--head", "--temp-dir", str(ray_temp_dir), "--dashboard-host", "127.0.0.1", "--disable-usage-stats"
+    )
+    if not report.record("ray_start", started.returncode == 0, f"{time.monotonic() - start:.1f} s"):
+        print(started.stdout[-3000:], started.stderr[-3000:], sep="\n")
+        return report
+    try:
+        dashboard = wait_for(
+            "the dashboard", lambda: _http("GET", f"{DASHBOARD_URL}/api/serve/applications/")[0] == 200, 120
+        )
+        if not report.record("dashboard", dashboard, DASHBOARD_URL):
+            return report
+        running, elapsed, detail = deploy_and_wait(smoke, args.deploy_timeout)
+        if not report.record("running", running, f"{elapsed:.0f} s from deploy to RUNNING" if running else detail):
+            return report
+        served = served_engine(smoke)
+        run_requests(report, served["model_loading_config"]["model_id"], args.max_tokens, args.requests)
+        if not opts.aggregated:
+            backend = served["engine_kwargs"]["kv_transfer_config"]["kv_connector_extra_config"]["backends"][0]
+            check_nixl_logs(report, ray_temp_dir, backend)
+    finally:
+        stopped = _ray_cli("stop")
+        report.record("ray_stop", stopped.returncode == 0, (stopped.stdout + stopped.stderr).strip()[-300:])
+    return report
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", default="dev", help="stack whose config builds the app (Pulumi.<stack>.yaml)")
+    parser.add_argument("--model-dir", type=Path, required=True, help="local model directory (infra.tiny_model)")
+    parser.add_argument("--aggregated", action="store_true", help="baseline: build_openai_app, one replica, one GPU")
+    parser.add_argument(
+        "--kv-roles",
+        choices=sorted(KV_ROLE_CHOICES),
+        help=f"kv_role of prefill/decode (default: what the stack emits, {KV_ROLES['prefill']}/{KV_ROLES['decode']})",
+    )
+    parser.add_argument("--gpu-memory-utilization", type=float, default=0.3)
+    parser.add_argument("--max-model-len", type=int, default=512)
+    parser.add_argument("--max-tokens", type=int, default=64, help="tokens per timed completion")
+    parser.add_argument("--requests", type=int, default=3, help="timed completions after the first")
+    parser.add_argument("--deploy-timeout", type=float, default=600, help="seconds to wait for RUNNING")
+    parser.add_argument("--ray-temp-dir", default="/tmp/ray", help="Ray's temp dir; its logs are checked")
+    parser.add_argument("--dry-run", action="store_true", help="build, print and validate the config; start nothing")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not (args.model_dir / "config.json").is_file():
+        print(f"{args.model_dir} holds no config.json: make one with `python -m infra.tiny_model DIR`")
+        return 2
+    work_dir = Path(tempfile.mkdtemp(prefix="ray-llm-smoke-"))
+    logging_config = work_dir / "nixl-debug-logging.json"
+    logging_config.write_text(json.dumps(NIXL_DEBUG_LOGGING, indent=2))
+    opts = SmokeOptions(
+        model_dir=args.model_dir.resolve(),
+        aggregated=args.aggregated,
+        kv_roles=args.kv_roles,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=args.max_model_len,
+        logging_config_path=None if args.aggregated else logging_config,
+    )
+    host = detect_host()
+    print(f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}")
+    production, smoke, overrides = smoke_serve_config(load_stack_config(args.stack), opts, host)
+    print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
+    for override in overrides:
+        print(f"  override {override.describe()}")
+    unexplained = unexplained_changes(production, smoke, overrides)
+    if unexplained:
+        print(f"config differs where no override says: {sorted(map(format_path, unexplained))}")
+        return 1
+    (work_dir / "serve-config.json").write_text(json.dumps(smoke, indent=2))
+    validate_with_ray(smoke)
+    print(f"config valid for Ray's ServeDeploySchema and LLMConfig; written to {work_dir / 'serve-config.json'}")
+    if args.dry_run:
+        print(json.dumps(smoke, indent=2))
+        return 0
+    report = run_smoke(smoke, opts, args)
+    failed = [name for name, ok, _ in report.steps if not ok]
+    print(f"SMOKE {'PASSED' if report.ok else 'FAILED'}" + (f": {', '.join(failed)}" if failed else ""), flush=True)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

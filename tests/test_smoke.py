@@ -1,0 +1,190 @@
+"""The GPU smoke test's config: the production serve config plus exactly the named one-host overrides.
+
+Nothing here starts Ray or needs a GPU: the config is built and validated, and the log checks run
+on log lines written the way vLLM 0.26 and NIXL write them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.config
+import os
+
+import pytest
+
+from infra import smoke
+from infra.serve_config import KV_ROLES, build_serve_config
+from infra.tiny_model import write_tiny_model
+
+# Ray's schemas are imported here, never a cluster: no test may start or join one.
+os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
+
+NO_EFA = smoke.HostFacts(has_efa=False, has_flashinfer=False)
+EKS_LIKE = smoke.HostFacts(has_efa=True, has_flashinfer=True)
+PD_OVERRIDES = {
+    "model_source",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "enforce_eager",
+    "flashinfer_sampler_off",
+    "nixl_backend",
+    "dp_master_port",
+    "nixl_debug_logging",
+}
+
+
+@pytest.fixture(scope="module", params=["dev", "prod"])
+def cfg(request):
+    return smoke.load_stack_config(request.param)
+
+
+def options(tmp_path, **kwargs):
+    return smoke.SmokeOptions(model_dir=tmp_path / "model", logging_config_path=tmp_path / "log.json", **kwargs)
+
+
+def test_changed_paths():
+    before = {"a": {"b": 1, "c": [1, 2]}, "l": [{"x": 1}], "gone": 1}
+    after = {"a": {"b": 2, "c": [1, 2], "new": {"deep": True}}, "l": [{"x": 3}]}
+    assert smoke.changed_paths(before, after) == {("a", "b"), ("a", "new", "deep"), ("l", 0, "x"), ("gone",)}
+    assert smoke.changed_paths(before, before) == set()
+
+
+@pytest.mark.parametrize("host", [NO_EFA, EKS_LIKE])
+@pytest.mark.parametrize("kv_roles", [None, "both", "producer-consumer"])
+def test_pd_config_is_production_plus_exactly_the_named_overrides(cfg, tmp_path, host, kv_roles):
+    production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, kv_roles=kv_roles), host)
+    assert production == build_serve_config(cfg), "the smoke test must start from the RayService's own builder"
+    assert smoke.changed_paths(production, config) == {o.path for o in overrides}
+    expected = set(PD_OVERRIDES)
+    if host.has_efa:
+        expected.remove("nixl_backend")
+    if host.has_flashinfer:
+        expected.remove("flashinfer_sampler_off")
+    if kv_roles is not None and smoke.KV_ROLE_CHOICES[kv_roles] != KV_ROLES:
+        expected.add("kv_role")
+    assert {o.name for o in overrides} == expected
+    # Every override is applied to both sides, never to the app around them.
+    for name in expected:
+        assert {o.path[3] for o in overrides if o.name == name} == {"prefill_config", "decode_config"}
+
+
+def test_pd_override_values(cfg, tmp_path):
+    _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path, kv_roles="producer-consumer"), NO_EFA)
+    args = config["applications"][0]["args"]
+    ports = set()
+    for side, role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
+        engine = args[f"{side}_config"]
+        assert engine["model_loading_config"] == {"model_id": cfg.model_id, "model_source": str(tmp_path / "model")}
+        kv = engine["engine_kwargs"]["kv_transfer_config"]
+        assert kv["kv_connector_extra_config"]["backends"] == ["UCX"]
+        assert kv["kv_role"] == role
+        assert kv["engine_id"] == side
+        env = engine["runtime_env"]["env_vars"]
+        assert all(isinstance(value, str) for value in env.values()), "runtime_env env vars must be strings"
+        assert env["VLLM_USE_FLASHINFER_SAMPLER"] == "0"
+        ports.add(env["VLLM_DP_MASTER_PORT"])
+        assert engine["engine_kwargs"] | {"kv_transfer_config": None} == {
+            "max_model_len": 512,
+            "gpu_memory_utilization": 0.3,
+            "enforce_eager": True,
+            "kv_transfer_config": None,
+        }
+    assert ports == {"29500", "31500"}
+
+
+def test_on_an_efa_host_the_backend_stays_libfabric(cfg, tmp_path):
+    _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path), EKS_LIKE)
+    for side in ("prefill", "decode"):
+        kv = config["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]
+        assert kv["kv_connector_extra_config"]["backends"] == ["LIBFABRIC"]
+
+
+def test_aggregated_baseline_serves_the_decode_engine_alone(cfg, tmp_path):
+    production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, aggregated=True), NO_EFA)
+    assert smoke.unexplained_changes(production, config, overrides) == set()
+    app = config["applications"][0]
+    assert app["import_path"] == "ray.serve.llm:build_openai_app"
+    assert app["name"] == production["applications"][0]["name"]
+    (engine,) = app["args"]["llm_configs"]
+    decode = production["applications"][0]["args"]["decode_config"]
+    assert "kv_transfer_config" not in engine["engine_kwargs"]
+    assert engine["deployment_config"] == decode["deployment_config"] == {"num_replicas": 1}
+    assert engine["model_loading_config"]["model_id"] == decode["model_loading_config"]["model_id"]
+    assert "VLLM_DP_MASTER_PORT" not in engine["runtime_env"]["env_vars"]
+
+
+@pytest.mark.parametrize("aggregated", [False, True])
+def test_ray_accepts_the_smoke_config(cfg, tmp_path, aggregated):
+    _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path, aggregated=aggregated), NO_EFA)
+    smoke.validate_with_ray(config)
+
+
+def test_nixl_debug_logging_config_is_valid_and_scoped():
+    vllm_logger = logging.getLogger("vllm")
+    saved = (vllm_logger.level, vllm_logger.handlers[:], vllm_logger.propagate)
+    try:
+        logging.config.dictConfig(json.loads(json.dumps(smoke.NIXL_DEBUG_LOGGING)))
+        assert logging.getLogger(f"{smoke.NIXL_LOGGER}.base_worker").isEnabledFor(logging.DEBUG)
+        assert not logging.getLogger("vllm.v1.engine.core").isEnabledFor(logging.DEBUG)
+        assert logging.getLogger("vllm.v1.engine.core").isEnabledFor(logging.INFO)
+    finally:
+        vllm_logger.setLevel(saved[0])
+        vllm_logger.handlers[:] = saved[1]
+        vllm_logger.propagate = saved[2]
+        logging.getLogger(smoke.NIXL_LOGGER).setLevel(logging.NOTSET)
+
+
+def write_logs(tmp_path, files):
+    logs = tmp_path / "session_latest" / "logs"
+    logs.mkdir(parents=True)
+    for name, lines in files.items():
+        (logs / name).write_text("\n".join(lines) + "\n")
+
+
+# Lines as vLLM 0.26's NIXL connector and nixl-cu13 1.3.1 print them.
+PREFILL_LOG = [
+    "2026-11-29 13:36:27 NIXL INFO    _api.py:390 Backend UCX was instantiated",
+    "DEBUG 11-29 20:00:01 [vllm.distributed.kv_transfer.kv_connector.v1.nixl.base_worker:1971] "
+    "Rank 0, get_finished: 1 requests done sending and 0 requests done recving (0 failed)",
+]
+DECODE_LOG = [
+    "2026-11-29 13:36:27 NIXL INFO    _api.py:390 Backend UCX was instantiated",
+    "INFO 11-29 20:00:00 [base_worker.py:669] NIXL compatibility check passed (hash: 1a2b)",
+    "DEBUG 11-29 20:00:00 [pull_worker.py:57] start_load_kv for request chatcmpl-1 from remote engine "
+    "prefill-10.0.0.1-20000. Num local_block_ids: 17. Num remote_block_ids: 17. ",
+    "DEBUG 11-29 20:00:01 [base_worker.py:1971] "
+    "Rank 0, get_finished: 0 requests done sending and 1 requests done recving (0 failed)",
+]
+
+
+def test_log_checks_pass_on_a_transfer(tmp_path, capsys):
+    write_logs(tmp_path, {"worker-prefill.out": PREFILL_LOG, "worker-decode.out": DECODE_LOG})
+    report = smoke.Report()
+    smoke.check_nixl_logs(report, tmp_path, "UCX", wait_s=0)
+    assert report.ok, report.steps
+    assert [name for name, _, _ in report.steps] == ["nixl_backend", "kv_transfer"]
+    assert "requests whose KV decode received: 1 (0 failed); requests prefill reported sent: 1" in report.steps[1][2]
+    assert "NIXL compatibility check passed" in capsys.readouterr().out
+
+
+def test_log_checks_fail_without_a_transfer_or_with_the_wrong_backend(tmp_path):
+    write_logs(tmp_path, {"worker-prefill.out": PREFILL_LOG[:1], "worker-decode.out": DECODE_LOG[:2]})
+    report = smoke.Report()
+    smoke.check_nixl_logs(report, tmp_path, "LIBFABRIC", wait_s=0)
+    assert [ok for _, ok, _ in report.steps] == [False, False]
+
+
+def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
+    write_tiny_model(tmp_path / "model")
+    assert smoke.main(["--stack", "dev", "--model-dir", str(tmp_path / "model"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "infra.serve_config.build_serve_config" in out
+    for name in ("model_source", "dp_master_port", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
+        assert f"override {name}: " in out
+    assert '"import_path": "ray.serve.llm:build_pd_openai_app"' in out
+
+
+def test_missing_model_dir_is_refused(tmp_path, capsys):
+    assert smoke.main(["--model-dir", str(tmp_path), "--dry-run"]) == 2
+    assert "infra.tiny_model" in capsys.readouterr().out
