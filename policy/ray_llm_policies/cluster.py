@@ -1,0 +1,79 @@
+"""Rules on the EKS control plane: who can reach its public endpoint, and whether it logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pulumi_policy import EnforcementLevel
+
+from .props import OPEN_CIDRS, as_bool, get
+from .resource_types import CLUSTERS, EKS_CLUSTER_COMPONENT
+from .rules import Inspected, resource_policy
+
+# What EKS does when publicAccessCidrs is not set on a public endpoint.
+EKS_DEFAULT_PUBLIC_ACCESS_CIDRS = ("0.0.0.0/0",)
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    endpoint_public: bool
+    public_access_cidrs: tuple[str, ...]
+    log_types: tuple[str, ...]
+
+
+def cluster_settings(resource: Inspected) -> ClusterSettings | None:
+    """The control plane's settings from pulumi-eks's component (mocks) or its aws:eks Cluster (real preview).
+
+    None for the component as a real preview shows it (no inputs): its child carries the settings.
+    """
+    if resource.resource_type not in CLUSTERS or not resource.props:
+        return None
+    if resource.resource_type == EKS_CLUSTER_COMPONENT:
+        endpoint = resource.props
+    else:
+        endpoint = get(resource.props, "vpcConfig", default={})
+    public = get(endpoint, "endpointPublicAccess")
+    return ClusterSettings(
+        # Both pulumi-eks and EKS default to a public endpoint.
+        endpoint_public=public is None or as_bool(public),
+        public_access_cidrs=tuple(get(endpoint, "publicAccessCidrs", default=())) or EKS_DEFAULT_PUBLIC_ACCESS_CIDRS,
+        log_types=tuple(get(resource.props, "enabledClusterLogTypes", default=())),
+    )
+
+
+def _open_public_endpoint(resource: Inspected) -> Iterator[str]:
+    settings = cluster_settings(resource)
+    if settings is None or not settings.endpoint_public:
+        return
+    open_cidrs = sorted(OPEN_CIDRS.intersection(settings.public_access_cidrs))
+    if open_cidrs:
+        yield (
+            f"EKS cluster '{resource.name}' serves its public API endpoint to {', '.join(open_cidrs)}. "
+            "Fix: set apiPublicAccessCidrs to the CIDRs of your operators and CI (the private endpoint stays on)."
+        )
+
+
+def _control_plane_logging_off(resource: Inspected) -> Iterator[str]:
+    settings = cluster_settings(resource)
+    if settings is not None and not settings.log_types:
+        yield (
+            f"EKS cluster '{resource.name}' sends no control-plane logs to CloudWatch: API and audit history is lost. "
+            "Fix: set controlPlaneLogging to true."
+        )
+
+
+EKS_PUBLIC_ENDPOINT_RESTRICTED = resource_policy(
+    "eks-public-endpoint-restricted",
+    "The EKS public API endpoint is not open to the whole internet.",
+    EnforcementLevel.ADVISORY,
+    CLUSTERS,
+    _open_public_endpoint,
+)
+EKS_CONTROL_PLANE_LOGGING = resource_policy(
+    "eks-control-plane-logging",
+    "The EKS control plane sends its logs to CloudWatch.",
+    EnforcementLevel.ADVISORY,
+    CLUSTERS,
+    _control_plane_logging_off,
+)

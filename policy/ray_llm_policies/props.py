@@ -1,0 +1,69 @@
+"""Reading resource properties as the policy engine hands them over.
+
+pulumi_policy wraps properties in read-only `Mapping`/`Sequence` proxies (never `dict`/`list`) that
+raise `UnknownValueError` on a value not known during preview. Numbers arrive as floats, and some
+AWS provider booleans are strings ("true"/"false" in launch templates). These helpers absorb that,
+so the policies read like the stack's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy.proxy import UnknownValueError
+
+OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
+
+
+def is_sequence(value: Any) -> bool:
+    """A list-like property (a string is a Sequence too, but never a list of items here)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def get(value: Any, *path: str | int, default: Any = None) -> Any:
+    """The property at `path` (keys of mappings, indices of lists), or `default` where it is absent."""
+    for step in path:
+        if isinstance(step, int):
+            if not is_sequence(value) or not -len(value) <= step < len(value):
+                return default
+        elif not isinstance(value, Mapping) or step not in value:
+            return default
+        value = value[step]
+    return default if value is None else value
+
+
+def mappings(value: Any) -> list[Mapping[str, Any]]:
+    """The mapping items of a list property (an absent or scalar property has none)."""
+    return [item for item in value if isinstance(item, Mapping)] if is_sequence(value) else []
+
+
+def as_bool(value: Any) -> bool:
+    """True for `True` and for the AWS provider's string form "true"."""
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def as_number(value: Any) -> float | None:
+    """A number property (floats on the wire; Kubernetes quantities are strings such as "1")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def known_strings(value: Any) -> Iterator[str]:
+    """Every string inside a property, skipping the parts that are unknown until the update runs."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping) or is_sequence(value):
+        keys = list(value) if isinstance(value, Mapping) else range(len(value))
+        for key in keys:
+            try:
+                item = value[key]
+            except UnknownValueError:
+                continue
+            yield from known_strings(item)

@@ -1,0 +1,27 @@
+"""Type tokens of the resources the policies look at.
+
+pulumi-eks's `Cluster` and `ManagedNodeGroup` are remote components. Under the test mocks they are
+not expanded and the policies see only their inputs; in a real preview the engine shows them with no
+inputs at all (the component is registered by the pulumi-eks plugin) and shows their children, the
+`aws:eks` cluster and node group, instead. Every rule on them therefore reads either form.
+"""
+
+from __future__ import annotations
+
+STACK = "pulumi:pulumi:Stack"
+
+EKS_CLUSTER_COMPONENT = "eks:index:Cluster"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+MANAGED_NODE_GROUP_COMPONENT = "eks:index:ManagedNodeGroup"
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+EKS_COMPONENTS = frozenset({EKS_CLUSTER_COMPONENT, MANAGED_NODE_GROUP_COMPONENT})
+CLUSTERS = frozenset({EKS_CLUSTER_COMPONENT, EKS_CLUSTER})
+NODE_GROUPS = frozenset({MANAGED_NODE_GROUP_COMPONENT, EKS_NODE_GROUP})
+
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+SUBNET = "aws:ec2/subnet:Subnet"
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+RAY_SERVICE = "kubernetes:ray.io/v1:RayService"
+KUBERNETES_SERVICE = "kubernetes:core/v1:Service"
+KUBERNETES_SECRET = "kubernetes:core/v1:Secret"

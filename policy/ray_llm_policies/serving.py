@@ -1,0 +1,260 @@
+"""Rules on what serves: the Ray Serve LLM prefill/decode app, pinned charts and images, the endpoint."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from pulumi_policy import EnforcementLevel, PolicyResource
+from pulumi_policy.proxy import UnknownValueError
+
+from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
+from .props import OPEN_CIDRS, as_number, get, is_sequence, mappings
+from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
+from .rules import Inspected, of_type, resource_policy, stack_policy
+
+NIXL_CONNECTOR = "NixlConnector"
+# NIXL's default backend; on EKS it runs over TCP without any error.
+NIXL_DEFAULT_BACKEND = "UCX"
+NIXL_EFA_BACKENDS = ["LIBFABRIC"]
+EFA_DEVICE_RESOURCE = "vpc.amazonaws.com/efa"
+# Which stack-config key pins each chart the stack installs.
+CHART_VERSION_KEYS = {
+    "kuberay-operator": "kuberayVersion",
+    "nvidia-device-plugin": "nvidiaDevicePluginVersion",
+    "aws-efa-k8s-device-plugin": "efaDevicePluginVersion",
+}
+EXACT_CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
+IMAGE_DIGEST_MARKER = "@sha256:"
+# The in-tree/cloud-controller annotation, and the AWS Load Balancer Controller's scheme annotation.
+INTERNAL_LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-internal"
+LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
+
+
+class ServeConfigError(ValueError):
+    """The RayService's serveConfigV2 cannot be read as a Serve config."""
+
+
+@dataclass(frozen=True)
+class PdApplication:
+    """A prefill/decode app of serveConfigV2 and the LLM config of each side."""
+
+    name: str
+    prefill: Mapping[str, Any]
+    decode: Mapping[str, Any]
+
+    def sides(self) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+        return (("prefill", self.prefill), ("decode", self.decode))
+
+
+def pd_applications(rayservice: Mapping[str, Any]) -> list[PdApplication]:
+    """The prefill/decode apps of a RayService (serveConfigV2 is a YAML document in a string)."""
+    text = get(rayservice, "spec", "serveConfigV2")
+    if text is None:
+        return []
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ServeConfigError(f"spec.serveConfigV2 is not valid YAML ({error.__class__.__name__})") from error
+    if not isinstance(document, Mapping):
+        raise ServeConfigError("spec.serveConfigV2 is not a mapping with `applications`")
+    apps = []
+    for app in mappings(get(document, "applications")):
+        args = get(app, "args", default={})
+        if isinstance(args, Mapping) and "prefill_config" in args and "decode_config" in args:
+            apps.append(PdApplication(str(get(app, "name", default="")), args["prefill_config"], args["decode_config"]))
+    return apps
+
+
+def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
+    """Every container of every pod template inside a Kubernetes manifest, skipping unknown parts."""
+    if isinstance(manifest, Mapping) or is_sequence(manifest):
+        keys = list(manifest) if isinstance(manifest, Mapping) else range(len(manifest))
+        for key in keys:
+            try:
+                value = manifest[key]
+            except UnknownValueError:
+                continue
+            if key in ("containers", "initContainers"):
+                yield from mappings(value)
+            else:
+                yield from containers(value)
+
+
+def requests_efa(manifest: Mapping[str, Any]) -> bool:
+    return any(
+        (as_number(get(container, "resources", kind, EFA_DEVICE_RESOURCE)) or 0) > 0
+        for container in containers(manifest)
+        for kind in ("requests", "limits")
+    )
+
+
+def efa_enabled(resources: Sequence[PolicyResource]) -> bool:
+    """EFA is on when the GPU nodes launch with EFA interfaces or the Ray workers ask for EFA devices."""
+    templates = (launch_template_of(group) for group in gpu_node_groups(resources))
+    return any(template is not None and efa_interface_count(template.props) for template in templates) or any(
+        requests_efa(rayservice.props) for rayservice in of_type(resources, RAY_SERVICE)
+    )
+
+
+def _nixl_backends_off_efa(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    if not efa_enabled(resources):
+        return
+    for rayservice in of_type(resources, RAY_SERVICE):
+        try:
+            apps = pd_applications(rayservice.props)
+        except ServeConfigError as error:
+            yield rayservice, f"RayService '{rayservice.name}': {error}."
+            continue
+        for app in apps:
+            for side, llm_config in app.sides():
+                transfer = get(llm_config, "engine_kwargs", "kv_transfer_config", default={})
+                if get(transfer, "kv_connector") != NIXL_CONNECTOR:
+                    continue
+                backends = get(transfer, "kv_connector_extra_config", "backends")
+                if backends is None or list(backends) != NIXL_EFA_BACKENDS:
+                    found = (
+                        list(backends) if backends is not None else f"unset (NIXL's default: {NIXL_DEFAULT_BACKEND})"
+                    )
+                    yield (
+                        rayservice,
+                        f"RayService '{rayservice.name}' app '{app.name}': the {side} side's NIXL backends are "
+                        f"{found}, but the nodes have EFA: NIXL must use {NIXL_EFA_BACKENDS}, since UCX runs at TCP "
+                        "speed on EKS. Fix: no stack config sets this; restore NIXL_EFA_BACKEND in "
+                        "infra/serve_config.py.",
+                    )
+
+
+def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
+    try:
+        apps = pd_applications(resource.props)
+    except ServeConfigError as error:
+        yield f"RayService '{resource.name}': {error}."
+        return
+    shared_settings = (
+        ("model id", ("model_loading_config", "model_id"), "modelId"),
+        ("model source", ("model_loading_config", "model_source"), "modelSource"),
+        ("max_model_len", ("engine_kwargs", "max_model_len"), "maxModelLen"),
+    )
+    for app in apps:
+        where = f"RayService '{resource.name}' app '{app.name}'"
+        for label, path, config_key in shared_settings:
+            prefill_value, decode_value = get(app.prefill, *path), get(app.decode, *path)
+            if prefill_value != decode_value:
+                yield (
+                    f"{where}: prefill {label} {prefill_value!r} differs from decode {decode_value!r}; the KV cache "
+                    f"prefill hands over only fits the same model and context. Fix: set {config_key} once in stack "
+                    "config; both sides take it from there (infra/serve_config.py must not set one side apart)."
+                )
+        engine_ids = [get(config, "engine_kwargs", "kv_transfer_config", "engine_id") for _, config in app.sides()]
+        if None in engine_ids or engine_ids[0] == engine_ids[1]:
+            yield (
+                f"{where}: NIXL engine ids must be set and distinct (prefill {engine_ids[0]!r}, decode "
+                f"{engine_ids[1]!r}), or the two sides cannot address each other. Fix: no stack config sets them; "
+                "infra/serve_config.py gives each side its own engine_id."
+            )
+
+
+def _image_problem(image: str) -> str | None:
+    if IMAGE_DIGEST_MARKER in image:
+        return None
+    last_part = image.rsplit("/", 1)[-1]
+    if ":" not in last_part:
+        return "has no tag (which means 'latest')"
+    if last_part.rsplit(":", 1)[1] == "latest":
+        return "uses the 'latest' tag"
+    return None
+
+
+def _kind(resource: Inspected) -> str:
+    """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
+    return resource.resource_type.rsplit(":", 1)[-1]
+
+
+def _unpinned_images(resource: Inspected) -> Iterator[str]:
+    for container in containers(resource.props):
+        image = get(container, "image")
+        problem = _image_problem(image) if isinstance(image, str) else "is not set"
+        if problem:
+            yield (
+                f"{_kind(resource)} '{resource.name}': container '{get(container, 'name')}' image {image!r} {problem}, "
+                "so nodes may run "
+                "different builds. Fix: set dlcImage to an image pinned by tag or digest (empty uses the pinned "
+                "default image)."
+            )
+
+
+def _unpinned_charts(resource: Inspected) -> Iterator[str]:
+    chart = str(get(resource.props, "chart", default=""))
+    version = str(get(resource.props, "version", default=""))
+    if EXACT_CHART_VERSION.match(version):
+        return
+    config_key = CHART_VERSION_KEYS.get(chart.rsplit("/", 1)[-1])
+    fix = f"set {config_key} to an exact chart version" if config_key else "pin the release's version exactly"
+    found = f"version {version!r}, which is not an exact version" if version else "no version"
+    yield (
+        f"Helm release '{resource.name}' installs chart '{chart}' at {found}: a later install may get another "
+        f"chart. Fix: {fix}."
+    )
+
+
+def _is_internal_load_balancer(annotations: Mapping[str, Any]) -> bool:
+    internal = str(get(annotations, INTERNAL_LB_ANNOTATION, default="")).lower()
+    return internal not in ("", "false") or get(annotations, LB_SCHEME_ANNOTATION) == "internal"
+
+
+def _open_load_balancers(resource: Inspected) -> Iterator[str]:
+    spec = get(resource.props, "spec", default={})
+    if get(spec, "type") != "LoadBalancer" or _is_internal_load_balancer(
+        get(resource.props, "metadata", "annotations", default={})
+    ):
+        return
+    fix = "Fix: set serveSourceCidrs to the CIDRs of the clients, or serveExposure to internal (or none)."
+    source_ranges = list(get(spec, "loadBalancerSourceRanges", default=[]))
+    open_ranges = sorted(OPEN_CIDRS.intersection(source_ranges))
+    if not source_ranges:
+        yield (
+            f"Service '{resource.name}' is an internet-facing load balancer with no loadBalancerSourceRanges: "
+            f"anyone can call the model. {fix}"
+        )
+    elif open_ranges:
+        yield f"Service '{resource.name}' is an internet-facing load balancer open to {', '.join(open_ranges)}. {fix}"
+
+
+NIXL_LIBFABRIC_ON_EFA = stack_policy(
+    "nixl-libfabric-on-efa",
+    "With EFA on, the RayService's NIXL KV transfer uses the LIBFABRIC backend (UCX would run at TCP speed).",
+    EnforcementLevel.MANDATORY,
+    _nixl_backends_off_efa,
+)
+PREFILL_DECODE_CONSISTENT = resource_policy(
+    "prefill-decode-consistent",
+    "Prefill and decode load the same model with the same max_model_len, under distinct NIXL engine ids.",
+    EnforcementLevel.MANDATORY,
+    {RAY_SERVICE},
+    _prefill_decode_mismatches,
+)
+HELM_CHARTS_PINNED = resource_policy(
+    "helm-charts-pinned",
+    "Every Helm release installs an exact chart version (no missing version, no 'latest', no range).",
+    EnforcementLevel.MANDATORY,
+    {HELM_RELEASE},
+    _unpinned_charts,
+)
+IMAGES_PINNED = resource_policy(
+    "images-pinned",
+    "Every container image, the DLC image included, is pinned by tag or digest (no 'latest', no missing tag).",
+    EnforcementLevel.MANDATORY,
+    lambda resource_type: resource_type.startswith("kubernetes:") and resource_type != HELM_RELEASE,
+    _unpinned_images,
+)
+SERVE_ENDPOINT_NOT_OPEN = resource_policy(
+    "serve-endpoint-not-open",
+    "The serve endpoint is not internet-facing without source CIDRs: the model API has no authentication.",
+    EnforcementLevel.MANDATORY,
+    {KUBERNETES_SERVICE},
+    _open_load_balancers,
+)

@@ -1,0 +1,532 @@
+"""The policy pack, run offline on the stacks the mock runner captures.
+
+An adapter turns a mock run into what the engine hands a policy pack during `pulumi preview`:
+resource policies get each resource's inputs, stack policies every resource's outputs (the mocks
+echo inputs as outputs) plus the stack resource, whose properties are the stack outputs with the
+secret ones wrapped as the engine wraps them. The pack then runs through pulumi_policy's own
+analyzer service (`OfflinePolicyEngine`). Every policy must pass on every shipped stack, and every
+policy is made to fire, at its level, by breaking the stack through config or by editing what
+was captured.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+from pulumi_policy import EnforcementLevel
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+from infra.offline import PROJECT, PROJECT_DIR, SHIPPED_STACKS, Resource, StackRun, run_stack
+from policy.ray_llm_policies import PACK_NAME, POLICIES
+from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+STACK_TYPE = "pulumi:pulumi:Stack"
+CONFIG_KEYS = frozenset(yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"])
+HF_TOKEN = "hf_offlineTestToken0123456789"
+
+# Findings the shipped stacks are known to have. Strict: once a stack is fixed, this list must shrink.
+KNOWN_FINDINGS = {
+    # Pulumi.dev.yaml keeps the default apiPublicAccessCidrs [0.0.0.0/0] (kubectl from anywhere).
+    ("dev", "eks-public-endpoint-restricted"),
+}
+
+
+@dataclass
+class CapturedStack:
+    """A mock run as the policy engine would see it; a test edits it to break the stack."""
+
+    stack: str
+    resources: list[Resource]
+    outputs: dict[str, Any]
+    secret_outputs: set[str]
+
+    @classmethod
+    def of(cls, run: StackRun, stack: str) -> CapturedStack:
+        # Deep copies: the runs are shared with other tests.
+        resources = [dataclasses.replace(r, inputs=copy.deepcopy(r.inputs)) for r in run.resources]
+        return cls(stack, resources, copy.deepcopy(run.outputs), set(run.secret_outputs))
+
+    def get(self, type_: str, name: str) -> Resource:
+        (match,) = [r for r in self.resources if r.type == type_ and r.name == name]
+        return match
+
+    def replace(self, type_: str, name: str, **changes: Any) -> None:
+        index = self.resources.index(self.get(type_, name))
+        self.resources[index] = dataclasses.replace(self.resources[index], **changes)
+
+    @property
+    def stack_urn(self) -> str:
+        return f"urn:pulumi:{self.stack}::{PROJECT}::{STACK_TYPE}::{PROJECT}-{self.stack}"
+
+    def _engine_resource(self, resource: Resource, properties: dict[str, Any]) -> EngineResource:
+        return EngineResource(
+            resource.type, resource.name, resource.urn, properties, resource.parent, resource.dependencies
+        )
+
+    def analyzed_inputs(self) -> list[EngineResource]:
+        """What `Analyze` gets: each resource's inputs, secret ones marked as the engine marks them."""
+        stack = EngineResource(STACK_TYPE, f"{PROJECT}-{self.stack}", self.stack_urn)
+        return [stack] + [
+            self._engine_resource(r, {k: secret(v) if k in r.secret_inputs else v for k, v in r.inputs.items()})
+            for r in self.resources
+        ]
+
+    def analyzed_outputs(self) -> list[EngineResource]:
+        """What `AnalyzeStack` gets: each resource's outputs, and the stack outputs on the stack resource."""
+        outputs = {k: secret(v) if k in self.secret_outputs else v for k, v in self.outputs.items()}
+        stack = EngineResource(STACK_TYPE, f"{PROJECT}-{self.stack}", self.stack_urn, outputs)
+        return [stack] + [self._engine_resource(r, r.inputs) for r in self.resources]
+
+
+@pytest.fixture(scope="module")
+def engine() -> OfflinePolicyEngine:
+    return OfflinePolicyEngine(PACK_NAME, POLICIES)
+
+
+@pytest.fixture(scope="module")
+def shipped_runs(dev: StackRun, prod: StackRun) -> dict[str, StackRun]:
+    runs = {"dev": dev, "prod": prod}
+    assert sorted(runs) == SHIPPED_STACKS, "a new shipped stack needs a fixture here"
+    return runs
+
+
+def preview(engine: OfflinePolicyEngine, captured: CapturedStack) -> list[Violation]:
+    return engine.preview(captured.analyzed_inputs(), captured.analyzed_outputs())
+
+
+@pytest.fixture(scope="module")
+def shipped_findings(engine: OfflinePolicyEngine, shipped_runs: dict[str, StackRun]) -> dict[str, list[Violation]]:
+    return {stack: preview(engine, CapturedStack.of(run, stack)) for stack, run in shipped_runs.items()}
+
+
+def fired(violations: list[Violation]) -> set[str]:
+    return {violation.policy for violation in violations}
+
+
+# --- every policy passes on every shipped stack ---
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+@pytest.mark.parametrize("policy", [p.name for p in POLICIES])
+def test_policy_passes_on_shipped_stack(shipped_findings: dict[str, list[Violation]], stack: str, policy: str) -> None:
+    findings = [v for v in shipped_findings[stack] if v.policy == policy]
+    if (stack, policy) in KNOWN_FINDINGS:
+        assert findings and all(v.level == ADVISORY for v in findings), "known finding fixed: drop it from the list"
+        pytest.xfail(f"known advisory finding on {stack}: {findings[0].message.splitlines()[-1]}")
+    assert findings == []
+
+
+def test_hf_token_as_secret_config_passes(engine: OfflinePolicyEngine) -> None:
+    run = run_stack({"hfToken": HF_TOKEN}, stack="prod", secret_keys=("hfToken",))
+    assert preview(engine, CapturedStack.of(run, "prod")) == []
+
+
+def test_kubeconfig_output_is_secret(shipped_runs: dict[str, StackRun]) -> None:
+    """The half of credentials-not-in-outputs a policy cannot see: policies get secrets unmarked."""
+    for run in shipped_runs.values():
+        assert "kubeconfig" in run.secret_outputs
+
+
+# --- every policy fires when the stack is broken ---
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """One way to break the stack, and the policy that must catch it."""
+
+    id: str
+    policy: str
+    level: EnforcementLevel
+    config_key: str | None  # the stack-config key the message must name (None: no key controls it)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    secret_keys: tuple[str, ...] = ()
+    stack: str = "dev"
+    edit: Callable[[CapturedStack], None] | None = None
+    also_fires: frozenset[str] = frozenset()  # other policies the same breakage rightly trips
+
+
+def _inputs(type_: str, name: str) -> Callable[[CapturedStack], dict[str, Any]]:
+    return lambda captured: captured.get(type_, name).inputs
+
+
+LAUNCH_TEMPLATE = _inputs("aws:ec2/launchTemplate:LaunchTemplate", "gpu")
+GPU_NODE_GROUP = _inputs("eks:index:ManagedNodeGroup", "gpu")
+EKS_CLUSTER = _inputs("eks:index:Cluster", "eks")
+RAYSERVICE = _inputs("kubernetes:ray.io/v1:RayService", "rayservice")
+KUBERAY_RELEASE = _inputs("kubernetes:helm.sh/v3:Release", "kuberay-operator")
+SERVE_LB = _inputs("kubernetes:core/v1:Service", "serve-load-balancer")
+
+
+def _set_interfaces(**changes: Any) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        for interface in LAUNCH_TEMPLATE(captured)["networkInterfaces"]:
+            interface.update(changes)
+
+    return edit
+
+
+def _without_launch_template(captured: CapturedStack) -> None:
+    group = captured.get("eks:index:ManagedNodeGroup", "gpu")
+    del group.inputs["launchTemplate"]
+    kept = tuple(d for d in group.dependencies if "launchTemplate" not in d)
+    captured.replace(group.type, group.name, dependencies=kept)
+
+
+def _edit_llm_configs(change: Callable[[str, dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
+    """Applies `change(side, llm_config)` to both sides of the PD app in serveConfigV2."""
+
+    def edit(captured: CapturedStack) -> None:
+        spec = RAYSERVICE(captured)["spec"]
+        config = yaml.safe_load(spec["serveConfigV2"])
+        for app in config["applications"]:
+            for side in ("prefill", "decode"):
+                change(side, app["args"][f"{side}_config"])
+        spec["serveConfigV2"] = yaml.safe_dump(config)
+
+    return edit
+
+
+def _set_nixl_backends(backends: list[str] | None) -> Callable[[CapturedStack], None]:
+    def change(_side: str, llm_config: dict[str, Any]) -> None:
+        transfer = llm_config["engine_kwargs"]["kv_transfer_config"]
+        if backends is None:
+            del transfer["kv_connector_extra_config"]
+        else:
+            transfer["kv_connector_extra_config"]["backends"] = backends
+
+    return _edit_llm_configs(change)
+
+
+def _on_decode(path: tuple[str, ...], value: Any) -> Callable[[CapturedStack], None]:
+    def change(side: str, llm_config: dict[str, Any]) -> None:
+        if side == "decode":
+            *parents, leaf = path
+            target = llm_config
+            for key in parents:
+                target = target[key]
+            target[leaf] = value
+
+    return _edit_llm_configs(change)
+
+
+def _set_worker_image(image: str) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        worker = RAYSERVICE(captured)["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+        worker["template"]["spec"]["containers"][0]["image"] = image
+
+    return edit
+
+
+def _add_output(name: str, value: Callable[[CapturedStack], Any]) -> Callable[[CapturedStack], None]:
+    return lambda captured: captured.outputs.update({name: value(captured)})
+
+
+def _make_internet_facing_without_ranges(captured: CapturedStack) -> None:
+    service = SERVE_LB(captured)
+    service["metadata"]["annotations"].pop("service.beta.kubernetes.io/aws-load-balancer-internal")
+    service["spec"].pop("loadBalancerSourceRanges")
+
+
+BREAKAGES = [
+    Breakage("lt-no-efa", "gpu-nodes-efa", MANDATORY, "gpuNodeType", edit=_set_interfaces(interfaceType="interface")),
+    Breakage(
+        "no-launch-template",
+        "gpu-nodes-efa",
+        MANDATORY,
+        "gpuNodeType",
+        edit=_without_launch_template,
+        # Without its launch template the group boots from EKS's 20 GiB default disk.
+        also_fires=frozenset({"gpu-root-volume-size"}),
+    ),
+    Breakage(
+        "two-subnets",
+        "gpu-nodes-single-az",
+        MANDATORY,
+        "gpuAz",
+        edit=lambda c: GPU_NODE_GROUP(c)["subnetIds"].append("private-sa-east-1b-id"),
+    ),
+    Breakage(
+        "no-subnets", "gpu-nodes-single-az", MANDATORY, "gpuAz", edit=lambda c: GPU_NODE_GROUP(c).pop("subnetIds")
+    ),
+    Breakage(
+        "lt-public-ip", "nodes-no-public-ip", MANDATORY, None, edit=_set_interfaces(associatePublicIpAddress="true")
+    ),
+    Breakage(
+        "subnet-public-ip",
+        "nodes-no-public-ip",
+        MANDATORY,
+        None,
+        edit=lambda c: c.get("aws:ec2/subnet:Subnet", "private-sa-east-1a").inputs.update(mapPublicIpOnLaunch=True),
+    ),
+    Breakage(
+        "cluster-public-ip",
+        "nodes-no-public-ip",
+        MANDATORY,
+        None,
+        edit=lambda c: EKS_CLUSTER(c).update(nodeAssociatePublicIpAddress=True),
+    ),
+    Breakage("nixl-ucx", "nixl-libfabric-on-efa", MANDATORY, None, edit=_set_nixl_backends(["UCX"])),
+    Breakage("nixl-default-backend", "nixl-libfabric-on-efa", MANDATORY, None, edit=_set_nixl_backends(None)),
+    Breakage(
+        "decode-context",
+        "prefill-decode-consistent",
+        MANDATORY,
+        "maxModelLen",
+        edit=_on_decode(("engine_kwargs", "max_model_len"), 1024),
+    ),
+    Breakage(
+        "decode-model",
+        "prefill-decode-consistent",
+        MANDATORY,
+        "modelId",
+        edit=_on_decode(("model_loading_config", "model_id"), "other-model"),
+    ),
+    Breakage(
+        "same-engine-id",
+        "prefill-decode-consistent",
+        MANDATORY,
+        None,
+        edit=_on_decode(("engine_kwargs", "kv_transfer_config", "engine_id"), "prefill"),
+    ),
+    Breakage(
+        "chart-no-version",
+        "helm-charts-pinned",
+        MANDATORY,
+        "kuberayVersion",
+        edit=lambda c: KUBERAY_RELEASE(c).pop("version"),
+    ),
+    Breakage(
+        "chart-latest",
+        "helm-charts-pinned",
+        MANDATORY,
+        "kuberayVersion",
+        edit=lambda c: KUBERAY_RELEASE(c).update(version="latest"),
+    ),
+    Breakage(
+        "chart-range",
+        "helm-charts-pinned",
+        MANDATORY,
+        "kuberayVersion",
+        edit=lambda c: KUBERAY_RELEASE(c).update(version="^1.4"),
+    ),
+    Breakage("image-latest", "images-pinned", MANDATORY, "dlcImage", edit=_set_worker_image("example.com/ray:latest")),
+    Breakage("image-untagged", "images-pinned", MANDATORY, "dlcImage", edit=_set_worker_image("example.com:5000/ray")),
+    Breakage(
+        "lb-open-cidr",
+        "serve-endpoint-not-open",
+        MANDATORY,
+        "serveSourceCidrs",
+        overrides={"serveExposure": "internet-facing", "serveSourceCidrs": ["0.0.0.0/0"]},
+    ),
+    Breakage(
+        "lb-no-ranges",
+        "serve-endpoint-not-open",
+        MANDATORY,
+        "serveSourceCidrs",
+        stack="prod",
+        edit=_make_internet_facing_without_ranges,
+    ),
+    Breakage(
+        "hf-token-output",
+        "credentials-not-in-outputs",
+        MANDATORY,
+        "hfToken",
+        overrides={"hfToken": HF_TOKEN},
+        secret_keys=("hfToken",),
+        edit=_add_output("hfToken", lambda _: HF_TOKEN),
+    ),
+    Breakage(
+        "kubeconfig-plain-output",
+        "credentials-not-in-outputs",
+        MANDATORY,
+        None,
+        edit=_add_output("clusterKubeconfig", lambda c: c.outputs["kubeconfig"]),
+    ),
+    Breakage(
+        "api-open",
+        "eks-public-endpoint-restricted",
+        ADVISORY,
+        "apiPublicAccessCidrs",
+        stack="prod",
+        overrides={"apiPublicAccessCidrs": ["0.0.0.0/0"]},
+    ),
+    Breakage(
+        "logging-off",
+        "eks-control-plane-logging",
+        ADVISORY,
+        "controlPlaneLogging",
+        overrides={"controlPlaneLogging": False},
+    ),
+    Breakage("no-owner", "ownership-tags", ADVISORY, "owner", overrides={"owner": ""}),
+    Breakage("no-cost-center", "ownership-tags", ADVISORY, "costCenter", overrides={"costCenter": ""}),
+    Breakage(
+        "untagged-vpc",
+        "ownership-tags",
+        ADVISORY,
+        "owner",
+        edit=lambda c: c.get("aws:ec2/vpc:Vpc", "vpc").inputs.pop("tags"),
+    ),
+    Breakage(
+        "small-root-disk", "gpu-root-volume-size", ADVISORY, "gpuRootVolumeGiB", overrides={"gpuRootVolumeGiB": 80}
+    ),
+    Breakage(
+        "no-root-mapping",
+        "gpu-root-volume-size",
+        ADVISORY,
+        "gpuRootVolumeGiB",
+        edit=lambda c: LAUNCH_TEMPLATE(c).pop("blockDeviceMappings"),
+    ),
+]
+
+
+def test_every_policy_has_a_breakage() -> None:
+    assert {b.policy for b in BREAKAGES} == {p.name for p in POLICIES}
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES, ids=lambda b: f"{b.policy}:{b.id}")
+def test_breaking_the_stack_fires_the_policy(
+    engine: OfflinePolicyEngine,
+    shipped_runs: dict[str, StackRun],
+    shipped_findings: dict[str, list[Violation]],
+    breakage: Breakage,
+) -> None:
+    run = shipped_runs[breakage.stack]
+    if breakage.overrides:
+        run = run_stack(breakage.overrides, stack=breakage.stack, secret_keys=breakage.secret_keys)
+    captured = CapturedStack.of(run, breakage.stack)
+    if breakage.edit:
+        breakage.edit(captured)
+
+    violations = preview(engine, captured)
+
+    caught = [v for v in violations if v.policy == breakage.policy]
+    assert caught, f"{breakage.policy} did not fire"
+    assert {v.level for v in caught} == {breakage.level}
+    # Only this policy newly fires: each rule guards its own concern.
+    assert fired(violations) - fired(shipped_findings[breakage.stack]) == {breakage.policy, *breakage.also_fires}
+    for violation in caught:
+        assert not violation.message.startswith("can't run"), violation.message
+        assert violation.urn, "a violation points at a resource"
+        if breakage.config_key:
+            assert breakage.config_key in CONFIG_KEYS
+            assert breakage.config_key in violation.message
+        else:
+            assert "no stack config" in violation.message
+
+
+# --- the same rules on a real preview's view of pulumi-eks, and on preview unknowns ---
+
+
+def _as_real_preview(captured: CapturedStack) -> None:
+    """Reshapes the pulumi-eks components as a real preview shows them.
+
+    The engine sees a remote component as the pulumi-eks plugin registers it, without inputs, and
+    sees its children; the ones the rules read are the aws:eks Cluster and NodeGroup.
+    """
+    cluster = captured.get("eks:index:Cluster", "eks")
+    cluster_child = Resource(
+        type="aws:eks/cluster:Cluster",
+        name="eks-eksCluster",
+        urn=f"{cluster.urn}$aws:eks/cluster:Cluster::eks-eksCluster",
+        inputs={
+            "vpcConfig": {
+                "endpointPublicAccess": cluster.inputs["endpointPublicAccess"],
+                "endpointPrivateAccess": cluster.inputs["endpointPrivateAccess"],
+                "publicAccessCidrs": cluster.inputs["publicAccessCidrs"],
+                "subnetIds": [UNKNOWN_STRING_VALUE],
+            },
+            "enabledClusterLogTypes": cluster.inputs["enabledClusterLogTypes"],
+            "tags": cluster.inputs["tags"],
+        },
+        parent=cluster.urn,
+        dependencies=(),
+        provider="",
+        custom=True,
+    )
+    children = [cluster_child]
+    for group in captured.resources:
+        if group.type == "eks:index:ManagedNodeGroup":
+            inputs = {k: v for k, v in group.inputs.items() if k not in ("cluster", "nodeRole")}
+            children.append(
+                dataclasses.replace(
+                    group,
+                    type="aws:eks/nodeGroup:NodeGroup",
+                    name=f"{group.name}-nodeGroup",
+                    urn=f"{group.urn}$aws:eks/nodeGroup:NodeGroup::{group.name}-nodeGroup",
+                    inputs=inputs,
+                    parent=group.urn,
+                    custom=True,
+                )
+            )
+    for component in [cluster, *(r for r in captured.resources if r.type == "eks:index:ManagedNodeGroup")]:
+        captured.replace(component.type, component.name, inputs={})
+    captured.resources.extend(children)
+
+
+NODE_GROUP_CHILD = _inputs("aws:eks/nodeGroup:NodeGroup", "gpu-nodeGroup")
+CLUSTER_CHILD = _inputs("aws:eks/cluster:Cluster", "eks-eksCluster")
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (None, set()),
+        (lambda c: NODE_GROUP_CHILD(c)["subnetIds"].append("private-us-east-1a-id"), {"gpu-nodes-single-az"}),
+        (_set_interfaces(interfaceType="interface"), {"gpu-nodes-efa"}),
+        (lambda c: CLUSTER_CHILD(c).update(enabledClusterLogTypes=[]), {"eks-control-plane-logging"}),
+        (lambda c: CLUSTER_CHILD(c)["vpcConfig"].pop("publicAccessCidrs"), {"eks-public-endpoint-restricted"}),
+        (lambda c: CLUSTER_CHILD(c)["tags"].pop("owner"), {"ownership-tags"}),
+    ],
+    ids=["passes", "two-subnets", "no-efa", "logging-off", "default-cidrs", "no-owner-tag"],
+)
+def test_rules_read_pulumi_eks_children_as_a_real_preview_shows_them(
+    engine: OfflinePolicyEngine,
+    prod: StackRun,
+    edit: Callable[[CapturedStack], None] | None,
+    expected: set[str],
+) -> None:
+    captured = CapturedStack.of(prod, "prod")
+    _as_real_preview(captured)
+    if edit:
+        edit(captured)
+    assert fired(preview(engine, captured)) == expected
+
+
+def test_nixl_backend_is_free_without_efa(engine: OfflinePolicyEngine, dev: StackRun) -> None:
+    """LIBFABRIC is required only where EFA is on: nodes without EFA and workers asking for none."""
+    captured = CapturedStack.of(dev, "dev")
+    _set_interfaces(interfaceType="interface")(captured)
+    _set_nixl_backends(["UCX"])(captured)
+    for worker in RAYSERVICE(captured)["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        for container in worker["template"]["spec"]["containers"]:
+            for quantities in container["resources"].values():
+                quantities.pop("vpc.amazonaws.com/efa")
+    assert "nixl-libfabric-on-efa" not in fired(preview(engine, captured))
+
+
+def test_gpu_node_group_without_launch_template_child_fires_efa(engine: OfflinePolicyEngine, prod: StackRun) -> None:
+    captured = CapturedStack.of(prod, "prod")
+    _as_real_preview(captured)
+    child = captured.get("aws:eks/nodeGroup:NodeGroup", "gpu-nodeGroup")
+    captured.replace(child.type, child.name, dependencies=())
+    assert "gpu-nodes-efa" in fired(preview(engine, captured))
+
+
+def test_preview_unknowns_do_not_stop_the_rules(engine: OfflinePolicyEngine, prod: StackRun) -> None:
+    """In a first preview, ids and computed outputs are unknown; the rules still decide."""
+    captured = CapturedStack.of(prod, "prod")
+    group = GPU_NODE_GROUP(captured)
+    group["subnetIds"] = [UNKNOWN_STRING_VALUE]
+    group["launchTemplate"] = {"id": UNKNOWN_STRING_VALUE, "version": UNKNOWN_STRING_VALUE}
+    for interface in LAUNCH_TEMPLATE(captured)["networkInterfaces"]:
+        interface["securityGroups"] = [UNKNOWN_STRING_VALUE, UNKNOWN_STRING_VALUE]
+    captured.outputs["kubeconfig"] = UNKNOWN_STRING_VALUE
+    assert preview(engine, captured) == []
