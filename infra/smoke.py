@@ -73,6 +73,8 @@ PROMPT_WORDS = (
     "over NIXL and generates the answer token by token on the other GPU. "
 ) * 4
 
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
 Path_ = tuple[str | int, ...]
 
 
@@ -605,7 +607,8 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
             check_nixl_logs(report, ray_temp_dir, backend)
     finally:
         stopped = _ray_cli("stop")
-        report.record("ray_stop", stopped.returncode == 0, (stopped.stdout + stopped.stderr).strip()[-300:])
+        last_line = (stopped.stdout + stopped.stderr).strip().splitlines()[-1:] or [""]
+        report.record("ray_stop", stopped.returncode == 0, ANSI_ESCAPE.sub("", last_line[0]))
     return report
 
 

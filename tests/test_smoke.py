@@ -6,10 +6,12 @@ on log lines written the way vLLM 0.26 and NIXL write them.
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
 import logging.config
 import os
+import threading
 
 import pytest
 
@@ -188,3 +190,57 @@ def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
 def test_missing_model_dir_is_refused(tmp_path, capsys):
     assert smoke.main(["--model-dir", str(tmp_path), "--dry-run"]) == 2
     assert "infra.tiny_model" in capsys.readouterr().out
+
+
+class FakeOpenAI(http.server.BaseHTTPRequestHandler):
+    """Answers like Ray Serve LLM's ingress: /v1/models and a streamed chat completion (SSE)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "qwen3.5-9b", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert request["stream"] and request["ignore_eos"]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+        chunks += [{"choices": [{"index": 0, "delta": {"content": f" t{i}"}}]} for i in range(request["max_tokens"])]
+        chunks.append({"choices": [], "usage": {"completion_tokens": request["max_tokens"]}})
+        for chunk in chunks:
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+@pytest.fixture
+def fake_serve(monkeypatch):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr(smoke, "SERVE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+def test_stream_chat_times_a_streamed_completion(fake_serve):
+    timing = smoke.stream_chat("qwen3.5-9b", "hello", max_tokens=8)
+    assert timing.completion_tokens == 8
+    assert 0 < timing.ttft_s <= timing.total_s
+    assert timing.tokens_per_s > 0
+
+
+def test_run_requests_records_models_and_chat(fake_serve, capsys):
+    report = smoke.Report()
+    smoke.run_requests(report, "qwen3.5-9b", max_tokens=8, count=2)
+    assert [(name, ok) for name, ok, _ in report.steps] == [("models", True), ("chat", True)]
+    assert "median of 2" in report.steps[1][2]
+    assert "first (includes the NIXL handshake)" in capsys.readouterr().out
