@@ -243,4 +243,4 @@ def test_run_requests_records_models_and_chat(fake_serve, capsys):
     smoke.run_requests(report, "qwen3.5-9b", max_tokens=8, count=2)
     assert [(name, ok) for name, ok, _ in report.steps] == [("models", True), ("chat", True)]
     assert "median of 2" in report.steps[1][2]
-    assert "first (includes the NIXL handshake)" in capsys.readouterr().out
+    assert "first (warm-up; in PD it includes the NIXL handshake)" in capsys.readouterr().out
