@@ -1,0 +1,617 @@
+"""Post-deploy verification: the stack serves, and its KV-cache transfer rides EFA.
+
+    python -m infra.verify --stack dev [--nccl]
+
+It automates the sample's manual checks from the stack's outputs (`pulumi stack output --json
+--show-secrets`, or `--outputs-file`), one progress line per step and a verdict at the end:
+
+    1. every GPU node is Ready and advertises allocatable nvidia.com/gpu and vpc.amazonaws.com/efa;
+    2. the RayService is Running (Ready) and KubeRay's serve Service exists;
+    3. through `kubectl port-forward` (or `--base-url`), /v1/models lists the model and a streamed
+       chat completion returns tokens: time to first token and tokens/s are printed;
+    4. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
+       fallback at TCP speed, fails the check;
+    5. optional (`--nccl`): an NCCL all-reduce between two worker pods reports bus bandwidth and the
+       libfabric provider NCCL picked. It does not change the verdict.
+
+Exit status: 0 every required check passed, 1 one failed, 2 it could not start (outputs unreadable).
+Kubernetes is reached through the small `Cluster` interface, so tests replay recorded API objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+from urllib.parse import urlparse
+
+import openai
+from kubernetes import client as kubernetes_client
+from kubernetes import config as kubernetes_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream
+
+from infra.config import MIN_GPU_NODES
+from infra.serve_config import NIXL_EFA_BACKEND
+from infra.smoke import NIXL_BACKEND_LINE, ChatTiming
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# EKS labels the nodes of a managed node group with its name.
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+# NIXL logs the transport it picked once per engine; the Ray worker processes log to files, not stdout.
+RAY_LOG_DIR = "/tmp/ray/session_latest/logs/"
+NIXL_BACKEND_GREP = ["grep", "-rhE", NIXL_BACKEND_LINE.pattern, RAY_LOG_DIR]
+PROMPT = "Explain the benefits of prefill/decode disaggregation in two sentences."
+MAX_TOKENS = 64
+PORT_FORWARD_READY = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+)")
+PORT_FORWARD_TIMEOUT_S = 30
+# The all-reduce runs inside the Ray workers (the GPUs and EFA devices are theirs), through torch's NCCL.
+NCCL_PORT = 29517
+NCCL_BYTES = 256 * 1024 * 1024
+NCCL_BENCHMARK = """
+import datetime, os, time, torch, torch.distributed as dist
+rank, world, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["NCCL_BYTES"])
+dist.init_process_group(
+    "nccl", init_method=os.environ["INIT_METHOD"], rank=rank, world_size=world, timeout=datetime.timedelta(minutes=2)
+)
+torch.cuda.set_device(0)
+data = torch.ones(size // 4, device="cuda")
+for _ in range(5):
+    dist.all_reduce(data)
+torch.cuda.synchronize()
+start = time.perf_counter()
+for _ in range(20):
+    dist.all_reduce(data)
+torch.cuda.synchronize()
+seconds = (time.perf_counter() - start) / 20
+algbw = size / seconds / 1e9
+print(f"all_reduce bytes={size} time_us={seconds * 1e6:.0f} busbw_GBps={algbw * 2 * (world - 1) / world:.2f}")
+dist.destroy_process_group()
+"""
+NCCL_RESULT = re.compile(r"all_reduce bytes=(\d+) time_us=(\d+) busbw_GBps=([\d.]+)")
+# aws-ofi-nccl names the libfabric provider it selected ("... Selected provider is efa, fabric is efa").
+NCCL_OFI_PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (\w+)")
+
+
+class VerifyError(Exception):
+    """Verification cannot start: the outputs are missing or unreadable."""
+
+
+class EmptyCompletion(Exception):
+    """The endpoint answered a chat completion without any content."""
+
+
+# --- what the stack says ---
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    namespace: str
+    ray_service_name: str
+    model_id: str
+    gpu_node_group_name: str
+    serve_endpoint: str
+    kubeconfig: str | None = None
+
+    REQUIRED = ("namespace", "rayServiceName", "modelId", "gpuNodeGroupName", "serveEndpoint")
+
+    @classmethod
+    def from_json(cls, outputs: Mapping[str, Any]) -> StackOutputs:
+        missing = [key for key in cls.REQUIRED if not outputs.get(key)]
+        if missing:
+            raise VerifyError(f"stack outputs lack {', '.join(missing)}: was `pulumi up` run on this stack?")
+        kubeconfig = outputs.get("kubeconfig")
+        if kubeconfig is not None and not isinstance(kubeconfig, str):
+            kubeconfig = json.dumps(kubeconfig)  # an object output rather than JSON text
+        return cls(
+            namespace=outputs["namespace"],
+            ray_service_name=outputs["rayServiceName"],
+            model_id=outputs["modelId"],
+            gpu_node_group_name=outputs["gpuNodeGroupName"],
+            serve_endpoint=outputs["serveEndpoint"],
+            kubeconfig=kubeconfig or None,
+        )
+
+    @property
+    def serve_service(self) -> str:
+        """KubeRay's serve Service, as the stack's in-cluster endpoint names it."""
+        return (urlparse(self.serve_endpoint).hostname or "").split(".")[0]
+
+    @property
+    def serve_port(self) -> int:
+        return urlparse(self.serve_endpoint).port or 80
+
+
+def read_outputs(stack: str, outputs_file: Path | None) -> StackOutputs:
+    if outputs_file is not None:
+        try:
+            text = outputs_file.read_text()
+        except OSError as error:
+            raise VerifyError(f"cannot read {outputs_file}: {error.strerror}") from error
+        source = str(outputs_file)
+    else:
+        command = ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", stack]
+        try:
+            done = subprocess.run(command, cwd=PROJECT_DIR, capture_output=True, text=True, check=False)
+        except FileNotFoundError as error:
+            raise VerifyError("the pulumi CLI is not installed: install it, or pass --outputs-file") from error
+        if done.returncode != 0:
+            raise VerifyError(f"`{' '.join(command)}` failed: {done.stderr.strip()}")
+        text, source = done.stdout, "pulumi stack output"
+    try:
+        outputs = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise VerifyError(f"{source} is not JSON: {error}") from error
+    return StackOutputs.from_json(outputs)
+
+
+# --- Kubernetes access ---
+
+
+class Cluster(Protocol):
+    """What verify reads from Kubernetes: API objects as JSON dicts, as `kubectl get -o json` prints them."""
+
+    def list_nodes(self, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def get_rayservice(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str]) -> str:
+        """The command's stdout; a non-zero exit (grep finding nothing) is not an error."""
+        ...
+
+
+class KubernetesCluster:
+    """The Cluster interface over the official Kubernetes client."""
+
+    def __init__(self, kubeconfig: str | None) -> None:
+        self.kubeconfig = kubeconfig
+        api = kubernetes_config.new_client_from_config(config_file=kubeconfig)
+        self.core = kubernetes_client.CoreV1Api(api)
+        self.custom = kubernetes_client.CustomObjectsApi(api)
+
+    @staticmethod
+    def _json(call: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        """The raw API response (camelCase, like the fixtures), or None for 404."""
+        try:
+            return json.loads(call(*args, _preload_content=False, **kwargs).data)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def list_nodes(self, label_selector: str) -> list[dict[str, Any]]:
+        return (self._json(self.core.list_node, label_selector=label_selector) or {}).get("items", [])
+
+    def get_rayservice(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._json(self.custom.get_namespaced_custom_object, "ray.io", "v1", namespace, "rayservices", name)
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._json(self.core.read_namespaced_service, name, namespace)
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        found = self._json(self.core.list_namespaced_pod, namespace, label_selector=label_selector)
+        return (found or {}).get("items", [])
+
+    def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str]) -> str:
+        # `stream` swaps the transport of the API client it is given for the call's duration: a client
+        # of its own keeps concurrent execs (the NCCL ranks) from swapping each other's.
+        own_client = kubernetes_config.new_client_from_config(config_file=self.kubeconfig)
+        return stream(
+            kubernetes_client.CoreV1Api(own_client).connect_get_namespaced_pod_exec,
+            pod,
+            namespace,
+            container=container,
+            command=command,
+            stdout=True,
+            stderr=False,
+            stdin=False,
+            tty=False,
+        )
+
+
+# --- the OpenAI-compatible endpoint ---
+
+
+def _pass_lines(source: TextIO | None, lines: queue.Queue[str]) -> None:
+    for line in source or ():
+        lines.put(line)
+
+
+@contextmanager
+def port_forward(
+    namespace: str, service: str, port: int, kubeconfig: str | None, kubectl: str = "kubectl"
+) -> Iterator[str]:
+    """`kubectl port-forward` to the service on a free local port; yields the API base URL."""
+    command = [kubectl, *(["--kubeconfig", kubeconfig] if kubeconfig else []), "port-forward"]
+    command += ["-n", namespace, f"svc/{service}", f":{port}"]
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError as error:
+        raise ConnectionError(f"{kubectl} is not installed: install it, or pass --base-url") from error
+    lines: queue.Queue[str] = queue.Queue()
+    # kubectl prints the local port it picked, then keeps running: read it without blocking the wait.
+    threading.Thread(target=_pass_lines, args=(process.stdout, lines), daemon=True).start()
+    try:
+        deadline = time.monotonic() + PORT_FORWARD_TIMEOUT_S
+        while True:
+            try:
+                ready = PORT_FORWARD_READY.search(lines.get(timeout=0.1))
+            except queue.Empty:
+                ready = None
+            if ready:
+                yield f"http://127.0.0.1:{ready.group(1)}/v1"
+                return
+            if process.poll() is not None or time.monotonic() > deadline:
+                problem = (process.stderr.read() if process.poll() is not None and process.stderr else "").strip()
+                raise ConnectionError(f"`{' '.join(command)}` did not forward: {problem or 'timed out'}")
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def stream_chat(client: openai.OpenAI, model: str) -> tuple[ChatTiming, str]:
+    """A streamed chat completion, timed as the GPU smoke test times it; raises if no content came."""
+    start = time.perf_counter()
+    first_token_at: float | None = None
+    pieces: list[str] = []
+    usage_tokens: int | None = None
+    chunks = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": PROMPT}],
+        max_tokens=MAX_TOKENS,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    for chunk in chunks:
+        if chunk.usage is not None:
+            usage_tokens = chunk.usage.completion_tokens
+        for choice in chunk.choices:
+            if choice.delta.content:
+                first_token_at = first_token_at or time.perf_counter()
+                pieces.append(choice.delta.content)
+    end = time.perf_counter()
+    if first_token_at is None:
+        raise EmptyCompletion("the chat completion returned no tokens")
+    timing = ChatTiming(
+        ttft_s=first_token_at - start,
+        total_s=end - start,
+        completion_tokens=usage_tokens or len(pieces),
+        counted_from="usage" if usage_tokens else "chunks",
+    )
+    return timing, "".join(pieces)
+
+
+# --- the checks ---
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    passed: bool
+    summary: str
+    details: tuple[str, ...] = ()
+
+
+EndpointOpener = Callable[[], AbstractContextManager[str]]
+
+
+class VerifyContext:
+    """What every check reads; the RayService is fetched once and shared."""
+
+    def __init__(
+        self, outputs: StackOutputs, cluster: Cluster, open_endpoint: EndpointOpener, timeout_s: float
+    ) -> None:
+        self.outputs = outputs
+        self.cluster = cluster
+        self.open_endpoint = open_endpoint
+        self.timeout_s = timeout_s
+
+    @cached_property
+    def rayservice(self) -> dict[str, Any] | None:
+        return self.cluster.get_rayservice(self.outputs.namespace, self.outputs.ray_service_name)
+
+    @property
+    def desired_workers(self) -> int:
+        """One Ray worker per GPU node, as the RayService asks (the stack's minimum if it is missing)."""
+        groups = (self.rayservice or {}).get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
+        return sum(int(group.get("replicas", 0)) for group in groups) or MIN_GPU_NODES
+
+    def worker_pods(self) -> list[dict[str, Any]]:
+        """The running worker pods of the RayService's active Ray cluster."""
+        status = (self.rayservice or {}).get("status", {})
+        cluster_name = status.get("activeServiceStatus", {}).get("rayClusterName")
+        if not cluster_name:
+            return []
+        selector = f"ray.io/cluster={cluster_name},ray.io/node-type=worker"
+        pods = self.cluster.list_pods(self.outputs.namespace, selector)
+        return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
+
+
+def _quantity(value: str | None) -> int:
+    """Extended resources (GPUs, EFA interfaces) are whole numbers."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def _is_ready(obj: dict[str, Any]) -> bool:
+    conditions = obj.get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def check_gpu_nodes(ctx: VerifyContext) -> CheckResult:
+    group = ctx.outputs.gpu_node_group_name
+    nodes = ctx.cluster.list_nodes(f"{NODEGROUP_LABEL}={group}")
+    details, good = [], 0
+    for node in sorted(nodes, key=lambda item: item["metadata"]["name"]):
+        allocatable = node.get("status", {}).get("allocatable", {})
+        gpus, efas = _quantity(allocatable.get(GPU_RESOURCE)), _quantity(allocatable.get(EFA_RESOURCE))
+        ready = _is_ready(node)
+        zone = node["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "?")
+        problems = [
+            problem
+            for problem, present in (("not Ready", ready), (f"no {GPU_RESOURCE}", gpus), (f"no {EFA_RESOURCE}", efas))
+            if not present
+        ]
+        good += not problems
+        state = ", ".join(problems) if problems else "Ready"
+        details.append(f"{node['metadata']['name']} ({zone}): {state}, {GPU_RESOURCE}={gpus}, {EFA_RESOURCE}={efas}")
+    wanted = ctx.desired_workers
+    if good >= wanted and good == len(nodes):
+        return CheckResult(True, f"{good} GPU nodes ready with GPUs and EFA", tuple(details))
+    summary = f"{good} of {len(nodes)} nodes of node group {group} are ready with GPUs and EFA; {wanted} needed"
+    return CheckResult(False, summary, tuple(details))
+
+
+def check_rayservice(ctx: VerifyContext) -> CheckResult:
+    outputs = ctx.outputs
+    rayservice = ctx.rayservice
+    if rayservice is None:
+        return CheckResult(False, f"RayService {outputs.namespace}/{outputs.ray_service_name} does not exist")
+    status = rayservice.get("status", {})
+    details = [f"serviceStatus: {status.get('serviceStatus') or '-'}, Ready: {_is_ready(rayservice)}"]
+    for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items():
+        details.append(f"application {app}: {app_status.get('status', '?')}")
+    running = status.get("serviceStatus") == "Running" or _is_ready(rayservice)
+    service = ctx.cluster.get_service(outputs.namespace, outputs.serve_service)
+    if service is not None:
+        ports = ", ".join(str(port.get("port")) for port in service.get("spec", {}).get("ports", []))
+        details.append(f"service {outputs.serve_service}: {service.get('spec', {}).get('clusterIP', '?')} port {ports}")
+    if not running:
+        return CheckResult(False, "the RayService is not Running yet", tuple(details))
+    if service is None:
+        return CheckResult(
+            False, f"service {outputs.serve_service} does not exist: Serve is not healthy", tuple(details)
+        )
+    return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
+
+
+def check_completion(ctx: VerifyContext) -> CheckResult:
+    model = ctx.outputs.model_id
+    details: list[str] = []
+    try:
+        with ctx.open_endpoint() as base_url:
+            client = openai.OpenAI(base_url=base_url, api_key="unused", timeout=ctx.timeout_s, max_retries=0)
+            models = [entry.id for entry in client.models.list()]
+            details += [f"endpoint {base_url}", f"models: {', '.join(models) or '(none)'}"]
+            if model not in models:
+                return CheckResult(False, f"/v1/models does not list {model}", tuple(details))
+            timing, reply = stream_chat(client, model)
+    except EmptyCompletion as error:
+        return CheckResult(False, str(error), tuple(details))
+    except (ConnectionError, openai.OpenAIError) as error:
+        return CheckResult(False, f"the endpoint did not answer: {error}")
+    details.append(f"reply: {reply.strip()[:80]!r}")
+    summary = (
+        f"{timing.completion_tokens} tokens, time to first token {timing.ttft_s:.3f} s, "
+        f"{timing.tokens_per_s:.1f} tokens/s ({timing.decode_tokens_per_s:.1f} tokens/s after the first)"
+    )
+    return CheckResult(True, summary, tuple(details))
+
+
+def _container(pod: dict[str, Any]) -> str:
+    # KubeRay puts the Ray container first.
+    return pod["spec"]["containers"][0]["name"]
+
+
+def check_nixl_backend(ctx: VerifyContext) -> CheckResult:
+    pods = ctx.worker_pods()
+    if not pods:
+        return CheckResult(False, "no running worker pod of the RayService's active Ray cluster")
+    details, failures = [], 0
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        found = ctx.cluster.exec_in_pod(ctx.outputs.namespace, name, _container(pod), NIXL_BACKEND_GREP)
+        backends = [match.group(1) for match in NIXL_BACKEND_LINE.finditer(found)]
+        counts = ", ".join(f"{backend} x{backends.count(backend)}" for backend in sorted(set(backends)))
+        on_efa = set(backends) == {NIXL_EFA_BACKEND}
+        if not backends:
+            details.append(f"{name}: no NIXL backend line in {RAY_LOG_DIR}")
+        else:
+            details.append(f"{name}: {counts}" + ("" if on_efa else ": NIXL fell back from EFA"))
+        failures += not on_efa
+    if len(pods) < ctx.desired_workers:
+        return CheckResult(False, f"{len(pods)} worker pods run, {ctx.desired_workers} wanted", tuple(details))
+    if failures:
+        return CheckResult(False, f"{failures} of {len(pods)} workers do not use {NIXL_EFA_BACKEND}", tuple(details))
+    return CheckResult(True, f"all {len(pods)} workers use {NIXL_EFA_BACKEND} (EFA)", tuple(details))
+
+
+def nccl_command(rank: int, world: int, master_ip: str) -> list[str]:
+    return [
+        "env",
+        f"RANK={rank}",
+        f"WORLD_SIZE={world}",
+        f"INIT_METHOD=tcp://{master_ip}:{NCCL_PORT}",
+        f"NCCL_BYTES={NCCL_BYTES}",
+        "NCCL_DEBUG=INFO",
+        "python",
+        "-c",
+        NCCL_BENCHMARK,
+    ]
+
+
+def check_nccl(ctx: VerifyContext) -> CheckResult:
+    pods = ctx.worker_pods()[:2]
+    if len(pods) < 2:
+        return CheckResult(False, "needs two running worker pods")
+    master_ip = pods[0]["status"]["podIP"]
+    # Both ranks block until the other joins: run them side by side.
+    with ThreadPoolExecutor(max_workers=len(pods)) as pool:
+        runs = [
+            pool.submit(
+                ctx.cluster.exec_in_pod,
+                ctx.outputs.namespace,
+                pod["metadata"]["name"],
+                _container(pod),
+                nccl_command(rank, len(pods), master_ip),
+            )
+            for rank, pod in enumerate(pods)
+        ]
+        outputs = [run.result() for run in runs]
+    result = NCCL_RESULT.search(outputs[0])
+    providers = sorted({match.group(1) for output in outputs for match in NCCL_OFI_PROVIDER.finditer(output)})
+    details = [
+        f"ranks: {', '.join(pod['metadata']['name'] for pod in pods)}",
+        f"libfabric provider: {', '.join(providers) or 'none (NCCL used sockets)'}",
+    ]
+    if result is None:
+        return CheckResult(False, "the all-reduce printed no result", tuple(details))
+    size_mib = int(result.group(1)) // (1024 * 1024)
+    summary = f"bus bandwidth {result.group(3)} GB/s ({size_mib} MiB all-reduce, {result.group(2)} us)"
+    return CheckResult(providers == ["efa"], summary, tuple(details))
+
+
+@dataclass(frozen=True)
+class Check:
+    title: str
+    run: Callable[[VerifyContext], CheckResult]
+    required: bool = True
+
+
+REQUIRED_CHECKS = (
+    Check(f"GPU nodes advertise {GPU_RESOURCE} and {EFA_RESOURCE}", check_gpu_nodes),
+    Check("RayService is Running and its serve Service exists", check_rayservice),
+    Check("OpenAI API lists the model and streams a chat completion", check_completion),
+    Check(f"NIXL instantiated the {NIXL_EFA_BACKEND} backend on every worker", check_nixl_backend),
+)
+NCCL_CHECK = Check("NCCL all-reduce between two GPU nodes (optional)", check_nccl, required=False)
+
+
+def verify(ctx: VerifyContext, checks: Sequence[Check], out: TextIO) -> bool:
+    """Runs the checks in order, printing each as it goes; True when every required one passed."""
+    outputs = ctx.outputs
+    print(
+        f"Verifying RayService {outputs.namespace}/{outputs.ray_service_name}, model {outputs.model_id}, "
+        f"GPU node group {outputs.gpu_node_group_name}",
+        file=out,
+        flush=True,
+    )
+    failed_required = 0
+    for number, check in enumerate(checks, start=1):
+        print(f"[{number}/{len(checks)}] {check.title} ...", file=out, flush=True)
+        try:
+            result = check.run(ctx)
+        except Exception as error:  # an unexpected API error fails this check, not the whole run
+            result = CheckResult(False, f"{type(error).__name__}: {error}")
+        for line in result.details:
+            print(f"      {line}", file=out)
+        verdict = "PASS" if result.passed else "FAIL" if check.required else "WARN"
+        print(f"      {verdict}: {result.summary}", file=out, flush=True)
+        failed_required += check.required and not result.passed
+    required = sum(check.required for check in checks)
+    if failed_required:
+        print(f"VERDICT: FAIL ({failed_required} of {required} required checks failed)", file=out)
+    else:
+        print(f"VERDICT: PASS (all {required} required checks passed)", file=out)
+    return not failed_required
+
+
+@contextmanager
+def kubeconfig_file(outputs: StackOutputs, explicit: str | None) -> Iterator[str | None]:
+    """The kubeconfig to use: --kubeconfig, else the stack's own (in a private temporary file), else the default."""
+    if explicit or not outputs.kubeconfig:
+        yield explicit
+        return
+    descriptor, path = tempfile.mkstemp(prefix="kubeconfig-", suffix=".json")  # readable by its owner only
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(outputs.kubeconfig)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.verify",
+        description="Verify a deployed stack: GPU/EFA nodes, RayService, API, NIXL over EFA.",
+    )
+    parser.add_argument("--stack", default="dev", help="stack whose outputs to read (default: dev)")
+    parser.add_argument(
+        "--outputs-file", type=Path, help="read the outputs from this JSON file, not from `pulumi stack output`"
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig to use (default: the stack's kubeconfig output)")
+    parser.add_argument(
+        "--base-url", help="OpenAI API base URL to test instead of a port-forward, e.g. http://127.0.0.1:8000/v1"
+    )
+    parser.add_argument(
+        "--kubectl", default="kubectl", help="kubectl executable for the port-forward (default: kubectl)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for each API response (default: 120)"
+    )
+    parser.add_argument("--nccl", action="store_true", help="also run the optional NCCL all-reduce between two workers")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, connect: Callable[[str | None], Cluster] = KubernetesCluster) -> int:
+    args = parse_args(argv)
+    try:
+        outputs = read_outputs(args.stack, args.outputs_file)
+    except VerifyError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    with kubeconfig_file(outputs, args.kubeconfig) as kubeconfig:
+
+        def open_endpoint() -> AbstractContextManager[str]:
+            if args.base_url:
+                return nullcontext(args.base_url)
+            return port_forward(outputs.namespace, outputs.serve_service, outputs.serve_port, kubeconfig, args.kubectl)
+
+        try:
+            cluster = connect(kubeconfig)
+        except kubernetes_config.ConfigException as error:
+            print(f"error: no usable kubeconfig: {error}", file=sys.stderr)
+            return 2
+        ctx = VerifyContext(outputs, cluster, open_endpoint, args.timeout)
+        checks = [*REQUIRED_CHECKS, *([NCCL_CHECK] if args.nccl else [])]
+        return 0 if verify(ctx, checks, sys.stdout) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

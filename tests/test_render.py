@@ -1,0 +1,200 @@
+"""`python -m infra.render`: every rendered object is valid Kubernetes, secrets stay out, errors name keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra import render
+from infra.offline import SHIPPED_STACKS
+from infra.render import REDACTED, main
+from infra.schemas import core_object_errors, rayservice_errors
+
+HF_TOKEN = "hf_NotARealTokenButLongEnough"
+# A stack variant with every optional object: the token's Secret and the serve load balancer.
+EVERY_OBJECT = [
+    "--secret",
+    f"hfToken={HF_TOKEN}",
+    "--config",
+    "serveExposure=internet-facing",
+    "--config",
+    'serveSourceCidrs=["198.51.100.0/24"]',
+]
+
+
+def render_into(out: Path, *args: str) -> Path:
+    assert main(["--out", str(out), *args]) == 0
+    return out
+
+
+def rendered(out: Path) -> dict[str, str]:
+    return {str(path.relative_to(out)): path.read_text() for path in sorted(out.rglob("*")) if path.is_file()}
+
+
+def manifests(out: Path) -> list[dict]:
+    return [yaml.safe_load(path.read_text()) for path in sorted((out / "manifests").glob("*.yaml"))]
+
+
+@pytest.fixture(scope="module", params=SHIPPED_STACKS)
+def shipped_render(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_into(tmp_path_factory.mktemp(request.param), "--stack", request.param)
+
+
+@pytest.fixture(scope="module")
+def full_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_into(tmp_path_factory.mktemp("full"), "--stack", "dev", *EVERY_OBJECT)
+
+
+def test_shipped_stack_renders_every_file(shipped_render):
+    files = rendered(shipped_render)
+    assert {"plan.md", "serve-config.yaml"} <= files.keys()
+    assert {path for path in files if path.startswith("helm/")} == {
+        "helm/kuberay-operator.values.yaml",
+        "helm/nvidia-device-plugin.values.yaml",
+        "helm/efa-device-plugin.values.yaml",
+    }
+    assert [m["kind"] for m in manifests(shipped_render)][0] == "Namespace"
+    assert [m["kind"] for m in manifests(shipped_render)][-1] == "RayService"
+
+
+def test_every_object_is_rendered_in_apply_order(full_render):
+    names = sorted(path.name for path in (full_render / "manifests").iterdir())
+    assert names == [
+        "01-namespace-inference.yaml",
+        "02-secret-hf-token.yaml",
+        "03-service-ray-llm-serve-lb.yaml",
+        "04-rayservice-ray-llm.yaml",
+    ]
+
+
+def assert_every_object_validates(out: Path) -> None:
+    for manifest in manifests(out):
+        if manifest["kind"] == "RayService":
+            assert rayservice_errors(manifest) == [], "RayService against the KubeRay 1.4.0 CRD"
+        else:
+            assert core_object_errors(manifest) == [], f"{manifest['kind']} against Kubernetes 1.35"
+
+
+def test_every_object_of_a_shipped_stack_validates(shipped_render):
+    assert_every_object_validates(shipped_render)
+
+
+def test_secret_and_load_balancer_validate_too(full_render):
+    assert_every_object_validates(full_render)
+
+
+def by_kind(out: Path) -> dict[str, dict]:
+    return {manifest["kind"]: manifest for manifest in manifests(out)}
+
+
+def test_validation_would_catch_a_misspelt_field(full_render):
+    rayservice, service = by_kind(full_render)["RayService"], by_kind(full_render)["Service"]
+    rayservice["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replica"] = 2
+    service["spec"]["sourceRanges"] = ["0.0.0.0/0"]
+    assert any("'replica' was unexpected" in error for error in rayservice_errors(rayservice))
+    assert any("'sourceRanges' was unexpected" in error for error in core_object_errors(service))
+
+
+def test_numbers_are_integers_not_pulumi_floats(full_render):
+    workers = by_kind(full_render)["RayService"]["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+    assert workers["replicas"] == 2 and isinstance(workers["replicas"], int)
+    assert "2.0" not in (full_render / "manifests/04-rayservice-ray-llm.yaml").read_text()
+
+
+def test_serve_config_is_the_rayservices_own(shipped_render):
+    serve_config = (shipped_render / "serve-config.yaml").read_text()
+    assert serve_config == by_kind(shipped_render)["RayService"]["spec"]["serveConfigV2"]
+    app = yaml.safe_load(serve_config)["applications"][0]
+    assert app["import_path"] == "ray.serve.llm:build_pd_openai_app"
+
+
+def test_helm_values_are_installable_as_rendered(shipped_render):
+    efa = (shipped_render / "helm/efa-device-plugin.values.yaml").read_text()
+    assert "helm upgrade --install efa-device-plugin aws-efa-k8s-device-plugin" in efa
+    assert "--version v0.5.30 --namespace kube-system" in efa
+    values = yaml.safe_load(efa)
+    assert values["nodeSelector"] == {"role": "gpu-worker"}
+    assert values["image"]["repository"].endswith("/eks/aws-efa-k8s-device-plugin")
+
+
+def test_plan_lists_every_resource_with_key_settings(full_render):
+    plan = (full_render / "plan.md").read_text()
+    request, _ = render.parse_args(["--stack", "dev", *EVERY_OBJECT])
+    run = render.evaluate(request)
+    for resource in run.resources:
+        assert f"| {resource.type} | {resource.name} |" in plan
+    assert "instance types: g6.8xlarge; nodes: 2" in plan
+    assert "instance types: m7i.xlarge; nodes: 1" in plan
+    assert "AZ: sa-east-1a; CIDR: 10.0.0.0/19" in plan
+    assert "root GiB: 200" in plan
+    assert "network interfaces: efa;" in plan
+    assert "| maxModelLen | 2048 | Pulumi.dev.yaml |" in plan
+
+
+def test_secrets_are_never_written(full_render):
+    files = rendered(full_render)
+    assert not [path for path, text in files.items() if HF_TOKEN in text]
+    # The mock cluster's kubeconfig carries a token too: it is a secret output and a secret input.
+    assert not [path for path, text in files.items() if "t0ken" in text]
+    secret = yaml.safe_load(files["manifests/02-secret-hf-token.yaml"])
+    assert secret["stringData"] == {"HF_TOKEN": REDACTED}
+    assert "kubectl create secret generic hf-token -n inference" in files["manifests/02-secret-hf-token.yaml"]
+    assert "| hfToken | [secret] | --secret |" in files["plan.md"]
+    assert "| kubeconfig | [secret] |" in files["plan.md"]
+
+
+def test_a_secret_that_would_leak_stops_the_write():
+    files = {"plan.md": "token: hf_abcdef", "serve-config.yaml": "nothing"}
+    assert render.leaked_secrets(files, ["hf_abcdef", "1"]) == ["plan.md"]
+
+
+def test_a_token_encrypted_in_the_stack_file_is_treated_as_secret(monkeypatch, tmp_path):
+    encrypted = {"ray-llm-eks:hfToken": '{"secure": "v1:AAAABBBB"}'}
+    monkeypatch.setattr(render, "stack_config", lambda stack: encrypted)
+    out = render_into(tmp_path, "--stack", "dev")
+    secret = yaml.safe_load((out / "manifests/02-secret-hf-token.yaml").read_text())
+    assert secret["stringData"] == {"HF_TOKEN": REDACTED}
+    assert "v1:AAAABBBB" not in "".join(rendered(out).values())
+
+
+def test_render_is_stable_and_removes_what_it_no_longer_renders(full_render, tmp_path):
+    first = rendered(render_into(tmp_path, "--stack", "dev", *EVERY_OBJECT))
+    assert first == rendered(full_render)
+    second = rendered(render_into(tmp_path, "--stack", "dev"))
+    assert "manifests/02-secret-hf-token.yaml" not in second
+    assert "manifests/03-service-ray-llm-serve-lb.yaml" not in second
+
+
+def test_gpu_azs_choose_where_the_gpu_nodes_go(tmp_path):
+    plan = (render_into(tmp_path, "--stack", "dev", "--gpu-azs", "sa-east-1b,sa-east-1c") / "plan.md").read_text()
+    assert "subnets: private-sa-east-1b-id; labels: nvidia.com/gpu.present=true" in plan
+    assert "| gpuAz | sa-east-1b |" in plan
+    assert "sa-east-1b, sa-east-1c" in plan
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--config", "gpuNodeType=g6.xlarge", "--config", "maxAzs=1"], ["gpuNodeType='g6.xlarge'", "maxAzs='1'"]),
+        (["--config", "gpuNodeTyp=g6.8xlarge"], ["gpuNodeTyp is not a setting of this project"]),
+        (["--config", "hfToken=hf_plaintext"], ["hfToken is set in plain text"]),
+        (["--gpu-azs", ""], ["gpuNodeType='g6.8xlarge' is not offered in any Availability Zone"]),
+    ],
+)
+def test_bad_config_fails_like_pulumi_up_and_writes_nothing(args, named, tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "out"), *args]) == 1
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("Invalid stack configuration:")
+    for text in named:
+        assert text in stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args", [["--stack", "nope"], ["--config", "no-equals-sign"]])
+def test_bad_usage_exits_2(args, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    assert "error:" in capsys.readouterr().err

@@ -1,0 +1,472 @@
+"""`python -m infra.verify` against recorded Kubernetes responses and a real local OpenAI-compatible server.
+
+No cluster and no network: Kubernetes answers come from `tests/fixtures/verify/` (each test changes
+a copy to make its failure), the API is an HTTP server on 127.0.0.1 speaking OpenAI's models and
+streamed chat-completions (SSE), and `pulumi` / `kubectl` are small stand-in scripts where the
+subprocess path itself is under test.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import unquote
+
+import pytest
+
+from infra.schemas import core_object_errors, rayservice_errors
+from infra.verify import KubernetesCluster, StackOutputs, main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "verify"
+OUTPUTS_FILE = FIXTURES / "outputs.json"
+MODEL = "qwen3.5-9b"
+REPLY = ["Prefill", " and", " decode", " run", " on", " separate", " GPUs", "."]
+
+
+def load(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+class RecordedCluster:
+    """The verify.Cluster interface answered from the fixtures; selectors are matched like the API server."""
+
+    def __init__(self) -> None:
+        self.nodes = load("nodes.json")["items"]
+        self.rayservice: dict[str, Any] | None = load("rayservice.json")
+        self.service: dict[str, Any] | None = load("serve-service.json")
+        self.pods = load("worker-pods.json")["items"]
+        self.logs = {path.stem: path.read_text() for path in (FIXTURES / "logs").glob("*.txt")}
+        self.nccl = {path.stem: path.read_text() for path in (FIXTURES / "nccl").glob("*.txt")}
+        self.commands: dict[str, list[str]] = {}
+
+    @staticmethod
+    def _selected(objects: list[dict[str, Any]], label_selector: str) -> list[dict[str, Any]]:
+        wanted = dict(term.split("=", 1) for term in label_selector.split(","))
+        return [obj for obj in objects if wanted.items() <= obj["metadata"].get("labels", {}).items()]
+
+    def list_nodes(self, label_selector: str) -> list[dict[str, Any]]:
+        return self._selected(self.nodes, label_selector)
+
+    def get_rayservice(self, namespace: str, name: str) -> dict[str, Any] | None:
+        found = self.rayservice
+        return (
+            found
+            if found and (found["metadata"]["namespace"], found["metadata"]["name"]) == (namespace, name)
+            else None
+        )
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        found = self.service
+        return (
+            found
+            if found and (found["metadata"]["namespace"], found["metadata"]["name"]) == (namespace, name)
+            else None
+        )
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        return self._selected([pod for pod in self.pods if pod["metadata"]["namespace"] == namespace], label_selector)
+
+    def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str]) -> str:
+        assert container == "ray-worker"
+        self.commands[pod] = command
+        return (self.logs if command[0] == "grep" else self.nccl).get(pod, "")
+
+
+class OpenAIHandler(BaseHTTPRequestHandler):
+    """GET /v1/models and POST /v1/chat/completions (streamed as server-sent events), like vLLM's server."""
+
+    server: OpenAIServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path != "/v1/models":
+            self.send_error(404)
+            return
+        models = [
+            {"id": model, "object": "model", "created": 1764440000, "owned_by": "ray"} for model in self.server.models
+        ]
+        self._json({"object": "list", "data": models})
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(request)
+        if self.path != "/v1/chat/completions" or not request.get("stream"):
+            self.send_error(400)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1764440000, "model": request["model"]}
+        deltas = [{"role": "assistant", "content": ""}, *({"content": token} for token in self.server.tokens)]
+        events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        usage = {
+            "prompt_tokens": 14,
+            "completion_tokens": len(self.server.tokens),
+            "total_tokens": 14 + len(self.server.tokens),
+        }
+        events.append({**base, "choices": [], "usage": usage})
+        for event in events:
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(0.002)
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+class OpenAIServer(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), OpenAIHandler)
+        self.reset()
+
+    def reset(self) -> None:
+        self.models = [MODEL]
+        self.tokens = list(REPLY)
+        self.requests: list[dict[str, Any]] = []
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[OpenAIServer]:
+    server = OpenAIServer()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def api(module_server: OpenAIServer) -> OpenAIServer:
+    module_server.reset()
+    return module_server
+
+
+@pytest.fixture
+def cluster() -> RecordedCluster:
+    return RecordedCluster()
+
+
+def run_verify(cluster: RecordedCluster, *args: str, base_url: str | None = None) -> int:
+    endpoint = ["--base-url", base_url] if base_url else []
+    return main(["--outputs-file", str(OUTPUTS_FILE), *endpoint, *args], connect=lambda kubeconfig: cluster)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --- the fixtures are real-shaped ---
+
+
+@pytest.mark.parametrize("name", ["nodes.json", "serve-service.json", "worker-pods.json"])
+def test_recorded_core_objects_match_kubernetes_schemas(name):
+    assert core_object_errors(load(name)) == []
+
+
+def test_recorded_rayservice_matches_the_crd_status_and_all():
+    assert rayservice_errors(load("rayservice.json")) == []
+
+
+# --- pass path ---
+
+
+def test_a_healthy_deployment_passes(cluster, api, capsys):
+    assert run_verify(cluster, base_url=api.base_url) == 0
+    out = capsys.readouterr().out
+    for step in ("[1/4] GPU nodes", "[2/4] RayService", "[3/4] OpenAI API", "[4/4] NIXL"):
+        assert step in out
+    assert out.count("PASS:") == 4
+    assert (
+        "ip-10-0-7-41.sa-east-1.compute.internal (sa-east-1a): Ready, nvidia.com/gpu=1, vpc.amazonaws.com/efa=1" in out
+    )
+    assert "application ray-llm: RUNNING" in out
+    assert f"models: {MODEL}" in out
+    assert "8 tokens, time to first token" in out and "tokens/s" in out
+    assert "ray-llm-x7kq2-gpu-workers-worker-b9xqt: LIBFABRIC x2" in out
+    assert out.rstrip().endswith("VERDICT: PASS (all 4 required checks passed)")
+    (chat,) = api.requests
+    assert chat["model"] == MODEL and chat["stream"] is True
+
+
+def test_logs_are_read_the_way_the_sample_reads_them(cluster, api):
+    run_verify(cluster, base_url=api.base_url)
+    grep = cluster.commands["ray-llm-x7kq2-gpu-workers-worker-m4zfw"]
+    assert grep[:2] == ["grep", "-rhE"] and grep[-1] == "/tmp/ray/session_latest/logs/"
+    assert "Backend (LIBFABRIC|UCX) was instantiated" in grep
+
+
+def test_the_stacks_kubeconfig_is_used_from_a_private_file_then_removed(cluster, api):
+    seen: dict[str, Any] = {}
+
+    def connect(kubeconfig: str | None) -> RecordedCluster:
+        path = Path(kubeconfig or "")
+        seen.update(path=path, text=path.read_text(), mode=path.stat().st_mode & 0o777)
+        return cluster
+
+    assert main(["--outputs-file", str(OUTPUTS_FILE), "--base-url", api.base_url], connect=connect) == 0
+    assert seen["text"] == load("outputs.json")["kubeconfig"]
+    assert seen["mode"] == 0o600
+    assert not seen["path"].exists()
+
+
+# --- each failure ---
+
+
+def test_ucx_backend_fails(cluster, api, capsys):
+    cluster.logs["ray-llm-x7kq2-gpu-workers-worker-m4zfw"] = (
+        "INFO 11-29 18:27:44 [_api.py:361] Backend UCX was instantiated\n"
+    )
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    out = capsys.readouterr().out
+    assert "ray-llm-x7kq2-gpu-workers-worker-m4zfw: UCX x1: NIXL fell back from EFA" in out
+    assert "FAIL: 1 of 2 workers do not use LIBFABRIC" in out
+    assert "VERDICT: FAIL (1 of 4 required checks failed)" in out
+
+
+def test_no_backend_line_fails(cluster, api, capsys):
+    cluster.logs.clear()
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert "no NIXL backend line in /tmp/ray/session_latest/logs/" in capsys.readouterr().out
+
+
+def test_missing_efa_resource_fails(cluster, api, capsys):
+    del cluster.nodes[1]["status"]["allocatable"]["vpc.amazonaws.com/efa"]
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    out = capsys.readouterr().out
+    assert "ip-10-0-21-188.sa-east-1.compute.internal (sa-east-1a): no vpc.amazonaws.com/efa" in out
+    assert "FAIL: 1 of 2 nodes of node group gpu-workers are ready with GPUs and EFA; 2 needed" in out
+
+
+def test_one_gpu_node_is_not_enough(cluster, api, capsys):
+    cluster.nodes.pop()
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert "FAIL: 1 of 1 nodes of node group gpu-workers" in capsys.readouterr().out
+
+
+def test_endpoint_down_fails(cluster, capsys):
+    assert run_verify(cluster, base_url=f"http://127.0.0.1:{closed_port()}/v1") == 1
+    out = capsys.readouterr().out
+    assert "FAIL: the endpoint did not answer: Connection error." in out
+    assert "VERDICT: FAIL (1 of 4 required checks failed)" in out
+
+
+def test_empty_completion_fails(cluster, api, capsys):
+    api.tokens = []
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert "FAIL: the chat completion returned no tokens" in capsys.readouterr().out
+
+
+def test_model_missing_from_the_list_fails(cluster, api, capsys):
+    api.models = ["some-other-model"]
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert f"FAIL: /v1/models does not list {MODEL}" in capsys.readouterr().out
+
+
+def test_rayservice_not_running_fails(cluster, api, capsys):
+    assert cluster.rayservice is not None
+    cluster.rayservice["status"]["serviceStatus"] = ""
+    cluster.rayservice["status"]["conditions"][0]["status"] = "False"
+    cluster.service = None
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert "FAIL: the RayService is not Running yet" in capsys.readouterr().out
+
+
+def test_missing_serve_service_fails(cluster, api, capsys):
+    cluster.service = None
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert "FAIL: service ray-llm-serve-svc does not exist" in capsys.readouterr().out
+
+
+def test_missing_rayservice_fails_every_check_that_needs_it(cluster, api, capsys):
+    cluster.rayservice = None
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: RayService inference/ray-llm does not exist" in out
+    assert "FAIL: no running worker pod of the RayService's active Ray cluster" in out
+
+
+def test_an_api_error_fails_its_check_not_the_run(cluster, api, capsys):
+    def broken(namespace: str, pod: str, container: str, command: list[str]) -> str:
+        raise RuntimeError("pods/exec is forbidden")
+
+    cluster.exec_in_pod = broken  # type: ignore[method-assign]
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: RuntimeError: pods/exec is forbidden" in out
+    assert out.count("PASS:") == 3
+
+
+# --- the optional NCCL check ---
+
+
+def test_nccl_reports_bus_bandwidth_over_efa(cluster, api, capsys):
+    assert run_verify(cluster, "--nccl", base_url=api.base_url) == 0
+    out = capsys.readouterr().out
+    assert "[5/5] NCCL all-reduce between two GPU nodes (optional)" in out
+    assert "PASS: bus bandwidth 2.47 GB/s (256 MiB all-reduce, 108512 us)" in out
+    assert "libfabric provider: efa" in out
+    ranks = [cluster.commands[pod["metadata"]["name"]] for pod in cluster.pods]
+    assert [command[1] for command in ranks] == ["RANK=0", "RANK=1"]
+    assert all("INIT_METHOD=tcp://10.0.7.203:29517" in command for command in ranks)
+
+
+def test_nccl_over_sockets_warns_without_failing_the_verdict(cluster, api, capsys):
+    cluster.nccl = {
+        pod: text.replace("NET/OFI Selected provider is efa", "NET/Socket") for pod, text in cluster.nccl.items()
+    }
+    assert run_verify(cluster, "--nccl", base_url=api.base_url) == 0
+    out = capsys.readouterr().out
+    assert "libfabric provider: none (NCCL used sockets)" in out
+    assert "WARN: bus bandwidth" in out
+    assert "VERDICT: PASS (all 4 required checks passed)" in out
+
+
+# --- outputs ---
+
+
+def test_outputs_come_from_pulumi_with_secrets_shown(cluster, api, tmp_path, monkeypatch, capsys):
+    arguments = tmp_path / "pulumi-arguments"
+    fake_pulumi = tmp_path / "pulumi"
+    fake_pulumi.write_text(
+        f"#!{sys.executable}\nimport sys\nopen({str(arguments)!r}, 'w').write(' '.join(sys.argv[1:]))\n"
+        f"print(open({str(OUTPUTS_FILE)!r}).read())\n"
+    )
+    fake_pulumi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["--stack", "dev", "--base-url", api.base_url], connect=lambda kubeconfig: cluster) == 0
+    assert arguments.read_text() == "stack output --json --show-secrets --stack dev"
+
+
+def test_no_pulumi_cli_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["--stack", "dev"]) == 2
+    assert "the pulumi CLI is not installed: install it, or pass --outputs-file" in capsys.readouterr().err
+
+
+def test_outputs_of_a_stack_never_deployed_are_a_clear_error(tmp_path, capsys):
+    partial = tmp_path / "outputs.json"
+    partial.write_text(json.dumps({"namespace": "inference"}))
+    assert main(["--outputs-file", str(partial)]) == 2
+    assert "stack outputs lack rayServiceName, modelId, gpuNodeGroupName, serveEndpoint" in capsys.readouterr().err
+
+
+def test_serve_service_and_port_come_from_the_endpoint_output():
+    outputs = StackOutputs.from_json(load("outputs.json"))
+    assert (outputs.serve_service, outputs.serve_port) == ("ray-llm-serve-svc", 8000)
+
+
+# --- the port-forward, through a stand-in kubectl ---
+
+
+def fake_kubectl(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "kubectl"
+    script.write_text(f"#!{sys.executable}\nimport sys, time\n{body}\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_port_forward_reaches_the_api_through_kubectl(cluster, api, tmp_path, capsys):
+    arguments = tmp_path / "kubectl-arguments"
+    port = api.server_address[1]
+    kubectl = fake_kubectl(
+        tmp_path,
+        f"open({str(arguments)!r}, 'w').write(' '.join(sys.argv[1:]))\n"
+        f"print('Forwarding from 127.0.0.1:{port} -> 8000', flush=True)\n"
+        "time.sleep(60)",
+    )
+    assert run_verify(cluster, "--kubectl", str(kubectl)) == 0
+    assert f"endpoint http://127.0.0.1:{port}/v1" in capsys.readouterr().out
+    assert arguments.read_text().endswith("port-forward -n inference svc/ray-llm-serve-svc :8000")
+    assert arguments.read_text().startswith("--kubeconfig ")
+
+
+def test_a_failed_port_forward_fails_the_api_check(cluster, tmp_path, capsys):
+    kubectl = fake_kubectl(
+        tmp_path, "print('error: services \"ray-llm-serve-svc\" not found', file=sys.stderr); sys.exit(1)"
+    )
+    assert run_verify(cluster, "--kubectl", str(kubectl)) == 1
+    assert 'services "ray-llm-serve-svc" not found' in capsys.readouterr().out
+
+
+# --- the real Kubernetes client, against a local API server ---
+
+
+class KubernetesAPIHandler(BaseHTTPRequestHandler):
+    """Serves the fixtures at the paths the official client asks for."""
+
+    ROUTES: ClassVar[dict[str, str]] = {
+        "/api/v1/nodes": "nodes.json",
+        "/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm": "rayservice.json",
+        "/api/v1/namespaces/inference/services/ray-llm-serve-svc": "serve-service.json",
+        "/api/v1/namespaces/inference/pods": "worker-pods.json",
+    }
+    server: KubernetesAPIServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.requested.append(unquote(self.path))
+        name = self.ROUTES.get(self.path.split("?")[0])
+        status, body = (200, (FIXTURES / name).read_bytes()) if name else (404, b'{"kind":"Status","code":404}')
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class KubernetesAPIServer(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), KubernetesAPIHandler)
+        self.requested: list[str] = []
+
+
+def test_the_kubernetes_client_reads_the_same_objects(tmp_path):
+    server = KubernetesAPIServer()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "local",
+                "clusters": [{"name": "local", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+                "contexts": [{"name": "local", "context": {"cluster": "local", "user": "local"}}],
+                "users": [{"name": "local", "user": {"token": "test"}}],
+            }
+        )
+    )
+    try:
+        client = KubernetesCluster(str(kubeconfig))
+        assert client.list_nodes("eks.amazonaws.com/nodegroup=gpu-workers") == load("nodes.json")["items"]
+        assert client.get_rayservice("inference", "ray-llm") == load("rayservice.json")
+        assert client.get_service("inference", "ray-llm-serve-svc") == load("serve-service.json")
+        assert client.get_service("inference", "absent") is None
+        assert client.list_pods("inference", "ray.io/node-type=worker") == load("worker-pods.json")["items"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup=gpu-workers" in server.requested
