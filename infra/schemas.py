@@ -128,10 +128,15 @@ def rayservice_validator(
     return jsonschema.Draft202012Validator(schema, registry=_kubernetes_definitions(kubernetes_version))
 
 
+def _located(error: jsonschema.ValidationError) -> str:
+    """`path.to.field: message`, the way a reviewer finds it in the YAML."""
+    return f"{'.'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}"
+
+
 def schema_errors(validator: jsonschema.Validator, instance: Any) -> list[str]:
-    """Every violation as `path: message`, in document order; empty when the instance is valid."""
+    """Every violation, in document order; empty when the instance is valid."""
     errors = sorted(validator.iter_errors(instance), key=lambda error: list(map(str, error.absolute_path)))
-    return [f"{'.'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}" for error in errors]
+    return [_located(error) for error in errors]
 
 
 def rayservice_errors(
@@ -143,9 +148,9 @@ def rayservice_errors(
 
 
 def core_object_errors(obj: dict[str, Any], kubernetes_version: str = KUBERNETES_SCHEMA_VERSION) -> list[str]:
-    """Violations of a built-in object (Namespace, Secret, Service, Job, ...) against Kubernetes' strict schema."""
+    """The first violation of a built-in object (Namespace, Secret, Service, ...) of Kubernetes' strict schema."""
     try:
         kubernetes_validate.validate(obj, kubernetes_version, strict=True)
     except kubernetes_validate.ValidationError as error:
-        return [f"{'.'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}"]
+        return [_located(error)]
     return []

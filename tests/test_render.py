@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from infra import render
-from infra.offline import SHIPPED_STACKS
+from infra.offline import SHIPPED_STACKS, StackRun
 from infra.render import REDACTED, main
 from infra.schemas import core_object_errors, rayservice_errors
 
@@ -43,8 +43,24 @@ def shipped_render(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 @pytest.fixture(scope="module")
-def full_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return render_into(tmp_path_factory.mktemp("full"), "--stack", "dev", *EVERY_OBJECT)
+def full_request() -> render.RenderRequest:
+    request, _ = render.parse_args(["--stack", "dev", *EVERY_OBJECT])
+    return request
+
+
+@pytest.fixture(scope="module")
+def full_run(full_request: render.RenderRequest) -> StackRun:
+    return render.evaluate(full_request)
+
+
+@pytest.fixture(scope="module")
+def full_render(
+    full_run: StackRun, full_request: render.RenderRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The library path of the render; the CLI path is compared with it below."""
+    out = tmp_path_factory.mktemp("full")
+    render.write_files(out, render.rendered_files(full_run, full_request))
+    return out
 
 
 def test_shipped_stack_renders_every_file(shipped_render):
@@ -55,8 +71,8 @@ def test_shipped_stack_renders_every_file(shipped_render):
         "helm/nvidia-device-plugin.values.yaml",
         "helm/efa-device-plugin.values.yaml",
     }
-    assert [m["kind"] for m in manifests(shipped_render)][0] == "Namespace"
-    assert [m["kind"] for m in manifests(shipped_render)][-1] == "RayService"
+    kinds = [manifest["kind"] for manifest in manifests(shipped_render)]
+    assert (kinds[0], kinds[-1]) == ("Namespace", "RayService")
 
 
 def test_every_object_is_rendered_in_apply_order(full_render):
@@ -119,11 +135,9 @@ def test_helm_values_are_installable_as_rendered(shipped_render):
     assert values["image"]["repository"].endswith("/eks/aws-efa-k8s-device-plugin")
 
 
-def test_plan_lists_every_resource_with_key_settings(full_render):
+def test_plan_lists_every_resource_with_key_settings(full_render, full_run):
     plan = (full_render / "plan.md").read_text()
-    request, _ = render.parse_args(["--stack", "dev", *EVERY_OBJECT])
-    run = render.evaluate(request)
-    for resource in run.resources:
+    for resource in full_run.resources:
         assert f"| {resource.type} | {resource.name} |" in plan
     assert "instance types: g6.8xlarge; nodes: 2" in plan
     assert "instance types: m7i.xlarge; nodes: 1" in plan
@@ -159,9 +173,9 @@ def test_a_token_encrypted_in_the_stack_file_is_treated_as_secret(monkeypatch, t
     assert "v1:AAAABBBB" not in "".join(rendered(out).values())
 
 
-def test_render_is_stable_and_removes_what_it_no_longer_renders(full_render, tmp_path):
+def test_command_renders_what_the_library_renders_and_removes_what_it_no_longer_renders(full_render, tmp_path):
     first = rendered(render_into(tmp_path, "--stack", "dev", *EVERY_OBJECT))
-    assert first == rendered(full_render)
+    assert first == rendered(full_render), "byte for byte, run after run"
     second = rendered(render_into(tmp_path, "--stack", "dev"))
     assert "manifests/02-secret-hf-token.yaml" not in second
     assert "manifests/03-service-ray-llm-serve-lb.yaml" not in second
