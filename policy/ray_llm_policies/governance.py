@@ -51,13 +51,13 @@ def _missing_ownership_tags(resource: Inspected) -> Iterator[str]:
     if resource.resource_type in EKS_COMPONENTS and not resource.props:
         return  # a real preview shows pulumi-eks components without inputs; their children are checked
     tags = get(resource.props, "tags")
-    if tags is None and resource.resource_type not in TAGGABLE_TYPES:
-        return
     if tags is None:
-        yield (
-            f"{resource.resource_type} '{resource.name}' has no tags at all, so its cost has no owner. Fix: declare "
-            "it with the stack's tags (tags=cfg.tags in infra/), which carry owner and costCenter from stack config."
-        )
+        if resource.resource_type in TAGGABLE_TYPES:
+            yield (
+                f"{resource.resource_type} '{resource.name}' has no tags at all, so its cost has no owner. Fix: "
+                "declare it with the stack's tags (tags=cfg.tags in infra/), which carry owner and costCenter from "
+                "stack config."
+            )
         return
     missing = [tag for tag in OWNERSHIP_TAGS if not get(tags, tag)]
     if missing:
