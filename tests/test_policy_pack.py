@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
+from collections.abc import Iterator
 
+import grpc
 import pytest
 import yaml
+from google.protobuf import empty_pb2
 from pulumi.runtime import proto
+from pulumi.runtime.proto import analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, StackValidationPolicy
 
 from infra.offline import PROJECT_DIR
@@ -56,6 +62,36 @@ def test_pack_stands_alone() -> None:
 @pytest.fixture(scope="module")
 def analyzer_info() -> proto.AnalyzerInfo:
     return OfflinePolicyEngine(PACK_NAME, POLICIES).analyzer_info()
+
+
+@pytest.fixture(scope="module")
+def served_pack() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """The pack started the way the CLI's policy launcher starts it: `python -m pulumi.policy <engine> .`
+    in policy/. It prints its gRPC port, then serves until stopped."""
+    server = subprocess.Popen(
+        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", "."],
+        cwd=POLICY_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().strip()
+        if not port.isdigit():
+            pytest.fail(f"the pack did not start:\n{server.communicate(timeout=30)[1]}")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield analyzer_pb2_grpc.AnalyzerStub(channel)
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_pack_serves_the_policies_as_the_cli_starts_it(
+    served_pack: analyzer_pb2_grpc.AnalyzerStub, analyzer_info: proto.AnalyzerInfo
+) -> None:
+    served = served_pack.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
+    assert served == analyzer_info
 
 
 def test_pack_metadata_as_the_cli_reads_it(analyzer_info: proto.AnalyzerInfo) -> None:

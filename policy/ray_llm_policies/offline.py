@@ -26,7 +26,8 @@ from pulumi_policy.deserialize import SPECIAL_SECRET_SIG, SPECIAL_SIG_KEY
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
-PACK_VERSION = "0.0.0-offline"
+# What PolicyPack itself reports; the CLI shows PulumiPolicy.yaml's version instead.
+PACK_VERSION = "0.0.1"
 _LEVELS = {
     proto.ADVISORY: EnforcementLevel.ADVISORY,
     proto.MANDATORY: EnforcementLevel.MANDATORY,
