@@ -426,7 +426,7 @@ def _assignments(items: Sequence[str], option: str, parser: argparse.ArgumentPar
     return pairs
 
 
-def parse_args(argv: Sequence[str] | None) -> tuple[RenderRequest, Path]:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m infra.render",
         description="Render the stack offline: plan, Kubernetes manifests, serve config and Helm values.",
@@ -453,6 +453,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[RenderRequest, Path]:
         help="Availability Zones that offer gpuNodeType in the offline run (default: the region's a and b); "
         "'' for none",
     )
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[RenderRequest, Path]:
+    parser = build_parser()
     args = parser.parse_args(argv)
     gpu_azs = None if args.gpu_azs is None else [az.strip() for az in args.gpu_azs.split(",") if az.strip()]
     request = RenderRequest(

@@ -566,7 +566,7 @@ def kubeconfig_file(outputs: StackOutputs, explicit: str | None) -> Iterator[str
         os.unlink(path)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m infra.verify",
         description="Verify a deployed stack: GPU/EFA nodes, RayService, API, NIXL over EFA.",
@@ -586,11 +586,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--timeout", type=float, default=120.0, help="seconds to wait for each API response (default: 120)"
     )
     parser.add_argument("--nccl", action="store_true", help="also run the optional NCCL all-reduce between two workers")
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None, connect: Callable[[str | None], Cluster] = KubernetesCluster) -> int:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         outputs = read_outputs(args.stack, args.outputs_file)
     except VerifyError as error:
