@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,24 +189,23 @@ def evaluate(request: RenderRequest) -> StackRun:
 # --- turning captured inputs into documents ---
 
 
+def map_scalars(value: Any, transform: Callable[[Any], Any]) -> Any:
+    """The same structure of dicts and lists, with every scalar passed through `transform`."""
+    if isinstance(value, dict):
+        return {key: map_scalars(item, transform) for key, item in value.items()}
+    if isinstance(value, list):
+        return [map_scalars(item, transform) for item in value]
+    return transform(value)
+
+
 def redacted(value: Any) -> Any:
     """The same shape with every scalar replaced, so a redacted object still validates."""
-    if isinstance(value, dict):
-        return {key: redacted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redacted(item) for item in value]
-    return REDACTED
+    return map_scalars(value, lambda _: REDACTED)
 
 
 def plain_numbers(value: Any) -> Any:
     """Pulumi hands every number over as a float: `replicas: 2.0` would not be an integer to Kubernetes."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: plain_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain_numbers(item) for item in value]
-    return value
+    return map_scalars(value, lambda item: int(item) if isinstance(item, float) and item.is_integer() else item)
 
 
 def declared_inputs(resource: Resource) -> dict[str, Any]:
@@ -243,7 +242,8 @@ def manifest_text(manifest: dict[str, Any]) -> str:
     if manifest["kind"] != "Secret":
         return text
     metadata = manifest["metadata"]
-    literals = " ".join(f"--from-literal={key}=..." for key in manifest.get("stringData", {}))
+    keys = {**manifest.get("data", {}), **manifest.get("stringData", {})}
+    literals = " ".join(f"--from-literal={key}=..." for key in keys)
     return (
         "# The values are redacted: create this Secret from the real ones instead of applying this file:\n"
         f"#   kubectl create secret generic {metadata['name']} -n {metadata['namespace']} {literals}\n{text}"
@@ -286,8 +286,10 @@ def setting(value: Any, path: str) -> list[Any]:
     for key in path.split("."):
         step: list[Any] = []
         for node in found:
-            if key == "*":
-                step.extend(node.values() if isinstance(node, dict) else node if isinstance(node, list) else [])
+            if key == "*" and isinstance(node, dict):
+                step.extend(node.values())
+            elif key == "*" and isinstance(node, list):
+                step.extend(node)
             elif isinstance(node, dict) and key in node:
                 step.append(node[key])
         found = step
@@ -331,18 +333,17 @@ def urn_heading(urn: str) -> str:
 
 def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
     """(key, value, where it comes from) for every setting, secrets hidden."""
-    layers = [
+    layers: list[tuple[str, Mapping[str, str]]] = [
         ("Pulumi.yaml", project_config()),
         (f"Pulumi.{request.stack}.yaml", stack_config(request.stack)),
-        ("--config", dict(request.config)),
+        ("--config", request.config),
+        ("--secret", request.secrets),
     ]
     values: dict[str, tuple[str, str]] = {}
     for source, layer in layers:
         for key, value in layer.items():
             values[_unqualified(key)] = (value, source)
     secret_keys = {*encrypted_stack_keys(request.stack), *request.secrets}
-    for key in request.secrets:
-        values[key] = ("", "--secret")
     return [
         (key, "[secret]" if key in secret_keys else value, source) for key, (value, source) in sorted(values.items())
     ]
