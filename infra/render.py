@@ -343,7 +343,7 @@ def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
     for source, layer in layers:
         for key, value in layer.items():
             values[_unqualified(key)] = (value, source)
-    secret_keys = {*encrypted_stack_keys(request.stack), *request.secrets}
+    secret_keys = {*encrypted_stack_keys(request.stack), *map(_unqualified, request.secrets)}
     return [
         (key, "[secret]" if key in secret_keys else value, source) for key, (value, source) in sorted(values.items())
     ]

@@ -212,3 +212,9 @@ def test_bad_usage_exits_2(args, capsys):
         main(args)
     assert exit_.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_a_secret_given_with_its_project_prefix_stays_secret(tmp_path):
+    out = render_into(tmp_path, "--stack", "dev", "--secret", f"ray-llm-eks:hfToken={HF_TOKEN}")
+    assert "| hfToken | [secret] | --secret |" in (out / "plan.md").read_text()
+    assert not [path for path, text in rendered(out).items() if HF_TOKEN in text]
