@@ -470,3 +470,12 @@ def test_the_kubernetes_client_reads_the_same_objects(tmp_path):
         server.shutdown()
         server.server_close()
     assert "/api/v1/nodes?labelSelector=eks.amazonaws.com/nodegroup=gpu-workers" in server.requested
+
+
+def test_verify_reads_what_the_stack_exports(dev):
+    """The recorded outputs are the dev stack's own; verify finds every key it needs in a fresh run."""
+    exported = StackOutputs.from_json(dev.outputs)
+    recorded = StackOutputs.from_json(load("outputs.json"))
+    assert (exported.namespace, exported.ray_service_name, exported.model_id) == ("inference", "ray-llm", MODEL)
+    assert (exported.serve_service, exported.serve_port) == (recorded.serve_service, recorded.serve_port)
+    assert exported.gpu_node_group_name == recorded.gpu_node_group_name
