@@ -330,9 +330,11 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         cost_center=read.text("costCenter"),
         protect_resources=read.boolean("protectResources"),
     )
-    if cfg.serve_exposure == "internet-facing" and not cfg.serve_source_cidrs:
+    open_to_all = [cidr for cidr in cfg.serve_source_cidrs if cidr.endswith("/0")]
+    if cfg.serve_exposure == "internet-facing" and (open_to_all or not cfg.serve_source_cidrs):
         read.problems.append(
-            "serveExposure='internet-facing' needs serveSourceCidrs: an open inference endpoint is not allowed"
+            f"serveExposure='internet-facing' needs serveSourceCidrs narrower than the whole internet "
+            f"(got {list(cfg.serve_source_cidrs)}): an open inference endpoint is not allowed"
         )
     if read.problems:
         raise ConfigError(read.problems)

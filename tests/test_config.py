@@ -167,6 +167,11 @@ def test_bad_value_is_rejected_naming_key_value_and_what_is_allowed(key, value, 
         assert str(value if not isinstance(value, list) else value[0]) in message
 
 
+def test_internet_facing_endpoint_open_to_everyone_is_rejected():
+    with pytest.raises(ConfigError, match="narrower than the whole internet"):
+        load_stack_config({"serveExposure": "internet-facing", "serveSourceCidrs": ["0.0.0.0/0"]})
+
+
 def test_plain_text_token_is_not_echoed():
     with pytest.raises(ConfigError) as rejected:
         load_stack_config({"hfToken": "hf_plain"})
