@@ -32,6 +32,7 @@ STACK_TYPE = "pulumi:pulumi:Stack"
 CONFIG_KEYS = frozenset(yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"])
 HF_TOKEN = "hf_offlineTestToken0123456789"
 
+
 # Findings the shipped stacks are known to have. Strict: once a stack is fixed, this list must shrink.
 @dataclass
 class CapturedStack:
