@@ -52,12 +52,28 @@ def project_config() -> dict[str, str]:
     }
 
 
-def stack_config(stack: str) -> dict[str, str]:
+def _stack_file_values(stack: str) -> dict[str, Any]:
     path = PROJECT_DIR / f"Pulumi.{stack}.yaml"
     if not path.exists():
         return {}
-    values = (yaml.safe_load(path.read_text()) or {}).get("config") or {}
-    return {key: config_string(value) for key, value in values.items()}
+    return (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+
+
+def _is_encrypted(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"secure"}
+
+
+def stack_config(stack: str) -> dict[str, str]:
+    """`Pulumi.<stack>.yaml`'s values; encrypted (`secure:`) ones, which offline cannot decrypt, as a placeholder."""
+    return {
+        key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else config_string(value)
+        for key, value in _stack_file_values(stack).items()
+    }
+
+
+def stack_secret_keys(stack: str) -> set[str]:
+    """Keys `Pulumi.<stack>.yaml` holds encrypted: the program sees them as secrets, as under the CLI."""
+    return {key for key, value in _stack_file_values(stack).items() if _is_encrypted(value)}
 
 
 def region_azs(region: str) -> list[str]:
@@ -217,7 +233,7 @@ def _configure_runtime(
     monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs))
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
-    pulumi.runtime.set_all_config(config, [_qualified(k) for k in secret_keys])
+    pulumi.runtime.set_all_config(config, [*stack_secret_keys(stack), *(_qualified(k) for k in secret_keys)])
     return monitor
 
 

@@ -18,7 +18,6 @@ Exit status: 0 rendered, 1 invalid configuration (the message names every bad ke
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,16 @@ from typing import Any
 import yaml
 
 from infra.config import ConfigError
-from infra.offline import PROJECT, SHIPPED_STACKS, Resource, StackRun, project_config, run_stack, stack_config
+from infra.offline import (
+    PROJECT,
+    SHIPPED_STACKS,
+    Resource,
+    StackRun,
+    project_config,
+    run_stack,
+    stack_config,
+    stack_secret_keys,
+)
 
 REDACTED = "<redacted>"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -144,21 +152,6 @@ def _unqualified(key: str) -> str:
     return key.removeprefix(f"{PROJECT}:")
 
 
-def encrypted_stack_keys(stack: str) -> dict[str, str]:
-    """Keys that `Pulumi.<stack>.yaml` holds encrypted (`secure:`), with a placeholder value for each.
-
-    The offline run cannot decrypt them; without the placeholder they would reach the program as
-    JSON text and fail as a plain-text secret.
-    """
-    encrypted = {}
-    for key, value in stack_config(stack).items():
-        if value.startswith("{"):
-            parsed = json.loads(value)
-            if isinstance(parsed, dict) and "secure" in parsed:
-                encrypted[_unqualified(key)] = f"<encrypted in Pulumi.{stack}.yaml>"
-    return encrypted
-
-
 def unknown_config_keys(keys: Sequence[str]) -> list[str]:
     """Problems for keys of this project that Pulumi.yaml does not declare (typos, most likely)."""
     declared = {_unqualified(key) for key in project_config()}
@@ -177,11 +170,10 @@ def evaluate(request: RenderRequest) -> StackRun:
     problems = unknown_config_keys([*request.config, *request.secrets])
     if problems:
         raise ConfigError(problems)
-    secrets = {**encrypted_stack_keys(request.stack), **request.secrets}
     return run_stack(
-        {**request.config, **secrets},
+        {**request.config, **request.secrets},
         stack=request.stack,
-        secret_keys=tuple(secrets),
+        secret_keys=tuple(request.secrets),
         gpu_offering_azs=request.gpu_offering_azs,
     )
 
@@ -343,7 +335,7 @@ def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
     for source, layer in layers:
         for key, value in layer.items():
             values[_unqualified(key)] = (value, source)
-    secret_keys = {*encrypted_stack_keys(request.stack), *map(_unqualified, request.secrets)}
+    secret_keys = {*map(_unqualified, stack_secret_keys(request.stack)), *map(_unqualified, request.secrets)}
     return [
         (key, "[secret]" if key in secret_keys else value, source) for key, (value, source) in sorted(values.items())
     ]

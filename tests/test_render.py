@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import render
+from infra import offline, render
 from infra.offline import SHIPPED_STACKS, StackRun
 from infra.render import REDACTED, main
 from infra.schemas import core_object_errors, rayservice_errors
@@ -165,8 +165,8 @@ def test_a_secret_that_would_leak_stops_the_write():
 
 
 def test_a_token_encrypted_in_the_stack_file_is_treated_as_secret(monkeypatch, tmp_path):
-    encrypted = {"ray-llm-eks:hfToken": '{"secure": "v1:AAAABBBB"}'}
-    monkeypatch.setattr(render, "stack_config", lambda stack: encrypted)
+    encrypted = {"ray-llm-eks:hfToken": {"secure": "v1:AAAABBBB"}}
+    monkeypatch.setattr(offline, "_stack_file_values", lambda stack: encrypted)
     out = render_into(tmp_path, "--stack", "dev")
     secret = yaml.safe_load((out / "manifests/02-secret-hf-token.yaml").read_text())
     assert secret["stringData"] == {"HF_TOKEN": REDACTED}
