@@ -63,11 +63,18 @@ NIXL_DEBUG_LOGGING = {
 }
 NIXL_BACKEND_LINE = re.compile(r"Backend (LIBFABRIC|UCX) was instantiated")
 NIXL_HANDSHAKE_LINE = re.compile(r"NIXL compatibility check passed")
-# Decode's worker after it pulled a request's KV blocks from prefill ("done recving" counts failures too).
-KV_RECEIVED_LINE = re.compile(
+# Which engine a NIXL worker process serves: "prefill-<host>-<port>" or "decode-<host>-<port>".
+NIXL_WORKER_LINE = re.compile(r"Initializing NIXL worker ((\w+)-\S+)")
+# The DEBUG lines that prove a transfer: decode's worker starts a read from prefill's engine...
+KV_READ_LINE = re.compile(r"start_load_kv for request (\S+) from remote engine (\S+?)\.? Num")
+# ...its scheduler reserved room for the prompt tokens whose KV comes from prefill...
+KV_TOKENS_LINE = re.compile(r"update_state_after_alloc: num_external_tokens=([1-9]\d*)")
+# ...and each worker reports finished transfers ("done recving" counts the failed ones too).
+KV_FINISHED_LINE = re.compile(
     r"get_finished: (\d+) requests done sending and (\d+) requests done recving \((\d+) failed\)"
 )
-KV_READ_LINE = re.compile(r"start_load_kv for request \S+ from remote engine \S+")
+# Ray prefixes forwarded lines with every hop, "(EngineCore pid=1) (RayWorkerProc pid=2) (Worker pid=2) ...".
+RAY_LOG_PREFIX = re.compile(r"^(?:\([^()]*\)\s*)*")
 PROMPT_WORDS = (
     "Prefill computes the key and value cache of the whole prompt on one GPU, then decode reads it "
     "over NIXL and generates the answer token by token on the other GPU. "
@@ -481,60 +488,85 @@ def log_files(ray_temp_dir: Path) -> list[Path]:
     return sorted(p for p in logs.rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err"))
 
 
-def grep_logs(ray_temp_dir: Path, pattern: re.Pattern[str]) -> list[tuple[str, re.Match[str], str]]:
-    """(file name, match, whole line) for every matching line in the Ray session's logs."""
-    hits = []
+@dataclass(frozen=True)
+class LogLine:
+    process: str  # the process that wrote it (the last pid Ray's prefixes name), else the log file
+    message: str  # without Ray's prefixes and colours
+    match: re.Match[str]
+
+
+def grep_logs(ray_temp_dir: Path, pattern: re.Pattern[str]) -> list[LogLine]:
+    """Matching lines of the Ray session's logs, each once although Ray copies them into its parents' logs."""
+    hits: dict[tuple[str, str], LogLine] = {}
     for path in log_files(ray_temp_dir):
-        for line in path.read_text(errors="replace").splitlines():
-            if match := pattern.search(line):
-                hits.append((path.name, match, line.strip()))
-    return hits
+        for raw in path.read_text(errors="replace").splitlines():
+            line = ANSI_ESCAPE.sub("", raw).strip()
+            prefix = RAY_LOG_PREFIX.match(line)
+            message = line[prefix.end() if prefix else 0 :]
+            match = pattern.search(message)
+            if match:
+                pids = re.findall(r"pid=(\d+)", line[: len(line) - len(message)])
+                process = f"pid {pids[-1]}" if pids else path.name
+                hits.setdefault((process, message), LogLine(process, message, match))
+    return list(hits.values())
 
 
-def _show(hits: list[tuple[str, re.Match[str], str]], limit: int = 6) -> None:
-    for name, _, line in hits[:limit]:
-        print(f"    {name}: {line[:300]}", flush=True)
+def _show(hits: list[LogLine], limit: int = 6) -> None:
+    for hit in hits[:limit]:
+        print(f"    {hit.process}: {hit.message[:300]}", flush=True)
 
 
 def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: float = 30) -> None:
-    backends: list[tuple[str, re.Match[str], str]] = []
+    """The NIXL backend of each side, then a finished prefill→decode KV read, from the engines' logs."""
+    sides: dict[str, str] = {}
+    backends: list[LogLine] = []
 
-    def backend_lines_present() -> bool:
+    def both_sides_up() -> bool:
+        sides.clear()
+        sides.update({hit.process: hit.match.group(2) for hit in grep_logs(ray_temp_dir, NIXL_WORKER_LINE)})
         backends[:] = grep_logs(ray_temp_dir, NIXL_BACKEND_LINE)
-        return len({name for name, _, _ in backends}) >= len(PD_SIDES)
+        return {sides.get(hit.process) for hit in backends} >= set(PD_SIDES)
 
-    wait_for("NIXL backend log lines", backend_lines_present, wait_s)
-    seen = {m.group(1) for _, m, _ in backends}
-    processes = len({name for name, _, _ in backends})
+    wait_for("NIXL backend log lines of prefill and decode", both_sides_up, wait_s)
+    order = {side: i for i, side in enumerate(PD_SIDES)}
+    backends.sort(key=lambda hit: order.get(sides.get(hit.process, ""), len(order)))
+    by_side = {f"{sides.get(hit.process, '?')} ({hit.process})": hit.match.group(1) for hit in backends}
     report.record(
         "nixl_backend",
-        seen == {backend} and processes >= len(PD_SIDES),
-        f"'Backend {backend} was instantiated' expected in prefill and decode: "
-        f"backends {sorted(seen) or 'none'} in {processes} process log(s)",
+        {sides.get(hit.process) for hit in backends} >= set(PD_SIDES) and set(by_side.values()) == {backend},
+        f"'Backend {backend} was instantiated' expected in prefill and decode: {by_side or 'no backend line'}",
     )
     _show(backends)
-    handshakes = grep_logs(ray_temp_dir, NIXL_HANDSHAKE_LINE)
-    _show(handshakes, 2)
+    _show(grep_logs(ray_temp_dir, NIXL_HANDSHAKE_LINE), 2)
 
-    received: list[tuple[str, re.Match[str], str]] = []
+    def on(side: str, hits: list[LogLine]) -> list[LogLine]:
+        return [hit for hit in hits if sides.get(hit.process) == side]
 
-    def kv_received() -> bool:
-        received[:] = [hit for hit in grep_logs(ray_temp_dir, KV_RECEIVED_LINE) if int(hit[1].group(2)) > 0]
-        return any(int(m.group(2)) > int(m.group(3)) for _, m, _ in received)
+    finished: list[LogLine] = []
 
-    wait_for("the decode side's KV-transfer log line", kv_received, wait_s)
-    reads = grep_logs(ray_temp_dir, KV_READ_LINE)
-    ok_reads = sum(int(m.group(2)) - int(m.group(3)) for _, m, _ in received)
-    failed = sum(int(m.group(3)) for _, m, _ in received)
-    sent = sum(int(m.group(1)) for _, m, _ in grep_logs(ray_temp_dir, KV_RECEIVED_LINE))
+    def decode_received() -> bool:
+        finished[:] = grep_logs(ray_temp_dir, KV_FINISHED_LINE)
+        return any(int(hit.match.group(2)) > int(hit.match.group(3)) for hit in on("decode", finished))
+
+    wait_for("decode's finished KV reads", decode_received, wait_s)
+    reads = [
+        hit for hit in on("decode", grep_logs(ray_temp_dir, KV_READ_LINE)) if hit.match.group(2).startswith("prefill")
+    ]
+    tokens = sorted({int(hit.match.group(1)) for hit in grep_logs(ray_temp_dir, KV_TOKENS_LINE)})
+    received = sum(int(hit.match.group(2)) - int(hit.match.group(3)) for hit in on("decode", finished))
+    failed = sum(int(hit.match.group(3)) for hit in on("decode", finished))
+    sent = sum(int(hit.match.group(1)) for hit in on("prefill", finished))
     report.record(
         "kv_transfer",
-        ok_reads > 0 and failed == 0,
-        f"NIXL reads started by decode: {len(reads)}; requests whose KV decode received: {ok_reads} "
-        f"({failed} failed); requests prefill reported sent: {sent}",
+        bool(reads) and received > 0 and failed == 0,
+        f"decode started {len({hit.match.group(1) for hit in reads})} NIXL read(s) from "
+        f"{sorted({hit.match.group(2) for hit in reads}) or 'no prefill engine'}, finished {received} "
+        f"({failed} failed); prompt tokens whose KV came from prefill: {tokens or 'none logged'}; "
+        f"prefill logged {sent} done-sending notification(s)",
     )
-    _show(reads, 3)
-    _show(received, 3)
+    _show(reads, 2)
+    _show(grep_logs(ray_temp_dir, KV_TOKENS_LINE), 2)
+    _show(on("decode", finished), 2)
 
 
 def run_requests(report: Report, model_id: str, max_tokens: int, count: int) -> None:

@@ -144,36 +144,74 @@ def write_logs(tmp_path, files):
         (logs / name).write_text("\n".join(lines) + "\n")
 
 
-# Lines as vLLM 0.26's NIXL connector and nixl-cu13 1.3.1 print them.
-PREFILL_LOG = [
-    "2026-11-29 13:36:27 NIXL INFO    _api.py:390 Backend UCX was instantiated",
-    "DEBUG 11-29 20:00:01 [vllm.distributed.kv_transfer.kv_connector.v1.nixl.base_worker:1971] "
+# Lines as vLLM 0.26's NIXL connector and nixl-cu13 1.3.1 printed them on the GPU machine: each
+# engine's worker (its own log) and the same line copied into its EngineCore's log by Ray.
+NIXL = "[vllm.distributed.kv_transfer.kv_connector.v1.nixl"
+PREFILL_WORKER = [
+    f"INFO 2026-11-29 20:27:24,832 {NIXL}.base_worker:250] Initializing NIXL worker prefill-192.0.2.2-20000",
+    "2026-11-29 20:27:25 NIXL INFO    _api.py:390 Backend UCX was instantiated",
+    f"DEBUG 2026-11-29 20:27:56,113 {NIXL}.base_worker:1971] "
     "Rank 0, get_finished: 1 requests done sending and 0 requests done recving (0 failed)",
 ]
-DECODE_LOG = [
-    "2026-11-29 13:36:27 NIXL INFO    _api.py:390 Backend UCX was instantiated",
-    "INFO 11-29 20:00:00 [base_worker.py:669] NIXL compatibility check passed (hash: 1a2b)",
-    "DEBUG 11-29 20:00:00 [pull_worker.py:57] start_load_kv for request chatcmpl-1 from remote engine "
-    "prefill-10.0.0.1-20000. Num local_block_ids: 17. Num remote_block_ids: 17. ",
-    "DEBUG 11-29 20:00:01 [base_worker.py:1971] "
+DECODE_WORKER = [
+    f"INFO 2026-11-29 20:27:24,923 {NIXL}.base_worker:250] Initializing NIXL worker decode-192.0.2.2-22000",
+    "2026-11-29 20:27:25 NIXL INFO    _api.py:390 Backend UCX was instantiated",
+    f"DEBUG 2026-11-29 20:27:55,813 {NIXL}.pull_worker:57] start_load_kv for request chatcmpl-7e99 from remote "
+    "engine prefill-192.0.2.2-20000. Num local_block_ids: 1. Num remote_block_ids: 1. ",
+    f"INFO 2026-11-29 20:27:55,816 {NIXL}.base_worker:668] NIXL compatibility check passed (hash: fc92)",
+    f"DEBUG 2026-11-29 20:27:56,114 {NIXL}.base_worker:1971] "
     "Rank 0, get_finished: 0 requests done sending and 1 requests done recving (0 failed)",
+]
+DECODE_SCHEDULER = [
+    f"DEBUG 2026-11-29 20:27:55,811 {NIXL}.pull_scheduler:116] NIXLConnector update_state_after_alloc: "
+    "num_external_tokens=270, kv_transfer_params={'do_remote_prefill': True}",
 ]
 
 
-def test_log_checks_pass_on_a_transfer(tmp_path, capsys):
-    write_logs(tmp_path, {"worker-prefill.out": PREFILL_LOG, "worker-decode.out": DECODE_LOG})
+def ray_logs(tmp_path, decode_worker=DECODE_WORKER, prefill_worker=PREFILL_WORKER):
+    def copied(engine_core, worker, lines):
+        return [
+            f"(EngineCore pid={engine_core}) \x1b[36m(RayWorkerProc pid={worker})\x1b[0m (Worker pid={worker}) {line}"
+            for line in lines
+        ]
+
+    write_logs(
+        tmp_path,
+        {
+            "worker-a-4704.out": [f"(Worker pid=4704) {line}" for line in decode_worker],
+            "worker-b-4852.out": [f"(Worker pid=4852) {line}" for line in prefill_worker],
+            "worker-c-3889.out": copied(4539, 4704, decode_worker)
+            + [f"(EngineCore pid=4539) {line}" for line in DECODE_SCHEDULER],
+            "worker-d-3888.out": copied(4554, 4852, prefill_worker),
+        },
+    )
+
+
+def test_log_checks_pass_on_a_transfer_and_count_each_line_once(tmp_path, capsys):
+    ray_logs(tmp_path)
     report = smoke.Report()
     smoke.check_nixl_logs(report, tmp_path, "UCX", wait_s=0)
     assert report.ok, report.steps
     assert [name for name, _, _ in report.steps] == ["nixl_backend", "kv_transfer"]
-    assert "requests whose KV decode received: 1 (0 failed); requests prefill reported sent: 1" in report.steps[1][2]
+    assert "{'prefill (pid 4852)': 'UCX', 'decode (pid 4704)': 'UCX'}" in report.steps[0][2]
+    assert report.steps[1][2] == (
+        "decode started 1 NIXL read(s) from ['prefill-192.0.2.2-20000'], finished 1 (0 failed); "
+        "prompt tokens whose KV came from prefill: [270]; prefill logged 1 done-sending notification(s)"
+    )
     assert "NIXL compatibility check passed" in capsys.readouterr().out
 
 
-def test_log_checks_fail_without_a_transfer_or_with_the_wrong_backend(tmp_path):
-    write_logs(tmp_path, {"worker-prefill.out": PREFILL_LOG[:1], "worker-decode.out": DECODE_LOG[:2]})
+def test_log_checks_fail_with_the_wrong_backend(tmp_path):
+    ray_logs(tmp_path)
     report = smoke.Report()
     smoke.check_nixl_logs(report, tmp_path, "LIBFABRIC", wait_s=0)
+    assert [ok for _, ok, _ in report.steps] == [False, True]
+
+
+def test_log_checks_fail_without_a_finished_read_or_with_one_side_missing(tmp_path):
+    ray_logs(tmp_path, decode_worker=DECODE_WORKER[:2], prefill_worker=PREFILL_WORKER[:1])
+    report = smoke.Report()
+    smoke.check_nixl_logs(report, tmp_path, "UCX", wait_s=0)
     assert [ok for _, ok, _ in report.steps] == [False, False]
 
 
