@@ -15,7 +15,9 @@ KV_CONNECTOR = "NixlConnector"
 # NIXL picks UCX by default, which runs at TCP speed on EKS without an error. LIBFABRIC rides EFA.
 NIXL_EFA_BACKEND = "LIBFABRIC"
 PD_SIDES = ("prefill", "decode")
-KV_ROLES = {"prefill": "kv_both", "decode": "kv_both"}
+# vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
+# prefill as kv_producer / decode as kv_consumer booted and served (docs/gpu-end-to-end.md).
+KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
 def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
