@@ -55,15 +55,20 @@ def as_number(value: Any) -> float | None:
         return None
 
 
+def known_children(value: Any) -> Iterator[tuple[str | int, Any]]:
+    """(key, item) of a mapping or list property, skipping the items unknown until the update runs."""
+    if isinstance(value, Mapping) or is_sequence(value):
+        keys = list(value) if isinstance(value, Mapping) else range(len(value))
+        for key in keys:
+            try:
+                yield key, value[key]
+            except UnknownValueError:
+                continue
+
+
 def known_strings(value: Any) -> Iterator[str]:
     """Every string inside a property, skipping the parts that are unknown until the update runs."""
     if isinstance(value, str):
         yield value
-    elif isinstance(value, Mapping) or is_sequence(value):
-        keys = list(value) if isinstance(value, Mapping) else range(len(value))
-        for key in keys:
-            try:
-                item = value[key]
-            except UnknownValueError:
-                continue
-            yield from known_strings(item)
+    for _, item in known_children(value):
+        yield from known_strings(item)

@@ -9,10 +9,9 @@ from typing import Any
 
 import yaml
 from pulumi_policy import EnforcementLevel, PolicyResource
-from pulumi_policy.proxy import UnknownValueError
 
 from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
-from .props import OPEN_CIDRS, as_number, get, is_sequence, mappings
+from .props import OPEN_CIDRS, as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
@@ -71,17 +70,11 @@ def pd_applications(rayservice: Mapping[str, Any]) -> list[PdApplication]:
 
 def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
     """Every container of every pod template inside a Kubernetes manifest, skipping unknown parts."""
-    if isinstance(manifest, Mapping) or is_sequence(manifest):
-        keys = list(manifest) if isinstance(manifest, Mapping) else range(len(manifest))
-        for key in keys:
-            try:
-                value = manifest[key]
-            except UnknownValueError:
-                continue
-            if key in ("containers", "initContainers"):
-                yield from mappings(value)
-            else:
-                yield from containers(value)
+    for key, value in known_children(manifest):
+        if key in ("containers", "initContainers"):
+            yield from mappings(value)
+        else:
+            yield from containers(value)
 
 
 def requests_efa(manifest: Mapping[str, Any]) -> bool:
