@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infra.offline import load_stack_config
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
 
 if TYPE_CHECKING:
@@ -299,27 +300,6 @@ def validate_with_ray(smoke: dict[str, Any]) -> None:
     engines = args["llm_configs"] if "llm_configs" in args else [args[f"{side}_config"] for side in PD_SIDES]
     for engine in engines:
         LLMConfig.model_validate(copy.deepcopy(engine))
-
-
-def load_stack_config(stack: str) -> StackConfig:
-    """The stack's validated config, assembled from Pulumi.yaml + Pulumi.<stack>.yaml as the CLI does."""
-    import pulumi
-
-    from infra.config import load_config
-    from infra.offline import PROJECT, project_config, stack_config
-
-    class NoCloud(pulumi.runtime.Mocks):
-        """Only config is read here: no resource is declared and no provider is called."""
-
-        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-            return f"{args.name}-id", dict(args.inputs)
-
-        def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-            return {}
-
-    pulumi.runtime.set_mocks(NoCloud(), project=PROJECT, stack=stack)
-    pulumi.runtime.set_all_config({**project_config(), **stack_config(stack)})
-    return load_config()
 
 
 # --- running it -------------------------------------------------------------------------------
@@ -689,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     host = detect_host()
     print(f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}")
-    production, smoke, overrides = smoke_serve_config(load_stack_config(args.stack), opts, host)
+    production, smoke, overrides = smoke_serve_config(load_stack_config(stack=args.stack), opts, host)
     print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
     for override in overrides:
         print(f"  override {override.describe()}")

@@ -16,6 +16,7 @@ import threading
 import pytest
 
 from infra import smoke
+from infra.offline import load_stack_config
 from infra.serve_config import KV_ROLES, build_serve_config
 from infra.tiny_model import write_tiny_model
 
@@ -38,7 +39,7 @@ PD_OVERRIDES = {
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
 def cfg(request):
-    return smoke.load_stack_config(request.param)
+    return load_stack_config(stack=request.param)
 
 
 def options(tmp_path, **kwargs):
