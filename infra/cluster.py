@@ -118,7 +118,8 @@ class Cluster(pulumi.ComponentResource):
         self.provider = k8s.Provider("kubernetes", kubeconfig=self.kubeconfig, opts=child)
         # Nodes launched from our own launch template (the GPU group) must carry the security group
         # EKS creates for the cluster, or they cannot reach the control plane and the other nodes.
-        created_name = self.eks_cluster.kubeconfig_json.apply(lambda _: cfg.cluster_name)
+        # The kubeconfig may be a secret; the cluster's name is not, so it must not taint the lookup.
+        created_name = pulumi.Output.unsecret(self.eks_cluster.kubeconfig_json.apply(lambda _: cfg.cluster_name))
         self.cluster_security_group_id = aws.eks.get_cluster_output(name=created_name).vpc_config.apply(
             lambda vpc_config: vpc_config.cluster_security_group_id
         )
