@@ -93,7 +93,6 @@ class Network(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-llm-eks:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        cluster_tag = {f"kubernetes.io/cluster/{cfg.cluster_name}": "shared"}
 
         vpc = aws.ec2.Vpc(
             "vpc",
@@ -119,20 +118,7 @@ class Network(pulumi.ComponentResource):
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         subnet_plans = plan_subnets(cfg.vpc_cidr, placement.azs)
         for plan in subnet_plans:
-            public = aws.ec2.Subnet(
-                f"public-{plan.az}",
-                vpc_id=vpc.id,
-                cidr_block=plan.public_cidr,
-                availability_zone=plan.az,
-                map_public_ip_on_launch=False,
-                tags={
-                    **cfg.tags,
-                    **cluster_tag,
-                    "Name": f"{cfg.cluster_name}-public-{plan.az}",
-                    "kubernetes.io/role/elb": "1",
-                },
-                opts=child,
-            )
+            public = self._subnet(cfg, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb", child)
             aws.ec2.RouteTableAssociation(
                 f"public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
             )
@@ -141,19 +127,8 @@ class Network(pulumi.ComponentResource):
                 nat_gateway_ids[plan.az] = self._nat_gateway(cfg, plan.az, public, gateway, child)
 
         for plan in subnet_plans:
-            private = aws.ec2.Subnet(
-                f"private-{plan.az}",
-                vpc_id=vpc.id,
-                cidr_block=plan.private_cidr,
-                availability_zone=plan.az,
-                map_public_ip_on_launch=False,
-                tags={
-                    **cfg.tags,
-                    **cluster_tag,
-                    "Name": f"{cfg.cluster_name}-private-{plan.az}",
-                    "kubernetes.io/role/internal-elb": "1",
-                },
-                opts=child,
+            private = self._subnet(
+                cfg, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb", child
             )
             nat_id = nat_gateway_ids.get(plan.az, next(iter(nat_gateway_ids.values())))
             routes = aws.ec2.RouteTable(
@@ -170,6 +145,32 @@ class Network(pulumi.ComponentResource):
 
         self.vpc_id = vpc.id
         self.register_outputs({"vpcId": vpc.id})
+
+    def _subnet(
+        self,
+        cfg: StackConfig,
+        vpc_id: pulumi.Output[str],
+        az: str,
+        tier: str,
+        cidr: str,
+        load_balancer_role_tag: str,
+        child: pulumi.ResourceOptions,
+    ) -> aws.ec2.Subnet:
+        """A subnet of one tier in one AZ, tagged so EKS and its load balancers find it."""
+        return aws.ec2.Subnet(
+            f"{tier}-{az}",
+            vpc_id=vpc_id,
+            cidr_block=cidr,
+            availability_zone=az,
+            map_public_ip_on_launch=False,
+            tags={
+                **cfg.tags,
+                f"kubernetes.io/cluster/{cfg.cluster_name}": "shared",
+                "Name": f"{cfg.cluster_name}-{tier}-{az}",
+                load_balancer_role_tag: "1",
+            },
+            opts=child,
+        )
 
     def _nat_gateway(
         self,
