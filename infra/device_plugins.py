@@ -68,7 +68,7 @@ class DevicePlugins(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:nodes:DevicePlugins", name, None, opts)
         # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.
         after_nodes = [gpu_nodes.node_group]
-        self.nvidia = pinned_release(
+        pinned_release(
             "nvidia-device-plugin",
             nvidia_plugin_chart(cfg),
             PLUGIN_NAMESPACE,
@@ -77,7 +77,7 @@ class DevicePlugins(pulumi.ComponentResource):
             self,
             after_nodes,
         )
-        self.efa = pinned_release(
+        pinned_release(
             "efa-device-plugin",
             efa_plugin_chart(cfg),
             PLUGIN_NAMESPACE,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import runpy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,10 +94,6 @@ class Resource:
     # Top-level inputs that carry a Pulumi secret anywhere inside them.
     secret_inputs: frozenset[str] = frozenset()
 
-    @property
-    def parent_name(self) -> str:
-        return self.parent.rsplit("::", 1)[-1] if self.parent else ""
-
 
 @dataclass
 class StackRun:
@@ -112,9 +108,6 @@ class StackRun:
         matches = [r for r in self.resources if r.type == type_ and r.name == name]
         assert len(matches) == 1, f"expected one {type_} named {name!r}, found {len(matches)}"
         return matches[0]
-
-    def by_urn(self, urn: str) -> Resource:
-        return next(r for r in self.resources if r.urn == urn)
 
 
 class AwsMocks(pulumi.runtime.Mocks):
@@ -167,26 +160,25 @@ def _holds_secret(value: Any) -> bool:
     return isinstance(value, list) and any(map(_holds_secret, value))
 
 
+def _replace_special(value: Any, signature: str, replace: Callable[[dict[str, Any]], Any]) -> Any:
+    """The value with every dict marked by the RPC `signature` (a secret, a resource reference) replaced."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == signature:
+            return replace(value)
+        return {k: _replace_special(v, signature, replace) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_special(v, signature, replace) for v in value]
+    return value
+
+
 def _reveal_secrets(value: Any) -> Any:
     """Inputs as the provider receives them; which ones were secret is kept in `secret_inputs`."""
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return _reveal_secrets(value["value"])
-        return {k: _reveal_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_reveal_secrets(v) for v in value]
-    return value
+    return _replace_special(value, rpc._special_secret_sig, lambda secret: _reveal_secrets(secret["value"]))
 
 
 def _replace_resource_references(value: Any) -> Any:
     """Resource references rebuilt by the stock monitor land on another event loop; keep their id/URN."""
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_resource_sig:
-            return value.get("id") or value["urn"]
-        return {k: _replace_resource_references(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replace_resource_references(v) for v in value]
-    return value
+    return _replace_special(value, rpc._special_resource_sig, lambda reference: reference.get("id") or reference["urn"])
 
 
 class CapturingMonitor(mocks.MockMonitor):
