@@ -1,6 +1,6 @@
 """Offline schemas the stack's Kubernetes objects are checked against, with unknown fields rejected.
 
-Two sources: KubeRay's own CRDs (verbatim copies under `../shared/schemas/`, or wherever
+Two sources: KubeRay's own CRDs (verbatim copies vendored in `vendor/`, or wherever
 `RAY_LLM_EKS_SCHEMAS` points), and the Kubernetes OpenAPI schemas that `kubernetes-validate` ships
 (the `-strict` flavour, whose objects already forbid additional properties).
 
@@ -33,12 +33,16 @@ KUBERNETES_DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 OBJECT_META_REF = f"{KUBERNETES_DEFINITIONS_URI}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
+# The upstream files vendored in the repository, one folder per pinned version (vendor/README.md).
+VENDORED_SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "vendor"
+
+
 def schemas_dir() -> Path:
-    """Where the shared schemas live: `$RAY_LLM_EKS_SCHEMAS`, else `<repo>/../shared/schemas`."""
+    """Where the upstream schemas live: `$RAY_LLM_EKS_SCHEMAS`, else the repository's `vendor/`."""
     configured = os.environ.get(SCHEMAS_ENV)
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "schemas"
+    return VENDORED_SCHEMAS_DIR
 
 
 def kuberay_dir(kuberay_version: str = SHIPPED_KUBERAY_VERSION) -> Path:

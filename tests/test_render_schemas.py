@@ -1,4 +1,4 @@
-"""infra.schemas: the strict reading of a CRD schema, and where the shared schemas are found."""
+"""infra.schemas: the strict reading of a CRD schema, and where the vendored schemas are found."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import jsonschema
 import pytest
 
 from infra import schemas
+from infra.offline import PROJECT_DIR
 
 
 def errors(schema: dict, instance: object) -> list[str]:
@@ -85,7 +86,7 @@ def test_the_schemas_folder_can_be_moved(monkeypatch, tmp_path):
         schemas.kuberay_dir()
 
 
-def test_the_default_schemas_folder_is_beside_the_repository(monkeypatch):
+def test_the_default_schemas_folder_is_inside_the_repository(monkeypatch):
     monkeypatch.delenv(schemas.SCHEMAS_ENV, raising=False)
-    assert schemas.schemas_dir().parts[-2:] == ("shared", "schemas")
+    assert schemas.schemas_dir() == PROJECT_DIR / "vendor"
     assert (schemas.kuberay_dir() / "ray.io_rayservices.yaml").is_file()
