@@ -18,6 +18,11 @@ PD_SIDES = ("prefill", "decode")
 # vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
 # prefill as kv_producer / decode as kv_consumer booted and served (docs/gpu-end-to-end.md).
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
+# vLLM 0.26's NIXL worker refuses a model with Mamba-type state (hybrid models such as Qwen3.5's Gated
+# DeltaNet layers) unless its conv state is laid out "DS"; vLLM's default is "SD". The variable only
+# changes the layout of Mamba conv state, so pure-attention models are unaffected. Ray Serve LLM hands
+# an LLMConfig's runtime_env to the replica and to the engine's workers.
+PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
 
 
 def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
@@ -34,6 +39,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
             },
         },
         "deployment_config": {"num_replicas": 1},
+        "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
     }
 
 

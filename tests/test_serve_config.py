@@ -128,3 +128,18 @@ def test_changing_the_model_moves_only_the_rayservice(dev):
     assert before.keys() == after.keys()
     moved = {key for key in before if before[key] != after[key]}
     assert moved == {(RAYSERVICE, "rayservice")}
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_each_side_lays_out_mamba_conv_state_as_nixl_requires(args, side):
+    """vLLM v0.26.0 `vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py` (NIXL worker
+    init): when any KV-cache group is a `MambaSpec` it asserts `is_conv_state_dim_first()`, "3-read
+    Mamba conv transfer requires DS conv state layout. Set VLLM_SSM_CONV_STATE_LAYOUT=DS".
+    `vllm/model_executor/layers/mamba/mamba_utils.py` `get_conv_state_layout` defaults to "SD", and
+    only Mamba layers, Mamba state copies and that transfer read it, so dense models are unaffected.
+    The default model, Qwen/Qwen3.5-9B, caches its Gated DeltaNet layers as `MambaSpec`.
+    Ray 2.58.0 `ray/llm/_internal/serve/core/server/llm_server.py` merges `LLMConfig.runtime_env`
+    into the replica's `ray_actor_options`, and `engines/vllm/vllm_engine.py` gives the engine's
+    placement-group task the same runtime_env.
+    """
+    assert args[f"{side}_config"]["runtime_env"]["env_vars"]["VLLM_SSM_CONV_STATE_LAYOUT"] == "DS"
