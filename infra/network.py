@@ -87,6 +87,9 @@ class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]
     public_subnet_ids: dict[str, pulumi.Output[str]]
+    # Per AZ: the private route table (its NAT default route is inline) and its subnet association.
+    # A node launched before both exist has no egress: it cannot pull images or join the cluster.
+    private_egress: dict[str, list[pulumi.Resource]]
 
     def __init__(
         self, name: str, cfg: StackConfig, placement: Placement, opts: pulumi.ResourceOptions | None = None
@@ -115,6 +118,7 @@ class Network(pulumi.ComponentResource):
 
         self.public_subnet_ids = {}
         self.private_subnet_ids = {}
+        self.private_egress = {}
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         subnet_plans = plan_subnets(cfg.vpc_cidr, placement.azs)
         for plan in subnet_plans:
@@ -138,10 +142,11 @@ class Network(pulumi.ComponentResource):
                 tags={**cfg.tags, "Name": f"{cfg.cluster_name}-private-{plan.az}"},
                 opts=child,
             )
-            aws.ec2.RouteTableAssociation(
+            association = aws.ec2.RouteTableAssociation(
                 f"private-{plan.az}", subnet_id=private.id, route_table_id=routes.id, opts=child
             )
             self.private_subnet_ids[plan.az] = private.id
+            self.private_egress[plan.az] = [routes, association]
 
         self.vpc_id = vpc.id
         self.register_outputs({"vpcId": vpc.id})

@@ -39,11 +39,12 @@ def _managed_node_group(
     instance_type: str,
     count: int,
     subnet_ids: list[pulumi.Output[str]],
+    egress: list[pulumi.Resource],
     ami_type: str,
     labels: dict[str, str],
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
-    """A fixed-size managed node group in private subnets: min = max = desired."""
+    """A fixed-size managed node group in private subnets (min = max = desired), created once they have egress."""
     return eks.ManagedNodeGroup(
         name,
         cluster=cluster.eks_cluster,
@@ -56,7 +57,7 @@ def _managed_node_group(
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count),
         labels=labels,
         tags=cfg.tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=egress),
         **extra,
     )
 
@@ -82,6 +83,7 @@ class SystemNodes(pulumi.ComponentResource):
             instance_type=cfg.system_node_type,
             count=cfg.system_node_count,
             subnet_ids=list(network.private_subnet_ids.values()),
+            egress=[resource for resources in network.private_egress.values() for resource in resources],
             ami_type=SYSTEM_AMI_TYPE,
             labels={"role": SYSTEM_ROLE_LABEL},
             disk_size=SYSTEM_ROOT_VOLUME_GIB,
@@ -182,6 +184,7 @@ class GpuNodes(pulumi.ComponentResource):
             instance_type=cfg.gpu_node_type,
             count=cfg.gpu_node_count,
             subnet_ids=[network.private_subnet_ids[placement.gpu_az]],
+            egress=network.private_egress[placement.gpu_az],
             ami_type=GPU_AMI_TYPE,
             # The NVIDIA device plugin's default node affinity needs gpu.present, or it schedules nowhere.
             labels={"role": GPU_ROLE_LABEL, "nvidia.com/gpu.present": "true"},

@@ -112,3 +112,32 @@ def test_capacity_reservation_is_targeted_only_when_given(dev):
     assert reserved["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
     }
+
+
+def egress_urns(run, azs) -> set[str]:
+    return {
+        run.get(type_, f"{prefix}-{az}").urn
+        for az in azs
+        for type_, prefix in (
+            ("aws:ec2/routeTable:RouteTable", "private-routes"),
+            ("aws:ec2/routeTableAssociation:RouteTableAssociation", "private"),
+        )
+    }
+
+
+@pytest.mark.parametrize("stack_run", ["dev", "prod"])
+def test_node_groups_wait_for_their_subnets_nat_egress(request, stack_run):
+    """A node in a private subnet reaches ECR, the EKS API and the image registries only through the
+    subnet's NAT default route: https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html
+    (without outbound internet, images must come from an in-VPC registry or VPC endpoints, which this
+    stack does not create). The route lives in the private route table (inline, created with it) and
+    applies only once the subnet is associated, so both node groups depend on the table and the
+    association of every subnet they launch into; a subnet id alone is ready before either exists.
+    `depends_on` holds back the RegisterResource of the remote `eks:index:ManagedNodeGroup`, so its
+    `aws:eks/nodeGroup:NodeGroup` child is constructed only afterwards
+    (https://www.pulumi.com/docs/iac/concepts/resources/options/dependson/).
+    """
+    run = request.getfixturevalue(stack_run)
+    azs = run.outputs["availabilityZones"]
+    assert egress_urns(run, azs) <= set(run.get(NODE_GROUP, "system").dependencies)
+    assert egress_urns(run, [run.outputs["gpuAz"]]) <= set(run.get(NODE_GROUP, "gpu").dependencies)
