@@ -95,13 +95,18 @@ class SystemNodes(pulumi.ComponentResource):
 def efa_network_interfaces(
     efa_interfaces: int, security_group_ids: list[pulumi.Input[str]]
 ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
-    """One EFA interface per EFA-capable network card; only the first is the primary (device 0)."""
+    """One EFA interface per EFA-capable network card.
+
+    EC2 wants the primary (card 0, device 0) to be an EFA with ENA, and each further card's interface
+    at device index 1; those are EFA-only, which take no IP address (no private addresses used up, no
+    second route for the node's traffic), so only the primary carries the public-IP setting.
+    """
     return [
         aws.ec2.LaunchTemplateNetworkInterfaceArgs(
             network_card_index=card,
             device_index=0 if card == 0 else 1,
-            interface_type="efa",
-            associate_public_ip_address="false",
+            interface_type="efa" if card == 0 else "efa-only",
+            associate_public_ip_address="false" if card == 0 else None,
             delete_on_termination="true",
             security_groups=security_group_ids,
         )

@@ -68,13 +68,37 @@ def test_gpu_nodes_launch_from_the_efa_template(dev):
     assert gpu_group(dev)["launchTemplate"] == {"id": "gpu-id", "version": "1"}
 
 
-@pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.48xlarge", "p5.48xlarge"])
+@pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.24xlarge", "g6e.48xlarge", "p4d.24xlarge", "p5.48xlarge"])
 def test_one_efa_interface_per_efa_network_card(instance_type):
     interfaces = gpu_template(run_stack({"gpuNodeType": instance_type}))["networkInterfaces"]
     assert len(interfaces) == EFA_GPU_INSTANCE_TYPES[instance_type].efa_interfaces
     assert [i["networkCardIndex"] for i in interfaces] == list(range(len(interfaces)))
-    assert all(i["interfaceType"] == "efa" for i in interfaces)
-    assert [i["deviceIndex"] for i in interfaces][:1] == [0]
+
+
+@pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.24xlarge", "g6e.48xlarge", "p4d.24xlarge", "p5.48xlarge"])
+def test_multi_card_efa_layout_is_one_primary_efa_and_efa_only_secondaries(instance_type):
+    """https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html: the primary
+    interface (network card 0, device index 0) is an EFA with ENA ("You can't use an EFA-only network
+    interface as the primary network interface"); each further card gets device index 1 and an EFA or
+    EFA-only interface. EFA-only interfaces take no IP address (EC2 API `interface_type`: "If you
+    specify efa-only, do not assign any IP addresses"). pulumi/pulumi-eks
+    `nodejs/eks/nodes/instances.ts` (`getEfaNetworkInterfaces`) builds exactly this: card 0 `efa`,
+    device 0, the public-IP setting; cards 1.. `efa-only`, device 1, no public-IP setting.
+    terraform-aws-modules/terraform-aws-eks `modules/eks-managed-node-group/main.tf`
+    (`efa_network_interfaces`, `enable_efa_only` defaulting to true) does the same with
+    `efa_indices = [0]`.
+    """
+    interfaces = gpu_template(run_stack({"gpuNodeType": instance_type}))["networkInterfaces"]
+    primary, *secondaries = interfaces
+    assert (primary["interfaceType"], primary["deviceIndex"], primary["associatePublicIpAddress"]) == (
+        "efa",
+        0,
+        "false",
+    )
+    for secondary in secondaries:
+        assert (secondary["interfaceType"], secondary["deviceIndex"]) == ("efa-only", 1)
+        assert "associatePublicIpAddress" not in secondary
+    assert all(i["securityGroups"] == ["efa-id", "sg-eks-cluster"] for i in interfaces)
 
 
 def test_efa_interfaces_get_no_public_ip_and_both_security_groups(dev):
