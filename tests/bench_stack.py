@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from infra.offline import SHIPPED_STACKS, run_stack
+from tools.offline import SHIPPED_STACKS, run_stack
 
 REPEATS = 20
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from infra.schemas import schemas_dir
+from tests.schemas import schemas_dir
 
 CHART_VALUES_FILES = {
     "nvidia-device-plugin": Path("nvidia-device-plugin-0.20.0/values.yaml"),

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from infra.offline import SHIPPED_STACKS, StackRun, run_stack
+from tools.offline import SHIPPED_STACKS, StackRun, run_stack
 
 # Ray's validation classes must never reach for a cluster in tests.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infra.offline import run_stack
+from tools.offline import run_stack
 
 CLUSTER = "eks:index:Cluster"
 

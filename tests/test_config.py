@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from infra.config import ConfigError, load_config
-from infra.offline import PROJECT_DIR, SHIPPED_STACKS, load_stack_config, run_stack
+from tools.offline import PROJECT_DIR, SHIPPED_STACKS, load_stack_config, run_stack
 
 # The sample's env.sh, variable by variable (stack "unset" has no stack file: pure project defaults).
 ENV_SH_DEFAULTS = {

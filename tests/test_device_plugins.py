@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.offline import run_stack
-from infra.schemas import schemas_dir
 from tests.chart_values import chart_defaults, unknown_value_keys
+from tests.schemas import schemas_dir
+from tools.offline import run_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PLUGINS = {

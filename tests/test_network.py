@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from infra.config import ConfigError
-from infra.offline import StackRun, run_stack
+from tools.offline import StackRun, run_stack
 
 SUBNET = "aws:ec2/subnet:Subnet"
 ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.instance_types import EFA_GPU_INSTANCE_TYPES
-from infra.offline import run_stack
+from tools.offline import run_stack
 
 NODE_GROUP = "eks:index:ManagedNodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

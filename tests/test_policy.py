@@ -22,9 +22,9 @@ import yaml
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
-from infra.offline import PROJECT, PROJECT_DIR, SHIPPED_STACKS, Resource, StackRun, run_stack
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
+from tools.offline import PROJECT, PROJECT_DIR, SHIPPED_STACKS, Resource, StackRun, run_stack
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY

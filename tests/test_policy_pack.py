@@ -16,9 +16,9 @@ from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, StackValidationPolicy
 
-from infra.offline import PROJECT_DIR
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
+from tools.offline import PROJECT_DIR
 
 POLICY_DIR = PROJECT_DIR / "policy"
 POLICY_DOC = PROJECT_DIR / "docs" / "policy.md"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from infra.config_reference import markdown_table
-from infra.offline import PROJECT_DIR
+from tools.config_reference import markdown_table
+from tools.offline import PROJECT_DIR
 
 README = (PROJECT_DIR / "README.md").read_text()
 FIRST_SCREEN = "\n".join(README.splitlines()[:25])

@@ -1,4 +1,4 @@
-"""`python -m infra.render`: every rendered object is valid Kubernetes, secrets stay out, errors name keys."""
+"""`python -m tools.render`: every rendered object is valid Kubernetes, secrets stay out, errors name keys."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import offline, render
-from infra.offline import SHIPPED_STACKS, StackRun
-from infra.render import REDACTED, main
-from infra.schemas import core_object_errors, rayservice_errors
+from tests.schemas import core_object_errors, rayservice_errors
+from tools import offline, render
+from tools.offline import SHIPPED_STACKS, StackRun
+from tools.render import REDACTED, main
 
 HF_TOKEN = "hf_NotARealTokenButLongEnough"
 # A stack variant with every optional object: the token's Secret and the serve load balancer.

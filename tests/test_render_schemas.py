@@ -1,12 +1,12 @@
-"""infra.schemas: the strict reading of a CRD schema, and where the vendored schemas are found."""
+"""tests.schemas: the strict reading of a CRD schema, and where the vendored schemas are found."""
 
 from __future__ import annotations
 
 import jsonschema
 import pytest
 
-from infra import schemas
-from infra.offline import PROJECT_DIR
+from tests import schemas
+from tools.offline import PROJECT_DIR
 
 
 def errors(schema: dict, instance: object) -> list[str]:

@@ -1,4 +1,4 @@
-"""docs/operations.md documents every option of `infra.render` and `infra.verify`, and no other."""
+"""docs/operations.md documents every option of `tools.render` and `tools.verify`, and no other."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from infra import render, verify
+from tools import render, verify
 
 OPERATIONS_DOC = Path(__file__).parents[1] / "docs" / "operations.md"
 
 
 def documented_options(command: str) -> set[str]:
     """The `--options` in the option table of a command's section (up to its exit statuses)."""
-    section = OPERATIONS_DOC.read_text().split(f"python -m infra.{command}", 1)[1].split("Exit status", 1)[0]
+    section = OPERATIONS_DOC.read_text().split(f"python -m tools.{command}", 1)[1].split("Exit status", 1)[0]
     return {line.split("`")[1].split()[0] for line in section.splitlines() if line.startswith("| `--")}
 
 

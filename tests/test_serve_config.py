@@ -16,7 +16,7 @@ import yaml
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
-from infra.offline import run_stack
+from tools.offline import run_stack
 
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 KNOWN_KV_CONNECTORS = {"NixlConnector", "LMCacheConnectorV1", "P2pNcclConnector", "MoRIIOConnector"}

@@ -7,9 +7,9 @@ import copy
 import pytest
 import yaml
 
-from infra.offline import run_stack
-from infra.schemas import kuberay_dir, rayservice_errors
 from tests.chart_values import chart_defaults, unknown_value_keys
+from tests.schemas import kuberay_dir, rayservice_errors
+from tools.offline import run_stack
 
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 RELEASE = "kubernetes:helm.sh/v3:Release"

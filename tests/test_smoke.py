@@ -15,10 +15,10 @@ import threading
 
 import pytest
 
-from infra import smoke
-from infra.offline import load_stack_config
 from infra.serve_config import KV_ROLES, build_serve_config
-from infra.tiny_model import write_tiny_model
+from tools import smoke
+from tools.offline import load_stack_config
+from tools.tiny_model import write_tiny_model
 
 # Ray's schemas are imported here, never a cluster: no test may start or join one.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
@@ -228,7 +228,7 @@ def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
 
 def test_missing_model_dir_is_refused(tmp_path, capsys):
     assert smoke.main(["--model-dir", str(tmp_path), "--dry-run"]) == 2
-    assert "infra.tiny_model" in capsys.readouterr().out
+    assert "tools.tiny_model" in capsys.readouterr().out
 
 
 class FakeOpenAI(http.server.BaseHTTPRequestHandler):

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from infra import tiny_model
+from tools import tiny_model
 
 
 @pytest.fixture(scope="module")

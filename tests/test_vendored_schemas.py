@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.offline import PROJECT, project_config
-from infra.schemas import VENDORED_SCHEMAS_DIR
+from tests.schemas import VENDORED_SCHEMAS_DIR
+from tools.offline import PROJECT, project_config
 
 # Pulumi.yaml key pinning a chart version -> (vendored folder name before the version, its Chart.yaml).
 VENDORED_CHARTS = {

@@ -1,4 +1,4 @@
-"""`python -m infra.verify` against recorded Kubernetes responses and a real local OpenAI-compatible server.
+"""`python -m tools.verify` against recorded Kubernetes responses and a real local OpenAI-compatible server.
 
 No cluster and no network: Kubernetes answers come from `tests/fixtures/verify/` (each test changes
 a copy to make its failure), the API is an HTTP server on 127.0.0.1 speaking OpenAI's models and
@@ -21,8 +21,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from infra.schemas import core_object_errors, rayservice_errors
-from infra.verify import KubernetesCluster, StackOutputs, main
+from tests.schemas import core_object_errors, rayservice_errors
+from tools.verify import KubernetesCluster, StackOutputs, main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 OUTPUTS_FILE = FIXTURES / "outputs.json"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.offline import PROJECT_DIR
+from tools.offline import PROJECT_DIR
 
 WORKFLOW_PATH = PROJECT_DIR / ".github" / "workflows" / "preview.yml"
 POLICY_DOC = PROJECT_DIR / "docs" / "policy.md"

@@ -1,6 +1,6 @@
 """Evaluates the whole Pulumi program offline, in-process under Pulumi's official mocks.
 
-The test suite and `infra.render` both use it, so what a user renders is what the tests checked.
+The test suite and `tools.render` both use it, so what a user renders is what the tests checked.
 
 Config is built the way the CLI builds it: the project defaults from `Pulumi.yaml`, then a shipped
 `Pulumi.<stack>.yaml`, then the test's overrides. Every registered resource is captured with its

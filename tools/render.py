@@ -1,8 +1,8 @@
 """Offline render of a stack: what `pulumi up` would declare, as files a person or GitOps can use.
 
-    python -m infra.render --stack dev --out build/dev [--config KEY=VALUE ...] [--secret KEY=VALUE ...]
+    python -m tools.render --stack dev --out build/dev [--config KEY=VALUE ...] [--secret KEY=VALUE ...]
 
-The stack is evaluated by `infra.offline.run_stack`, the same mock run the tests check, and the files
+The stack is evaluated by `tools.offline.run_stack`, the same mock run the tests check, and the files
 are taken from the resources it captured, so nothing here can drift from the program:
 
     plan.md                                  every AWS and Kubernetes resource with its key settings
@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from infra.config import ConfigError
-from infra.offline import (
+from tools.offline import (
     PROJECT,
     SHIPPED_STACKS,
     Resource,
@@ -351,7 +351,7 @@ def plan_markdown(run: StackRun, request: RenderRequest) -> str:
     lines = [
         f"# Plan of stack `{request.stack}` ({PROJECT})",
         "",
-        f"Rendered offline by `python -m infra.render` under Pulumi's mocks: {len(run.resources)} resources "
+        f"Rendered offline by `python -m tools.render` under Pulumi's mocks: {len(run.resources)} resources "
         f"({len(aws)} AWS, {len(kubernetes)} Kubernetes, the rest components and providers). Ids, ARNs and "
         "hostnames are placeholders until `pulumi up`; pulumi-eks components are shown with their inputs.",
         f"AZs assumed to offer the GPU instance type (`--gpu-azs`): {offering}.",
@@ -421,7 +421,7 @@ def _assignments(items: Sequence[str], option: str, parser: argparse.ArgumentPar
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m infra.render",
+        prog="python -m tools.render",
         description="Render the stack offline: plan, Kubernetes manifests, serve config and Helm values.",
     )
     parser.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml applies (default: dev)")

@@ -1,6 +1,6 @@
 """GPU smoke test: boot the stack's own Serve app on one machine and prove it serves.
 
-`python -m infra.smoke --stack dev --model-dir DIR` (a host with two or more NVIDIA GPUs and
+`python -m tools.smoke --stack dev --model-dir DIR` (a host with two or more NVIDIA GPUs and
 `requirements-gpu.txt` installed) takes the serve config the RayService gets, built by the same
 `infra.serve_config.build_serve_config` from the stack's config, and changes only what one host
 needs; each change is printed by name. It then starts Ray, deploys the app through the dashboard's
@@ -8,7 +8,7 @@ REST API (the call KubeRay makes), waits for RUNNING, lists the models, times a 
 completion, checks the logs for the NIXL backend and a prefill→decode KV transfer, stops Ray and
 exits 0 only when every step passed. `--aggregated` serves the same model without disaggregation
 (`build_openai_app`, one replica, one GPU) as the baseline; `--dry-run` only builds, prints and
-validates the config. `python -m infra.tiny_model DIR` makes a model for it with no model hub.
+validates the config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from infra.offline import load_stack_config
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
+from tools.offline import load_stack_config
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -634,7 +634,7 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack whose config builds the app (Pulumi.<stack>.yaml)")
-    parser.add_argument("--model-dir", type=Path, required=True, help="local model directory (infra.tiny_model)")
+    parser.add_argument("--model-dir", type=Path, required=True, help="local model directory (tools.tiny_model)")
     parser.add_argument("--aggregated", action="store_true", help="baseline: build_openai_app, one replica, one GPU")
     parser.add_argument(
         "--kv-roles",
@@ -654,7 +654,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not (args.model_dir / "config.json").is_file():
-        print(f"{args.model_dir} holds no config.json: make one with `python -m infra.tiny_model DIR`")
+        print(f"{args.model_dir} holds no config.json: make one with `python -m tools.tiny_model DIR`")
         return 2
     work_dir = Path(tempfile.mkdtemp(prefix="ray-llm-smoke-"))
     logging_config = work_dir / "nixl-debug-logging.json"

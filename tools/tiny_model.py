@@ -1,6 +1,6 @@
 """A tiny Llama checkpoint made on the spot, so the GPU smoke test needs no model hub.
 
-`python -m infra.tiny_model DIR` writes a complete Hugging Face model directory: `config.json`
+`python -m tools.tiny_model DIR` writes a complete Hugging Face model directory: `config.json`
 (LlamaForCausalLM, hidden 256, 2 layers, 4 heads, vocab 2048), random bf16 weights in
 `model.safetensors` (about 5 MB), a byte-level BPE tokenizer trained here on generated text, and a
 ChatML chat template. The weights are noise: the model answers gibberish, fast, which is all a

@@ -1,6 +1,6 @@
 """Post-deploy verification: the stack serves, and its KV-cache transfer rides EFA.
 
-    python -m infra.verify --stack dev [--nccl]
+    python -m tools.verify --stack dev [--nccl]
 
 It automates the sample's manual checks from the stack's outputs (`pulumi stack output --json
 --show-secrets`, or `--outputs-file`), one progress line per step and a verdict at the end:
@@ -47,7 +47,7 @@ from kubernetes.stream import stream
 
 from infra.config import MIN_GPU_NODES
 from infra.serve_config import NIXL_EFA_BACKEND
-from infra.smoke import NIXL_BACKEND_LINE, ChatTiming
+from tools.smoke import NIXL_BACKEND_LINE, ChatTiming
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -568,7 +568,7 @@ def kubeconfig_file(outputs: StackOutputs, explicit: str | None) -> Iterator[str
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m infra.verify",
+        prog="python -m tools.verify",
         description="Verify a deployed stack: GPU/EFA nodes, RayService, API, NIXL over EFA.",
     )
     parser.add_argument("--stack", default="dev", help="stack whose outputs to read (default: dev)")

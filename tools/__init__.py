@@ -1,0 +1,1 @@
+"""Operator and test tools around the stack: they import infra/, infra/ never imports them."""
