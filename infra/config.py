@@ -23,6 +23,7 @@ from infra.instance_types import (
     GPU_TYPES_WITHOUT_EFA,
     GpuInstanceType,
 )
+from infra.topology import NodeShape, Topology, node_count_problem, topology_problems
 
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})$")
@@ -40,8 +41,6 @@ IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f
 CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 MIN_KUBERNETES_MINOR = 29
-# Ray Serve LLM's prefill/decode app needs one node for prefill and one for decode.
-MIN_GPU_NODES = 2
 
 T = TypeVar("T")
 
@@ -52,6 +51,16 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("Invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class ServeSide:
+    """One side of the prefill/decode pair: how many replicas, and vLLM settings it alone overrides."""
+
+    replicas: int
+    # None leaves vLLM's own default.
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,6 @@ class StackConfig:
     system_node_count: int
     # GPU nodes
     gpu_node_type: str
-    gpu_node_count: int
     gpu_nodegroup_name: str
     gpu_az: str | None
     gpu_root_volume_gib: int
@@ -93,6 +101,9 @@ class StackConfig:
     model_id: str
     model_source: str
     max_model_len: int
+    prefill: ServeSide
+    decode: ServeSide
+    topology: Topology
     hf_token: pulumi.Output[str] | None
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
@@ -103,8 +114,9 @@ class StackConfig:
     protect_resources: bool
 
     @property
-    def gpu_instance(self) -> GpuInstanceType:
-        return EFA_GPU_INSTANCE_TYPES[self.gpu_node_type]
+    def gpu_node_count(self) -> int:
+        """Derived from the prefill/decode layout (gpuNodeCount may only confirm it)."""
+        return self.topology.gpu_nodes
 
     @property
     def tags(self) -> dict[str, str]:
@@ -245,6 +257,45 @@ def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
     return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
 
 
+def node_shape(instance: GpuInstanceType) -> NodeShape:
+    return NodeShape(
+        instance_type=instance.name,
+        gpus=instance.gpus,
+        efa_interfaces=instance.efa_interfaces,
+        vcpus=instance.vcpus,
+        memory_gib=instance.memory_gib,
+    )
+
+
+def _serve_side(read: _Reader, side: str) -> ServeSide:
+    unset = " (0 leaves vLLM's default)"
+    return ServeSide(
+        replicas=read.integer(f"{side}Replicas", 1),
+        max_num_seqs=read.integer(f"{side}MaxNumSeqs", 0, unset) or None,
+        max_num_batched_tokens=read.integer(f"{side}MaxNumBatchedTokens", 0, unset) or None,
+    )
+
+
+def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: ServeSide) -> Topology:
+    """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
+    tensor_parallel_size = read.integer("tensorParallelSize", 1)
+    pipeline_parallel_size = read.integer("pipelineParallelSize", 1)
+    requested_nodes = read.integer("gpuNodeCount", 0, " (0 derives it from the prefill/decode layout)")
+    instance = EFA_GPU_INSTANCE_TYPES.get(gpu_node_type)
+    # An unknown gpuNodeType is reported on its own; the layout cannot be checked against it.
+    shape = node_shape(instance) if instance else NodeShape(gpu_node_type, 0, 0, 0, 0)
+    topology = Topology(prefill.replicas, decode.replicas, tensor_parallel_size, pipeline_parallel_size, shape)
+    if instance is None:
+        return topology
+    problems = topology_problems(prefill.replicas, decode.replicas, tensor_parallel_size, pipeline_parallel_size, shape)
+    read.problems.extend(problems)
+    if not problems:
+        problem = node_count_problem(requested_nodes, topology)
+        if problem:
+            read.problems.append(problem)
+    return topology
+
+
 def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config | None = None) -> StackConfig:
     """Builds the frozen stack config, or raises ConfigError naming every bad key."""
     config = config or pulumi.Config()
@@ -269,6 +320,10 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     read.problems.extend(p for p in problems if p)
     if dlc_image and dlc_image.endswith(":latest"):
         read.problems.append(f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag")
+
+    prefill = _serve_side(read, "prefill")
+    decode = _serve_side(read, "decode")
+    topology = _topology(read, gpu_node_type, prefill, decode)
 
     semver = "a version such as 1.4.0"
     cidr_list = "IPv4 CIDRs such as 203.0.113.0/24"
@@ -297,7 +352,6 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         system_node_type=read.text("systemNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
         system_node_count=read.integer("systemNodeCount", 1),
         gpu_node_type=gpu_node_type,
-        gpu_node_count=read.integer("gpuNodeCount", MIN_GPU_NODES, " (prefill and decode need a GPU node each)"),
         gpu_nodegroup_name=read.text("gpuNodegroupName", NODEGROUP_NAME_PATTERN, "1-63 letters, digits, '-' or '_'"),
         gpu_az=gpu_az,
         gpu_root_volume_gib=read.integer("gpuRootVolumeGiB", 50, " (the DLC image and model weights land there)"),
@@ -322,6 +376,9 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         model_id=read.text("modelId", re.compile(r"^\S+$"), "a non-empty name without spaces"),
         model_source=read.text("modelSource", re.compile(r"^\S+$"), "a Hugging Face repo id, s3:// or local path"),
         max_model_len=read.integer("maxModelLen", 1),
+        prefill=prefill,
+        decode=decode,
+        topology=topology,
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
         serve_source_cidrs=read.string_list("serveSourceCidrs", _cidr, cidr_list),

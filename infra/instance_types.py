@@ -18,16 +18,6 @@ class GpuInstanceType:
     memory_gib: int
     efa_interfaces: int
 
-    @property
-    def worker_cpu(self) -> int:
-        """CPUs a Ray worker pod can request: kubelet, the CNI and the device plugins keep 4."""
-        return self.vcpus - 4
-
-    @property
-    def worker_memory_gib(self) -> int:
-        """Memory a Ray worker pod can request: ~20 % stays with the kubelet and system daemons."""
-        return self.memory_gib * 4 // 5
-
 
 def _table(*rows: tuple[str, int, int, int, int]) -> dict[str, GpuInstanceType]:
     return {row[0]: GpuInstanceType(*row) for row in rows}

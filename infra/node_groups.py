@@ -168,7 +168,7 @@ class GpuNodes(pulumi.ComponentResource):
                 )
             ],
             network_interfaces=efa_network_interfaces(
-                cfg.gpu_instance.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
+                cfg.topology.node.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
             ),
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name),
             capacity_reservation_specification=capacity_reservation,

@@ -9,6 +9,7 @@ import yaml
 from infra.config import StackConfig
 from infra.node_groups import GPU_ROLE_LABEL, GPU_TAINT, SYSTEM_ROLE_LABEL
 from infra.serve_config import build_serve_config
+from infra.topology import worker_cpu, worker_memory_gib
 
 SERVE_PORT = 8000
 DASHBOARD_PORT = 8265
@@ -66,12 +67,13 @@ def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
 
 
 def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
-    instance = cfg.gpu_instance
+    # One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it.
+    node = cfg.topology.node
     resources = {
-        "cpu": str(instance.worker_cpu),
-        "memory": f"{instance.worker_memory_gib}Gi",
-        "nvidia.com/gpu": "1",
-        "vpc.amazonaws.com/efa": str(instance.efa_interfaces),
+        "cpu": str(worker_cpu(node)),
+        "memory": f"{worker_memory_gib(node)}Gi",
+        "nvidia.com/gpu": str(node.gpus),
+        "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }
     env = _env(with_hf_token, EFA_ENV)
     # NIXL and vLLM advertise this address to the other side of the KV transfer.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.config import StackConfig
+from infra.config import ServeSide, StackConfig
 
 PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
 KV_CONNECTOR = "NixlConnector"
@@ -23,14 +23,30 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # changes the layout of Mamba conv state, so pure-attention models are unaffected. Ray Serve LLM hands
 # an LLMConfig's runtime_env to the replica and to the engine's workers.
 PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
+# One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
+# STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
+# holds a whole GPU, so prefill and decode replicas never share one.
+PLACEMENT_STRATEGY = "STRICT_PACK"
+
+
+def _side(cfg: StackConfig, side: str) -> ServeSide:
+    return {"prefill": cfg.prefill, "decode": cfg.decode}[side]
+
+
+def _engine_overrides(side: ServeSide) -> dict[str, int]:
+    overrides = {"max_num_seqs": side.max_num_seqs, "max_num_batched_tokens": side.max_num_batched_tokens}
+    return {key: value for key, value in overrides.items() if value is not None}
 
 
 def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
-    """One side of the PD pair: same model and context on both, its own NIXL engine id."""
+    """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
     return {
         "model_loading_config": {"model_id": cfg.model_id, "model_source": cfg.model_source},
         "engine_kwargs": {
             "max_model_len": cfg.max_model_len,
+            "tensor_parallel_size": cfg.topology.tensor_parallel_size,
+            "pipeline_parallel_size": cfg.topology.pipeline_parallel_size,
+            **_engine_overrides(_side(cfg, side)),
             "kv_transfer_config": {
                 "kv_connector": KV_CONNECTOR,
                 "kv_role": KV_ROLES[side],
@@ -38,7 +54,8 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
                 "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
             },
         },
-        "deployment_config": {"num_replicas": 1},
+        "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
+        "deployment_config": {"num_replicas": _side(cfg, side).replicas},
         "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
     }
 

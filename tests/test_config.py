@@ -8,7 +8,7 @@ import pulumi
 import pytest
 import yaml
 
-from infra.config import ConfigError, load_config
+from infra.config import ConfigError, ServeSide, load_config
 from tools.offline import PROJECT_DIR, SHIPPED_STACKS, load_stack_config, run_stack
 
 # The sample's env.sh, variable by variable (stack "unset" has no stack file: pure project defaults).
@@ -98,7 +98,8 @@ def test_region_override_moves_the_default_image():
         ("systemNodeType", "m7i.2xlarge", "system_node_type", "m7i.2xlarge"),
         ("systemNodeCount", 2, "system_node_count", 2),
         ("gpuNodeType", "g6e.12xlarge", "gpu_node_type", "g6e.12xlarge"),
-        ("gpuNodeCount", 4, "gpu_node_count", 4),
+        ("prefillReplicas", 2, "prefill", ServeSide(replicas=2, max_num_seqs=None, max_num_batched_tokens=None)),
+        ("decodeMaxNumSeqs", 512, "decode", ServeSide(replicas=1, max_num_seqs=512, max_num_batched_tokens=None)),
         ("gpuNodegroupName", "l40s", "gpu_nodegroup_name", "l40s"),
         ("gpuAz", "sa-east-1b", "gpu_az", "sa-east-1b"),
         ("dlcImage", "example.com/ray/llm:2.58.0", "dlc_image", "example.com/ray/llm:2.58.0"),
@@ -123,8 +124,9 @@ def test_override_reaches_the_config(key, value, field, expected):
 
 
 BAD_VALUES = [
-    ("gpuNodeCount", 1, "prefill and decode need a GPU node each"),
-    ("gpuNodeCount", "two", "an integer >= 2"),
+    ("gpuNodeCount", 1, "the layout needs exactly 2"),
+    ("gpuNodeCount", 3, "the layout needs exactly 2"),
+    ("gpuNodeCount", "two", "an integer >= 0"),
     ("gpuNodeType", "g6.xlarge", "no EFA network interface"),
     ("gpuNodeType", "c5n.18xlarge", "has no GPU"),
     ("gpuNodeType", "m7i.xlarge", "not a known EFA-capable GPU instance type"),

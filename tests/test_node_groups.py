@@ -44,7 +44,9 @@ def test_gpu_nodes_are_a_fixed_size_group_of_the_gpu_type(dev):
 
 
 def test_gpu_node_overrides():
-    gpu = gpu_group(run_stack({"gpuNodeType": "g6e.12xlarge", "gpuNodeCount": 3, "gpuNodegroupName": "l40s"}))
+    # 4 prefill + 8 decode single-GPU replicas on 4-GPU nodes: 3 nodes, which gpuNodeCount confirms.
+    layout = {"prefillReplicas": 4, "decodeReplicas": 8, "gpuNodeCount": 3}
+    gpu = gpu_group(run_stack({"gpuNodeType": "g6e.12xlarge", "gpuNodegroupName": "l40s", **layout}))
     assert gpu["instanceTypes"] == ["g6e.12xlarge"]
     assert gpu["scalingConfig"] == {"minSize": 3, "maxSize": 3, "desiredSize": 3}
     assert gpu["nodeGroupName"] == "l40s"

@@ -116,7 +116,7 @@ def test_head_fits_a_system_node(dev):
 def test_worker_group_is_one_pod_per_gpu_node(dev):
     group = workers(dev)
     assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == 2
-    assert workers(run_stack({"gpuNodeCount": 3}))["replicas"] == 3
+    assert workers(run_stack({"decodeReplicas": 2}))["replicas"] == 3
 
 
 def test_worker_requests_a_gpu_and_the_nodes_efa_interfaces(dev):

@@ -89,6 +89,8 @@ def test_pd_override_values(cfg, tmp_path):
         ports.add(env["VLLM_DP_MASTER_PORT"])
         assert engine["engine_kwargs"] | {"kv_transfer_config": None} == {
             "max_model_len": 512,
+            "tensor_parallel_size": 1,
+            "pipeline_parallel_size": 1,
             "gpu_memory_utilization": 0.3,
             "enforce_eager": True,
             "kv_transfer_config": None,

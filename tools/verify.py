@@ -45,7 +45,6 @@ from kubernetes import config as kubernetes_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from infra.config import MIN_GPU_NODES
 from infra.serve_config import NIXL_EFA_BACKEND
 from tools.smoke import NIXL_BACKEND_LINE, ChatTiming
 
@@ -335,9 +334,9 @@ class VerifyContext:
 
     @property
     def desired_workers(self) -> int:
-        """One Ray worker per GPU node, as the RayService asks (the stack's minimum if it is missing)."""
+        """One Ray worker per GPU node, as the RayService asks (at least one if it is missing)."""
         groups = (self.rayservice or {}).get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
-        return sum(int(group.get("replicas", 0)) for group in groups) or MIN_GPU_NODES
+        return sum(int(group.get("replicas", 0)) for group in groups) or 1
 
     def worker_pods(self) -> list[dict[str, Any]]:
         """The running worker pods of the RayService's active Ray cluster."""
