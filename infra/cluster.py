@@ -102,12 +102,15 @@ class Cluster(pulumi.ComponentResource):
             public_access_cidrs=list(cfg.api_public_access_cidrs),
             create_oidc_provider=True,
             authentication_mode=eks.AuthenticationMode.API,
+            # No instance_roles: pulumi-eks rejects them in API mode, and EKS gives a managed node
+            # group's role its node access entry by itself.
             access_entries=access_entries(cfg.admin_principal_arns),
-            instance_roles=[self.node_role],
             enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if cfg.control_plane_logging else [],
             encryption_config_key_arn=secrets_key.arn if secrets_key else None,
             vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=cfg.vpc_cni_version),
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=True, version=cfg.coredns_version),
+            # CoreDNS needs a node to become ACTIVE; inside this component it would be created before
+            # any node group and block them all. `CoreDns` creates it after the system nodes.
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.kube_proxy_version),
             deletion_protection=cfg.protect_resources,
             tags=cfg.tags,

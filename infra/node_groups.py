@@ -64,6 +64,7 @@ def _managed_node_group(
 
 class SystemNodes(pulumi.ComponentResource):
     node_group: eks.ManagedNodeGroup
+    coredns: aws.eks.Addon
 
     def __init__(
         self,
@@ -88,6 +89,19 @@ class SystemNodes(pulumi.ComponentResource):
             labels={"role": SYSTEM_ROLE_LABEL},
             disk_size=SYSTEM_ROOT_VOLUME_GIB,
             enable_imd_sv2=True,
+        )
+        # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,
+        # before any node group, it would block every node group that waits for the cluster.
+        self.coredns = aws.eks.Addon(
+            "coredns",
+            cluster_name=cfg.cluster_name,
+            addon_name="coredns",
+            addon_version=cfg.coredns_version,
+            # Take over the self-managed CoreDNS that EKS bootstraps with the cluster.
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=cfg.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),
         )
         self.register_outputs({})
 

@@ -47,8 +47,25 @@ def test_access_is_through_access_entries_with_configured_admins(dev, prod):
     assert policy["accessScope"] == {"type": "cluster"}
 
 
+def test_cluster_gets_no_instance_roles_in_api_authentication_mode(shipped):
+    """Defect 0: `instanceRoles` with `authenticationMode: API` makes the first preview fail.
+
+    pulumi/pulumi-eks `nodejs/eks/cluster/authenticationMode.ts` (`validateAuthenticationMode`)
+    throws "The 'instanceRoles' property does not support non-empty values when
+    'authenticationMode' is set to 'API'"; a managed node group needs no instance role on the
+    cluster in this mode (pulumi/pulumi-eks `nodejs/eks/nodes/nodegroup.ts`,
+    `createManagedNodeGroup`: only a mode without access entries requires it), because EKS creates
+    the node access entry of a managed node group's role itself
+    (https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html).
+    """
+    inputs = cluster_inputs(shipped)
+    assert inputs["authenticationMode"] == "API"
+    assert not inputs.get("instanceRoles")
+
+
 def test_nodes_join_through_the_node_role(dev):
-    assert cluster_inputs(dev)["instanceRoles"] == ["node-role-id"]
+    for group in ("system", "gpu"):
+        assert dev.get("eks:index:ManagedNodeGroup", group).inputs["nodeRole"] == "node-role-id"
     attached = {
         r.inputs["policyArn"].rsplit("/", 1)[1]
         for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -56,19 +73,43 @@ def test_nodes_join_through_the_node_role(dev):
     assert {"AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"} <= attached
 
 
-def test_core_addons_are_pinned(dev):
+def test_node_free_core_addons_are_pinned_on_the_cluster(dev):
     inputs = cluster_inputs(dev)
     assert inputs["vpcCniOptions"]["addonVersion"] == "v1.21.1-eksbuild.1"
-    assert inputs["corednsAddonOptions"]["enabled"] is True
-    assert inputs["corednsAddonOptions"]["version"] == "v1.13.2-eksbuild.1"
     assert inputs["kubeProxyAddonOptions"]["enabled"] is True
     assert inputs["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
 
 
-def test_addon_version_override_reaches_the_cluster():
-    assert cluster_inputs(run_stack({"corednsVersion": "v1.13.3-eksbuild.2"}))["corednsAddonOptions"]["version"] == (
-        "v1.13.3-eksbuild.2"
-    )
+def test_coredns_is_not_created_inside_the_cluster_component(shipped):
+    """Defect 1: CoreDNS created with the cluster deadlocks the first `pulumi up`.
+
+    pulumi/pulumi-eks `nodejs/eks/cluster/cluster.ts` (`createCore`) creates the coredns add-on
+    inside the cluster component whenever `corednsAddonOptions.enabled` is true ("if the user
+    explicitly enables it then do what they want"), even with `skipDefaultNodeGroup`. With no node
+    it never becomes ACTIVE, and the managed node groups, which take `cluster=`, wait for the whole
+    component: pulumi/pulumi-eks#1819.
+    """
+    assert cluster_inputs(shipped)["corednsAddonOptions"]["enabled"] is False
+
+
+def test_coredns_is_a_pinned_addon_created_after_the_system_nodes(shipped):
+    """Defect 1: CoreDNS is its own add-on, created once the system node group exists.
+
+    Its pods need a node to run on before EKS reports the add-on ACTIVE (pulumi/pulumi-eks#1819;
+    terraform-aws-modules/terraform-aws-eks creates it after the node groups and only the
+    `before_compute` add-ons, such as vpc-cni, before them: `main.tf`, `aws_eks_addon.this`).
+    """
+    coredns = shipped.get("aws:eks/addon:Addon", "coredns")
+    assert coredns.inputs["addonName"] == "coredns"
+    assert coredns.inputs["addonVersion"] == "v1.13.2-eksbuild.1"
+    assert coredns.inputs["clusterName"] == cluster_inputs(shipped)["name"]
+    assert coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+    assert shipped.get("eks:index:ManagedNodeGroup", "system").urn in coredns.dependencies
+
+
+def test_addon_version_override_reaches_the_coredns_addon():
+    run = run_stack({"corednsVersion": "v1.13.3-eksbuild.2"})
+    assert run.get("aws:eks/addon:Addon", "coredns").inputs["addonVersion"] == "v1.13.3-eksbuild.2"
 
 
 def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):

@@ -78,6 +78,7 @@ KEY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("placement group", "placement.groupName"),
         ("capacity reservation", "capacityReservationSpecification.capacityReservationTarget.capacityReservationId"),
     ),
+    "aws:eks/addon:Addon": (("add-on", "addonName"), ("version", "addonVersion")),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (("policy", "policyArn"),),
     "aws:kms/key:Key": (("rotation", "enableKeyRotation"), ("deletion window days", "deletionWindowInDays")),
     "eks:index:Cluster": (
@@ -90,7 +91,6 @@ KEY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("control-plane logs", "enabledClusterLogTypes"),
         ("secrets KMS key", "encryptionConfigKeyArn"),
         ("vpc-cni", "vpcCniOptions.addonVersion"),
-        ("coredns", "corednsAddonOptions.version"),
         ("kube-proxy", "kubeProxyAddonOptions.version"),
         ("deletion protection", "deletionProtection"),
     ),
