@@ -13,27 +13,39 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from infra.config import StackConfig
+from infra.config import ConfigError, StackConfig
 from infra.network import Network
+from infra.regions import Partition, partition_problems
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+# AWS managed policies of the node role, by short name; their ARNs carry the deploy partition.
 NODE_MANAGED_POLICIES = {
-    "worker": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "cni": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-    "ecr": "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
-    "ssm": "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+    "worker": "AmazonEKSWorkerNodePolicy",
+    "cni": "AmazonEKS_CNI_Policy",
+    "ecr": "AmazonEC2ContainerRegistryReadOnly",
+    "ssm": "AmazonSSMManagedInstanceCore",
 }
 
 
-def access_entries(principal_arns: tuple[str, ...]) -> dict[str, eks.AccessEntryArgs]:
+def discover_partition(cfg: StackConfig) -> Partition:
+    """Asks the provider which partition it deploys into; raises ConfigError before any resource."""
+    result = aws.get_partition()
+    partition = Partition(name=result.partition, dns_suffix=result.dns_suffix)
+    problems = partition_problems(cfg.region, cfg.admin_principal_arns, partition)
+    if problems:
+        raise ConfigError(problems)
+    return partition
+
+
+def access_entries(principal_arns: tuple[str, ...], partition: Partition) -> dict[str, eks.AccessEntryArgs]:
     """Cluster-admin access entries; the deploying identity is admin through EKS's creator bootstrap."""
     return {
         f"admin-{index}": eks.AccessEntryArgs(
             principal_arn=arn,
             access_policies={
                 "cluster-admin": eks.AccessPolicyAssociationArgs(
-                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    policy_arn=partition.access_policy_arn(CLUSTER_ADMIN_POLICY),
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 )
             },
@@ -54,7 +66,12 @@ class Cluster(pulumi.ComponentResource):
     cluster_security_group_id: pulumi.Output[str]
 
     def __init__(
-        self, name: str, cfg: StackConfig, network: Network, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        cfg: StackConfig,
+        network: Network,
+        partition: Partition,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -65,16 +82,23 @@ class Cluster(pulumi.ComponentResource):
                 {
                     "Version": "2012-10-17",
                     "Statement": [
-                        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": partition.service_principal("ec2")},
+                            "Action": "sts:AssumeRole",
+                        }
                     ],
                 }
             ),
             tags=cfg.tags,
             opts=child,
         )
-        for short_name, policy_arn in NODE_MANAGED_POLICIES.items():
+        for short_name, policy in NODE_MANAGED_POLICIES.items():
             aws.iam.RolePolicyAttachment(
-                f"node-role-{short_name}", role=self.node_role.name, policy_arn=policy_arn, opts=child
+                f"node-role-{short_name}",
+                role=self.node_role.name,
+                policy_arn=partition.managed_policy_arn(policy),
+                opts=child,
             )
 
         secrets_key = None
@@ -104,7 +128,7 @@ class Cluster(pulumi.ComponentResource):
             authentication_mode=eks.AuthenticationMode.API,
             # No instance_roles: pulumi-eks rejects them in API mode, and EKS gives a managed node
             # group's role its node access entry by itself.
-            access_entries=access_entries(cfg.admin_principal_arns),
+            access_entries=access_entries(cfg.admin_principal_arns, partition),
             enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if cfg.control_plane_logging else [],
             encryption_config_key_arn=secrets_key.arn if secrets_key else None,
             vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=cfg.vpc_cni_version),

@@ -23,6 +23,7 @@ from infra.instance_types import (
     GPU_TYPES_WITHOUT_EFA,
     GpuInstanceType,
 )
+from infra.regions import dlc_registry, region_problem
 from infra.topology import NodeShape, Topology, node_count_problem, topology_problems
 
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
@@ -130,7 +131,8 @@ class StackConfig:
 
 
 def default_dlc_image(region: str) -> str:
-    return f"763104351884.dkr.ecr.{region}.amazonaws.com/ray:serve-llm-cuda-v1.0"
+    """The Ray Serve LLM Deep Learning Container in the region's own DLC registry."""
+    return f"{dlc_registry(region)}/ray:serve-llm-cuda-v1.0"
 
 
 class _Reader:
@@ -302,8 +304,9 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     aws_config = aws_config or pulumi.Config("aws")
     read = _Reader(config)
     region = aws_config.get("region") or ""
-    if not REGION_PATTERN.match(region):
-        read.problems.append(f"aws:region={region!r} is invalid: allowed is an AWS region name such as sa-east-1")
+    unsupported_region = region_problem(region)
+    if unsupported_region:
+        read.problems.append(unsupported_region)
 
     cluster_name = read.text("clusterName", EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'")
     kubernetes_version = read.text("kubernetesVersion")
@@ -364,7 +367,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         efa_device_plugin_version=read.text(
             "efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"
         ),
-        dlc_image=dlc_image or default_dlc_image(region),
+        dlc_image=dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
         kuberay_version=read.text("kuberayVersion", SEMVER_PATTERN, semver),
         ray_version=read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0"),
         ray_service_name=read.text(

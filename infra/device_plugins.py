@@ -14,21 +14,11 @@ from infra.cluster import Cluster
 from infra.config import StackConfig
 from infra.helm import Chart, pinned_release
 from infra.node_groups import GPU_ROLE_LABEL, GPU_TAINT, GpuNodes
+from infra.regions import efa_plugin_repository
 
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"
 EKS_CHARTS_REPO = "https://aws.github.io/eks-charts"
 PLUGIN_NAMESPACE = "kube-system"
-# EKS add-on images live in one ECR account per region; these regions differ from the usual one.
-EKS_IMAGE_ACCOUNTS = {
-    "af-south-1": "877085696533",
-    "ap-east-1": "800184023465",
-    "ap-southeast-3": "296578399912",
-    "eu-south-1": "590381155156",
-    "me-south-1": "558608220178",
-    "me-central-1": "759879836304",
-    "il-central-1": "066635153087",
-}
-DEFAULT_EKS_IMAGE_ACCOUNT = "602401143452"
 
 
 def gpu_node_scheduling() -> dict[str, Any]:
@@ -48,10 +38,9 @@ def efa_plugin_chart(cfg: StackConfig) -> Chart:
 
 
 def efa_plugin_values(cfg: StackConfig) -> dict[str, Any]:
-    account = EKS_IMAGE_ACCOUNTS.get(cfg.region, DEFAULT_EKS_IMAGE_ACCOUNT)
     # The chart's default image is in us-west-2; pulling from the cluster's region avoids cross-region pulls.
     return {
-        "image": {"repository": f"{account}.dkr.ecr.{cfg.region}.amazonaws.com/eks/aws-efa-k8s-device-plugin"},
+        "image": {"repository": efa_plugin_repository(cfg.region)},
         **gpu_node_scheduling(),
     }
 

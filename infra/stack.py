@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from infra.cluster import Cluster, update_kubeconfig_command
+from infra.cluster import Cluster, discover_partition, update_kubeconfig_command
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins
 from infra.network import Network, discover_placement
@@ -17,10 +17,11 @@ from infra.serve_app import Serving
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """Declares every resource and returns the stack outputs."""
-    # AZ discovery can reject gpuAz; it runs before any resource is declared.
+    # The lookups can reject the config (partition, gpuAz); they run before any resource is declared.
+    partition = discover_partition(cfg)
     placement = discover_placement(cfg)
     network = Network("network", cfg, placement)
-    cluster = Cluster("cluster", cfg, network)
+    cluster = Cluster("cluster", cfg, network, partition)
     system_nodes = SystemNodes("system-nodes", cfg, cluster, network, opts=pulumi.ResourceOptions(parent=cluster))
     gpu_nodes = GpuNodes("gpu-nodes", cfg, cluster, network, placement)
     device_plugins = DevicePlugins(

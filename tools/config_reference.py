@@ -30,9 +30,11 @@ def markdown_table() -> str:
         if isinstance(spec, dict):
             rows.append(f"| `{key}` | {spec['type']} | {_cell(spec['default'])} | {spec['description']} |")
         else:
-            rows.append(
-                f"| `{key}` | string | {_cell(spec)} | AWS region of every resource (the AWS provider's own key). |"
+            description = (
+                "AWS region of every resource (the AWS provider's own key); "
+                "one of the supported regions, see Regions and partitions."
             )
+            rows.append(f"| `{key}` | string | {_cell(spec)} | {description} |")
     return "\n".join([BEGIN_MARKER, *rows, END_MARKER])
 
 

@@ -119,20 +119,86 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
 
     def call(self, args: mocks.MockCallArgs) -> dict:
+        """Each lookup answered with every field pulumi-aws's result type has (camelCase, same nesting),
+        unset optional ones left out, as the provider does; tests/test_offline_mocks.py checks the shape."""
+        request = dict(args.args)
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
-            return {"names": self.azs, "zoneIds": zone_ids, "id": self.region, "groupNames": [self.region]}
-        if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
-            instance_type = args.args["filters"][0]["values"][0]
             return {
+                **request,
                 "id": self.region,
+                "region": self.region,
+                "names": self.azs,
+                "zoneIds": zone_ids,
+                "groupNames": [self.region],
+            }
+        if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+            instance_type = request["filters"][0]["values"][0]
+            return {
+                **request,
+                "id": self.region,
+                "region": self.region,
                 "locations": self.gpu_offering_azs,
-                "locationTypes": ["availability-zone"] * len(self.gpu_offering_azs),
+                "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
                 "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
             }
         if args.token == "aws:eks/getCluster:getCluster":
-            return {"name": args.args["name"], "vpcConfig": {"clusterSecurityGroupId": "sg-eks-cluster"}}
-        return {}
+            return self._cluster(request["name"])
+        raise NotImplementedError(f"no offline answer for the lookup {args.token}: add one in the real result shape")
+
+    def _cluster(self, name: str) -> dict:
+        endpoint_host = f"0123456789ABCDEF.gr7.{self.region}.eks.amazonaws.com"
+        return {
+            "id": name,
+            "name": name,
+            "region": self.region,
+            "arn": f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
+            "clusterId": "00000000-0000-0000-0000-000000000000",
+            "createdAt": "2026-01-01T00:00:00Z",
+            "deletionProtection": False,
+            "enabledClusterLogTypes": [],
+            "endpoint": f"https://{endpoint_host}",
+            "platformVersion": "eks.1",
+            "roleArn": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}-eksRole",
+            "status": "ACTIVE",
+            "tags": {},
+            "version": "1.35",
+            "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}],
+            "certificateAuthorities": [{"data": "LS0tLS1CRUdJTi=="}],
+            "identities": [
+                {"oidcs": [{"issuer": f"https://oidc.eks.{self.region}.amazonaws.com/id/0123456789ABCDEF"}]}
+            ],
+            "kubernetesNetworkConfigs": [
+                {
+                    "elasticLoadBalancings": [],
+                    "ipFamily": "ipv4",
+                    "serviceIpv4Cidr": "172.20.0.0/16",
+                    "serviceIpv6Cidr": "",
+                }
+            ],
+            "upgradePolicies": [{"supportType": "EXTENDED"}],
+            "zonalShiftConfigs": [],
+            "computeConfigs": [],
+            "storageConfigs": [],
+            "controlPlaneScalingConfigs": [],
+            "kubeApiServerConfigs": [],
+            "kubeControllerManagerConfigs": [],
+            "kubeSchedulerConfigs": [],
+            "outpostConfigs": [],
+            "remoteNetworkConfigs": [],
+            "vpcConfig": {
+                "clusterSecurityGroupId": "sg-eks-cluster",
+                "controlPlaneEgressMode": "",
+                "endpointPrivateAccess": True,
+                "endpointPublicAccess": True,
+                "publicAccessCidrs": [],
+                "securityGroupIds": [],
+                "subnetIds": [],
+                "vpcId": "vpc-id",
+            },
+        }
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         state = dict(args.inputs)

@@ -1,0 +1,107 @@
+"""The offline lookups answer in the shape the real provider does, so a misnamed field fails here.
+
+Every invoke the program makes is listed once (INVOKES); each mocked answer is compared, key by key
+and level by level, with the pulumi-aws Python SDK's result type for that invoke: the `@pulumi.getter`
+names of its properties are the camelCase fields the provider returns, and a property typed without
+`Optional` is one the provider always fills.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import typing
+from types import SimpleNamespace
+
+import pytest
+
+from tools.offline import PROJECT_DIR, AwsMocks
+
+# token -> (module, result class) of pulumi-aws 7.51.1, with the arguments the program passes.
+INVOKES = {
+    "aws:index/getPartition:getPartition": ("pulumi_aws.get_partition", "GetPartitionResult", {}),
+    "aws:index/getAvailabilityZones:getAvailabilityZones": (
+        "pulumi_aws.get_availability_zones",
+        "GetAvailabilityZonesResult",
+        {"state": "available", "filters": [{"name": "zone-type", "values": ["availability-zone"]}]},
+    ),
+    "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": (
+        "pulumi_aws.ec2.get_instance_type_offerings",
+        "GetInstanceTypeOfferingsResult",
+        {"locationType": "availability-zone", "filters": [{"name": "instance-type", "values": ["g6.8xlarge"]}]},
+    ),
+    "aws:eks/getCluster:getCluster": ("pulumi_aws.eks.get_cluster", "GetClusterResult", {"name": "ray-llm-multinode"}),
+}
+NESTED_TYPE = re.compile(r"outputs\.(\w+)")
+
+
+def fields(result_type: type) -> dict[str, tuple[bool, str]]:
+    """camelCase field -> (always returned, annotation) of a pulumi-aws result type."""
+    found = {}
+    for member in vars(result_type).values():
+        if isinstance(member, property) and hasattr(member.fget, "_pulumi_name"):
+            annotation = member.fget.__annotations__["return"]
+            text = annotation if isinstance(annotation, str) else repr(annotation)
+            required = typing.get_origin(annotation) is not typing.Union and not text.startswith("Optional")
+            found[member.fget._pulumi_name] = (required, text)
+    return found
+
+
+def shape_problems(value: dict, result_type: type, path: str) -> list[str]:
+    module = importlib.import_module(result_type.__module__.rsplit(".", 1)[0] + ".outputs")
+    declared = fields(result_type)
+    problems = [f"{path}.{key} is not a field of {result_type.__name__}" for key in value if key not in declared]
+    problems += [
+        f"{path}.{key} is missing: {result_type.__name__} always has it"
+        for key, (required, _) in declared.items()
+        if required and key not in value
+    ]
+    for key, (_, annotation) in declared.items():
+        nested = NESTED_TYPE.search(annotation)
+        if key not in value or not nested:
+            continue
+        nested_type = getattr(module, nested.group(1))
+        items = value[key] if isinstance(value[key], list) else [value[key]]
+        for index, item in enumerate(items):
+            problems += shape_problems(item, nested_type, f"{path}.{key}[{index}]")
+    return problems
+
+
+def answer(token: str, request: dict) -> dict:
+    return AwsMocks("sa-east-1", None).call(SimpleNamespace(token=token, args=request, provider=None))
+
+
+@pytest.mark.parametrize("token", sorted(INVOKES))
+def test_mocked_answer_has_the_fields_of_pulumi_aws_result_type(token):
+    """pulumi-aws's generated `Get...Result` classes (sdk/python/pulumi_aws, v7.51.1) are built from
+    the provider schema of each invoke, so their getter names and nesting are the provider's output."""
+    module, class_name, request = INVOKES[token]
+    result_type = getattr(importlib.import_module(module), class_name)
+    assert shape_problems(answer(token, request), result_type, token) == []
+
+
+def test_the_shape_check_catches_a_misnamed_field():
+    module, class_name, request = INVOKES["aws:eks/getCluster:getCluster"]
+    wrong = answer("aws:eks/getCluster:getCluster", request)
+    wrong["vpcConfig"]["clusterSecurityGroupID"] = wrong["vpcConfig"].pop("clusterSecurityGroupId")
+    problems = shape_problems(wrong, getattr(importlib.import_module(module), class_name), "getCluster")
+    assert "getCluster.vpcConfig[0].clusterSecurityGroupID is not a field of GetClusterVpcConfigResult" in problems
+    assert (
+        "getCluster.vpcConfig[0].clusterSecurityGroupId is missing: GetClusterVpcConfigResult always has it" in problems
+    )
+
+
+def test_every_lookup_the_program_makes_is_mocked_and_documented():
+    """The invoke functions the program calls, found in its source, are exactly INVOKES; each is listed
+    in docs/deploy-time-lookups.md with the IAM action it needs."""
+    sources = "\n".join(path.read_text() for path in (PROJECT_DIR / "infra").glob("*.py"))
+    called = set(re.findall(r"\baws\.(?:(\w+)\.)?get_(\w+?)(?:_output)?\(", sources))
+    tokens = {token.split(":")[-1] for token in INVOKES}
+    assert {name for _, name in called} == {re.sub(r"(?<!^)([A-Z])", r"_\1", t[3:]).lower() for t in tokens}
+    lookups_doc = (PROJECT_DIR / "docs" / "deploy-time-lookups.md").read_text()
+    assert all(f"`{token}`" in lookups_doc for token in INVOKES)
+
+
+def test_an_unknown_lookup_fails_loudly():
+    with pytest.raises(NotImplementedError, match="aws:ec2/getVpc:getVpc"):
+        answer("aws:ec2/getVpc:getVpc", {})
