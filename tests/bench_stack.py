@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from tools.offline import SHIPPED_STACKS, run_stack
+from tools.offline import run_stack
+from tools.project import SHIPPED_STACKS
 
 REPEATS = 20
 

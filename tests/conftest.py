@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from tools.offline import SHIPPED_STACKS, StackRun, run_stack
+from tools.offline import StackRun, run_stack
+from tools.project import SHIPPED_STACKS
 
 # Ray's validation classes must never reach for a cluster in tests.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")

@@ -6,10 +6,10 @@ import dataclasses
 
 import pulumi
 import pytest
-import yaml
 
 from infra.config import ConfigError, ServeSide, load_config
-from tools.offline import PROJECT_DIR, SHIPPED_STACKS, load_stack_config, run_stack
+from tools.offline import load_stack_config, run_stack
+from tools.project import SHIPPED_STACKS, declared_config
 
 # The sample's env.sh, variable by variable (stack "unset" has no stack file: pure project defaults).
 ENV_SH_DEFAULTS = {
@@ -31,10 +31,6 @@ ENV_SH_DEFAULTS = {
     "model_source": "Qwen/Qwen3.5-9B",
     "max_model_len": 4096,
 }
-
-
-def declared_config() -> dict:
-    return yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
 
 
 @pytest.mark.parametrize(("field", "expected"), ENV_SH_DEFAULTS.items())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.offline import PROJECT_DIR
+from tools.project import PROJECT_DIR
 
 STACK_MODULES = sorted([*(PROJECT_DIR / "infra").glob("*.py"), PROJECT_DIR / "__main__.py"])
 NOT_FOR_THE_STACK = ("tools", "tests")

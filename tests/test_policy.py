@@ -24,12 +24,13 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
-from tools.offline import PROJECT, PROJECT_DIR, SHIPPED_STACKS, Resource, StackRun, run_stack
+from tools.offline import Resource, StackRun, run_stack
+from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
 STACK_TYPE = "pulumi:pulumi:Stack"
-CONFIG_KEYS = frozenset(yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"])
+CONFIG_KEYS = frozenset(declared_config())
 HF_TOKEN = "hf_offlineTestToken0123456789"
 
 

@@ -18,7 +18,7 @@ from pulumi_policy import EnforcementLevel, StackValidationPolicy
 
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
-from tools.offline import PROJECT_DIR
+from tools.project import PROJECT_DIR
 
 POLICY_DIR = PROJECT_DIR / "policy"
 POLICY_DOC = PROJECT_DIR / "docs" / "policy.md"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.config_reference import markdown_table
-from tools.offline import PROJECT_DIR
+from tools.project import PROJECT_DIR
 
 README = (PROJECT_DIR / "README.md").read_text()
 FIRST_SCREEN = "\n".join(README.splitlines()[:25])

@@ -9,7 +9,8 @@ import yaml
 
 from tests.schemas import core_object_errors, rayservice_errors
 from tools import offline, render
-from tools.offline import SHIPPED_STACKS, StackRun
+from tools.offline import StackRun
+from tools.project import SHIPPED_STACKS
 from tools.render import REDACTED, main
 
 HF_TOKEN = "hf_NotARealTokenButLongEnough"

@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 
 from tests import schemas
-from tools.offline import PROJECT_DIR
+from tools.project import PROJECT_DIR
 
 
 def errors(schema: dict, instance: object) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tests.schemas import VENDORED_SCHEMAS_DIR
-from tools.offline import PROJECT, project_config
+from tools.project import config_default
 
 # Pulumi.yaml key pinning a chart version -> (vendored folder name before the version, its Chart.yaml).
 VENDORED_CHARTS = {
@@ -18,7 +18,7 @@ UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 
 
 def pinned_version(key: str) -> str:
-    return project_config()[f"{PROJECT}:{key}"]
+    return config_default(key)
 
 
 def vendored_folder(key: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.offline import PROJECT_DIR
+from tools.project import PROJECT_DIR, SHIPPED_STACKS
 
 WORKFLOW_PATH = PROJECT_DIR / ".github" / "workflows" / "preview.yml"
 POLICY_DOC = PROJECT_DIR / "docs" / "policy.md"
@@ -41,10 +41,6 @@ def all_steps(workflow: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from steps(job)
 
 
-def shipped_stacks() -> list[str]:
-    return sorted(path.name.split(".")[1] for path in PROJECT_DIR.glob("Pulumi.*.yaml"))
-
-
 def test_triggers_are_pull_requests_and_pushes_to_main(workflow: dict[str, Any]) -> None:
     on = triggers(workflow)
     assert "pull_request" in on
@@ -63,7 +59,7 @@ def test_previews_every_shipped_stack_with_the_policy_pack(workflow: dict[str, A
     job = workflow["jobs"]["preview"]
     assert job["needs"] == "tests"
     assert "pull_request" in job["if"]
-    assert job["strategy"]["matrix"]["stack"] == shipped_stacks()
+    assert job["strategy"]["matrix"]["stack"] == SHIPPED_STACKS
     (pulumi,) = uses(job, "pulumi/actions")
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"

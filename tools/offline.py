@@ -14,7 +14,6 @@ import json
 import runpy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -23,10 +22,8 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
 from infra.config import StackConfig, load_config
+from tools.project import PROJECT, PROJECT_DIR, declared_config
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
-PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
-SHIPPED_STACKS = sorted(p.name.split(".")[1] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
 ACCOUNT_ID = "123456789012"
 
 
@@ -45,10 +42,9 @@ def _qualified(key: str) -> str:
 
 def project_config() -> dict[str, str]:
     """Project-level config of Pulumi.yaml: `default` of typed keys, the value of namespaced ones."""
-    declared = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]
     return {
         _qualified(key): config_string(spec["default"] if isinstance(spec, dict) else spec)
-        for key, spec in declared.items()
+        for key, spec in declared_config().items()
     }
 
 

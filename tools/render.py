@@ -27,16 +27,8 @@ from typing import Any
 import yaml
 
 from infra.config import ConfigError
-from tools.offline import (
-    PROJECT,
-    SHIPPED_STACKS,
-    Resource,
-    StackRun,
-    project_config,
-    run_stack,
-    stack_config,
-    stack_secret_keys,
-)
+from tools.offline import Resource, StackRun, project_config, run_stack, stack_config, stack_secret_keys
+from tools.project import PROJECT, SHIPPED_STACKS
 
 REDACTED = "<redacted>"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"

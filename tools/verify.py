@@ -46,9 +46,9 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
 from infra.serve_config import NIXL_EFA_BACKEND
+from tools.project import PROJECT_DIR
 from tools.smoke import NIXL_BACKEND_LINE, ChatTiming
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # EKS labels the nodes of a managed node group with its name.

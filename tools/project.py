@@ -1,0 +1,36 @@
+"""The project file, `Pulumi.yaml`, read in this one place for the tools and the tests.
+
+(The program itself never reads it: the Pulumi CLI turns its defaults into the config that
+`infra.config` reads through `pulumi.Config`.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+PROJECT_FILE = PROJECT_DIR / "Pulumi.yaml"
+# A stack is shipped by adding its settings file, Pulumi.<stack>.yaml.
+SHIPPED_STACKS = sorted(path.name.split(".")[1] for path in PROJECT_DIR.glob("Pulumi.*.yaml"))
+
+
+def project_file() -> dict[str, Any]:
+    """Pulumi.yaml as data (a fresh copy each call: callers may change it)."""
+    return yaml.safe_load(PROJECT_FILE.read_text())
+
+
+def declared_config() -> dict[str, Any]:
+    """Pulumi.yaml's `config`: own keys map to {type, default, description}, namespaced ones (aws:region) to a value."""
+    return project_file()["config"]
+
+
+def config_default(key: str) -> Any:
+    """The default Pulumi.yaml declares for a key, as YAML typed it."""
+    spec = declared_config()[key]
+    return spec["default"] if isinstance(spec, dict) else spec
+
+
+PROJECT = project_file()["name"]
