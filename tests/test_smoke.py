@@ -6,16 +6,15 @@ on log lines written the way vLLM 0.26 and NIXL write them.
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
 import logging.config
 import os
-import threading
 
 import pytest
 
 from infra.serve_config import KV_ROLES, build_serve_config
+from tests.openai_server import MODEL
 from tools import smoke
 from tools.offline import load_stack_config
 from tools.tiny_model import write_tiny_model
@@ -194,10 +193,10 @@ def test_log_checks_pass_on_a_transfer_and_count_each_line_once(tmp_path, capsys
     ray_logs(tmp_path)
     report = smoke.Report()
     smoke.check_nixl_logs(report, tmp_path, "UCX", wait_s=0)
-    assert report.ok, report.steps
-    assert [name for name, _, _ in report.steps] == ["nixl_backend", "kv_transfer"]
-    assert "{'prefill (pid 4852)': 'UCX', 'decode (pid 4704)': 'UCX'}" in report.steps[0][2]
-    assert report.steps[1][2] == (
+    assert report.ok, report.checks
+    assert [check.name for check in report.checks] == ["nixl_backend", "kv_transfer"]
+    assert "{'prefill (pid 4852)': 'UCX', 'decode (pid 4704)': 'UCX'}" in report.checks[0].result.summary
+    assert report.checks[1].result.summary == (
         "decode started 1 NIXL read(s) from ['prefill-192.0.2.2-20000'], finished 1 (0 failed); "
         "prompt tokens whose KV came from prefill: [270]; prefill logged 1 done-sending notification(s)"
     )
@@ -208,14 +207,14 @@ def test_log_checks_fail_with_the_wrong_backend(tmp_path):
     ray_logs(tmp_path)
     report = smoke.Report()
     smoke.check_nixl_logs(report, tmp_path, "LIBFABRIC", wait_s=0)
-    assert [ok for _, ok, _ in report.steps] == [False, True]
+    assert [check.result.passed for check in report.checks] == [False, True]
 
 
 def test_log_checks_fail_without_a_finished_read_or_with_one_side_missing(tmp_path):
     ray_logs(tmp_path, decode_worker=DECODE_WORKER[:2], prefill_worker=PREFILL_WORKER[:1])
     report = smoke.Report()
     smoke.check_nixl_logs(report, tmp_path, "UCX", wait_s=0)
-    assert [ok for _, ok, _ in report.steps] == [False, False]
+    assert [check.result.passed for check in report.checks] == [False, False]
 
 
 def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
@@ -233,55 +232,25 @@ def test_missing_model_dir_is_refused(tmp_path, capsys):
     assert "tools.tiny_model" in capsys.readouterr().out
 
 
-class FakeOpenAI(http.server.BaseHTTPRequestHandler):
-    """Answers like Ray Serve LLM's ingress: /v1/models and a streamed chat completion (SSE)."""
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        body = json.dumps({"object": "list", "data": [{"id": "qwen3.5-9b", "object": "model"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        assert request["stream"] and request["ignore_eos"]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-        chunks += [{"choices": [{"index": 0, "delta": {"content": f" t{i}"}}]} for i in range(request["max_tokens"])]
-        chunks.append({"choices": [], "usage": {"completion_tokens": request["max_tokens"]}})
-        for chunk in chunks:
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-
-
 @pytest.fixture
-def fake_serve(monkeypatch):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setattr(smoke, "SERVE_URL", f"http://127.0.0.1:{server.server_address[1]}")
-    yield
-    server.shutdown()
-    server.server_close()
+def serve_url(api, monkeypatch):
+    """Smoke talks to Serve's HTTP proxy on the host; here that is the local OpenAI server."""
+    monkeypatch.setattr(smoke, "SERVE_URL", api.base_url.removesuffix("/v1"))
+    return api
 
 
-def test_stream_chat_times_a_streamed_completion(fake_serve):
-    timing = smoke.stream_chat("qwen3.5-9b", "hello", max_tokens=8)
-    assert timing.completion_tokens == 8
-    assert 0 < timing.ttft_s <= timing.total_s
-    assert timing.tokens_per_s > 0
-
-
-def test_run_requests_records_models_and_chat(fake_serve, capsys):
+def test_run_requests_records_models_and_chat(serve_url, capsys):
     report = smoke.Report()
-    smoke.run_requests(report, "qwen3.5-9b", max_tokens=8, count=2)
-    assert [(name, ok) for name, ok, _ in report.steps] == [("models", True), ("chat", True)]
-    assert "median of 2" in report.steps[1][2]
+    smoke.run_requests(report, MODEL, max_tokens=8, count=2)
+    assert [(check.name, check.result.passed) for check in report.checks] == [("models", True), ("chat", True)]
+    assert "median of 2" in report.checks[1].result.summary
     assert "first (warm-up; in PD it includes the NIXL handshake)" in capsys.readouterr().out
+    assert len(serve_url.requests) == 3
+    assert all(request["ignore_eos"] and request["max_tokens"] == 8 for request in serve_url.requests)
+
+
+def test_run_requests_fails_when_the_model_is_not_served(serve_url):
+    serve_url.models = ["another-model"]
+    report = smoke.Report()
+    smoke.run_requests(report, MODEL, max_tokens=8, count=2)
+    assert [(check.name, check.result.passed) for check in report.checks] == [("models", False), ("chat", True)]

@@ -12,8 +12,6 @@ import json
 import socket
 import sys
 import threading
-import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,13 +19,12 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.openai_server import MODEL
 from tests.schemas import core_object_errors, rayservice_errors
 from tools.verify import KubernetesCluster, StackOutputs, main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 OUTPUTS_FILE = FIXTURES / "outputs.json"
-MODEL = "qwen3.5-9b"
-REPLY = ["Prefill", " and", " decode", " run", " on", " separate", " GPUs", "."]
 
 
 def load(name: str) -> Any:
@@ -79,87 +76,6 @@ class RecordedCluster:
         return (self.logs if command[0] == "grep" else self.nccl).get(pod, "")
 
 
-class OpenAIHandler(BaseHTTPRequestHandler):
-    """GET /v1/models and POST /v1/chat/completions (streamed as server-sent events), like vLLM's server."""
-
-    server: OpenAIServer
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _json(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        if self.path != "/v1/models":
-            self.send_error(404)
-            return
-        models = [
-            {"id": model, "object": "model", "created": 1764440000, "owned_by": "ray"} for model in self.server.models
-        ]
-        self._json({"object": "list", "data": models})
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append(request)
-        if self.path != "/v1/chat/completions" or not request.get("stream"):
-            self.send_error(400)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1764440000, "model": request["model"]}
-        deltas = [{"role": "assistant", "content": ""}, *({"content": token} for token in self.server.tokens)]
-        events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
-        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        usage = {
-            "prompt_tokens": 14,
-            "completion_tokens": len(self.server.tokens),
-            "total_tokens": 14 + len(self.server.tokens),
-        }
-        events.append({**base, "choices": [], "usage": usage})
-        for event in events:
-            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-            self.wfile.flush()
-            time.sleep(0.002)
-        self.wfile.write(b"data: [DONE]\n\n")
-
-
-class OpenAIServer(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), OpenAIHandler)
-        self.reset()
-
-    def reset(self) -> None:
-        self.models = [MODEL]
-        self.tokens = list(REPLY)
-        self.requests: list[dict[str, Any]] = []
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-@pytest.fixture(scope="module")
-def module_server() -> Iterator[OpenAIServer]:
-    server = OpenAIServer()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture
-def api(module_server: OpenAIServer) -> OpenAIServer:
-    module_server.reset()
-    return module_server
-
-
 @pytest.fixture
 def cluster() -> RecordedCluster:
     return RecordedCluster()
@@ -196,7 +112,7 @@ def test_a_healthy_deployment_passes(cluster, api, capsys):
     out = capsys.readouterr().out
     for step in ("[1/4] GPU nodes", "[2/4] RayService", "[3/4] OpenAI API", "[4/4] NIXL"):
         assert step in out
-    assert out.count("PASS:") == 4
+    assert out.count("[PASS] ") == 4
     assert (
         "ip-10-0-7-41.sa-east-1.compute.internal (sa-east-1a): Ready, nvidia.com/gpu=1, vpc.amazonaws.com/efa=1" in out
     )
@@ -240,8 +156,8 @@ def test_ucx_backend_fails(cluster, api, capsys):
     assert run_verify(cluster, base_url=api.base_url) == 1
     out = capsys.readouterr().out
     assert "ray-llm-x7kq2-gpu-workers-worker-m4zfw: UCX x1: NIXL fell back from EFA" in out
-    assert "FAIL: 1 of 2 workers do not use LIBFABRIC" in out
-    assert "VERDICT: FAIL (1 of 4 required checks failed)" in out
+    assert "[FAIL] nixl_backend: 1 of 2 workers do not use LIBFABRIC" in out
+    assert "VERDICT: FAIL (1 of 4 required checks failed: nixl_backend)" in out
 
 
 def test_no_backend_line_fails(cluster, api, capsys):
@@ -255,32 +171,32 @@ def test_missing_efa_resource_fails(cluster, api, capsys):
     assert run_verify(cluster, base_url=api.base_url) == 1
     out = capsys.readouterr().out
     assert "ip-10-0-21-188.sa-east-1.compute.internal (sa-east-1a): no vpc.amazonaws.com/efa" in out
-    assert "FAIL: 1 of 2 nodes of node group gpu-workers are ready with GPUs and EFA; 2 needed" in out
+    assert "[FAIL] gpu_nodes: 1 of 2 nodes of node group gpu-workers are ready with GPUs and EFA; 2 needed" in out
 
 
 def test_one_gpu_node_is_not_enough(cluster, api, capsys):
     cluster.nodes.pop()
     assert run_verify(cluster, base_url=api.base_url) == 1
-    assert "FAIL: 1 of 1 nodes of node group gpu-workers" in capsys.readouterr().out
+    assert "[FAIL] gpu_nodes: 1 of 1 nodes of node group gpu-workers" in capsys.readouterr().out
 
 
 def test_endpoint_down_fails(cluster, capsys):
     assert run_verify(cluster, base_url=f"http://127.0.0.1:{closed_port()}/v1") == 1
     out = capsys.readouterr().out
-    assert "FAIL: the endpoint did not answer: Connection error." in out
-    assert "VERDICT: FAIL (1 of 4 required checks failed)" in out
+    assert "[FAIL] completion: the endpoint did not answer: Connection error." in out
+    assert "VERDICT: FAIL (1 of 4 required checks failed: completion)" in out
 
 
 def test_empty_completion_fails(cluster, api, capsys):
     api.tokens = []
     assert run_verify(cluster, base_url=api.base_url) == 1
-    assert "FAIL: the chat completion returned no tokens" in capsys.readouterr().out
+    assert "[FAIL] completion: the chat completion returned no tokens" in capsys.readouterr().out
 
 
 def test_model_missing_from_the_list_fails(cluster, api, capsys):
     api.models = ["some-other-model"]
     assert run_verify(cluster, base_url=api.base_url) == 1
-    assert f"FAIL: /v1/models does not list {MODEL}" in capsys.readouterr().out
+    assert f"[FAIL] completion: /v1/models does not list {MODEL}" in capsys.readouterr().out
 
 
 def test_rayservice_not_running_fails(cluster, api, capsys):
@@ -289,21 +205,21 @@ def test_rayservice_not_running_fails(cluster, api, capsys):
     cluster.rayservice["status"]["conditions"][0]["status"] = "False"
     cluster.service = None
     assert run_verify(cluster, base_url=api.base_url) == 1
-    assert "FAIL: the RayService is not Running yet" in capsys.readouterr().out
+    assert "[FAIL] rayservice: the RayService is not Running yet" in capsys.readouterr().out
 
 
 def test_missing_serve_service_fails(cluster, api, capsys):
     cluster.service = None
     assert run_verify(cluster, base_url=api.base_url) == 1
-    assert "FAIL: service ray-llm-serve-svc does not exist" in capsys.readouterr().out
+    assert "[FAIL] rayservice: service ray-llm-serve-svc does not exist" in capsys.readouterr().out
 
 
 def test_missing_rayservice_fails_every_check_that_needs_it(cluster, api, capsys):
     cluster.rayservice = None
     assert run_verify(cluster, base_url=api.base_url) == 1
     out = capsys.readouterr().out
-    assert "FAIL: RayService inference/ray-llm does not exist" in out
-    assert "FAIL: no running worker pod of the RayService's active Ray cluster" in out
+    assert "[FAIL] rayservice: RayService inference/ray-llm does not exist" in out
+    assert "[FAIL] nixl_backend: no running worker pod of the RayService's active Ray cluster" in out
 
 
 def test_an_api_error_fails_its_check_not_the_run(cluster, api, capsys):
@@ -313,8 +229,8 @@ def test_an_api_error_fails_its_check_not_the_run(cluster, api, capsys):
     cluster.exec_in_pod = broken  # type: ignore[method-assign]
     assert run_verify(cluster, base_url=api.base_url) == 1
     out = capsys.readouterr().out
-    assert "FAIL: RuntimeError: pods/exec is forbidden" in out
-    assert out.count("PASS:") == 3
+    assert "[FAIL] nixl_backend: RuntimeError: pods/exec is forbidden" in out
+    assert out.count("[PASS] ") == 3
 
 
 # --- the optional NCCL check ---
@@ -324,7 +240,7 @@ def test_nccl_reports_bus_bandwidth_over_efa(cluster, api, capsys):
     assert run_verify(cluster, "--nccl", base_url=api.base_url) == 0
     out = capsys.readouterr().out
     assert "[5/5] NCCL all-reduce between two GPU nodes (optional)" in out
-    assert "PASS: bus bandwidth 2.47 GB/s (256 MiB all-reduce, 108512 us)" in out
+    assert "[PASS] nccl: bus bandwidth 2.47 GB/s (256 MiB all-reduce, 108512 us)" in out
     assert "libfabric provider: efa" in out
     ranks = [cluster.commands[pod["metadata"]["name"]] for pod in cluster.pods]
     assert [command[1] for command in ranks] == ["RANK=0", "RANK=1"]
@@ -338,7 +254,7 @@ def test_nccl_over_sockets_warns_without_failing_the_verdict(cluster, api, capsy
     assert run_verify(cluster, "--nccl", base_url=api.base_url) == 0
     out = capsys.readouterr().out
     assert "libfabric provider: none (NCCL used sockets)" in out
-    assert "WARN: bus bandwidth" in out
+    assert "[WARN] nccl: bus bandwidth" in out
     assert "VERDICT: PASS (all 4 required checks passed)" in out
 
 

@@ -26,13 +26,16 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import openai
+
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
 from tools.offline import load_stack_config
+from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -62,7 +65,6 @@ NIXL_DEBUG_LOGGING = {
         NIXL_LOGGER: {"level": "DEBUG"},
     },
 }
-NIXL_BACKEND_LINE = re.compile(r"Backend (LIBFABRIC|UCX) was instantiated")
 NIXL_HANDSHAKE_LINE = re.compile(r"NIXL compatibility check passed")
 # Which engine a NIXL worker process serves: "prefill-<host>-<port>" or "decode-<host>-<port>".
 NIXL_WORKER_LINE = re.compile(r"Initializing NIXL worker ((\w+)-\S+)")
@@ -305,37 +307,6 @@ def validate_with_ray(smoke: dict[str, Any]) -> None:
 # --- running it -------------------------------------------------------------------------------
 
 
-@dataclass
-class Report:
-    steps: list[tuple[str, bool, str]] = field(default_factory=list)
-
-    def record(self, name: str, ok: bool, detail: str) -> bool:
-        self.steps.append((name, ok, detail))
-        print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}", flush=True)
-        return ok
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.steps) and all(ok for _, ok, _ in self.steps)
-
-
-@dataclass(frozen=True)
-class ChatTiming:
-    ttft_s: float
-    total_s: float
-    completion_tokens: int
-    counted_from: str  # "usage" when the server reported it, else "chunks" (a lower bound: chunks batch tokens)
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.completion_tokens / self.total_s
-
-    @property
-    def decode_tokens_per_s(self) -> float:
-        """Tokens after the first, over the time after the first: the decode engine's pace."""
-        return (self.completion_tokens - 1) / max(self.total_s - self.ttft_s, 1e-9)
-
-
 def _http(method: str, url: str, body: Any = None, timeout: float = 30) -> tuple[int, str]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
@@ -411,58 +382,6 @@ def deploy_and_wait(smoke: dict[str, Any], timeout_s: float) -> tuple[bool, floa
     return False, timeout_s, f"not RUNNING after {timeout_s:.0f}s\n{serve_failure_details(app_name)}"
 
 
-def _sse_chunks(response: Any) -> Iterator[dict[str, Any]]:
-    for raw in response:
-        line = raw.decode().strip()
-        if not line.startswith("data:"):
-            continue
-        payload = line[len("data:") :].strip()
-        if payload == "[DONE]":
-            return
-        yield json.loads(payload)
-
-
-def stream_chat(model_id: str, prompt: str, max_tokens: int, timeout_s: float = 120) -> ChatTiming:
-    """One streamed chat completion; time to first content token and to the last."""
-    body = {
-        "model": model_id,
-        "messages": [{"role": "user", "content": prompt}],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": max_tokens,
-        "temperature": 0,
-        # Random weights may emit EOS at once; a fixed length makes tokens/s comparable between runs.
-        "ignore_eos": True,
-    }
-    request = urllib.request.Request(
-        f"{SERVE_URL}/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    start = time.perf_counter()
-    first = None
-    content_chunks = 0
-    usage_tokens = None
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
-        for chunk in _sse_chunks(response):
-            if chunk.get("usage"):
-                usage_tokens = chunk["usage"].get("completion_tokens")
-            for choice in chunk.get("choices", []):
-                if choice.get("delta", {}).get("content"):
-                    content_chunks += 1
-                    first = first if first is not None else time.perf_counter()
-    end = time.perf_counter()
-    if first is None:
-        raise RuntimeError("the stream carried no content")
-    return ChatTiming(
-        ttft_s=first - start,
-        total_s=end - start,
-        completion_tokens=usage_tokens or content_chunks,
-        counted_from="usage" if usage_tokens else "chunks",
-    )
-
-
 def log_files(ray_temp_dir: Path) -> list[Path]:
     logs = ray_temp_dir / "session_latest" / "logs"
     return sorted(p for p in logs.rglob("*") if p.is_file() and p.suffix in (".log", ".out", ".err"))
@@ -513,8 +432,10 @@ def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: fl
     by_side = {f"{sides.get(hit.process, '?')} ({hit.process})": hit.match.group(1) for hit in backends}
     report.record(
         "nixl_backend",
-        {sides.get(hit.process) for hit in backends} >= set(PD_SIDES) and set(by_side.values()) == {backend},
-        f"'Backend {backend} was instantiated' expected in prefill and decode: {by_side or 'no backend line'}",
+        CheckResult(
+            {sides.get(hit.process) for hit in backends} >= set(PD_SIDES) and set(by_side.values()) == {backend},
+            f"'Backend {backend} was instantiated' expected in prefill and decode: {by_side or 'no backend line'}",
+        ),
     )
     _show(backends)
     _show(grep_logs(ray_temp_dir, NIXL_HANDSHAKE_LINE), 2)
@@ -538,29 +459,36 @@ def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: fl
     sent = sum(int(hit.match.group(1)) for hit in on("prefill", finished))
     report.record(
         "kv_transfer",
-        bool(reads) and received > 0 and failed == 0,
-        f"decode started {len({hit.match.group(1) for hit in reads})} NIXL read(s) from "
-        f"{sorted({hit.match.group(2) for hit in reads}) or 'no prefill engine'}, finished {received} "
-        f"({failed} failed); prompt tokens whose KV came from prefill: {tokens or 'none logged'}; "
-        f"prefill logged {sent} done-sending notification(s)",
+        CheckResult(
+            bool(reads) and received > 0 and failed == 0,
+            f"decode started {len({hit.match.group(1) for hit in reads})} NIXL read(s) from "
+            f"{sorted({hit.match.group(2) for hit in reads}) or 'no prefill engine'}, finished {received} "
+            f"({failed} failed); prompt tokens whose KV came from prefill: {tokens or 'none logged'}; "
+            f"prefill logged {sent} done-sending notification(s)",
+        ),
     )
     _show(reads, 2)
     _show(grep_logs(ray_temp_dir, KV_TOKENS_LINE), 2)
     _show(on("decode", finished), 2)
 
 
-def run_requests(report: Report, model_id: str, max_tokens: int, count: int) -> None:
-    code, text = _http("GET", f"{SERVE_URL}/v1/models")
-    models = [m.get("id") for m in json.loads(text).get("data", [])] if code == 200 else []
-    report.record("models", model_id in models, f"/v1/models ({code}) lists {models}")
+def run_requests(report: Report, model_id: str, max_tokens: int, count: int, timeout_s: float = 120) -> None:
+    api = client(f"{SERVE_URL}/v1", timeout_s)
+    try:
+        models = model_ids(api)
+    except openai.OpenAIError as error:
+        report.record("models", CheckResult(False, f"/v1/models did not answer: {error}"))
+        return
+    report.record("models", CheckResult(model_id in models, f"/v1/models lists {models}"))
     timings = []
     for i in range(count + 1):
         # A different first block per request: no prefix-cache hit hides the KV transfer.
         prompt = f"Request {i} of the smoke test. {PROMPT_WORDS}"
         try:
-            timing = stream_chat(model_id, prompt, max_tokens)
-        except (OSError, RuntimeError, ValueError) as error:
-            report.record("chat", False, f"request {i} failed: {error}")
+            # Random weights may emit EOS at once; a fixed length (vLLM's ignore_eos) makes tokens/s comparable.
+            timing, _ = stream_chat(api, model_id, prompt, max_tokens, extra_body={"ignore_eos": True})
+        except (openai.OpenAIError, EmptyCompletion) as error:
+            report.record("chat", CheckResult(False, f"request {i} failed: {error}"))
             return
         kind = "first (warm-up; in PD it includes the NIXL handshake)" if i == 0 else f"timed {i}/{count}"
         print(
@@ -576,10 +504,12 @@ def run_requests(report: Report, model_id: str, max_tokens: int, count: int) -> 
     decode_tps = statistics.median(t.decode_tokens_per_s for t in measured)
     report.record(
         "chat",
-        all(t.completion_tokens > 0 for t in timings),
-        f"streamed {len(timings)} completions ({max_tokens} tokens asked, ignore_eos); median of {len(measured)}: "
-        f"TTFT {ttft:.1f} ms, {tps:.1f} tok/s end to end, {decode_tps:.1f} tok/s after the first token "
-        f"(first request TTFT {timings[0].ttft_s * 1000:.1f} ms)",
+        CheckResult(
+            all(t.completion_tokens > 0 for t in timings),
+            f"streamed {len(timings)} completions ({max_tokens} tokens asked, ignore_eos); median of {len(measured)}: "
+            f"TTFT {ttft:.1f} ms, {tps:.1f} tok/s end to end, {decode_tps:.1f} tok/s after the first token "
+            f"(first request TTFT {timings[0].ttft_s * 1000:.1f} ms)",
+        ),
     )
 
 
@@ -600,24 +530,25 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
     report = Report()
     needed = 1 if opts.aggregated else len(PD_SIDES)
     gpus = gpu_count()
-    if not report.record("gpus", gpus >= needed, f"{gpus} NVIDIA GPU(s), {needed} needed"):
+    if not report.record("gpus", CheckResult(gpus >= needed, f"{gpus} NVIDIA GPU(s), {needed} needed")):
         return report
     ray_temp_dir = Path(args.ray_temp_dir)
     start = time.monotonic()
     started = _ray_cli(
         "start", "--head", "--temp-dir", str(ray_temp_dir), "--dashboard-host", "127.0.0.1", "--disable-usage-stats"
     )
-    if not report.record("ray_start", started.returncode == 0, f"{time.monotonic() - start:.1f} s"):
+    if not report.record("ray_start", CheckResult(started.returncode == 0, f"{time.monotonic() - start:.1f} s")):
         print(started.stdout[-3000:], started.stderr[-3000:], sep="\n")
         return report
     try:
         dashboard = wait_for(
             "the dashboard", lambda: _http("GET", f"{DASHBOARD_URL}/api/serve/applications/")[0] == 200, 120
         )
-        if not report.record("dashboard", dashboard, DASHBOARD_URL):
+        if not report.record("dashboard", CheckResult(dashboard, DASHBOARD_URL)):
             return report
         running, elapsed, detail = deploy_and_wait(smoke, args.deploy_timeout)
-        if not report.record("running", running, f"{elapsed:.0f} s from deploy to RUNNING" if running else detail):
+        summary = f"{elapsed:.0f} s from deploy to RUNNING" if running else detail
+        if not report.record("running", CheckResult(running, summary)):
             return report
         served = served_engine(smoke)
         run_requests(report, served["model_loading_config"]["model_id"], args.max_tokens, args.requests)
@@ -627,7 +558,7 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
     finally:
         stopped = _ray_cli("stop")
         last_line = (stopped.stdout + stopped.stderr).strip().splitlines()[-1:] or [""]
-        report.record("ray_stop", stopped.returncode == 0, ANSI_ESCAPE.sub("", last_line[0]))
+        report.record("ray_stop", CheckResult(stopped.returncode == 0, ANSI_ESCAPE.sub("", last_line[0])))
     return report
 
 
@@ -684,8 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(smoke, indent=2))
         return 0
     report = run_smoke(smoke, opts, args)
-    failed = [name for name, ok, _ in report.steps if not ok]
-    print(f"SMOKE {'PASSED' if report.ok else 'FAILED'}" + (f": {', '.join(failed)}" if failed else ""), flush=True)
+    print(report.verdict("SMOKE"), flush=True)
     return 0 if report.ok else 1
 
 

@@ -46,8 +46,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
 from infra.serve_config import NIXL_EFA_BACKEND
+from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT_DIR
-from tools.smoke import NIXL_BACKEND_LINE, ChatTiming
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -90,10 +90,6 @@ NCCL_OFI_PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (\w+)")
 
 class VerifyError(Exception):
     """Verification cannot start: the outputs are missing or unreadable."""
-
-
-class EmptyCompletion(Exception):
-    """The endpoint answered a chat completion without any content."""
 
 
 # --- what the stack says ---
@@ -271,47 +267,7 @@ def port_forward(
             process.kill()
 
 
-def stream_chat(client: openai.OpenAI, model: str) -> tuple[ChatTiming, str]:
-    """A streamed chat completion, timed as the GPU smoke test times it; raises if no content came."""
-    start = time.perf_counter()
-    first_token_at: float | None = None
-    pieces: list[str] = []
-    usage_tokens: int | None = None
-    chunks = client.chat.completions.create(
-        model=model,
-        messages=[{"role": "user", "content": PROMPT}],
-        max_tokens=MAX_TOKENS,
-        temperature=0,
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    for chunk in chunks:
-        if chunk.usage is not None:
-            usage_tokens = chunk.usage.completion_tokens
-        for choice in chunk.choices:
-            if choice.delta.content:
-                first_token_at = first_token_at or time.perf_counter()
-                pieces.append(choice.delta.content)
-    end = time.perf_counter()
-    if first_token_at is None:
-        raise EmptyCompletion("the chat completion returned no tokens")
-    timing = ChatTiming(
-        ttft_s=first_token_at - start,
-        total_s=end - start,
-        completion_tokens=usage_tokens or len(pieces),
-        counted_from="usage" if usage_tokens else "chunks",
-    )
-    return timing, "".join(pieces)
-
-
 # --- the checks ---
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    passed: bool
-    summary: str
-    details: tuple[str, ...] = ()
 
 
 EndpointOpener = Callable[[], AbstractContextManager[str]]
@@ -414,12 +370,12 @@ def check_completion(ctx: VerifyContext) -> CheckResult:
     details: list[str] = []
     try:
         with ctx.open_endpoint() as base_url:
-            client = openai.OpenAI(base_url=base_url, api_key="unused", timeout=ctx.timeout_s, max_retries=0)
-            models = [entry.id for entry in client.models.list()]
+            api = client(base_url, ctx.timeout_s)
+            models = model_ids(api)
             details += [f"endpoint {base_url}", f"models: {', '.join(models) or '(none)'}"]
             if model not in models:
                 return CheckResult(False, f"/v1/models does not list {model}", tuple(details))
-            timing, reply = stream_chat(client, model)
+            timing, reply = stream_chat(api, model, PROMPT, MAX_TOKENS)
     except EmptyCompletion as error:
         return CheckResult(False, str(error), tuple(details))
     except (ConnectionError, openai.OpenAIError) as error:
@@ -507,18 +463,19 @@ def check_nccl(ctx: VerifyContext) -> CheckResult:
 
 @dataclass(frozen=True)
 class Check:
+    name: str
     title: str
     run: Callable[[VerifyContext], CheckResult]
     required: bool = True
 
 
 REQUIRED_CHECKS = (
-    Check(f"GPU nodes advertise {GPU_RESOURCE} and {EFA_RESOURCE}", check_gpu_nodes),
-    Check("RayService is Running and its serve Service exists", check_rayservice),
-    Check("OpenAI API lists the model and streams a chat completion", check_completion),
-    Check(f"NIXL instantiated the {NIXL_EFA_BACKEND} backend on every worker", check_nixl_backend),
+    Check("gpu_nodes", f"GPU nodes advertise {GPU_RESOURCE} and {EFA_RESOURCE}", check_gpu_nodes),
+    Check("rayservice", "RayService is Running and its serve Service exists", check_rayservice),
+    Check("completion", "OpenAI API lists the model and streams a chat completion", check_completion),
+    Check("nixl_backend", f"NIXL instantiated the {NIXL_EFA_BACKEND} backend on every worker", check_nixl_backend),
 )
-NCCL_CHECK = Check("NCCL all-reduce between two GPU nodes (optional)", check_nccl, required=False)
+NCCL_CHECK = Check("nccl", "NCCL all-reduce between two GPU nodes (optional)", check_nccl, required=False)
 
 
 def verify(ctx: VerifyContext, checks: Sequence[Check], out: TextIO) -> bool:
@@ -530,24 +487,16 @@ def verify(ctx: VerifyContext, checks: Sequence[Check], out: TextIO) -> bool:
         file=out,
         flush=True,
     )
-    failed_required = 0
+    report = Report(out)
     for number, check in enumerate(checks, start=1):
         print(f"[{number}/{len(checks)}] {check.title} ...", file=out, flush=True)
         try:
             result = check.run(ctx)
         except Exception as error:  # an unexpected API error fails this check, not the whole run
             result = CheckResult(False, f"{type(error).__name__}: {error}")
-        for line in result.details:
-            print(f"      {line}", file=out)
-        verdict = "PASS" if result.passed else "FAIL" if check.required else "WARN"
-        print(f"      {verdict}: {result.summary}", file=out, flush=True)
-        failed_required += check.required and not result.passed
-    required = sum(check.required for check in checks)
-    if failed_required:
-        print(f"VERDICT: FAIL ({failed_required} of {required} required checks failed)", file=out)
-    else:
-        print(f"VERDICT: PASS (all {required} required checks passed)", file=out)
-    return not failed_required
+        report.record(check.name, result, check.required)
+    print(report.verdict("VERDICT"), file=out)
+    return report.ok
 
 
 @contextmanager

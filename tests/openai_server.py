@@ -1,0 +1,77 @@
+"""A real local OpenAI-compatible server for the tools' tests: what Ray Serve LLM's ingress answers."""
+
+from __future__ import annotations
+
+import json
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "qwen3.5-9b"
+REPLY = ["Prefill", " and", " decode", " run", " on", " separate", " GPUs", "."]
+
+
+class OpenAIHandler(BaseHTTPRequestHandler):
+    """GET /v1/models and POST /v1/chat/completions (streamed as server-sent events), like vLLM's server."""
+
+    server: OpenAIServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path != "/v1/models":
+            self.send_error(404)
+            return
+        models = [
+            {"id": model, "object": "model", "created": 1764440000, "owned_by": "ray"} for model in self.server.models
+        ]
+        self._json({"object": "list", "data": models})
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(request)
+        if self.path != "/v1/chat/completions" or not request.get("stream"):
+            self.send_error(400)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1764440000, "model": request["model"]}
+        deltas = [{"role": "assistant", "content": ""}, *({"content": token} for token in self.server.tokens)]
+        events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        usage = {
+            "prompt_tokens": 14,
+            "completion_tokens": len(self.server.tokens),
+            "total_tokens": 14 + len(self.server.tokens),
+        }
+        events.append({**base, "choices": [], "usage": usage})
+        for event in events:
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(0.002)
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+class OpenAIServer(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), OpenAIHandler)
+        self.reset()
+
+    def reset(self) -> None:
+        self.models = [MODEL]
+        self.tokens = list(REPLY)
+        self.requests: list[dict[str, Any]] = []
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
