@@ -23,7 +23,8 @@ from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from tests.schemas import rayservice_errors
 from tests.test_policy import CapturedStack, preview
-from tools.offline import PROJECT, PROJECT_DIR, StackRun, load_stack_config, run_stack
+from tools.offline import StackRun, load_stack_config, run_stack
+from tools.project import PROJECT, PROJECT_DIR
 
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
