@@ -138,7 +138,9 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.kube_proxy_version),
             deletion_protection=cfg.protect_resources,
             tags=cfg.tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.protect_resources),
+            # Everything in the cluster, load balancers included, comes after the internet path and
+            # is gone before it is torn down.
+            opts=pulumi.ResourceOptions(parent=self, protect=cfg.protect_resources, depends_on=network.internet_path),
         )
 
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)

@@ -90,6 +90,10 @@ class Network(pulumi.ComponentResource):
     # Per AZ: the private route table (its NAT default route is inline) and its subnet association.
     # A node launched before both exist has no egress: it cannot pull images or join the cluster.
     private_egress: dict[str, list[pulumi.Resource]]
+    # The internet gateway, the public route table and its associations. Load balancers the cluster
+    # creates in the public subnets need them, and hold public addresses that stop the gateway from
+    # being detached until they are gone.
+    internet_path: list[pulumi.Resource]
 
     def __init__(
         self, name: str, cfg: StackConfig, placement: Placement, opts: pulumi.ResourceOptions | None = None
@@ -119,12 +123,15 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = {}
         self.private_subnet_ids = {}
         self.private_egress = {}
+        self.internet_path = [gateway, public_routes]
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         subnet_plans = plan_subnets(cfg.vpc_cidr, placement.azs)
         for plan in subnet_plans:
             public = self._subnet(cfg, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb", child)
-            aws.ec2.RouteTableAssociation(
-                f"public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
+            self.internet_path.append(
+                aws.ec2.RouteTableAssociation(
+                    f"public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
+                )
             )
             self.public_subnet_ids[plan.az] = public.id
             if cfg.nat_gateway_per_az or not nat_gateway_ids:

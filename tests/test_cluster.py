@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tools.offline import run_stack
 
 CLUSTER = "eks:index:Cluster"
@@ -180,3 +182,25 @@ def test_cluster_outputs(dev):
 def test_kubeconfig_is_a_secret_output(dev):
     assert "kubeconfig" in dev.outputs
     assert dev.secret_outputs == {"kubeconfig"}
+
+
+@pytest.mark.parametrize("stack_run", ["dev", "prod"])
+def test_cluster_comes_after_the_internet_path_and_goes_before_it(request, stack_run):
+    """The public subnets that internet-facing load balancers use must be associated with a route
+    table that routes 0.0.0.0/0 through an internet gateway
+    (https://repost.aws/knowledge-center/eks-cluster-subnet-configuration, "Configure a public
+    subnet"), and EC2 refuses to detach a gateway while the VPC holds public addresses
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DetachInternetGateway.html: "The VPC
+    must not contain any running instances with Elastic IP addresses or public IPv4 addresses").
+    The serve NLB is created through the cluster, so the cluster depends on the gateway, the public
+    route table and its associations: created after them, destroyed (with every in-cluster object
+    and load balancer) before them.
+    """
+    run = request.getfixturevalue(stack_run)
+    internet_path = {run.get("aws:ec2/internetGateway:InternetGateway", "internet-gateway").urn}
+    internet_path.add(run.get("aws:ec2/routeTable:RouteTable", "public-routes").urn)
+    internet_path |= {
+        run.get("aws:ec2/routeTableAssociation:RouteTableAssociation", f"public-{az}").urn
+        for az in run.outputs["availabilityZones"]
+    }
+    assert internet_path <= set(run.get("eks:index:Cluster", "eks").dependencies)
