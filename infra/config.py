@@ -243,6 +243,22 @@ def _kubernetes_version_problem(value: str) -> str | None:
     )
 
 
+def _kube_proxy_version_problem(kube_proxy_version: str, kubernetes_version: str) -> str | None:
+    """EKS publishes one kube-proxy add-on line per Kubernetes version; another minor is refused."""
+    proxy = re.match(r"^v(\d+\.\d+)\.", kube_proxy_version)
+    if (
+        proxy is None
+        or not KUBERNETES_VERSION_PATTERN.match(kubernetes_version)
+        or proxy.group(1) == kubernetes_version
+    ):
+        return None
+    return (
+        f"kubeProxyVersion={kube_proxy_version!r} is invalid: kube-proxy must match kubernetesVersion "
+        f"{kubernetes_version}; allowed is a v{kubernetes_version}.x-eksbuild.N version "
+        f"(aws eks describe-addon-versions --addon-name kube-proxy --kubernetes-version {kubernetes_version})"
+    )
+
+
 def _gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
     if gpu_az is None or not REGION_PATTERN.match(region):
         return None
@@ -396,6 +412,9 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
             f"serveExposure='internet-facing' needs serveSourceCidrs narrower than the whole internet "
             f"(got {list(cfg.serve_source_cidrs)}): an open inference endpoint is not allowed"
         )
+    kube_proxy_problem = _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version)
+    if kube_proxy_problem:
+        read.problems.append(kube_proxy_problem)
     if read.problems:
         raise ConfigError(read.problems)
     return cfg

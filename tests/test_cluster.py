@@ -15,7 +15,8 @@ def cluster_inputs(run):
 
 def test_cluster_runs_the_configured_kubernetes_version(dev):
     assert cluster_inputs(dev)["version"] == "1.35"
-    assert cluster_inputs(run_stack({"kubernetesVersion": "1.34"}))["version"] == "1.34"
+    older = run_stack({"kubernetesVersion": "1.34", "kubeProxyVersion": "v1.34.1-eksbuild.2"})
+    assert cluster_inputs(older)["version"] == "1.34"
 
 
 def test_cluster_has_no_default_node_group_and_private_nodes(dev):

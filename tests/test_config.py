@@ -90,7 +90,6 @@ def test_region_override_moves_the_default_image():
     ("key", "value", "field", "expected"),
     [
         ("clusterName", "llm-staging", "cluster_name", "llm-staging"),
-        ("kubernetesVersion", "1.34", "kubernetes_version", "1.34"),
         ("systemNodeType", "m7i.2xlarge", "system_node_type", "m7i.2xlarge"),
         ("systemNodeCount", 2, "system_node_count", 2),
         ("gpuNodeType", "g6e.12xlarge", "gpu_node_type", "g6e.12xlarge"),
@@ -117,6 +116,28 @@ def test_region_override_moves_the_default_image():
 )
 def test_override_reaches_the_config(key, value, field, expected):
     assert getattr(load_stack_config({key: value}), field) == expected
+
+
+def test_kubernetes_version_override_reaches_the_config_with_its_kube_proxy():
+    cfg = load_stack_config({"kubernetesVersion": "1.34", "kubeProxyVersion": "v1.34.1-eksbuild.2"})
+    assert (cfg.kubernetes_version, cfg.kube_proxy_version) == ("1.34", "v1.34.1-eksbuild.2")
+
+
+def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
+    """EKS publishes one kube-proxy add-on line per Kubernetes version
+    (https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, "kube-proxy versions":
+    1.35 -> v1.35.x-eksbuild.N, 1.34 -> v1.34.x-eksbuild.N; `aws eks describe-addon-versions` lists each
+    build as compatible with its own cluster version only), and kube-proxy must never be newer than the
+    API server (https://kubernetes.io/releases/version-skew-policy/#kube-proxy). Changing
+    kubernetesVersion alone would leave the pinned v1.35 kube-proxy on a 1.34 control plane.
+    """
+    with pytest.raises(ConfigError) as rejected:
+        run_stack({"kubernetesVersion": "1.34"})
+    assert rejected.value.declared_resources == []
+    (problem,) = rejected.value.problems
+    assert problem.startswith(
+        "kubeProxyVersion='v1.35.0-eksbuild.2' is invalid: kube-proxy must match kubernetesVersion 1.34"
+    )
 
 
 BAD_VALUES = [
