@@ -26,7 +26,18 @@ SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50
 ROOT_DEVICE_NAME = "/dev/xvda"
+NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def delete_node_group_before_replacing(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """EKS node group names are unique in a cluster and ours are fixed, so a replacement (new instance
+    type, subnets, launch template) must delete the old group before creating the new one."""
+    if args.type_ != NODE_GROUP_TYPE:
+        return None
+    return pulumi.ResourceTransformResult(
+        args.props, pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(delete_before_replace=True))
+    )
 
 
 def _managed_node_group(
@@ -57,7 +68,8 @@ def _managed_node_group(
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count),
         labels=labels,
         tags=cfg.tags,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=egress),
+        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=egress, transforms=[delete_node_group_before_replacing]),
         **extra,
     )
 

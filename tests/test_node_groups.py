@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pulumi
 import pytest
 
 from infra.instance_types import EFA_GPU_INSTANCE_TYPES
@@ -167,3 +168,30 @@ def test_node_groups_wait_for_their_subnets_nat_egress(request, stack_run):
     azs = run.outputs["availabilityZones"]
     assert egress_urns(run, azs) <= set(run.get(NODE_GROUP, "system").dependencies)
     assert egress_urns(run, [run.outputs["gpuAz"]]) <= set(run.get(NODE_GROUP, "gpu").dependencies)
+
+
+def child_options(group, child_type: str):
+    """The options a child of `group` gets once the group's transforms have run, as the engine runs them."""
+    args = pulumi.ResourceTransformArgs(
+        custom=True, type_=child_type, name=group.name, props={}, opts=pulumi.ResourceOptions(parent=None)
+    )
+    results = [result for transform in group.transforms if (result := transform(args)) is not None]
+    return results[-1].opts if results else args.opts
+
+
+@pytest.mark.parametrize("group_name", ["system", "gpu"])
+def test_a_node_group_replacement_deletes_the_old_group_first(dev, group_name):
+    """hashicorp/terraform-provider-aws `internal/service/eks/node_group.go` (the engine of pulumi-aws's
+    `aws.eks.NodeGroup`): `instance_types`, `subnet_ids`, `ami_type`, `disk_size`, `launch_template.id`
+    and `node_group_name` are ForceNew. EKS node group names are unique in a cluster
+    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html, `nodegroupName`),
+    and both groups here have fixed names (`system`, `gpuNodegroupName`), so Pulumi's default
+    create-before-delete replacement would fail on the name; pulumi-eks `nodes/nodegroup.ts` creates the
+    `aws:eks/nodeGroup:NodeGroup` without `deleteBeforeReplace`. A `transforms` option on the component
+    reaches that child (https://www.pulumi.com/docs/iac/concepts/resources/options/transforms/: applied "to a
+    resource and all of its children"; transforms, unlike transformations, reach the children of packaged
+    components such as eks).
+    """
+    group = dev.get(NODE_GROUP, group_name)
+    assert child_options(group, "aws:eks/nodeGroup:NodeGroup").delete_before_replace is True
+    assert child_options(group, "aws:ec2/launchTemplate:LaunchTemplate").delete_before_replace is None

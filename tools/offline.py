@@ -89,6 +89,8 @@ class Resource:
     protect: bool = False
     # Top-level inputs that carry a Pulumi secret anywhere inside them.
     secret_inputs: frozenset[str] = frozenset()
+    # The `transforms` resource option: the engine applies them to this resource and its children.
+    transforms: tuple[Callable[..., Any], ...] = ()
 
 
 @dataclass
@@ -265,6 +267,7 @@ class CapturingMonitor(mocks.MockMonitor):
                     custom=request.custom,
                     protect=request.protect,
                     secret_inputs=frozenset(key for key, value in plain.items() if _holds_secret(value)),
+                    transforms=tuple(mocks._resolve_callbacks(request.transforms)),
                 )
             )
         return super().RegisterResource(request)
