@@ -91,6 +91,7 @@ class StackConfig:
     gpu_az: str | None
     gpu_root_volume_gib: int
     capacity_reservation_id: str | None
+    quota_preflight: bool
     nvidia_device_plugin_version: str
     efa_device_plugin_version: str
     # serving
@@ -379,6 +380,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
             CAPACITY_RESERVATION_PATTERN,
             "a capacity reservation id such as cr-0123456789abcdef0",
         ),
+        quota_preflight=read.boolean("quotaPreflight"),
         nvidia_device_plugin_version=read.text("nvidiaDevicePluginVersion", CHART_VERSION_PATTERN, semver),
         efa_device_plugin_version=read.text(
             "efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"

@@ -11,15 +11,17 @@ from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins
 from infra.network import Network, discover_placement
 from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, SystemNodes
+from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import endpoint_outputs
 from infra.serve_app import Serving
 
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """Declares every resource and returns the stack outputs."""
-    # The lookups can reject the config (partition, gpuAz); they run before any resource is declared.
+    # The lookups can reject the config (partition, gpuAz, the GPU quota); they run before any resource.
     partition = discover_partition(cfg)
     placement = discover_placement(cfg)
+    check_gpu_vcpu_quota(cfg)
     network = Network("network", cfg, placement)
     cluster = Cluster("cluster", cfg, network, partition)
     system_nodes = SystemNodes("system-nodes", cfg, cluster, network, opts=pulumi.ResourceOptions(parent=cluster))

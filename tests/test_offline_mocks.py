@@ -17,20 +17,28 @@ import pytest
 
 from tools.offline import PROJECT_DIR, AwsMocks
 
-# token -> (module, result class) of pulumi-aws 7.51.1, with the arguments the program passes.
+# token -> (package, result class) of pulumi-aws 7.51.1, with the arguments the program passes. The
+# result classes are read from the package: importing a function's own module (pulumi_aws.ec2.get_x)
+# rebinds the package attribute `get_x` to that module, and every later run of the program then
+# fails with "'module' object is not callable".
 INVOKES = {
-    "aws:index/getPartition:getPartition": ("pulumi_aws.get_partition", "GetPartitionResult", {}),
+    "aws:index/getPartition:getPartition": ("pulumi_aws", "GetPartitionResult", {}),
     "aws:index/getAvailabilityZones:getAvailabilityZones": (
-        "pulumi_aws.get_availability_zones",
+        "pulumi_aws",
         "GetAvailabilityZonesResult",
         {"state": "available", "filters": [{"name": "zone-type", "values": ["availability-zone"]}]},
     ),
     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": (
-        "pulumi_aws.ec2.get_instance_type_offerings",
+        "pulumi_aws.ec2",
         "GetInstanceTypeOfferingsResult",
         {"locationType": "availability-zone", "filters": [{"name": "instance-type", "values": ["g6.8xlarge"]}]},
     ),
-    "aws:eks/getCluster:getCluster": ("pulumi_aws.eks.get_cluster", "GetClusterResult", {"name": "ray-llm-multinode"}),
+    "aws:eks/getCluster:getCluster": ("pulumi_aws.eks", "GetClusterResult", {"name": "ray-llm-multinode"}),
+    "aws:servicequotas/getServiceQuota:getServiceQuota": (
+        "pulumi_aws.servicequotas",
+        "GetServiceQuotaResult",
+        {"serviceCode": "ec2", "quotaCode": "L-DB2E81BA"},
+    ),
 }
 NESTED_TYPE = re.compile(r"outputs\.(\w+)")
 

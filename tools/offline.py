@@ -22,9 +22,12 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
 from infra.config import StackConfig, load_config
+from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.project import PROJECT, PROJECT_DIR, declared_config
 
 ACCOUNT_ID = "123456789012"
+# An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
+DEFAULT_VCPU_QUOTA = 768.0
 
 
 def config_string(value: Any) -> str:
@@ -111,10 +114,38 @@ class StackRun:
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
-    def __init__(self, region: str, gpu_offering_azs: list[str] | None) -> None:
+    def __init__(self, region: str, gpu_offering_azs: list[str] | None, vcpu_quota: float = DEFAULT_VCPU_QUOTA) -> None:
         self.region = region
         self.azs = region_azs(region)
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
+        self.vcpu_quota = vcpu_quota
+
+    def service_quota(self, service_code: str, quota_code: str) -> dict:
+        """A Service Quotas answer in pulumi-aws's GetServiceQuotaResult shape (camelCase)."""
+        names = {code: name for code, name in ON_DEMAND_VCPU_QUOTAS.values()}
+        return {
+            "adjustable": True,
+            "arn": f"arn:aws:servicequotas:{self.region}:{ACCOUNT_ID}:{service_code}/{quota_code}",
+            "defaultValue": 0.0,
+            "globalQuota": False,
+            "id": f"{service_code}/{quota_code}",
+            "quotaCode": quota_code,
+            "quotaName": names[quota_code],
+            "region": self.region,
+            "serviceCode": service_code,
+            "serviceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "usageMetrics": [
+                {
+                    "metricDimensions": [
+                        {"class": "Standard/OnDemand", "resource": "vCPU", "service": "EC2", "type": "Resource"}
+                    ],
+                    "metricName": "ResourceCount",
+                    "metricNamespace": "AWS/Usage",
+                    "metricStatisticRecommendation": "Maximum",
+                }
+            ],
+            "value": self.vcpu_quota,
+        }
 
     def call(self, args: mocks.MockCallArgs) -> dict:
         """Each lookup answered with every field pulumi-aws's result type has (camelCase, same nesting),
@@ -142,6 +173,8 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
                 "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
             }
+        if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
+            return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
         if args.token == "aws:eks/getCluster:getCluster":
             return self._cluster(request["name"])
         raise NotImplementedError(f"no offline answer for the lookup {args.token}: add one in the real result shape")
@@ -283,11 +316,12 @@ def _configure_runtime(
     secret_keys: tuple[str, ...],
     gpu_offering_azs: list[str] | None,
     preview: bool,
+    vcpu_quota: float = DEFAULT_VCPU_QUOTA,
 ) -> CapturingMonitor:
     """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
     config = {**project_config(), **stack_config(stack)}
     config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
-    monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs))
+    monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota))
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(config, [*stack_secret_keys(stack), *(_qualified(k) for k in secret_keys)])
@@ -309,9 +343,13 @@ def run_stack(
     secret_keys: tuple[str, ...] = (),
     gpu_offering_azs: list[str] | None = None,
     preview: bool = False,
+    vcpu_quota: float = DEFAULT_VCPU_QUOTA,
 ) -> StackRun:
-    """Runs `__main__.py` of the project with the given stack's config; returns what it declared."""
-    monitor = _configure_runtime(overrides, stack, secret_keys, gpu_offering_azs, preview)
+    """Runs `__main__.py` of the project with the given stack's config; returns what it declared.
+
+    `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota.
+    """
+    monitor = _configure_runtime(overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota)
     run = StackRun(resources=monitor.captured)
 
     async def resolve_outputs() -> None:

@@ -1,0 +1,52 @@
+"""Quota preflight: the GPU family's On-Demand vCPU quota must hold the GPU nodes, before anything is declared."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.quota import QuotaError, gpu_vcpu_need
+from tools.offline import load_stack_config, run_stack
+
+P5_TP8 = {"gpuNodeType": "p5.48xlarge", "tensorParallelSize": 8}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code", "vcpus"),
+    [
+        ({}, "L-DB2E81BA", 2 * 32),
+        ({"gpuNodeType": "g6.12xlarge", "decodeReplicas": 3, "tensorParallelSize": 2}, "L-DB2E81BA", 2 * 48),
+        (P5_TP8, "L-417A185B", 2 * 192),
+    ],
+)
+def test_need_is_the_gpu_nodes_vcpus_under_their_familys_quota(overrides, code, vcpus):
+    """EC2 counts running On-Demand instances in vCPUs per family group: G and VT under L-DB2E81BA,
+    P under L-417A185B (https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html)."""
+    need = gpu_vcpu_need(load_stack_config(overrides))
+    assert (need.quota_code, need.vcpus) == (code, vcpus)
+
+
+def test_a_quota_that_holds_the_nodes_passes():
+    assert run_stack(vcpu_quota=64.0).outputs["clusterName"]
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_a_short_quota_fails_naming_code_need_and_value_before_any_resource(preview):
+    with pytest.raises(QuotaError) as refused:
+        run_stack(vcpu_quota=32.0, preview=preview)
+    message = str(refused.value)
+    assert "L-DB2E81BA (Running On-Demand G and VT instances)" in message
+    assert "is 32 vCPUs" in message
+    assert "need 64 (2 x g6.8xlarge of 32 vCPUs)" in message
+    assert "quotaPreflight" in message
+    assert refused.value.declared_resources == []
+
+
+def test_p_family_is_checked_against_the_p_quota():
+    with pytest.raises(QuotaError) as refused:
+        run_stack(P5_TP8, vcpu_quota=192.0)
+    assert "L-417A185B (Running On-Demand P instances)" in str(refused.value)
+    assert "need 384" in str(refused.value)
+
+
+def test_the_switch_skips_the_check():
+    assert run_stack({"quotaPreflight": False}, vcpu_quota=0.0).outputs["clusterName"]
