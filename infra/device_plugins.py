@@ -13,20 +13,13 @@ import pulumi
 from infra.cluster import Cluster
 from infra.config import StackConfig
 from infra.helm import Chart, pinned_release
-from infra.node_groups import GPU_ROLE_LABEL, GPU_TAINT, GpuNodes
+from infra.node_groups import GpuNodes
 from infra.regions import efa_plugin_repository
+from infra.scheduling import gpu_node_scheduling
 
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"
 EKS_CHARTS_REPO = "https://aws.github.io/eks-charts"
 PLUGIN_NAMESPACE = "kube-system"
-
-
-def gpu_node_scheduling() -> dict[str, Any]:
-    """Place a DaemonSet on the GPU nodes only, through their taint."""
-    return {
-        "nodeSelector": {"role": GPU_ROLE_LABEL},
-        "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
-    }
 
 
 def nvidia_plugin_chart(cfg: StackConfig) -> Chart:

@@ -17,11 +17,9 @@ import pulumi_eks as eks
 from infra.cluster import Cluster
 from infra.config import StackConfig
 from infra.network import Network, Placement
+from infra.scheduling import GPU_NODE_LABELS, GPU_TAINT, SYSTEM_NODE_LABELS
 
-SYSTEM_ROLE_LABEL = "system"
 SYSTEM_NODEGROUP_NAME = "system"
-GPU_ROLE_LABEL = "gpu-worker"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50
@@ -98,7 +96,7 @@ class SystemNodes(pulumi.ComponentResource):
             subnet_ids=list(network.private_subnet_ids.values()),
             egress=[resource for resources in network.private_egress.values() for resource in resources],
             ami_type=SYSTEM_AMI_TYPE,
-            labels={"role": SYSTEM_ROLE_LABEL},
+            labels=SYSTEM_NODE_LABELS,
             disk_size=SYSTEM_ROOT_VOLUME_GIB,
             enable_imd_sv2=True,
         )
@@ -217,8 +215,7 @@ class GpuNodes(pulumi.ComponentResource):
             subnet_ids=[network.private_subnet_ids[placement.gpu_az]],
             egress=network.private_egress[placement.gpu_az],
             ami_type=GPU_AMI_TYPE,
-            # The NVIDIA device plugin's default node affinity needs gpu.present, or it schedules nowhere.
-            labels={"role": GPU_ROLE_LABEL, "nvidia.com/gpu.present": "true"},
+            labels=GPU_NODE_LABELS,
             taints=[
                 aws.eks.NodeGroupTaintArgs(
                     key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect=EKS_TAINT_EFFECTS[GPU_TAINT["effect"]]

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from infra.config import StackConfig
-from infra.node_groups import GPU_ROLE_LABEL, GPU_TAINT, SYSTEM_ROLE_LABEL
+from infra.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.serve_config import build_serve_config
 from infra.topology import worker_cpu, worker_memory_gib
 
@@ -46,7 +46,7 @@ def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
             "spec": {
-                "nodeSelector": {"role": SYSTEM_ROLE_LABEL},
+                "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                 "containers": [
                     {
                         "name": "ray-head",
@@ -87,8 +87,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
             "spec": {
-                "nodeSelector": {"role": GPU_ROLE_LABEL},
-                "tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}],
+                **gpu_node_scheduling(),
                 "containers": [
                     {
                         "name": "ray-worker",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,14 @@ def test_the_stack_never_imports_the_tools_or_the_tests(path):
 
 def test_the_scan_sees_the_stacks_own_imports():
     assert "infra.stack" in imported_modules(PROJECT_DIR / "__main__.py")
+
+
+def test_the_pure_builders_load_without_the_cloud_sdks():
+    """The RayService and serve-config builders take their scheduling facts from infra.scheduling, not from the
+    node groups, so they load (in tools, in a GitOps pipeline) without pulumi_aws or pulumi_eks."""
+    probe = (
+        "import sys, infra.rayservice, infra.serve_config, infra.scheduling; "
+        "print(sorted(m for m in ('pulumi_aws', 'pulumi_eks', 'pulumi_kubernetes') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
