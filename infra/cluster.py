@@ -7,6 +7,8 @@ control-plane logging and KMS envelope encryption of Kubernetes secrets.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -58,20 +60,33 @@ def update_kubeconfig_command(cfg: StackConfig) -> str:
     return f"aws eks update-kubeconfig --region {cfg.region} --name {cfg.cluster_name}"
 
 
+@dataclass(frozen=True)
+class ClusterArgs:
+    """The EKS control plane's settings; `partition` is the one the AWS provider deploys into."""
+
+    cluster_name: str
+    kubernetes_version: str
+    partition: Partition
+    vpc_cni_version: str
+    kube_proxy_version: str
+    api_public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    admin_principal_arns: tuple[str, ...] = ()
+    control_plane_logging: bool = True
+    secrets_encryption: bool = True
+    protect: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
 class Cluster(pulumi.ComponentResource):
     eks_cluster: eks.Cluster
     node_role: aws.iam.Role
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     cluster_security_group_id: pulumi.Output[str]
+    cluster_name: str
 
     def __init__(
-        self,
-        name: str,
-        cfg: StackConfig,
-        network: Network,
-        partition: Partition,
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: ClusterArgs, network: Network, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -84,38 +99,38 @@ class Cluster(pulumi.ComponentResource):
                     "Statement": [
                         {
                             "Effect": "Allow",
-                            "Principal": {"Service": partition.service_principal("ec2")},
+                            "Principal": {"Service": args.partition.service_principal("ec2")},
                             "Action": "sts:AssumeRole",
                         }
                     ],
                 }
             ),
-            tags=cfg.tags,
+            tags=args.tags,
             opts=child,
         )
         for short_name, policy in NODE_MANAGED_POLICIES.items():
             aws.iam.RolePolicyAttachment(
                 f"node-role-{short_name}",
                 role=self.node_role.name,
-                policy_arn=partition.managed_policy_arn(policy),
+                policy_arn=args.partition.managed_policy_arn(policy),
                 opts=child,
             )
 
         secrets_key = None
-        if cfg.secrets_encryption:
+        if args.secrets_encryption:
             secrets_key = aws.kms.Key(
                 "secrets-key",
-                description=f"Envelope encryption of Kubernetes secrets in {cfg.cluster_name}",
+                description=f"Envelope encryption of Kubernetes secrets in {args.cluster_name}",
                 enable_key_rotation=True,
                 deletion_window_in_days=30,
-                tags=cfg.tags,
+                tags=args.tags,
                 opts=child,
             )
 
         self.eks_cluster = eks.Cluster(
             "eks",
-            name=cfg.cluster_name,
-            version=cfg.kubernetes_version,
+            name=args.cluster_name,
+            version=args.kubernetes_version,
             vpc_id=network.vpc_id,
             private_subnet_ids=list(network.private_subnet_ids.values()),
             public_subnet_ids=list(network.public_subnet_ids.values()),
@@ -123,24 +138,24 @@ class Cluster(pulumi.ComponentResource):
             skip_default_node_group=True,
             endpoint_private_access=True,
             endpoint_public_access=True,
-            public_access_cidrs=list(cfg.api_public_access_cidrs),
+            public_access_cidrs=list(args.api_public_access_cidrs),
             create_oidc_provider=True,
             authentication_mode=eks.AuthenticationMode.API,
             # No instance_roles: pulumi-eks rejects them in API mode, and EKS gives a managed node
             # group's role its node access entry by itself.
-            access_entries=access_entries(cfg.admin_principal_arns, partition),
-            enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if cfg.control_plane_logging else [],
+            access_entries=access_entries(args.admin_principal_arns, args.partition),
+            enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if args.control_plane_logging else [],
             encryption_config_key_arn=secrets_key.arn if secrets_key else None,
-            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=cfg.vpc_cni_version),
+            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.vpc_cni_version),
             # CoreDNS needs a node to become ACTIVE; inside this component it would be created before
             # any node group and block them all. `CoreDns` creates it after the system nodes.
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
-            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.kube_proxy_version),
-            deletion_protection=cfg.protect_resources,
-            tags=cfg.tags,
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=args.kube_proxy_version),
+            deletion_protection=args.protect,
+            tags=args.tags,
             # Everything in the cluster, load balancers included, comes after the internet path and
             # is gone before it is torn down.
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.protect_resources, depends_on=network.internet_path),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=network.internet_path),
         )
 
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
@@ -148,8 +163,9 @@ class Cluster(pulumi.ComponentResource):
         # Nodes launched from our own launch template (the GPU group) must carry the security group
         # EKS creates for the cluster, or they cannot reach the control plane and the other nodes.
         # The kubeconfig may be a secret; the cluster's name is not, so it must not taint the lookup.
-        created_name = pulumi.Output.unsecret(self.eks_cluster.kubeconfig_json.apply(lambda _: cfg.cluster_name))
+        created_name = pulumi.Output.unsecret(self.eks_cluster.kubeconfig_json.apply(lambda _: args.cluster_name))
         self.cluster_security_group_id = aws.eks.get_cluster_output(name=created_name).vpc_config.apply(
             lambda vpc_config: vpc_config.cluster_security_group_id
         )
-        self.register_outputs({"clusterName": cfg.cluster_name})
+        self.cluster_name = args.cluster_name
+        self.register_outputs({"clusterName": args.cluster_name})

@@ -6,12 +6,12 @@ scheduled only on the GPU nodes and tolerating their taint.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from infra.cluster import Cluster
-from infra.config import StackConfig
 from infra.helm import Chart, pinned_release
 from infra.node_groups import GpuNodes
 from infra.regions import efa_plugin_repository
@@ -22,18 +22,19 @@ EKS_CHARTS_REPO = "https://aws.github.io/eks-charts"
 PLUGIN_NAMESPACE = "kube-system"
 
 
-def nvidia_plugin_chart(cfg: StackConfig) -> Chart:
-    return Chart("nvidia-device-plugin", NVIDIA_REPO, cfg.nvidia_device_plugin_version)
+@dataclass(frozen=True)
+class DevicePluginsArgs:
+    """Chart versions of the two plugins, and the region whose registry serves the EFA plugin's image."""
+
+    nvidia_version: str
+    efa_version: str
+    region: str
 
 
-def efa_plugin_chart(cfg: StackConfig) -> Chart:
-    return Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, cfg.efa_device_plugin_version)
-
-
-def efa_plugin_values(cfg: StackConfig) -> dict[str, Any]:
+def efa_plugin_values(region: str) -> dict[str, Any]:
     # The chart's default image is in us-west-2; pulling from the cluster's region avoids cross-region pulls.
     return {
-        "image": {"repository": efa_plugin_repository(cfg.region)},
+        "image": {"repository": efa_plugin_repository(region)},
         **gpu_node_scheduling(),
     }
 
@@ -42,7 +43,7 @@ class DevicePlugins(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        cfg: StackConfig,
+        args: DevicePluginsArgs,
         cluster: Cluster,
         gpu_nodes: GpuNodes,
         opts: pulumi.ResourceOptions | None = None,
@@ -52,7 +53,7 @@ class DevicePlugins(pulumi.ComponentResource):
         after_nodes = [gpu_nodes.node_group]
         pinned_release(
             "nvidia-device-plugin",
-            nvidia_plugin_chart(cfg),
+            Chart("nvidia-device-plugin", NVIDIA_REPO, args.nvidia_version),
             PLUGIN_NAMESPACE,
             gpu_node_scheduling(),
             cluster.provider,
@@ -61,9 +62,9 @@ class DevicePlugins(pulumi.ComponentResource):
         )
         pinned_release(
             "efa-device-plugin",
-            efa_plugin_chart(cfg),
+            Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, args.efa_version),
             PLUGIN_NAMESPACE,
-            efa_plugin_values(cfg),
+            efa_plugin_values(args.region),
             cluster.provider,
             self,
             after_nodes,

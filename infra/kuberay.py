@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from infra.cluster import Cluster
-from infra.config import StackConfig
 from infra.helm import Chart, pinned_release
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
 OPERATOR_NAMESPACE = "kuberay-system"
 
 
-def kuberay_chart(cfg: StackConfig) -> Chart:
-    return Chart("kuberay-operator", KUBERAY_REPO, cfg.kuberay_version)
+@dataclass(frozen=True)
+class KubeRayOperatorArgs:
+    version: str  # of the kuberay-operator chart, which is the operator's version
 
 
 def kuberay_values() -> dict[str, Any]:
@@ -28,7 +29,7 @@ class KubeRayOperator(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        cfg: StackConfig,
+        args: KubeRayOperatorArgs,
         cluster: Cluster,
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
@@ -36,7 +37,7 @@ class KubeRayOperator(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         self.release = pinned_release(
             "kuberay-operator",
-            kuberay_chart(cfg),
+            Chart("kuberay-operator", KUBERAY_REPO, args.version),
             OPERATOR_NAMESPACE,
             kuberay_values(),
             cluster.provider,

@@ -7,7 +7,8 @@ subnet; the AZ choice is made from EC2's instance-type offerings before anything
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -83,6 +84,18 @@ def plan_subnets(vpc_cidr: str, azs: tuple[str, ...]) -> list[SubnetPlan]:
     return [SubnetPlan(az, str(blocks[i]), str(public_blocks[i])) for i, az in enumerate(azs)]
 
 
+@dataclass(frozen=True)
+class NetworkArgs:
+    """What the VPC is made of; `cluster_name` names it and tags its subnets for that cluster."""
+
+    cluster_name: str
+    vpc_cidr: str
+    azs: tuple[str, ...]  # the GPU AZ first (Placement.azs)
+    nat_gateway_per_az: bool = False
+    protect: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
 class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]
@@ -95,28 +108,26 @@ class Network(pulumi.ComponentResource):
     # being detached until they are gone.
     internet_path: list[pulumi.Resource]
 
-    def __init__(
-        self, name: str, cfg: StackConfig, placement: Placement, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("ray-llm-eks:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
         vpc = aws.ec2.Vpc(
             "vpc",
-            cidr_block=cfg.vpc_cidr,
+            cidr_block=args.vpc_cidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
-            tags={**cfg.tags, "Name": f"{cfg.cluster_name}-vpc"},
-            opts=pulumi.ResourceOptions(parent=self, protect=cfg.protect_resources),
+            tags={**args.tags, "Name": f"{args.cluster_name}-vpc"},
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         gateway = aws.ec2.InternetGateway(
-            "internet-gateway", vpc_id=vpc.id, tags={**cfg.tags, "Name": f"{cfg.cluster_name}-igw"}, opts=child
+            "internet-gateway", vpc_id=vpc.id, tags={**args.tags, "Name": f"{args.cluster_name}-igw"}, opts=child
         )
         public_routes = aws.ec2.RouteTable(
             "public-routes",
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
-            tags={**cfg.tags, "Name": f"{cfg.cluster_name}-public"},
+            tags={**args.tags, "Name": f"{args.cluster_name}-public"},
             opts=child,
         )
 
@@ -125,28 +136,28 @@ class Network(pulumi.ComponentResource):
         self.private_egress = {}
         self.internet_path = [gateway, public_routes]
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
-        subnet_plans = plan_subnets(cfg.vpc_cidr, placement.azs)
+        subnet_plans = plan_subnets(args.vpc_cidr, args.azs)
         for plan in subnet_plans:
-            public = self._subnet(cfg, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb", child)
+            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb", child)
             self.internet_path.append(
                 aws.ec2.RouteTableAssociation(
                     f"public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
                 )
             )
             self.public_subnet_ids[plan.az] = public.id
-            if cfg.nat_gateway_per_az or not nat_gateway_ids:
-                nat_gateway_ids[plan.az] = self._nat_gateway(cfg, plan.az, public, gateway, child)
+            if args.nat_gateway_per_az or not nat_gateway_ids:
+                nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway, child)
 
         for plan in subnet_plans:
             private = self._subnet(
-                cfg, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb", child
+                args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb", child
             )
             nat_id = nat_gateway_ids.get(plan.az, next(iter(nat_gateway_ids.values())))
             routes = aws.ec2.RouteTable(
                 f"private-routes-{plan.az}",
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
-                tags={**cfg.tags, "Name": f"{cfg.cluster_name}-private-{plan.az}"},
+                tags={**args.tags, "Name": f"{args.cluster_name}-private-{plan.az}"},
                 opts=child,
             )
             association = aws.ec2.RouteTableAssociation(
@@ -160,7 +171,7 @@ class Network(pulumi.ComponentResource):
 
     def _subnet(
         self,
-        cfg: StackConfig,
+        args: NetworkArgs,
         vpc_id: pulumi.Output[str],
         az: str,
         tier: str,
@@ -176,9 +187,9 @@ class Network(pulumi.ComponentResource):
             availability_zone=az,
             map_public_ip_on_launch=False,
             tags={
-                **cfg.tags,
-                f"kubernetes.io/cluster/{cfg.cluster_name}": "shared",
-                "Name": f"{cfg.cluster_name}-{tier}-{az}",
+                **args.tags,
+                f"kubernetes.io/cluster/{args.cluster_name}": "shared",
+                "Name": f"{args.cluster_name}-{tier}-{az}",
                 load_balancer_role_tag: "1",
             },
             opts=child,
@@ -186,20 +197,20 @@ class Network(pulumi.ComponentResource):
 
     def _nat_gateway(
         self,
-        cfg: StackConfig,
+        args: NetworkArgs,
         az: str,
         public_subnet: aws.ec2.Subnet,
         gateway: aws.ec2.InternetGateway,
         child: pulumi.ResourceOptions,
     ) -> pulumi.Output[str]:
         address = aws.ec2.Eip(
-            f"nat-{az}", domain="vpc", tags={**cfg.tags, "Name": f"{cfg.cluster_name}-nat-{az}"}, opts=child
+            f"nat-{az}", domain="vpc", tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"}, opts=child
         )
         nat = aws.ec2.NatGateway(
             f"nat-{az}",
             subnet_id=public_subnet.id,
             allocation_id=address.id,
-            tags={**cfg.tags, "Name": f"{cfg.cluster_name}-nat-{az}"},
+            tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
         )
         return nat.id

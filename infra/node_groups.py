@@ -8,6 +8,8 @@ IMDSv2 required and the root disk sized for the DLC image and model weights.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -15,8 +17,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from infra.cluster import Cluster
-from infra.config import StackConfig
-from infra.network import Network, Placement
+from infra.network import Network
 from infra.scheduling import GPU_NODE_LABELS, GPU_TAINT, SYSTEM_NODE_LABELS
 
 SYSTEM_NODEGROUP_NAME = "system"
@@ -40,7 +41,7 @@ def delete_node_group_before_replacing(args: pulumi.ResourceTransformArgs) -> pu
 
 def _managed_node_group(
     name: str,
-    cfg: StackConfig,
+    tags: Mapping[str, str],
     cluster: Cluster,
     parent: pulumi.Resource,
     *,
@@ -65,11 +66,21 @@ def _managed_node_group(
         ami_type=ami_type,
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count),
         labels=labels,
-        tags=cfg.tags,
+        tags=tags,
         # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside.
         opts=pulumi.ResourceOptions(parent=parent, depends_on=egress, transforms=[delete_node_group_before_replacing]),
         **extra,
     )
+
+
+@dataclass(frozen=True)
+class SystemNodesArgs:
+    """The CPU nodes of the system pods, the KubeRay operator and the Ray head, and the CoreDNS add-on they host."""
+
+    instance_type: str
+    count: int
+    coredns_version: str
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 class SystemNodes(pulumi.ComponentResource):
@@ -79,7 +90,7 @@ class SystemNodes(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        cfg: StackConfig,
+        args: SystemNodesArgs,
         cluster: Cluster,
         network: Network,
         opts: pulumi.ResourceOptions | None = None,
@@ -87,12 +98,12 @@ class SystemNodes(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
         self.node_group = _managed_node_group(
             "system",
-            cfg,
+            args.tags,
             cluster,
             self,
             node_group_name=SYSTEM_NODEGROUP_NAME,
-            instance_type=cfg.system_node_type,
-            count=cfg.system_node_count,
+            instance_type=args.instance_type,
+            count=args.count,
             subnet_ids=list(network.private_subnet_ids.values()),
             egress=[resource for resources in network.private_egress.values() for resource in resources],
             ami_type=SYSTEM_AMI_TYPE,
@@ -104,13 +115,13 @@ class SystemNodes(pulumi.ComponentResource):
         # before any node group, it would block every node group that waits for the cluster.
         self.coredns = aws.eks.Addon(
             "coredns",
-            cluster_name=cfg.cluster_name,
+            cluster_name=cluster.cluster_name,
             addon_name="coredns",
-            addon_version=cfg.coredns_version,
+            addon_version=args.coredns_version,
             # Take over the self-managed CoreDNS that EKS bootstraps with the cluster.
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
-            tags=cfg.tags,
+            tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),
         )
         self.register_outputs({})
@@ -138,6 +149,20 @@ def efa_network_interfaces(
     ]
 
 
+@dataclass(frozen=True)
+class GpuNodesArgs:
+    """The EFA-enabled GPU node group: one AZ, a cluster placement group, one EFA interface per EFA card."""
+
+    node_group_name: str
+    instance_type: str
+    count: int
+    az: str  # one of the network's AZs that offers instance_type
+    efa_interfaces: int
+    root_volume_gib: int = 200
+    capacity_reservation_id: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
 class GpuNodes(pulumi.ComponentResource):
     node_group: eks.ManagedNodeGroup
     node_group_name: str
@@ -145,10 +170,9 @@ class GpuNodes(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        cfg: StackConfig,
+        args: GpuNodesArgs,
         cluster: Cluster,
         network: Network,
-        placement: Placement,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ray-llm-eks:nodes:GpuNodes", name, None, opts)
@@ -161,22 +185,22 @@ class GpuNodes(pulumi.ComponentResource):
             vpc_id=network.vpc_id,
             ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
             egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-            tags={**cfg.tags, "Name": f"{cfg.cluster_name}-efa"},
+            tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
             opts=child,
         )
-        placement_group = aws.ec2.PlacementGroup("gpu-placement", strategy="cluster", tags=cfg.tags, opts=child)
+        placement_group = aws.ec2.PlacementGroup("gpu-placement", strategy="cluster", tags=args.tags, opts=child)
         capacity_reservation = (
             aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=cfg.capacity_reservation_id
+                    capacity_reservation_id=args.capacity_reservation_id
                 )
             )
-            if cfg.capacity_reservation_id
+            if args.capacity_reservation_id
             else None
         )
         launch_template = aws.ec2.LaunchTemplate(
             "gpu",
-            description=f"{cfg.gpu_nodegroup_name}: EFA, cluster placement, IMDSv2, {cfg.gpu_root_volume_gib} GiB root",
+            description=f"{args.node_group_name}: EFA, cluster placement, IMDSv2, {args.root_volume_gib} GiB root",
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
             ),
@@ -184,7 +208,7 @@ class GpuNodes(pulumi.ComponentResource):
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                     device_name=ROOT_DEVICE_NAME,
                     ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                        volume_size=cfg.gpu_root_volume_gib,
+                        volume_size=args.root_volume_gib,
                         volume_type="gp3",
                         encrypted="true",
                         delete_on_termination="true",
@@ -192,28 +216,28 @@ class GpuNodes(pulumi.ComponentResource):
                 )
             ],
             network_interfaces=efa_network_interfaces(
-                cfg.topology.node.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
+                args.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
             ),
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name),
             capacity_reservation_specification=capacity_reservation,
             tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=cfg.tags)
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=args.tags)
                 for kind in ("instance", "volume", "network-interface")
             ],
-            tags=cfg.tags,
+            tags=args.tags,
             opts=child,
         )
-        self.node_group_name = cfg.gpu_nodegroup_name
+        self.node_group_name = args.node_group_name
         self.node_group = _managed_node_group(
             "gpu",
-            cfg,
+            args.tags,
             cluster,
             self,
-            node_group_name=cfg.gpu_nodegroup_name,
-            instance_type=cfg.gpu_node_type,
-            count=cfg.gpu_node_count,
-            subnet_ids=[network.private_subnet_ids[placement.gpu_az]],
-            egress=network.private_egress[placement.gpu_az],
+            node_group_name=args.node_group_name,
+            instance_type=args.instance_type,
+            count=args.count,
+            subnet_ids=[network.private_subnet_ids[args.az]],
+            egress=network.private_egress[args.az],
             ami_type=GPU_AMI_TYPE,
             labels=GPU_NODE_LABELS,
             taints=[
@@ -225,4 +249,4 @@ class GpuNodes(pulumi.ComponentResource):
                 id=launch_template.id, version=launch_template.latest_version.apply(str)
             ),
         )
-        self.register_outputs({"nodeGroupName": cfg.gpu_nodegroup_name})
+        self.register_outputs({"nodeGroupName": args.node_group_name})

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.cluster import Cluster
-from infra.config import StackConfig
-from infra.kuberay import KubeRayOperator
-from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, build_rayservice, build_serve_load_balancer
+from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET
+
+
+@dataclass(frozen=True)
+class ServingArgs:
+    """The serving objects: plain manifests (`infra.rayservice` builds them), the operator that runs them, and the
+    token the RayService reads from the `hf-token` Secret when it refers to one."""
+
+    namespace: str
+    operator: KubeRayOperatorArgs
+    rayservice: Mapping[str, Any]
+    hf_token: pulumi.Input[str] | None = None
+    load_balancer: Mapping[str, Any] | None = None  # a Service in front of the serve pods
 
 
 class Serving(pulumi.ComponentResource):
@@ -17,7 +32,7 @@ class Serving(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        cfg: StackConfig,
+        args: ServingArgs,
         cluster: Cluster,
         system_nodes: pulumi.Resource,
         device_plugins: pulumi.Resource,
@@ -27,24 +42,24 @@ class Serving(pulumi.ComponentResource):
         in_cluster = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
 
         operator = KubeRayOperator(
-            "kuberay", cfg, cluster, depends_on=[system_nodes], opts=pulumi.ResourceOptions(parent=self)
+            "kuberay", args.operator, cluster, depends_on=[system_nodes], opts=pulumi.ResourceOptions(parent=self)
         )
         namespace = k8s.core.v1.Namespace(
-            "namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=cfg.namespace), opts=in_cluster
+            "namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace), opts=in_cluster
         )
         rayservice_deps: list[pulumi.Resource] = [operator.release, device_plugins, namespace]
-        if cfg.hf_token is not None:
+        if args.hf_token is not None:
             rayservice_deps.append(
                 k8s.core.v1.Secret(
                     "hf-token",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=cfg.namespace),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
                     type="Opaque",
-                    string_data={HF_TOKEN_KEY: cfg.hf_token},
+                    string_data={HF_TOKEN_KEY: args.hf_token},
                     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
                 )
             )
 
-        manifest = build_rayservice(cfg, with_hf_token=cfg.hf_token is not None)
+        manifest = args.rayservice
         k8s.apiextensions.CustomResource(
             "rayservice",
             api_version=manifest["apiVersion"],
@@ -56,8 +71,8 @@ class Serving(pulumi.ComponentResource):
         )
 
         self.load_balancer_hostname = None
-        if cfg.serve_exposure != "none":
-            service = build_serve_load_balancer(cfg)
+        if args.load_balancer is not None:
+            service = args.load_balancer
             load_balancer = k8s.core.v1.Service(
                 "serve-load-balancer",
                 metadata=service["metadata"],

@@ -6,30 +6,106 @@ from typing import Any
 
 import pulumi
 
-from infra.cluster import Cluster, discover_partition, update_kubeconfig_command
+from infra.cluster import Cluster, ClusterArgs, discover_partition, update_kubeconfig_command
 from infra.config import StackConfig
-from infra.device_plugins import DevicePlugins
-from infra.network import Network, discover_placement
-from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, SystemNodes
+from infra.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.kuberay import KubeRayOperatorArgs
+from infra.network import Network, NetworkArgs, discover_placement
+from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.quota import check_gpu_vcpu_quota
-from infra.rayservice import endpoint_outputs
-from infra.serve_app import Serving
+from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
+from infra.serve_app import Serving, ServingArgs
 
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
-    """Declares every resource and returns the stack outputs."""
+    """Declares every resource and returns the stack outputs.
+
+    The one place that maps config keys to resources: each component gets a small args object of
+    what it needs, so it can be reused in another stack without this project's config.
+    """
     # The lookups can reject the config (partition, gpuAz, the GPU quota); they run before any resource.
     partition = discover_partition(cfg)
     placement = discover_placement(cfg)
     check_gpu_vcpu_quota(cfg)
-    network = Network("network", cfg, placement)
-    cluster = Cluster("cluster", cfg, network, partition)
-    system_nodes = SystemNodes("system-nodes", cfg, cluster, network, opts=pulumi.ResourceOptions(parent=cluster))
-    gpu_nodes = GpuNodes("gpu-nodes", cfg, cluster, network, placement)
-    device_plugins = DevicePlugins(
-        "device-plugins", cfg, cluster, gpu_nodes, opts=pulumi.ResourceOptions(parent=gpu_nodes)
+    network = Network(
+        "network",
+        NetworkArgs(
+            cluster_name=cfg.cluster_name,
+            vpc_cidr=cfg.vpc_cidr,
+            azs=placement.azs,
+            nat_gateway_per_az=cfg.nat_gateway_per_az,
+            protect=cfg.protect_resources,
+            tags=cfg.tags,
+        ),
     )
-    serving = Serving("serving", cfg, cluster, system_nodes, device_plugins)
+    cluster = Cluster(
+        "cluster",
+        ClusterArgs(
+            cluster_name=cfg.cluster_name,
+            kubernetes_version=cfg.kubernetes_version,
+            partition=partition,
+            vpc_cni_version=cfg.vpc_cni_version,
+            kube_proxy_version=cfg.kube_proxy_version,
+            api_public_access_cidrs=cfg.api_public_access_cidrs,
+            admin_principal_arns=cfg.admin_principal_arns,
+            control_plane_logging=cfg.control_plane_logging,
+            secrets_encryption=cfg.secrets_encryption,
+            protect=cfg.protect_resources,
+            tags=cfg.tags,
+        ),
+        network,
+    )
+    system_nodes = SystemNodes(
+        "system-nodes",
+        SystemNodesArgs(
+            instance_type=cfg.system_node_type,
+            count=cfg.system_node_count,
+            coredns_version=cfg.coredns_version,
+            tags=cfg.tags,
+        ),
+        cluster,
+        network,
+        opts=pulumi.ResourceOptions(parent=cluster),
+    )
+    gpu_nodes = GpuNodes(
+        "gpu-nodes",
+        GpuNodesArgs(
+            node_group_name=cfg.gpu_nodegroup_name,
+            instance_type=cfg.gpu_node_type,
+            count=cfg.gpu_node_count,
+            az=placement.gpu_az,
+            efa_interfaces=cfg.topology.node.efa_interfaces,
+            root_volume_gib=cfg.gpu_root_volume_gib,
+            capacity_reservation_id=cfg.capacity_reservation_id,
+            tags=cfg.tags,
+        ),
+        cluster,
+        network,
+    )
+    device_plugins = DevicePlugins(
+        "device-plugins",
+        DevicePluginsArgs(
+            nvidia_version=cfg.nvidia_device_plugin_version,
+            efa_version=cfg.efa_device_plugin_version,
+            region=cfg.region,
+        ),
+        cluster,
+        gpu_nodes,
+        opts=pulumi.ResourceOptions(parent=gpu_nodes),
+    )
+    serving = Serving(
+        "serving",
+        ServingArgs(
+            namespace=cfg.namespace,
+            operator=KubeRayOperatorArgs(version=cfg.kuberay_version),
+            rayservice=build_rayservice(cfg, with_hf_token=cfg.hf_token is not None),
+            hf_token=cfg.hf_token,
+            load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
+        ),
+        cluster,
+        system_nodes,
+        device_plugins,
+    )
 
     outputs: dict[str, Any] = {
         "region": cfg.region,

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
+import pulumi
 import pytest
 
+from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
 STACK_MODULES = sorted([*(PROJECT_DIR / "infra").glob("*.py"), PROJECT_DIR / "__main__.py"])
@@ -44,3 +48,33 @@ def test_the_pure_builders_load_without_the_cloud_sdks():
     )
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_no_component_takes_the_projects_config():
+    """Components take typed args (infra/stack.py builds them), so another stack can reuse them."""
+    components = [
+        member
+        for path in STACK_MODULES
+        if path.parent.name == "infra"
+        for member in vars(importlib.import_module(f"infra.{path.stem}")).values()
+        if isinstance(member, type)
+        and issubclass(member, pulumi.ComponentResource)
+        and member.__module__.startswith("infra.")
+    ]
+    assert {component.__name__ for component in components} >= {"Network", "Cluster", "GpuNodes", "Serving"}
+    for component in components:
+        assert "StackConfig" not in str(inspect.signature(component.__init__)), component.__name__
+
+
+def test_the_readme_reuse_example_declares_its_own_gpu_nodes(tmp_path):
+    readme = (PROJECT_DIR / "README.md").read_text()
+    example = readme.split("```python\n# reuse example", 1)[1].split("\n", 1)[1].split("```", 1)[0]
+    program = tmp_path / "__main__.py"
+    program.write_text(example)
+    run = run_stack({"aws:region": "us-east-1"}, program_file=program)
+    node_group = run.get("eks:index:ManagedNodeGroup", "gpu")
+    assert node_group.inputs["nodeGroupName"] == "p5"
+    assert node_group.inputs["instanceTypes"] == ["p5.48xlarge"]
+    assert len(run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu").inputs["networkInterfaces"]) == 32
+    assert run.get("eks:index:Cluster", "eks").inputs["name"] == "research"
+    assert run.outputs == {"gpuNodeGroupName": "p5"}

@@ -14,6 +14,7 @@ import json
 import runpy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -344,8 +345,9 @@ def run_stack(
     gpu_offering_azs: list[str] | None = None,
     preview: bool = False,
     vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+    program_file: Path = PROJECT_DIR / "__main__.py",
 ) -> StackRun:
-    """Runs `__main__.py` of the project with the given stack's config; returns what it declared.
+    """Runs a Pulumi program (the project's `__main__.py`) with the given stack's config; returns what it declared.
 
     `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota.
     """
@@ -361,7 +363,7 @@ def run_stack(
 
     @pulumi.runtime.test
     def program() -> pulumi.Output[None]:
-        runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
+        runpy.run_path(str(program_file), run_name="__main__")
         return pulumi.Output.from_input(resolve_outputs())
 
     try:
