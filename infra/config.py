@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import pulumi
-from pulumi.runtime.config import is_config_secret
+from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
+from infra.config_keys import declared_settings, unknown_key_problems
 from infra.instance_types import (
     EFA_GPU_INSTANCE_TYPES,
     EFA_TYPES_WITHOUT_GPU,
@@ -42,6 +43,68 @@ IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f
 CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 MIN_KUBERNETES_MINOR = 29
+# Keys whose value is a credential: the only ones a stack file may hold encrypted (`secure:`).
+SECRET_SETTINGS = frozenset({"hfToken"})
+
+# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
+DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
+# KubeRay releases whose CRDs are vendored and the RayService is validated against (tests/test_render_schemas.py).
+VALIDATED_KUBERAY_VERSIONS = ("1.4.0",)
+
+# Upper bounds, each with the reason it names in its message.
+# A VPC is split into 8 blocks (network.PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
+MAX_AZS = 7
+# EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+MAX_NODES_PER_NODE_GROUP = 450
+# gp3 volume size is 1 GiB - 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
+MAX_GP3_GIB = 16384
+# 2^20 tokens: an 8B GQA model's KV cache for that context (128 KiB/token) alone needs 128 GiB, more than any
+# one GPU of the supported types holds; vLLM further caps it at the model's own max_position_embeddings.
+MAX_MODEL_LEN = 1_048_576
+# 12 h, the longest an assumed IAM role's credentials last (MaxSessionDuration, IAM user guide
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html): a longer wait outlives them.
+MAX_SERVE_READY_MINUTES = 720
+
+# AWS tag values: up to 256 Unicode characters; letters, numbers, spaces and _ . : / = + - @
+# (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+TAG_VALUE_PATTERN = re.compile(r"[\w .:/=+\-@]{0,256}")
+TAG_VALUE_RULE = "at most 256 letters, digits, spaces and _ . : / = + - @ (AWS tag value rules)"
+
+# IPv4 blocks no VPC can use: not unicast, or reserved for the host itself (RFC 6890), or, for
+# 172.17.0.0/16, a range the VPC user guide says not to use because Docker and AWS services take it
+# (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html).
+NON_VPC_RANGES = {
+    "0.0.0.0/8": "'this network' (RFC 1122)",
+    "127.0.0.0/8": "loopback",
+    "169.254.0.0/16": "link-local, where the instance metadata service lives",
+    "172.17.0.0/16": "used by Docker and some AWS services; the VPC user guide says not to use it",
+    "224.0.0.0/4": "multicast",
+    "240.0.0.0/4": "reserved (RFC 1112)",
+}
+# RFC 5737's documentation ranges: no real client has one of these addresses.
+DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+# Addresses never seen as a source on the internet (RFC 6890 special-purpose blocks that are not
+# globally reachable); a set of CIDRs covering every other address is open to the whole internet.
+NOT_ON_THE_INTERNET = tuple(
+    ipaddress.IPv4Network(c)
+    for c in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+)
+API_ALLOW_LIST_COMMAND = "pulumi config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32"
 
 T = TypeVar("T")
 
@@ -169,13 +232,14 @@ class _Reader:
             self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed} (or empty)")
         return raw or None
 
-    def integer(self, key: str, minimum: int, why: str = "") -> int:
+    def integer(self, key: str, minimum: int, why: str = "", maximum: int | None = None) -> int:
         raw = self._raw(key)
-        allowed = f"an integer >= {minimum}{why}"
+        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        allowed = f"an integer {bounds}{why}"
 
         def parse(text: str) -> int:
             value = int(text)
-            if value < minimum:
+            if value < minimum or (maximum is not None and value > maximum):
                 raise ValueError(text)
             return value
 
@@ -197,6 +261,12 @@ class _Reader:
             self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(options)}")
         return raw
 
+    def tag_value(self, key: str) -> str:
+        raw = self._raw(key)
+        if not TAG_VALUE_PATTERN.fullmatch(raw):
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {TAG_VALUE_RULE} (or empty)")
+        return raw
+
     def string_list(self, key: str, item: Callable[[str], str], allowed: str) -> tuple[str, ...]:
         raw = self._raw(key) or "[]"
 
@@ -214,6 +284,49 @@ class _Reader:
 
 def _cidr(text: str) -> str:
     return str(ipaddress.IPv4Network(text, strict=True))
+
+
+def _client_cidr(text: str) -> str:
+    """A CIDR that real clients can come from: RFC 5737's documentation ranges reach nothing."""
+    network = ipaddress.IPv4Network(text, strict=True)
+    if any(network.subnet_of(documentation) for documentation in DOCUMENTATION_RANGES):
+        raise ValueError(text)
+    return str(network)
+
+
+def _vpc_cidr_problem(value: str) -> str | None:
+    allowed = (
+        "an IPv4 network address with a /16 to /20 prefix and no host bits set, in RFC 1918 private space "
+        "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
+    )
+    try:
+        network = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as error:
+        return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
+    if not 16 <= network.prefixlen <= 20:
+        return f"vpcCidr={value!r} is invalid: allowed is {allowed}"
+    for block, why in NON_VPC_RANGES.items():
+        if network.overlaps(ipaddress.IPv4Network(block)):
+            return f"vpcCidr={value!r} is invalid: it overlaps {block}, {why}; allowed is {allowed}"
+    return None
+
+
+def _subtract(blocks: list[ipaddress.IPv4Network], cidr: ipaddress.IPv4Network) -> list[ipaddress.IPv4Network]:
+    rest: list[ipaddress.IPv4Network] = []
+    for block in blocks:
+        if not block.overlaps(cidr):
+            rest.append(block)
+        elif not block.subnet_of(cidr):
+            rest.extend(block.address_exclude(cidr))
+    return rest
+
+
+def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
+    """Whether every globally reachable IPv4 address is inside one of `cidrs` (0.0.0.0/1 + 128.0.0.0/1 is)."""
+    uncovered = [ipaddress.IPv4Network("0.0.0.0/0")]
+    for block in (*NOT_ON_THE_INTERNET, *(ipaddress.IPv4Network(c) for c in cidrs)):
+        uncovered = _subtract(uncovered, block)
+    return not uncovered
 
 
 def _iam_principal(text: str) -> str:
@@ -299,7 +412,12 @@ def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: Ser
     """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
     tensor_parallel_size = read.integer("tensorParallelSize", 1)
     pipeline_parallel_size = read.integer("pipelineParallelSize", 1)
-    requested_nodes = read.integer("gpuNodeCount", 0, " (0 derives it from the prefill/decode layout)")
+    requested_nodes = read.integer(
+        "gpuNodeCount",
+        0,
+        f" (0 derives it from the prefill/decode layout; EKS allows {MAX_NODES_PER_NODE_GROUP} per node group)",
+        maximum=MAX_NODES_PER_NODE_GROUP,
+    )
     instance = EFA_GPU_INSTANCE_TYPES.get(gpu_node_type)
     # An unknown gpuNodeType is reported on its own; the layout cannot be checked against it.
     shape = node_shape(instance) if instance else NodeShape(gpu_node_type, 0, 0, 0, 0)
@@ -315,11 +433,73 @@ def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: Ser
     return topology
 
 
+def _encrypted_setting_problems(config: pulumi.Config, keys: list[str]) -> list[str]:
+    """A secret value where no secret belongs hides a setting from review and from `pulumi preview`."""
+    return [
+        f"{key} is stored encrypted (secure:) but is not a secret setting: set it in plain text with "
+        f"`pulumi config set {key} <value>` (only {', '.join(sorted(SECRET_SETTINGS))} may be secret)"
+        for key in keys
+        if key not in SECRET_SETTINGS and is_config_secret(config.full_key(key))
+    ]
+
+
+def _every_config_key() -> set[str]:
+    """Every key the stack sets: the CLI hands them over as PULUMI_CONFIG, mocks and automation set them in-process."""
+    return set(get_config_env()) | set(CONFIG.get())
+
+
+def _ray_version_problem(ray_version: str, custom_image: bool) -> str | None:
+    if custom_image or ray_version == DEFAULT_IMAGE_RAY_VERSION:
+        return None
+    return (
+        f"rayVersion={ray_version!r} is invalid: the default image runs Ray {DEFAULT_IMAGE_RAY_VERSION}, "
+        f"so allowed is {DEFAULT_IMAGE_RAY_VERSION} (or set dlcImage to an image that runs Ray {ray_version})"
+    )
+
+
+def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | None:
+    if version in VALIDATED_KUBERAY_VERSIONS or not SEMVER_PATTERN.match(version):
+        return None
+    if allow_unvalidated:
+        pulumi.log.warn(
+            f"kuberayVersion={version!r} was not validated: the RayService was checked against the CRDs of KubeRay "
+            f"{', '.join(VALIDATED_KUBERAY_VERSIONS)} only (allowUnvalidatedKuberayVersion=true)"
+        )
+        return None
+    return (
+        f"kuberayVersion={version!r} is invalid: allowed is a KubeRay release whose CRDs the RayService is "
+        f"validated against ({', '.join(VALIDATED_KUBERAY_VERSIONS)}), or set allowUnvalidatedKuberayVersion "
+        "to true to deploy another one unchecked"
+    )
+
+
+def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+    if cidrs or raw not in ("", "[]"):
+        return None
+    # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+    return (
+        "apiPublicAccessCidrs is empty: EKS would then open the public API endpoint to 0.0.0.0/0. "
+        "Allowed is a list of the public CIDRs `pulumi up`, kubectl and CI connect from; add yours with "
+        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`)"
+    )
+
+
+def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
+    if exposure != "internet-facing" or (cidrs and not covers_the_internet(cidrs)):
+        return None
+    return (
+        f"serveExposure='internet-facing' needs serveSourceCidrs narrower than the whole internet "
+        f"(got {list(cidrs)}, which together admit every internet address): an open inference endpoint is not allowed"
+    )
+
+
 def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config | None = None) -> StackConfig:
     """Builds the frozen stack config, or raises ConfigError naming every bad key."""
     config = config or pulumi.Config()
     aws_config = aws_config or pulumi.Config("aws")
     read = _Reader(config)
+    read.problems.extend(unknown_key_problems(_every_config_key()))
     region = aws_config.get("region") or ""
     unsupported_region = region_problem(region)
     if unsupported_region:
@@ -327,17 +507,25 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
 
     cluster_name = read.text("clusterName", EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'")
     kubernetes_version = read.text("kubernetesVersion")
+    vpc_cidr = read.text("vpcCidr")
     gpu_node_type = read.text("gpuNodeType")
     gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"), "an Availability Zone name")
     dlc_image = read.optional_text("dlcImage", IMAGE_PATTERN, "an image reference pinned by tag or digest")
+    kuberay_version = read.text("kuberayVersion", SEMVER_PATTERN, "a version such as 1.4.0")
+    allow_unvalidated_kuberay = read.boolean("allowUnvalidatedKuberayVersion")
+    ray_version = read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0")
     hf_token_raw = config.get("hfToken")
     problems = [
+        _vpc_cidr_problem(vpc_cidr),
         _kubernetes_version_problem(kubernetes_version),
         _gpu_type_problem(gpu_node_type),
         _gpu_az_problem(gpu_az, region),
         _hf_token_problem(config, hf_token_raw),
+        _kuberay_version_problem(kuberay_version, allow_unvalidated_kuberay),
+        _ray_version_problem(ray_version, custom_image=dlc_image is not None),
     ]
     read.problems.extend(p for p in problems if p)
+    read.problems.extend(_encrypted_setting_problems(config, [key for key in declared_settings() if ":" not in key]))
     if dlc_image and dlc_image.endswith(":latest"):
         read.problems.append(f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag")
 
@@ -346,17 +534,20 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     topology = _topology(read, gpu_node_type, prefill, decode)
 
     semver = "a version such as 1.4.0"
-    cidr_list = "IPv4 CIDRs such as 203.0.113.0/24"
+    client_cidr_list = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
+    node_group_quota = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
     cfg = StackConfig(
         project=pulumi.get_project(),
         stack=pulumi.get_stack(),
         region=region,
-        vpc_cidr=read.text("vpcCidr", re.compile(r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|20)$"), "an IPv4 CIDR from /16 to /20"),
-        max_azs=read.integer("maxAzs", 2, " (EKS needs subnets in two Availability Zones)"),
+        vpc_cidr=vpc_cidr,
+        max_azs=read.integer(
+            "maxAzs", 2, f" (EKS needs two Availability Zones; vpcCidr has room for {MAX_AZS})", maximum=MAX_AZS
+        ),
         nat_gateway_per_az=read.boolean("natGatewayPerAz"),
         cluster_name=cluster_name,
         kubernetes_version=kubernetes_version,
-        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _cidr, cidr_list),
+        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _client_cidr, client_cidr_list),
         admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
         control_plane_logging=read.boolean("controlPlaneLogging"),
         secrets_encryption=read.boolean("secretsEncryption"),
@@ -370,11 +561,16 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
             "kubeProxyVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2"
         ),
         system_node_type=read.text("systemNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
-        system_node_count=read.integer("systemNodeCount", 1),
+        system_node_count=read.integer("systemNodeCount", 1, node_group_quota, maximum=MAX_NODES_PER_NODE_GROUP),
         gpu_node_type=gpu_node_type,
         gpu_nodegroup_name=read.text("gpuNodegroupName", NODEGROUP_NAME_PATTERN, "1-63 letters, digits, '-' or '_'"),
         gpu_az=gpu_az,
-        gpu_root_volume_gib=read.integer("gpuRootVolumeGiB", 50, " (the DLC image and model weights land there)"),
+        gpu_root_volume_gib=read.integer(
+            "gpuRootVolumeGiB",
+            50,
+            f" GiB (the DLC image and model weights land there; a gp3 volume holds at most {MAX_GP3_GIB} GiB)",
+            maximum=MAX_GP3_GIB,
+        ),
         capacity_reservation_id=read.optional_text(
             "capacityReservationId",
             CAPACITY_RESERVATION_PATTERN,
@@ -386,8 +582,8 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
             "efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"
         ),
         dlc_image=dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
-        kuberay_version=read.text("kuberayVersion", SEMVER_PATTERN, semver),
-        ray_version=read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0"),
+        kuberay_version=kuberay_version,
+        ray_version=ray_version,
         ray_service_name=read.text(
             "rayServiceName",
             RAYSERVICE_NAME_PATTERN,
@@ -396,27 +592,34 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         namespace=read.text("namespace", DNS_LABEL_PATTERN, "a DNS label (lower-case letters, digits, '-')"),
         model_id=read.text("modelId", re.compile(r"^\S+$"), "a non-empty name without spaces"),
         model_source=read.text("modelSource", re.compile(r"^\S+$"), "a Hugging Face repo id, s3:// or local path"),
-        max_model_len=read.integer("maxModelLen", 1),
+        max_model_len=read.integer(
+            "maxModelLen",
+            1,
+            " tokens (2^20: more KV cache than one GPU of the supported types holds for an 8B model)",
+            maximum=MAX_MODEL_LEN,
+        ),
         prefill=prefill,
         decode=decode,
         topology=topology,
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
-        serve_source_cidrs=read.string_list("serveSourceCidrs", _cidr, cidr_list),
-        serve_ready_timeout_minutes=read.integer("serveReadyTimeoutMinutes", 5),
-        owner=read.text("owner"),
-        cost_center=read.text("costCenter"),
+        serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),
+        serve_ready_timeout_minutes=read.integer(
+            "serveReadyTimeoutMinutes",
+            5,
+            f" (an assumed IAM role's credentials last at most {MAX_SERVE_READY_MINUTES // 60} h)",
+            maximum=MAX_SERVE_READY_MINUTES,
+        ),
+        owner=read.tag_value("owner"),
+        cost_center=read.tag_value("costCenter"),
         protect_resources=read.boolean("protectResources"),
     )
-    open_to_all = [cidr for cidr in cfg.serve_source_cidrs if cidr.endswith("/0")]
-    if cfg.serve_exposure == "internet-facing" and (open_to_all or not cfg.serve_source_cidrs):
-        read.problems.append(
-            f"serveExposure='internet-facing' needs serveSourceCidrs narrower than the whole internet "
-            f"(got {list(cfg.serve_source_cidrs)}): an open inference endpoint is not allowed"
-        )
-    kube_proxy_problem = _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version)
-    if kube_proxy_problem:
-        read.problems.append(kube_proxy_problem)
+    problems = [
+        _api_allow_list_problem(cfg.api_public_access_cidrs, config.get("apiPublicAccessCidrs") or ""),
+        _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
+        _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
+    ]
+    read.problems.extend(p for p in problems if p)
     if read.problems:
         raise ConfigError(read.problems)
     return cfg

@@ -5,15 +5,38 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.openai_server import OpenAIServer
+from tools import offline
 from tools.offline import StackRun, run_stack
-from tools.project import SHIPPED_STACKS
+from tools.project import PROJECT, SHIPPED_STACKS
 
 # Ray's validation classes must never reach for a cluster in tests.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
+
+# The public range a test operator deploys from (global unicast, not an RFC 5737 documentation range).
+OPERATOR_CIDRS = ["100.24.10.0/24"]
+API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def operator_allow_list() -> Iterator[None]:
+    """Every stack file as a new user has it after the README's first step, which adds their address.
+
+    No shipped stack carries an API allow-list (a real one is the user's own address); the step
+    `pulumi config set --path 'apiPublicAccessCidrs[0]' <ip>/32` writes it into Pulumi.<stack>.yaml.
+    """
+    stack_file_values = offline._stack_file_values
+
+    def with_allow_list(stack: str) -> dict[str, Any]:
+        return {API_ALLOW_LIST_KEY: OPERATOR_CIDRS, **stack_file_values(stack)}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(offline, "_stack_file_values", with_allow_list)
+        yield
 
 
 @pytest.fixture(scope="session")

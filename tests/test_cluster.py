@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import OPERATOR_CIDRS
 from tools.offline import run_stack
 
 CLUSTER = "eks:index:Cluster"
@@ -31,9 +32,11 @@ def test_cluster_has_no_default_node_group_and_private_nodes(dev):
 def test_api_endpoint_is_private_and_public_with_configured_cidrs(dev, prod):
     assert cluster_inputs(dev)["endpointPrivateAccess"] is True
     assert cluster_inputs(dev)["endpointPublicAccess"] is True
-    assert cluster_inputs(run_stack(stack="unset"))["publicAccessCidrs"] == ["0.0.0.0/0"]
-    assert cluster_inputs(dev)["publicAccessCidrs"] == ["198.51.100.0/24"]
-    assert cluster_inputs(prod)["publicAccessCidrs"] == ["203.0.113.0/24"]
+    assert cluster_inputs(dev)["publicAccessCidrs"] == OPERATOR_CIDRS
+    assert cluster_inputs(prod)["publicAccessCidrs"] == OPERATOR_CIDRS
+    assert cluster_inputs(run_stack({"apiPublicAccessCidrs": ["100.24.30.0/24"]}))["publicAccessCidrs"] == [
+        "100.24.30.0/24"
+    ]
 
 
 def test_oidc_provider_is_on(dev):

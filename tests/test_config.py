@@ -7,9 +7,19 @@ import dataclasses
 import pulumi
 import pytest
 
-from infra.config import ConfigError, ServeSide, load_config
+from infra.config import (
+    API_ALLOW_LIST_COMMAND,
+    DEFAULT_IMAGE_RAY_VERSION,
+    VALIDATED_KUBERAY_VERSIONS,
+    ConfigError,
+    ServeSide,
+    covers_the_internet,
+    load_config,
+)
+from infra.config_keys import aws_provider_keys, kubernetes_provider_keys
+from tests.schemas import kuberay_dir
 from tools.offline import load_stack_config, run_stack
-from tools.project import SHIPPED_STACKS, declared_config
+from tools.project import PROJECT_DIR, SHIPPED_STACKS, declared_config
 
 # The sample's env.sh, variable by variable (stack "unset" has no stack file: pure project defaults).
 ENV_SH_DEFAULTS = {
@@ -98,8 +108,6 @@ def test_region_override_moves_the_default_image():
         ("gpuNodegroupName", "l40s", "gpu_nodegroup_name", "l40s"),
         ("gpuAz", "sa-east-1b", "gpu_az", "sa-east-1b"),
         ("dlcImage", "example.com/ray/llm:2.58.0", "dlc_image", "example.com/ray/llm:2.58.0"),
-        ("kuberayVersion", "1.4.2", "kuberay_version", "1.4.2"),
-        ("rayVersion", "2.59.0", "ray_version", "2.59.0"),
         ("rayServiceName", "chat", "ray_service_name", "chat"),
         ("namespace", "llm", "namespace", "llm"),
         ("modelId", "llama", "model_id", "llama"),
@@ -107,7 +115,7 @@ def test_region_override_moves_the_default_image():
         ("maxModelLen", 8192, "max_model_len", 8192),
         ("vpcCidr", "10.20.0.0/16", "vpc_cidr", "10.20.0.0/16"),
         ("natGatewayPerAz", True, "nat_gateway_per_az", True),
-        ("apiPublicAccessCidrs", ["198.51.100.0/24"], "api_public_access_cidrs", ("198.51.100.0/24",)),
+        ("apiPublicAccessCidrs", ["100.24.30.0/24"], "api_public_access_cidrs", ("100.24.30.0/24",)),
         ("gpuRootVolumeGiB", 400, "gpu_root_volume_gib", 400),
         ("capacityReservationId", "cr-0123456789abcdef0", "capacity_reservation_id", "cr-0123456789abcdef0"),
         ("serveExposure", "internal", "serve_exposure", "internal"),
@@ -143,15 +151,23 @@ def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
 BAD_VALUES = [
     ("gpuNodeCount", 1, "the layout needs exactly 2"),
     ("gpuNodeCount", 3, "the layout needs exactly 2"),
-    ("gpuNodeCount", "two", "an integer >= 0"),
+    ("gpuNodeCount", "two", "an integer from 0 to 450"),
+    ("gpuNodeCount", 451, "EKS allows 450 per node group"),
     ("gpuNodeType", "g6.xlarge", "no EFA network interface"),
     ("gpuNodeType", "c5n.18xlarge", "has no GPU"),
     ("gpuNodeType", "m7i.xlarge", "not a known EFA-capable GPU instance type"),
-    ("systemNodeCount", 0, "an integer >= 1"),
-    ("maxModelLen", "4k", "an integer >= 1"),
-    ("maxModelLen", "4096.5", "an integer >= 1"),
-    ("maxModelLen", 0, "an integer >= 1"),
-    ("maxModelLen", -1, "an integer >= 1"),
+    ("systemNodeCount", 0, "an integer from 1 to 450"),
+    ("systemNodeCount", 451, "EKS allows 450 nodes per managed node group"),
+    ("maxAzs", 1, "EKS needs two Availability Zones"),
+    ("maxAzs", 8, "vpcCidr has room for 7"),
+    ("maxModelLen", "4k", "an integer from 1 to 1048576"),
+    ("maxModelLen", "4096.5", "an integer from 1 to 1048576"),
+    ("maxModelLen", 0, "an integer from 1 to 1048576"),
+    ("maxModelLen", -1, "an integer from 1 to 1048576"),
+    ("maxModelLen", 100000000, "an integer from 1 to 1048576 tokens"),
+    ("gpuRootVolumeGiB", 100000, "a gp3 volume holds at most 16384 GiB"),
+    ("gpuRootVolumeGiB", 10, "an integer from 50 to 16384"),
+    ("serveReadyTimeoutMinutes", 100000, "credentials last at most 12 h"),
     ("kubernetesVersion", "v1.35", "MAJOR.MINOR"),
     ("kubernetesVersion", "1.35.2", "MAJOR.MINOR"),
     ("aws:region", "sa-east", "AWS region name"),
@@ -162,16 +178,30 @@ BAD_VALUES = [
     ("rayServiceName", "Ray_LLM", "DNS label"),
     ("namespace", "Inference", "DNS label"),
     ("vpcCidr", "10.0.0.0/24", "/16 to /20"),
+    ("vpcCidr", "10.0.0.1/16", "has host bits set"),
+    ("vpcCidr", "999.1.2.3/16", "Octet 999 (> 255) not permitted"),
+    ("vpcCidr", "224.0.0.0/16", "multicast"),
+    ("vpcCidr", "0.0.0.0/16", "'this network'"),
+    ("vpcCidr", "172.17.0.0/16", "the VPC user guide says not to use it"),
+    ("vpcCidr", "169.254.0.0/16", "link-local"),
     ("natGatewayPerAz", "yes", "true or false"),
     ("apiPublicAccessCidrs", ["10.0.0.300/24"], "IPv4 CIDRs"),
+    ("apiPublicAccessCidrs", ["198.51.100.0/24"], "RFC 5737 documentation ranges reach no one"),
+    ("apiPublicAccessCidrs", ["203.0.113.7/32"], "RFC 5737 documentation ranges reach no one"),
     ("adminPrincipalArns", ["admin"], "IAM role or user ARNs"),
     ("dlcImage", "example.com/ray/llm:latest", "'latest' is not a pinned tag"),
     ("dlcImage", "example.com/ray/llm", "pinned by tag or digest"),
     ("kuberayVersion", "latest", "a version such as 1.4.0"),
+    ("kuberayVersion", "9.9.9", "validated against (1.4.0)"),
+    ("rayVersion", "2.59.0", "the default image runs Ray 2.58.0"),
     ("capacityReservationId", "reservation-1", "cr-0123456789abcdef0"),
     ("serveExposure", "public", "none, internal, internet-facing"),
     ("serveExposure", "internet-facing", "needs serveSourceCidrs"),
+    ("serveSourceCidrs", ["192.0.2.0/24"], "RFC 5737 documentation ranges reach no one"),
     ("hfToken", "hf_plain", "pulumi config set --secret hfToken"),
+    ("owner", "x" * 300, "at most 256 letters"),
+    ("owner", "team\nlead", "AWS tag value rules"),
+    ("costCenter", "ml;<dev>", "AWS tag value rules"),
 ]
 
 
@@ -183,28 +213,149 @@ def test_bad_value_is_rejected_naming_key_value_and_what_is_allowed(key, value, 
     assert key in message
     assert allowed in message
     if key != "hfToken":  # the token itself is never echoed
-        assert str(value if not isinstance(value, list) else value[0]) in message
+        for shown in value if isinstance(value, list) else [value]:
+            assert repr(str(shown)).strip("'") in message or str(shown) in message
 
 
-def test_internet_facing_endpoint_open_to_everyone_is_rejected():
-    with pytest.raises(ConfigError, match="narrower than the whole internet"):
-        load_stack_config({"serveExposure": "internet-facing", "serveSourceCidrs": ["0.0.0.0/0"]})
+# Rejections that take more than one key, or name something other than a value.
+REJECTED_COMBINATIONS = {
+    "empty-api-allow-list": (
+        {"apiPublicAccessCidrs": []},
+        ["apiPublicAccessCidrs is empty", "0.0.0.0/0", f"`{API_ALLOW_LIST_COMMAND}`"],
+    ),
+    "serve-open-to-all": (
+        {"serveExposure": "internet-facing", "serveSourceCidrs": ["0.0.0.0/0"]},
+        ["serveSourceCidrs narrower than the whole internet", "0.0.0.0/0"],
+    ),
+    "serve-two-halves": (
+        {"serveExposure": "internet-facing", "serveSourceCidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
+        ["narrower than the whole internet", "0.0.0.0/1", "128.0.0.0/1"],
+    ),
+    "serve-everything-but-private": (
+        {
+            "serveExposure": "internet-facing",
+            # Every address but 10.0.0.0/8, which is private anyway.
+            "serveSourceCidrs": [
+                *("0.0.0.0/5", "8.0.0.0/7", "11.0.0.0/8", "12.0.0.0/6", "16.0.0.0/4"),
+                *("32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/3", "224.0.0.0/3"),
+            ],
+        },
+        ["narrower than the whole internet", "every internet address"],
+    ),
+    "project-typo": ({"gpuNodeCont": 3}, ["ray-llm-eks:gpuNodeCont is not a setting", "did you mean 'gpuNodeCount'?"]),
+    "aws-typo": ({"aws:regoin": "us-west-2"}, ["aws:regoin is not a setting of the aws provider", "'region'"]),
+    "kubernetes-typo": (
+        {"kubernetes:enableServerSideAply": True},
+        ["kubernetes:enableServerSideAply is not a setting", "'enableServerSideApply'"],
+    ),
+    "unvalidated-override-is-no-typo-pass": (
+        {"allowUnvalidatedKuberayVersion": "sure"},
+        ["allowUnvalidatedKuberayVersion='sure' is invalid: allowed is true or false"],
+    ),
+}
 
 
-def test_plain_text_token_is_not_echoed():
+@pytest.mark.parametrize(("overrides", "expected"), REJECTED_COMBINATIONS.values(), ids=REJECTED_COMBINATIONS)
+def test_rejection_names_what_is_wrong_and_what_is_allowed(overrides, expected):
     with pytest.raises(ConfigError) as rejected:
-        load_stack_config({"hfToken": "hf_plain"})
-    assert "hf_plain" not in str(rejected.value)
+        load_stack_config(overrides)
+    for fragment in expected:
+        assert fragment in str(rejected.value)
 
 
-@pytest.mark.parametrize(("key", "value", "allowed"), BAD_VALUES)
-def test_bad_value_declares_no_resource(key, value, allowed):
+@pytest.mark.parametrize(
+    "overrides",
+    [dict([(key, value)]) for key, value, _ in BAD_VALUES] + [o for o, _ in REJECTED_COMBINATIONS.values()],
+    ids=[f"{key}={value!r}"[:60] for key, value, _ in BAD_VALUES] + list(REJECTED_COMBINATIONS),
+)
+def test_rejected_config_declares_no_resource(overrides):
     with pytest.raises(ConfigError) as rejected:
-        run_stack({key: value})
+        run_stack(overrides)
     assert rejected.value.declared_resources == []
+
+
+def _wrong_type(spec: object) -> object:
+    """A value of another type than the key declares: a mapping for a string, text for the rest."""
+    declared_type = spec["type"] if isinstance(spec, dict) else "string"
+    return {"string": {"not": "a string"}, "integer": "ten", "boolean": 1, "array": "not-a-list"}[declared_type]
+
+
+@pytest.mark.parametrize("key", list(declared_config()))
+def test_a_value_of_the_wrong_type_is_rejected_before_any_resource(key):
+    with pytest.raises(ConfigError) as rejected:
+        run_stack({key: _wrong_type(declared_config()[key])})
+    assert key in str(rejected.value)
+    assert rejected.value.declared_resources == []
+
+
+def test_provider_settings_are_not_typos():
+    settings = {"aws:profile": "ml-dev", "aws:skipMetadataApiCheck": False, "kubernetes:deleteUnreachable": True}
+    cfg = load_stack_config(settings)
+    assert cfg.region == "sa-east-1"
+
+
+def test_provider_keys_come_from_the_installed_sdks():
+    """pulumi-aws's generated config module reads each key with `__config__.get*('<key>')`
+    (pulumi/pulumi-aws sdk/python/pulumi_aws/config/vars.py); its Provider takes the same ones."""
+    from pulumi._types import input_type_py_to_pulumi_names
+    from pulumi_aws.provider import ProviderArgs
+
+    assert aws_provider_keys() == frozenset(input_type_py_to_pulumi_names(ProviderArgs).values())
+    assert {"region", "profile", "assumeRoles", "defaultTags"} <= aws_provider_keys()
+    assert {"kubeconfig", "context", "enableServerSideApply"} <= kubernetes_provider_keys()
+
+
+def test_encrypted_value_of_a_setting_that_is_no_secret_is_rejected():
+    with pytest.raises(ConfigError, match=r"owner is stored encrypted .* but is not a secret setting"):
+        load_stack_config({"owner": "ml-platform"}, secret_keys=("owner",))
+
+
+def test_unvalidated_kuberay_version_is_deployed_only_when_allowed_and_warned(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    cfg = load_stack_config({"kuberayVersion": "1.5.0", "allowUnvalidatedKuberayVersion": True})
+    assert cfg.kuberay_version == "1.5.0"
+    assert warnings and "kuberayVersion='1.5.0' was not validated" in warnings[0]
+
+
+def test_a_custom_image_takes_the_users_ray_version():
+    cfg = load_stack_config({"dlcImage": "example.com/ray/llm:2.59.0", "rayVersion": "2.59.0"})
+    assert cfg.ray_version == "2.59.0"
+
+
+def test_default_image_ray_is_the_ray_the_tests_validate_with():
+    """The serve config is validated with Ray's own schemas (requirements-test.txt pins that Ray)."""
+    pins = (PROJECT_DIR / "requirements-test.txt").read_text()
+    assert f"ray[serve]=={DEFAULT_IMAGE_RAY_VERSION}" in pins
+    assert declared_config()["rayVersion"]["default"] == DEFAULT_IMAGE_RAY_VERSION
+
+
+def test_validated_kuberay_versions_have_their_crds():
+    for version in VALIDATED_KUBERAY_VERSIONS:
+        assert (kuberay_dir(version) / "ray.io_rayservices.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "covered"),
+    [
+        (["0.0.0.0/0"], True),
+        (["0.0.0.0/1", "128.0.0.0/1"], True),
+        (["0.0.0.0/1"], False),
+        (["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"], False),
+        (["100.24.20.0/24"], False),
+    ],
+)
+def test_covering_the_internet_is_judged_on_the_union(cidrs, covered):
+    assert covers_the_internet(tuple(cidrs)) is covered
 
 
 def test_all_problems_are_reported_together():
     with pytest.raises(ConfigError) as rejected:
         load_stack_config({"gpuNodeCount": 1, "maxModelLen": 0, "kubernetesVersion": "2"})
     assert len(rejected.value.problems) == 3
+
+
+def test_plain_text_token_is_not_echoed():
+    with pytest.raises(ConfigError) as rejected:
+        load_stack_config({"hfToken": "hf_plain"})
+    assert "hf_plain" not in str(rejected.value)

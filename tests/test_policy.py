@@ -322,7 +322,7 @@ BREAKAGES = [
         "serve-endpoint-not-open",
         MANDATORY,
         "serveSourceCidrs",
-        overrides={"serveExposure": "internet-facing", "serveSourceCidrs": ["198.51.100.0/24"]},
+        overrides={"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]},
         edit=_open_load_balancer_to_everyone,
     ),
     Breakage(

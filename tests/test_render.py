@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import API_ALLOW_LIST_KEY, OPERATOR_CIDRS
 from tests.schemas import core_object_errors, rayservice_errors
 from tools import offline, render
 from tools.offline import StackRun
@@ -21,7 +22,7 @@ EVERY_OBJECT = [
     "--config",
     "serveExposure=internet-facing",
     "--config",
-    'serveSourceCidrs=["198.51.100.0/24"]',
+    'serveSourceCidrs=["100.24.20.0/24"]',
 ]
 
 
@@ -166,7 +167,7 @@ def test_a_secret_that_would_leak_stops_the_write():
 
 
 def test_a_token_encrypted_in_the_stack_file_is_treated_as_secret(monkeypatch, tmp_path):
-    encrypted = {"ray-llm-eks:hfToken": {"secure": "v1:AAAABBBB"}}
+    encrypted = {"ray-llm-eks:hfToken": {"secure": "v1:AAAABBBB"}, API_ALLOW_LIST_KEY: OPERATOR_CIDRS}
     monkeypatch.setattr(offline, "_stack_file_values", lambda stack: encrypted)
     out = render_into(tmp_path, "--stack", "dev")
     secret = yaml.safe_load((out / "manifests/02-secret-hf-token.yaml").read_text())

@@ -242,7 +242,7 @@ def test_load_balancer_selects_pods_the_rayservice_labels(prod):
 
 
 def test_internet_facing_load_balancer_is_public_but_restricted():
-    run = run_stack({"serveExposure": "internet-facing", "serveSourceCidrs": ["198.51.100.0/24"]})
+    run = run_stack({"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]})
     service = run.get(SERVICE, "serve-load-balancer").inputs
     assert "service.beta.kubernetes.io/aws-load-balancer-internal" not in service["metadata"]["annotations"]
-    assert service["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
+    assert service["spec"]["loadBalancerSourceRanges"] == ["100.24.20.0/24"]
