@@ -144,24 +144,8 @@ def _unqualified(key: str) -> str:
     return key.removeprefix(f"{PROJECT}:")
 
 
-def unknown_config_keys(keys: Sequence[str]) -> list[str]:
-    """Problems for keys of this project that Pulumi.yaml does not declare (typos, most likely)."""
-    declared = {_unqualified(key) for key in project_config()}
-    problems = []
-    for key in keys:
-        own_key = ":" not in key or key.startswith(f"{PROJECT}:")
-        if own_key and _unqualified(key) not in declared:
-            problems.append(
-                f"{key} is not a setting of this project: Pulumi.yaml declares {', '.join(sorted(declared))}"
-            )
-    return problems
-
-
 def evaluate(request: RenderRequest) -> StackRun:
     """Runs the program under mocks with the request's config; raises ConfigError like `pulumi up`."""
-    problems = unknown_config_keys([*request.config, *request.secrets])
-    if problems:
-        raise ConfigError(problems)
     return run_stack(
         {**request.config, **request.secrets},
         stack=request.stack,
