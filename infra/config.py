@@ -17,7 +17,7 @@ from typing import TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from infra.config_keys import declared_settings, unknown_key_problems
+from infra.config_keys import unknown_key_problems
 from infra.instance_types import (
     EFA_GPU_INSTANCE_TYPES,
     EFA_TYPES_WITHOUT_GPU,
@@ -205,9 +205,15 @@ class _Reader:
     def __init__(self, config: pulumi.Config) -> None:
         self.config = config
         self.problems: list[str] = []
+        # The program's own keys: any other key of its namespace is one nothing reads, a typo.
+        self.keys: set[str] = set()
+
+    def plain(self, key: str) -> str | None:
+        self.keys.add(key)
+        return self.config.get(key)
 
     def _raw(self, key: str) -> str:
-        value = self.config.get(key)
+        value = self.plain(key)
         if value is None:
             self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
             return ""
@@ -433,12 +439,12 @@ def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: Ser
     return topology
 
 
-def _encrypted_setting_problems(config: pulumi.Config, keys: list[str]) -> list[str]:
+def _encrypted_setting_problems(config: pulumi.Config, keys: set[str]) -> list[str]:
     """A secret value where no secret belongs hides a setting from review and from `pulumi preview`."""
     return [
         f"{key} is stored encrypted (secure:) but is not a secret setting: set it in plain text with "
         f"`pulumi config set {key} <value>` (only {', '.join(sorted(SECRET_SETTINGS))} may be secret)"
-        for key in keys
+        for key in sorted(keys)
         if key not in SECRET_SETTINGS and is_config_secret(config.full_key(key))
     ]
 
@@ -499,7 +505,6 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     config = config or pulumi.Config()
     aws_config = aws_config or pulumi.Config("aws")
     read = _Reader(config)
-    read.problems.extend(unknown_key_problems(_every_config_key()))
     region = aws_config.get("region") or ""
     unsupported_region = region_problem(region)
     if unsupported_region:
@@ -514,7 +519,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     kuberay_version = read.text("kuberayVersion", SEMVER_PATTERN, "a version such as 1.4.0")
     allow_unvalidated_kuberay = read.boolean("allowUnvalidatedKuberayVersion")
     ray_version = read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0")
-    hf_token_raw = config.get("hfToken")
+    hf_token_raw = read.plain("hfToken")
     problems = [
         _vpc_cidr_problem(vpc_cidr),
         _kubernetes_version_problem(kubernetes_version),
@@ -525,7 +530,6 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         _ray_version_problem(ray_version, custom_image=dlc_image is not None),
     ]
     read.problems.extend(p for p in problems if p)
-    read.problems.extend(_encrypted_setting_problems(config, [key for key in declared_settings() if ":" not in key]))
     if dlc_image and dlc_image.endswith(":latest"):
         read.problems.append(f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag")
 
@@ -615,11 +619,13 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         protect_resources=read.boolean("protectResources"),
     )
     problems = [
-        _api_allow_list_problem(cfg.api_public_access_cidrs, config.get("apiPublicAccessCidrs") or ""),
+        _api_allow_list_problem(cfg.api_public_access_cidrs, read.plain("apiPublicAccessCidrs") or ""),
         _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
     ]
     read.problems.extend(p for p in problems if p)
+    read.problems.extend(_encrypted_setting_problems(config, read.keys))
+    read.problems[:0] = unknown_key_problems(_every_config_key(), config.name, read.keys)
     if read.problems:
         raise ConfigError(read.problems)
     return cfg

@@ -1,8 +1,9 @@
 """Which config keys exist, so that a misspelt key fails instead of leaving its setting at the default.
 
-The project's keys are the ones `Pulumi.yaml` declares. A provider's keys are the settings its installed
-SDK reads: the Pulumi engine configures a default provider from every key of its namespace, and a key
-the provider does not know is silently ignored, so `aws:regoin` would deploy to the default region.
+The project's keys are the ones the program reads (a test holds them equal to what `Pulumi.yaml`
+declares). A provider's keys are the settings its installed SDK reads: the Pulumi engine configures a
+default provider from every key of its namespace, and a key the provider does not know is silently
+ignored, so `aws:regoin` would deploy to the default region.
 """
 
 from __future__ import annotations
@@ -14,21 +15,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-import yaml
 from pulumi._types import input_type_py_to_pulumi_names
-
-PROJECT_FILE = Path(__file__).resolve().parents[1] / "Pulumi.yaml"
-
-
-@cache
-def declared_settings() -> dict[str, object]:
-    """`Pulumi.yaml`'s `config:` block: every key of the stack with its declaration."""
-    return yaml.safe_load(PROJECT_FILE.read_text())["config"]
-
-
-@cache
-def project_name() -> str:
-    return yaml.safe_load(PROJECT_FILE.read_text())["name"]
 
 
 @cache
@@ -69,10 +56,9 @@ def _closest(name: str, known: Iterable[str]) -> str:
     return f"did you mean {matches[0]!r}?" if matches else "no known key is close"
 
 
-def unknown_key_problems(keys: Iterable[str]) -> list[str]:
-    """A problem for each key of this project or of a provider it configures that nothing reads."""
-    project = project_name()
-    declared = {key for key in declared_settings() if ":" not in key}
+def unknown_key_problems(keys: Iterable[str], project: str, declared: Iterable[str]) -> list[str]:
+    """A problem for each key of `project` that is not `declared`, or of a provider that it does not read."""
+    declared = set(declared)
     providers = provider_keys()
     problems = []
     for key in sorted(keys):
