@@ -42,6 +42,7 @@ IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w
 IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
 CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
+GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 MIN_KUBERNETES_MINOR = 29
 # Keys whose value is a credential: the only ones a stack file may hold encrypted (`secure:`).
 SECRET_SETTINGS = frozenset({"hfToken"})
@@ -154,6 +155,7 @@ class StackConfig:
     gpu_az: str | None
     gpu_root_volume_gib: int
     capacity_reservation_id: str | None
+    gpu_capacity_type: str
     quota_preflight: bool
     nvidia_device_plugin_version: str
     efa_device_plugin_version: str
@@ -500,6 +502,17 @@ def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
     )
 
 
+def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_az: str | None) -> str | None:
+    """A Capacity Block is one reservation in one Availability Zone: the node group targets both."""
+    if capacity_type != "capacity-block" or (reservation_id and gpu_az):
+        return None
+    return (
+        "gpuCapacityType='capacity-block' needs capacityReservationId (the Capacity Block's cr-... id) and "
+        f"gpuAz (the Availability Zone it was bought in); got capacityReservationId={reservation_id or ''!r}, "
+        f"gpuAz={gpu_az or ''!r}"
+    )
+
+
 def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config | None = None) -> StackConfig:
     """Builds the frozen stack config, or raises ConfigError naming every bad key."""
     config = config or pulumi.Config()
@@ -580,6 +593,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
             CAPACITY_RESERVATION_PATTERN,
             "a capacity reservation id such as cr-0123456789abcdef0",
         ),
+        gpu_capacity_type=read.choice("gpuCapacityType", GPU_CAPACITY_TYPES),
         quota_preflight=read.boolean("quotaPreflight"),
         nvidia_device_plugin_version=read.text("nvidiaDevicePluginVersion", CHART_VERSION_PATTERN, semver),
         efa_device_plugin_version=read.text(
@@ -622,6 +636,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         _api_allow_list_problem(cfg.api_public_access_cidrs, read.plain("apiPublicAccessCidrs") or ""),
         _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
+        _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))

@@ -26,6 +26,8 @@ GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50
 ROOT_DEVICE_NAME = "/dev/xvda"
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+# EKS node group capacity types (CreateNodegroup capacityType) for the stack's gpuCapacityType values.
+EKS_CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
@@ -52,6 +54,7 @@ def _managed_node_group(
     egress: list[pulumi.Resource],
     ami_type: str,
     labels: dict[str, str],
+    capacity_type: str = "on-demand",
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
     """A fixed-size managed node group in private subnets (min = max = desired), created once they have egress."""
@@ -62,7 +65,7 @@ def _managed_node_group(
         node_role=cluster.node_role,
         subnet_ids=subnet_ids,
         instance_types=[instance_type],
-        capacity_type="ON_DEMAND",
+        capacity_type=EKS_CAPACITY_TYPES[capacity_type],
         ami_type=ami_type,
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count),
         labels=labels,
@@ -160,6 +163,8 @@ class GpuNodesArgs:
     efa_interfaces: int
     root_volume_gib: int = 200
     capacity_reservation_id: str | None = None
+    # "on-demand" (optionally into capacity_reservation_id) or "capacity-block" (the block's reservation id).
+    capacity_type: str = "on-demand"
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -220,6 +225,10 @@ class GpuNodes(pulumi.ComponentResource):
             ),
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name),
             capacity_reservation_specification=capacity_reservation,
+            # A Capacity Block is used through its own market type, besides its reservation id.
+            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+            if args.capacity_type == "capacity-block"
+            else None,
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=args.tags)
                 for kind in ("instance", "volume", "network-interface")
@@ -239,6 +248,7 @@ class GpuNodes(pulumi.ComponentResource):
             subnet_ids=[network.private_subnet_ids[args.az]],
             egress=network.private_egress[args.az],
             ami_type=GPU_AMI_TYPE,
+            capacity_type=args.capacity_type,
             labels=GPU_NODE_LABELS,
             taints=[
                 aws.eks.NodeGroupTaintArgs(

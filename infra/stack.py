@@ -77,6 +77,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             efa_interfaces=cfg.topology.node.efa_interfaces,
             root_volume_gib=cfg.gpu_root_volume_gib,
             capacity_reservation_id=cfg.capacity_reservation_id,
+            capacity_type=cfg.gpu_capacity_type,
             tags=cfg.tags,
         ),
         cluster,

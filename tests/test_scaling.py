@@ -67,6 +67,8 @@ EXPECTED = {
     "2P2D": Expected(4, "g6.8xlarge", 1, 1, (2, 2), 1),
     "1P3D": Expected(2, "g6.12xlarge", 4, 1, (1, 3), 2),
     "tensor": Expected(2, "p5.48xlarge", 8, 32, (1, 1), 8),
+    "on-demand": Expected(4, "g6.12xlarge", 4, 1, (4, 4), 2),
+    "capacity-block": Expected(2, "p5.48xlarge", 8, 32, (1, 1), 8),
 }
 
 
@@ -240,6 +242,7 @@ REJECTED = [
         id="tp3-on-4-gpus",
     ),
     pytest.param({"tensorParallelSize": 2}, ["tensorParallelSize=2", "has 1 GPU(s)"], id="tp2-on-1-gpu"),
+    pytest.param({"gpuCapacityType": "spot"}, ["gpuCapacityType='spot'", "on-demand, capacity-block"], id="spot"),
     pytest.param({"prefillReplicas": 0}, ["prefillReplicas='0'", "an integer >= 1"], id="no-prefill"),
     pytest.param({"decodeMaxNumSeqs": -1}, ["decodeMaxNumSeqs='-1'", "an integer >= 0"], id="negative-override"),
 ]
@@ -303,3 +306,48 @@ def test_worker_requests_what_the_node_leaves_allocatable(shape, cpu, memory):
     assert (worker_cpu(shape), worker_memory_gib(shape)) == (cpu, memory)
     assert cpu * 1000 <= shape.vcpus * 1000 - kube_reserved_cpu_millis(shape.vcpus)
     assert memory * 1024 <= shape.memory_gib * 1024 - (255 + 11 * 737 + 100)
+
+
+# --- reserved capacity ---
+
+
+def launch_template(run: StackRun) -> dict:
+    return run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu").inputs
+
+
+def test_on_demand_capacity_reservation_is_targeted_by_the_launch_template():
+    run = render("on-demand")
+    assert launch_template(run)["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
+    }
+    assert "instanceMarketOptions" not in launch_template(run)
+    assert run.get(NODE_GROUP, "gpu").inputs["capacityType"] == "ON_DEMAND"
+
+
+def test_capacity_block_uses_its_market_type_reservation_and_node_group_capacity_type():
+    """EKS managed node groups with Capacity Blocks for ML: a custom launch template with
+    InstanceMarketOptions.MarketType "capacity-block" and the block's CapacityReservationId, and the
+    node group's capacityType CAPACITY_BLOCK
+    (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html)."""
+    run = render("capacity-block")
+    assert launch_template(run)["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert launch_template(run)["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-02168da1478b509e0"}
+    }
+    group = run.get(NODE_GROUP, "gpu").inputs
+    assert group["capacityType"] == "CAPACITY_BLOCK"
+    assert group["subnetIds"] == ["private-us-east-1a-id"]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"gpuCapacityType": "capacity-block", "gpuAz": "sa-east-1a"},
+        {"gpuCapacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"},
+    ],
+)
+def test_capacity_block_needs_its_reservation_and_az(overrides):
+    """A Capacity Block is one reservation in one Availability Zone: the node group must target it
+    and live in that AZ."""
+    with pytest.raises(ConfigError, match="gpuCapacityType='capacity-block' needs capacityReservationId"):
+        load_stack_config(overrides)
