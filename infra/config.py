@@ -144,9 +144,10 @@ class StackConfig:
     admin_principal_arns: tuple[str, ...]
     control_plane_logging: bool
     secrets_encryption: bool
-    vpc_cni_version: str
-    coredns_version: str
-    kube_proxy_version: str
+    # Pinned EKS add-on builds; None takes the default build of kubernetes_version (infra/offerings.py).
+    vpc_cni_version: str | None
+    coredns_version: str | None
+    kube_proxy_version: str | None
     system_node_type: str
     system_node_count: int
     # GPU nodes
@@ -365,9 +366,9 @@ def _kubernetes_version_problem(value: str) -> str | None:
     )
 
 
-def _kube_proxy_version_problem(kube_proxy_version: str, kubernetes_version: str) -> str | None:
+def _kube_proxy_version_problem(kube_proxy_version: str | None, kubernetes_version: str) -> str | None:
     """EKS publishes one kube-proxy add-on line per Kubernetes version; another minor is refused."""
-    proxy = re.match(r"^v(\d+\.\d+)\.", kube_proxy_version)
+    proxy = re.match(r"^v(\d+\.\d+)\.", kube_proxy_version or "")
     if (
         proxy is None
         or not KUBERNETES_VERSION_PATTERN.match(kubernetes_version)
@@ -568,13 +569,13 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
         control_plane_logging=read.boolean("controlPlaneLogging"),
         secrets_encryption=read.boolean("secretsEncryption"),
-        vpc_cni_version=read.text(
+        vpc_cni_version=read.optional_text(
             "vpcCniVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1"
         ),
-        coredns_version=read.text(
+        coredns_version=read.optional_text(
             "corednsVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1"
         ),
-        kube_proxy_version=read.text(
+        kube_proxy_version=read.optional_text(
             "kubeProxyVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2"
         ),
         system_node_type=read.text("systemNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),

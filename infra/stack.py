@@ -12,6 +12,7 @@ from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperatorArgs
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.offerings import check_offerings
 from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
 from infra.serve_app import Serving, ServingArgs
@@ -23,9 +24,11 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     The one place that maps config keys to resources: each component gets a small args object of
     what it needs, so it can be reused in another stack without this project's config.
     """
-    # The lookups can reject the config (partition, gpuAz, the GPU quota); they run before any resource.
+    # The lookups can reject the config (partition, gpuAz, Kubernetes version, system node type, the GPU
+    # quota); they run before any resource.
     partition = discover_partition(cfg)
     placement = discover_placement(cfg)
+    addons = check_offerings(cfg)
     check_gpu_vcpu_quota(cfg)
     network = Network(
         "network",
@@ -44,8 +47,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             cluster_name=cfg.cluster_name,
             kubernetes_version=cfg.kubernetes_version,
             partition=partition,
-            vpc_cni_version=cfg.vpc_cni_version,
-            kube_proxy_version=cfg.kube_proxy_version,
+            vpc_cni_version=addons.vpc_cni,
+            kube_proxy_version=addons.kube_proxy,
             api_public_access_cidrs=cfg.api_public_access_cidrs,
             admin_principal_arns=cfg.admin_principal_arns,
             control_plane_logging=cfg.control_plane_logging,
@@ -60,7 +63,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         SystemNodesArgs(
             instance_type=cfg.system_node_type,
             count=cfg.system_node_count,
-            coredns_version=cfg.coredns_version,
+            coredns_version=addons.coredns,
             tags=cfg.tags,
         ),
         cluster,

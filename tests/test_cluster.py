@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import OPERATOR_CIDRS
-from tools.offline import run_stack
+from tools.offline import DEFAULT_ADDON_BUILDS, run_stack
 
 CLUSTER = "eks:index:Cluster"
 
@@ -80,10 +80,25 @@ def test_nodes_join_through_the_node_role(dev):
 
 
 def test_node_free_core_addons_are_pinned_on_the_cluster(dev):
+    """With the version keys empty, each add-on gets the default build EKS publishes for the cluster's
+    Kubernetes version (the offline region's answer to getAddonVersion), passed as an explicit pin."""
     inputs = cluster_inputs(dev)
-    assert inputs["vpcCniOptions"]["addonVersion"] == "v1.21.1-eksbuild.1"
+    assert inputs["vpcCniOptions"]["addonVersion"] == DEFAULT_ADDON_BUILDS["vpc-cni"]
     assert inputs["kubeProxyAddonOptions"]["enabled"] is True
-    assert inputs["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
+    assert inputs["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.1"
+
+
+def test_add_on_builds_follow_the_kubernetes_version():
+    older = cluster_inputs(run_stack({"kubernetesVersion": "1.33"}))
+    assert older["version"] == "1.33"
+    assert older["kubeProxyAddonOptions"]["version"] == "v1.33.0-eksbuild.1"
+
+
+def test_a_set_add_on_version_is_a_pin_over_the_lookup():
+    pins = {"vpcCniVersion": "v1.20.4-eksbuild.1", "kubeProxyVersion": "v1.35.0-eksbuild.2"}
+    pinned = cluster_inputs(run_stack(pins))
+    assert pinned["vpcCniOptions"]["addonVersion"] == "v1.20.4-eksbuild.1"
+    assert pinned["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
 
 
 def test_coredns_is_not_created_inside_the_cluster_component(shipped):
@@ -107,7 +122,7 @@ def test_coredns_is_a_pinned_addon_created_after_the_system_nodes(shipped):
     """
     coredns = shipped.get("aws:eks/addon:Addon", "coredns")
     assert coredns.inputs["addonName"] == "coredns"
-    assert coredns.inputs["addonVersion"] == "v1.13.2-eksbuild.1"
+    assert coredns.inputs["addonVersion"] == DEFAULT_ADDON_BUILDS["coredns"]
     assert coredns.inputs["clusterName"] == cluster_inputs(shipped)["name"]
     assert coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
     assert shipped.get("eks:index:ManagedNodeGroup", "system").urn in coredns.dependencies

@@ -136,11 +136,11 @@ def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
     (https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html, "kube-proxy versions":
     1.35 -> v1.35.x-eksbuild.N, 1.34 -> v1.34.x-eksbuild.N; `aws eks describe-addon-versions` lists each
     build as compatible with its own cluster version only), and kube-proxy must never be newer than the
-    API server (https://kubernetes.io/releases/version-skew-policy/#kube-proxy). Changing
-    kubernetesVersion alone would leave the pinned v1.35 kube-proxy on a 1.34 control plane.
+    API server (https://kubernetes.io/releases/version-skew-policy/#kube-proxy). Unset, kube-proxy follows
+    kubernetesVersion (infra/offerings.py); a pin of another minor would put v1.35 on a 1.34 control plane.
     """
     with pytest.raises(ConfigError) as rejected:
-        run_stack({"kubernetesVersion": "1.34"})
+        run_stack({"kubernetesVersion": "1.34", "kubeProxyVersion": "v1.35.0-eksbuild.2"})
     assert rejected.value.declared_resources == []
     (problem,) = rejected.value.problems
     assert problem.startswith(

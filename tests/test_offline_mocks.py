@@ -34,6 +34,16 @@ INVOKES = {
         {"locationType": "availability-zone", "filters": [{"name": "instance-type", "values": ["g6.8xlarge"]}]},
     ),
     "aws:eks/getCluster:getCluster": ("pulumi_aws.eks", "GetClusterResult", {"name": "ray-llm-multinode"}),
+    "aws:eks/getClusterVersions:getClusterVersions": (
+        "pulumi_aws.eks",
+        "GetClusterVersionsResult",
+        {"clusterType": "eks"},
+    ),
+    "aws:eks/getAddonVersion:getAddonVersion": (
+        "pulumi_aws.eks",
+        "GetAddonVersionResult",
+        {"addonName": "kube-proxy", "kubernetesVersion": "1.35"},
+    ),
     "aws:servicequotas/getServiceQuota:getServiceQuota": (
         "pulumi_aws.servicequotas",
         "GetServiceQuotaResult",
@@ -108,6 +118,20 @@ def test_every_lookup_the_program_makes_is_mocked_and_documented():
     assert {name for _, name in called} == {re.sub(r"(?<!^)([A-Z])", r"_\1", t[3:]).lower() for t in tokens}
     lookups_doc = (PROJECT_DIR / "docs" / "deploy-time-lookups.md").read_text()
     assert all(f"`{token}`" in lookups_doc for token in INVOKES)
+
+
+def test_a_region_wide_offering_answers_in_the_same_shape():
+    """`location_type="region"` (systemNodeType) gets DescribeInstanceTypeOfferings' region-level answer."""
+    module, class_name, request = INVOKES["aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"]
+    region_request = {
+        **request,
+        "locationType": "region",
+        "filters": [{"name": "instance-type", "values": ["m7i.xlarge"]}],
+    }
+    token = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
+    offered = answer(token, region_request)
+    assert shape_problems(offered, getattr(importlib.import_module(module), class_name), token) == []
+    assert (offered["locations"], offered["locationTypes"]) == (["sa-east-1"], ["region"])
 
 
 def test_an_unknown_lookup_fails_loudly():

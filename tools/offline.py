@@ -23,6 +23,7 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
 from infra.config import StackConfig, load_config
+from infra.instance_types import EFA_GPU_INSTANCE_TYPES
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.project import PROJECT, PROJECT_DIR, declared_config
 
@@ -112,6 +113,31 @@ class StackRun:
         return matches[0]
 
 
+# EKS's Kubernetes versions on the day this was written (2026-11-30), from the EKS release calendar
+# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): version, status, release
+# date, end of standard support, end of extended support.
+EKS_CLUSTER_VERSIONS = (
+    ("1.35", "STANDARD_SUPPORT", "2026-01-27", "2027-03-27", "2028-03-27"),
+    ("1.34", "STANDARD_SUPPORT", "2025-10-02", "2026-12-02", "2027-12-02"),
+    ("1.33", "EXTENDED_SUPPORT", "2025-05-29", "2026-07-29", "2027-07-29"),
+    ("1.32", "EXTENDED_SUPPORT", "2025-01-23", "2026-03-23", "2027-03-23"),
+)
+# The default builds an offline region publishes for the add-ons whose line does not follow Kubernetes';
+# kube-proxy's does (v<kubernetesVersion>.x-eksbuild.N).
+DEFAULT_ADDON_BUILDS = {"vpc-cni": "v1.21.1-eksbuild.1", "coredns": "v1.13.2-eksbuild.1"}
+# Instance types an offline region offers: the GPU table's, and the general-purpose families system nodes use.
+OFFERED_INSTANCE_TYPES = frozenset(
+    {
+        *EFA_GPU_INSTANCE_TYPES,
+        *(
+            f"{family}.{size}"
+            for family in ("m5", "m6i", "m7i", "m7a", "c6i", "c7i", "r6i", "r7i", "t3")
+            for size in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge")
+        ),
+    }
+)
+
+
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
@@ -166,6 +192,16 @@ class AwsMocks(pulumi.runtime.Mocks):
             }
         if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
             instance_type = request["filters"][0]["values"][0]
+            if request.get("locationType") == "region":
+                offered = instance_type in OFFERED_INSTANCE_TYPES
+                return {
+                    **request,
+                    "id": self.region,
+                    "region": self.region,
+                    "locations": [self.region] if offered else [],
+                    "locationTypes": ["region"] if offered else [],
+                    "instanceTypes": [instance_type] if offered else [],
+                }
             return {
                 **request,
                 "id": self.region,
@@ -178,7 +214,33 @@ class AwsMocks(pulumi.runtime.Mocks):
             return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
         if args.token == "aws:eks/getCluster:getCluster":
             return self._cluster(request["name"])
+        if args.token == "aws:eks/getClusterVersions:getClusterVersions":
+            return {**request, "region": self.region, "clusterVersions": self._cluster_versions()}
+        if args.token == "aws:eks/getAddonVersion:getAddonVersion":
+            name, kubernetes_version = request["addonName"], request["kubernetesVersion"]
+            build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
+            return {**request, "id": name, "region": self.region, "version": build}
         raise NotImplementedError(f"no offline answer for the lookup {args.token}: add one in the real result shape")
+
+    @staticmethod
+    def _cluster_versions() -> list[dict]:
+        """DescribeClusterVersions' answer in GetClusterVersionsClusterVersionResult's shape."""
+        return [
+            {
+                "clusterType": "eks",
+                "clusterVersion": version,
+                "controlPlaneComponentConfigs": [],
+                "controlPlaneScalingTiers": [],
+                "defaultPlatformVersion": "eks.1",
+                "defaultVersion": version == "1.34",
+                "endOfExtendedSupportDate": extended_end,
+                "endOfStandardSupportDate": standard_end,
+                "kubernetesPatchVersion": f"{version}.0",
+                "releaseDate": released,
+                "versionStatus": status,
+            }
+            for version, status, released, standard_end, extended_end in EKS_CLUSTER_VERSIONS
+        ]
 
     def _cluster(self, name: str) -> dict:
         endpoint_host = f"0123456789ABCDEF.gr7.{self.region}.eks.amazonaws.com"

@@ -1,0 +1,44 @@
+"""What EKS and EC2 offer, asked before any resource: Kubernetes version, add-on builds, system node type."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.config import ConfigError
+from tools.offline import EKS_CLUSTER_VERSIONS, run_stack
+
+OFFERED = ", ".join(sorted(version for version, *_ in EKS_CLUSTER_VERSIONS))
+
+NOT_OFFERED = {
+    "kubernetes-from-the-future": (
+        {"kubernetesVersion": "1.99"},
+        ["kubernetesVersion='1.99' is not offered by EKS in sa-east-1", f"allowed is one of {OFFERED}"],
+    ),
+    "kubernetes-past-extended-support": (
+        {"kubernetesVersion": "1.31"},
+        ["kubernetesVersion='1.31' is not offered by EKS in sa-east-1", f"allowed is one of {OFFERED}"],
+    ),
+    "system-node-type-that-does-not-exist": (
+        {"systemNodeType": "m7i.huge"},
+        ["systemNodeType='m7i.huge' is not an EC2 instance type offered in sa-east-1", "allowed is a type the region"],
+    ),
+}
+
+
+@pytest.mark.parametrize(("overrides", "expected"), NOT_OFFERED.values(), ids=NOT_OFFERED)
+def test_what_the_region_does_not_offer_fails_the_preview_before_any_resource(overrides, expected):
+    """EKS creates clusters only on versions in standard or extended support
+    (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), answered by
+    DescribeClusterVersions; DescribeInstanceTypeOfferings with location type `region` lists the types a
+    region has (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html)."""
+    with pytest.raises(ConfigError) as rejected:
+        run_stack(overrides, preview=True)
+    for fragment in expected:
+        assert fragment in str(rejected.value)
+    assert rejected.value.declared_resources == []
+
+
+def test_every_version_eks_offers_evaluates():
+    for version, *_ in EKS_CLUSTER_VERSIONS:
+        cluster = run_stack({"kubernetesVersion": version}).get("eks:index:Cluster", "eks")
+        assert cluster.inputs["kubeProxyAddonOptions"]["version"].startswith(f"v{version}.")
