@@ -102,7 +102,9 @@ DLC_IMAGE_ACCOUNTS = {
 
 SUPPORTED_REGIONS = tuple(sorted(EKS_ADDON_IMAGE_ACCOUNTS.keys() & DLC_IMAGE_ACCOUNTS.keys()))
 
-# Region-name prefixes of the other partitions (https://docs.aws.amazon.com/whitepapers/latest/aws-fault-isolation-boundaries/partitions.html).
+# Region-name prefixes of the other partitions: aws-cn and aws-us-gov (partitions listed in
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html), the ISO partitions, and the
+# European Sovereign Cloud (its EKS registry is under amazonaws.eu in add-ons-images.adoc).
 OTHER_PARTITIONS = {
     "cn-": "aws-cn (China)",
     "us-gov-": "aws-us-gov (GovCloud)",
