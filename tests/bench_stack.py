@@ -1,6 +1,6 @@
 """Benchmark: how long a whole stack takes to evaluate offline (not a test; run it by hand).
 
-    ./venv/bin/python -m tests.bench_stack
+    ./.venv-test/bin/python -m tests.bench_stack
 
 The first run includes importing the Pulumi SDKs; later runs in the same process show the cost of
 the program itself.

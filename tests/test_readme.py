@@ -15,7 +15,7 @@ def test_first_screen_shows_the_deploy_command():
 
 def test_first_screen_shows_the_test_command_ci_runs():
     ci_script = (PROJECT_DIR / ".ci" / "run").read_text()
-    test_command = "./venv/bin/python -m pytest"
+    test_command = "./.venv-test/bin/python -m pytest"
     assert test_command in FIRST_SCREEN
     assert ci_script.rstrip().endswith(test_command)
 

@@ -1,6 +1,6 @@
 """The README's configuration table, generated from Pulumi.yaml so the two cannot drift.
 
-./venv/bin/python -m tools.config_reference   # prints the table to paste between the README markers
+./.venv-test/bin/python -m tools.config_reference   # prints the table to paste between the README markers
 """
 
 from __future__ import annotations

@@ -1,0 +1,72 @@
+"""Dependencies by purpose: `pulumi up` installs only what infra/ imports; what CI installs is pinned exactly."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tools.project import PROJECT_DIR, project_file
+
+# What CI installs (.ci/run and the workflow): the test requirements and every file they include.
+CI_INSTALLED = ["requirements.txt", "requirements-tools.txt", "requirements-test.txt", "policy/requirements.txt"]
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z,]+\])?==[0-9][0-9A-Za-z.+-]*$")
+DEPLOY_MODULES = sorted([*(PROJECT_DIR / "infra").glob("*.py"), PROJECT_DIR / "__main__.py"])
+
+
+def requirement_lines(name: str) -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in (PROJECT_DIR / name).read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def distribution(requirement: str) -> str:
+    return re.split(r"[\[=]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def third_party_imports(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        modules.update(name.split(".")[0] for name in names)
+    return {module for module in modules if module not in sys.stdlib_module_names and module != "infra"}
+
+
+@pytest.mark.parametrize("name", CI_INSTALLED)
+def test_what_ci_installs_is_pinned_exactly(name):
+    for line in requirement_lines(name):
+        assert line.startswith("-r ") or PINNED.match(line), f"{name}: {line!r} is not NAME==VERSION"
+
+
+def test_pulumi_up_installs_exactly_what_the_program_imports():
+    """With `toolchain: pip` and `virtualenv: venv` (Pulumi.yaml), the CLI installs requirements.txt into ./venv
+    before running the program (https://www.pulumi.com/docs/iac/languages-sdks/python/, the `virtualenv` runtime
+    option), so it holds
+    what infra/ imports and nothing else: no Ray, torch or test tools in the deploy venv."""
+    dists = packages_distributions()
+    imported = {
+        dists[module][0].lower().replace("_", "-") for path in DEPLOY_MODULES for module in third_party_imports(path)
+    }
+    assert {distribution(line) for line in requirement_lines("requirements.txt")} == imported
+
+
+def test_the_test_venv_is_not_the_one_pulumi_runs_from():
+    deploy_venv = project_file()["runtime"]["options"]["virtualenv"]
+    ci_script = (PROJECT_DIR / ".ci" / "run").read_text()
+    assert f"-m venv {deploy_venv}\n" not in ci_script and "-m venv .venv-test\n" in ci_script
+    ignored = (PROJECT_DIR / ".gitignore").read_text().splitlines()
+    assert {f"{deploy_venv}/", ".venv-test/", ".venv-tools/"} <= set(ignored)
+
+
+def test_the_workflow_tests_in_the_test_venv():
+    workflow = yaml.safe_load((PROJECT_DIR / ".github" / "workflows" / "preview.yml").read_text())
+    install = next(
+        step["run"] for step in workflow["jobs"]["tests"]["steps"] if "requirements-test" in step.get("run", "")
+    )
+    assert ".venv-test/bin/pip install --quiet -r requirements-test.txt" in install
