@@ -221,3 +221,40 @@ def test_a_secret_given_with_its_project_prefix_stays_secret(tmp_path):
     out = render_into(tmp_path, "--stack", "dev", "--secret", f"ray-llm-eks:hfToken={HF_TOKEN}")
     assert "| hfToken | [secret] | --secret |" in (out / "plan.md").read_text()
     assert not [path for path, text in rendered(out).items() if HF_TOKEN in text]
+
+
+STACK_FILE_PROBLEMS = {
+    "bad-yaml": (
+        "config:\n  ray-llm-eks:owner: ml-platform\n  ray-llm-eks:maxModelLen: [2048\n",
+        "Pulumi.dev.yaml:4: not valid YAML: ",
+    ),
+    "tab-indent": ("config:\n\tray-llm-eks:owner: ml\n", "Pulumi.dev.yaml:2: not valid YAML: "),
+    "config-not-a-mapping": (
+        "config:\n  - ray-llm-eks:owner\n",
+        "Pulumi.dev.yaml:2: `config:` must map keys to values",
+    ),
+    "encrypted-plain-setting": (
+        "config:\n  ray-llm-eks:owner: ml-platform\n  ray-llm-eks:costCenter:\n    secure: v1:AAAABBBB\n",
+        "Pulumi.dev.yaml:3: ray-llm-eks:costCenter is encrypted (secure:) but is not a secret setting; only hfToken",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), STACK_FILE_PROBLEMS.values(), ids=STACK_FILE_PROBLEMS)
+def test_a_stack_file_that_cannot_be_read_is_one_line_naming_file_and_line(
+    text, expected, monkeypatch, tmp_path, capsys
+):
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    monkeypatch.setattr(offline, "PROJECT_DIR", tmp_path)
+    assert main(["--out", str(tmp_path / "out"), "--stack", "dev"]) == 1
+    stderr = capsys.readouterr().err
+    assert stderr.startswith(expected)
+    assert stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_encrypted_secret_setting_is_read_as_a_secret(monkeypatch, tmp_path):
+    """Only a key that is no secret is refused encrypted; hfToken may be (and must be) `secure:`."""
+    (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  ray-llm-eks:hfToken:\n    secure: v1:AAAABBBB\n")
+    monkeypatch.setattr(offline, "PROJECT_DIR", tmp_path)
+    assert offline.stack_secret_keys("dev") == {"ray-llm-eks:hfToken"}

@@ -22,7 +22,7 @@ import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
-from infra.config import StackConfig, load_config
+from infra.config import SECRET_SETTINGS, StackConfig, load_config
 from infra.instance_types import EFA_GPU_INSTANCE_TYPES
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.project import PROJECT, PROJECT_DIR, declared_config
@@ -53,15 +53,54 @@ def project_config() -> dict[str, str]:
     }
 
 
-def _stack_file_values(stack: str) -> dict[str, Any]:
-    path = PROJECT_DIR / f"Pulumi.{stack}.yaml"
-    if not path.exists():
-        return {}
-    return (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+class StackFileError(ValueError):
+    """A stack file the CLI would not read as meant; the message is one line: `<file>:<line>: <problem>`."""
 
 
 def _is_encrypted(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
+
+
+def _config_node(path: Path, text: str) -> yaml.MappingNode | None:
+    """The `config:` mapping of a stack file, parsed with line numbers; None when the file sets nothing."""
+    try:
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else 1
+        raise StackFileError(f"{path.name}:{line}: not valid YAML: {error.problem or error.context}") from error
+    if document is None:
+        return None
+    if not isinstance(document, yaml.MappingNode):
+        raise StackFileError(f"{path.name}:{document.start_mark.line + 1}: a stack file is a mapping with `config:`")
+    for key, value in document.value:
+        if key.value == "config":
+            if isinstance(value, yaml.MappingNode):
+                return value
+            if isinstance(value, yaml.ScalarNode) and value.tag.endswith(":null"):
+                return None
+            raise StackFileError(f"{path.name}:{value.start_mark.line + 1}: `config:` must map keys to values")
+    return None
+
+
+def _stack_file_values(stack: str) -> dict[str, Any]:
+    """`Pulumi.<stack>.yaml`'s `config:`; raises StackFileError naming the file and line of what is wrong."""
+    path = PROJECT_DIR / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        return {}
+    text = path.read_text()
+    node = _config_node(path, text)
+    if node is None:
+        return {}
+    values = yaml.safe_load(text)["config"]
+    for key_node, _ in node.value:
+        key = key_node.value
+        if _is_encrypted(values[key]) and key.removeprefix(f"{PROJECT}:") not in SECRET_SETTINGS:
+            raise StackFileError(
+                f"{path.name}:{key_node.start_mark.line + 1}: {key} is encrypted (secure:) but is not a secret "
+                f"setting; only {', '.join(sorted(SECRET_SETTINGS))} may be (`pulumi config set {key} <value>`)"
+            )
+    return values
 
 
 def stack_config(stack: str) -> dict[str, str]:

@@ -27,7 +27,15 @@ from typing import Any
 import yaml
 
 from infra.config import ConfigError
-from tools.offline import Resource, StackRun, project_config, run_stack, stack_config, stack_secret_keys
+from tools.offline import (
+    Resource,
+    StackFileError,
+    StackRun,
+    project_config,
+    run_stack,
+    stack_config,
+    stack_secret_keys,
+)
 from tools.project import PROJECT, SHIPPED_STACKS
 
 REDACTED = "<redacted>"
@@ -446,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     request, out = parse_args(argv)
     try:
         run = evaluate(request)
-    except ConfigError as error:
+    except (ConfigError, StackFileError) as error:
         print(error, file=sys.stderr)
         return 1
     files = rendered_files(run, request)
