@@ -452,9 +452,11 @@ def _encrypted_setting_problems(config: pulumi.Config, keys: set[str]) -> list[s
     ]
 
 
-def _every_config_key() -> set[str]:
-    """Every key the stack sets: the CLI hands them over as PULUMI_CONFIG, mocks and automation set them in-process."""
-    return set(get_config_env()) | set(CONFIG.get())
+def _every_setting() -> dict[str, str]:
+    """Every key the stack sets with its value (secrets hidden): the CLI hands them over as PULUMI_CONFIG,
+    mocks and automation set them in-process."""
+    settings = {**get_config_env(), **CONFIG.get()}
+    return {key: "[secret]" if is_config_secret(key) else str(value) for key, value in settings.items()}
 
 
 def _ray_version_problem(ray_version: str, custom_image: bool) -> str | None:
@@ -641,7 +643,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))
-    read.problems[:0] = unknown_key_problems(_every_config_key(), config.name, read.keys)
+    read.problems[:0] = unknown_key_problems(_every_setting(), config.name, read.keys)
     if read.problems:
         raise ConfigError(read.problems)
     return cfg

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -56,21 +56,24 @@ def _closest(name: str, known: Iterable[str]) -> str:
     return f"did you mean {matches[0]!r}?" if matches else "no known key is close"
 
 
-def unknown_key_problems(keys: Iterable[str], project: str, declared: Iterable[str]) -> list[str]:
-    """A problem for each key of `project` that is not `declared`, or of a provider that it does not read."""
+def unknown_key_problems(settings: Mapping[str, str], project: str, declared: Iterable[str]) -> list[str]:
+    """A problem for each key of `project` that is not `declared`, or of a provider that it does not read.
+
+    `settings` maps each key to the value to show (a secret's value already hidden by the caller).
+    """
     declared = set(declared)
     providers = provider_keys()
     problems = []
-    for key in sorted(keys):
+    for key, shown in sorted(settings.items()):
         namespace, _, name = key.rpartition(":")
         if namespace == project and name not in declared:
             problems.append(
-                f"{key} is not a setting of this project ({_closest(name, declared)}): "
+                f"{key}={shown!r} is not a setting of this project ({_closest(name, declared)}): "
                 "allowed are the keys Pulumi.yaml declares"
             )
         elif namespace in providers and name not in providers[namespace]:
             problems.append(
-                f"{key} is not a setting of the {namespace} provider ({_closest(name, providers[namespace])}): "
-                f"the provider would ignore it"
+                f"{key}={shown!r} is not a setting of the {namespace} provider "
+                f"({_closest(name, providers[namespace])}): the provider would ignore it"
             )
     return problems

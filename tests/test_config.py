@@ -242,11 +242,17 @@ REJECTED_COMBINATIONS = {
         },
         ["narrower than the whole internet", "every internet address"],
     ),
-    "project-typo": ({"gpuNodeCont": 3}, ["ray-llm-eks:gpuNodeCont is not a setting", "did you mean 'gpuNodeCount'?"]),
-    "aws-typo": ({"aws:regoin": "us-west-2"}, ["aws:regoin is not a setting of the aws provider", "'region'"]),
+    "project-typo": (
+        {"gpuNodeCont": 3},
+        ["ray-llm-eks:gpuNodeCont='3' is not a setting", "did you mean 'gpuNodeCount'?"],
+    ),
+    "aws-typo": (
+        {"aws:regoin": "us-west-2"},
+        ["aws:regoin='us-west-2' is not a setting of the aws provider", "'region'"],
+    ),
     "kubernetes-typo": (
         {"kubernetes:enableServerSideAply": True},
-        ["kubernetes:enableServerSideAply is not a setting", "'enableServerSideApply'"],
+        ["kubernetes:enableServerSideAply='true' is not a setting", "'enableServerSideApply'"],
     ),
     "unvalidated-override-is-no-typo-pass": (
         {"allowUnvalidatedKuberayVersion": "sure"},
@@ -286,6 +292,15 @@ def test_a_value_of_the_wrong_type_is_rejected_before_any_resource(key):
         run_stack({key: _wrong_type(declared_config()[key])})
     assert key in str(rejected.value)
     assert rejected.value.declared_resources == []
+
+
+def test_a_misspelt_secret_key_does_not_echo_its_value():
+    with pytest.raises(ConfigError) as rejected:
+        load_stack_config({"hfTokn": "hf_secret_value"}, secret_keys=("hfTokn",))
+    assert "ray-llm-eks:hfTokn='[secret]' is not a setting of this project (did you mean 'hfToken'?)" in str(
+        rejected.value
+    )
+    assert "hf_secret_value" not in str(rejected.value)
 
 
 def test_provider_settings_are_not_typos():

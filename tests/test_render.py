@@ -194,8 +194,11 @@ def test_gpu_azs_choose_where_the_gpu_nodes_go(tmp_path):
     ("args", "named"),
     [
         (["--config", "gpuNodeType=g6.xlarge", "--config", "maxAzs=1"], ["gpuNodeType='g6.xlarge'", "maxAzs='1'"]),
-        (["--config", "gpuNodeTyp=g6.8xlarge"], ["gpuNodeTyp is not a setting of this project", "gpuNodeType"]),
-        (["--config", "aws:regoin=us-west-2"], ["aws:regoin is not a setting of the aws provider"]),
+        (
+            ["--config", "gpuNodeTyp=g6.8xlarge"],
+            ["gpuNodeTyp='g6.8xlarge' is not a setting of this project", "gpuNodeType"],
+        ),
+        (["--config", "aws:regoin=us-west-2"], ["aws:regoin='us-west-2' is not a setting of the aws provider"]),
         (["--config", "hfToken=hf_plaintext"], ["hfToken is set in plain text"]),
         (["--gpu-azs", ""], ["gpuNodeType='g6.8xlarge' is not offered in any Availability Zone"]),
     ],
