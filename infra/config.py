@@ -122,10 +122,17 @@ class ConfigError(ValueError):
 class ServeSide:
     """One side of the prefill/decode pair: how many replicas, and vLLM settings it alone overrides."""
 
-    replicas: int
+    replicas: int  # the minimum when Ray Serve autoscales the side
     # None leaves vLLM's own default.
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
+    # Ray Serve autoscaling (serveAutoscaling): up to max_replicas, aiming at target_ongoing_requests each.
+    max_replicas: int | None = None
+    target_ongoing_requests: int | None = None
+
+    @property
+    def most_replicas(self) -> int:
+        return self.max_replicas or self.replicas
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,8 @@ class StackConfig:
     prefill: ServeSide
     decode: ServeSide
     topology: Topology
+    serve_autoscaling: bool
+    cluster_autoscaler_version: str
     hf_token: pulumi.Output[str] | None
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
@@ -408,12 +417,35 @@ def node_shape(instance: GpuInstanceType) -> NodeShape:
     )
 
 
-def _serve_side(read: _Reader, side: str) -> ServeSide:
+def _serve_side(read: _Reader, side: str, autoscaling: bool) -> ServeSide:
     unset = " (0 leaves vLLM's default)"
+    replicas = read.integer(f"{side}Replicas", 1)
+    max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
+    max_replicas = read.integer(max_key, 0, " (0 when serveAutoscaling is false)")
+    target = read.integer(target_key, 0, " (0 when serveAutoscaling is false)")
+    if autoscaling and max_replicas < replicas:
+        read.problems.append(
+            f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
+            f"{side}Replicas={replicas} (the fewest replicas Ray Serve keeps)"
+        )
+    if autoscaling and not target:
+        # Ray Serve LLM's own default target is 1e9 requests per replica, which never scales up
+        # (ray/llm/_internal/serve/constants.py DEFAULT_MAX_TARGET_ONGOING_REQUESTS).
+        read.problems.append(
+            f"{target_key}=0 is invalid with serveAutoscaling=true: allowed is an integer >= 1, the ongoing "
+            "requests per replica Ray Serve scales toward (Ray Serve LLM's default of 1e9 would never scale up)"
+        )
+    if not autoscaling and (max_replicas or target):
+        read.problems.append(
+            f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
+            "(set serveAutoscaling to true to let Ray Serve scale the side)"
+        )
     return ServeSide(
-        replicas=read.integer(f"{side}Replicas", 1),
+        replicas=replicas,
         max_num_seqs=read.integer(f"{side}MaxNumSeqs", 0, unset) or None,
         max_num_batched_tokens=read.integer(f"{side}MaxNumBatchedTokens", 0, unset) or None,
+        max_replicas=max_replicas if autoscaling else None,
+        target_ongoing_requests=target if autoscaling else None,
     )
 
 
@@ -430,7 +462,14 @@ def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: Ser
     instance = EFA_GPU_INSTANCE_TYPES.get(gpu_node_type)
     # An unknown gpuNodeType is reported on its own; the layout cannot be checked against it.
     shape = node_shape(instance) if instance else NodeShape(gpu_node_type, 0, 0, 0, 0)
-    topology = Topology(prefill.replicas, decode.replicas, tensor_parallel_size, pipeline_parallel_size, shape)
+    topology = Topology(
+        prefill.replicas,
+        decode.replicas,
+        tensor_parallel_size,
+        pipeline_parallel_size,
+        shape,
+        most_replicas=prefill.most_replicas + decode.most_replicas,
+    )
     if instance is None:
         return topology
     problems = topology_problems(prefill.replicas, decode.replicas, tensor_parallel_size, pipeline_parallel_size, shape)
@@ -549,8 +588,9 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     if dlc_image and dlc_image.endswith(":latest"):
         read.problems.append(f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag")
 
-    prefill = _serve_side(read, "prefill")
-    decode = _serve_side(read, "decode")
+    serve_autoscaling = read.boolean("serveAutoscaling")
+    prefill = _serve_side(read, "prefill", serve_autoscaling)
+    decode = _serve_side(read, "decode", serve_autoscaling)
     topology = _topology(read, gpu_node_type, prefill, decode)
 
     semver = "a version such as 1.4.0"
@@ -622,6 +662,8 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
         prefill=prefill,
         decode=decode,
         topology=topology,
+        serve_autoscaling=serve_autoscaling,
+        cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
         serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),

@@ -55,9 +55,12 @@ def _managed_node_group(
     ami_type: str,
     labels: dict[str, str],
     capacity_type: str = "on-demand",
+    max_count: int | None = None,
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
-    """A fixed-size managed node group in private subnets (min = max = desired), created once they have egress."""
+    """A managed node group in private subnets, created once they have egress: fixed (min = max = desired),
+    or from `count` up to `max_count` with the desired size left to the Cluster Autoscaler."""
+    most = max_count or count
     return eks.ManagedNodeGroup(
         name,
         cluster=cluster.eks_cluster,
@@ -67,7 +70,9 @@ def _managed_node_group(
         instance_types=[instance_type],
         capacity_type=EKS_CAPACITY_TYPES[capacity_type],
         ami_type=ami_type,
-        scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count),
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=most, desired_size=count),
+        # The Cluster Autoscaler moves the desired size; a later `pulumi up` must not reset it.
+        ignore_scaling_changes=most > count,
         labels=labels,
         tags=tags,
         # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside.
@@ -165,6 +170,8 @@ class GpuNodesArgs:
     capacity_reservation_id: str | None = None
     # "on-demand" (optionally into capacity_reservation_id) or "capacity-block" (the block's reservation id).
     capacity_type: str = "on-demand"
+    # More nodes the Cluster Autoscaler may add, up to this many (None: a fixed `count`).
+    max_count: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -249,6 +256,7 @@ class GpuNodes(pulumi.ComponentResource):
             egress=network.private_egress[args.az],
             ami_type=GPU_AMI_TYPE,
             capacity_type=args.capacity_type,
+            max_count=args.max_count,
             labels=GPU_NODE_LABELS,
             taints=[
                 aws.eks.NodeGroupTaintArgs(

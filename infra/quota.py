@@ -35,8 +35,9 @@ class VcpuNeed:
 
 
 def gpu_vcpu_need(cfg: StackConfig) -> VcpuNeed:
+    """The GPU nodes at their most: with autoscaling, the node group's maximum."""
     code, name = ON_DEMAND_VCPU_QUOTAS[cfg.gpu_node_type[0]]
-    return VcpuNeed(code, name, cfg.topology.node.vcpus * cfg.gpu_node_count)
+    return VcpuNeed(code, name, cfg.topology.node.vcpus * cfg.topology.most_gpu_nodes)
 
 
 def quota_problem(cfg: StackConfig, need: VcpuNeed, current: float) -> str | None:
@@ -44,8 +45,8 @@ def quota_problem(cfg: StackConfig, need: VcpuNeed, current: float) -> str | Non
         return None
     return (
         f"EC2 quota {need.quota_code} ({need.quota_name}) in {cfg.region} is {current:g} vCPUs; the GPU nodes need "
-        f"{need.vcpus} ({cfg.gpu_node_count} x {cfg.gpu_node_type} of {cfg.topology.node.vcpus} vCPUs), besides "
-        "any instances of that family already running. Request an increase in Service Quotas "
+        f"{need.vcpus} ({cfg.topology.most_gpu_nodes} x {cfg.gpu_node_type} of {cfg.topology.node.vcpus} vCPUs), "
+        "besides any instances of that family already running. Request an increase in Service Quotas "
         f"(aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {need.quota_code} "
         f"--desired-value {need.vcpus}), or set quotaPreflight to false to skip this check"
     )

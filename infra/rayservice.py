@@ -19,6 +19,16 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 WORKER_GROUP = "gpu-workers"
 # The head only coordinates: it fits an m7i.xlarge (4 vCPU, 16 GiB) beside the system pods.
 HEAD_RESOURCES = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
+# With Serve autoscaling, KubeRay's in-tree autoscaler (a sidecar in the head pod) adds a worker pod when
+# replicas wait for GPUs and removes it once idle, within the worker group's minReplicas..maxReplicas.
+RAY_AUTOSCALER = {
+    "enableInTreeAutoscaling": True,
+    "autoscalerOptions": {
+        "upscalingMode": "Default",
+        "idleTimeoutSeconds": 300,
+        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+    },
+}
 # vLLM moves tensors between processes through /dev/shm; the container default of 64 MiB is too small.
 SHM_SIZE = "16Gi"
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
@@ -82,7 +92,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
         "groupName": WORKER_GROUP,
         "replicas": cfg.gpu_node_count,
         "minReplicas": cfg.gpu_node_count,
-        "maxReplicas": cfg.gpu_node_count,
+        "maxReplicas": cfg.topology.most_gpu_nodes,
         "rayStartParams": {},
         "template": {
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
@@ -122,6 +132,7 @@ def build_rayservice(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
             "serveConfigV2": yaml.safe_dump(build_serve_config(cfg), sort_keys=False),
             "rayClusterConfig": {
                 "rayVersion": cfg.ray_version,
+                **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
                 "headGroupSpec": head_group(cfg, with_hf_token),
                 "workerGroupSpecs": [worker_group(cfg, with_hf_token)],
             },

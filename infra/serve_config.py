@@ -33,6 +33,19 @@ def _side(cfg: StackConfig, side: str) -> ServeSide:
     return {"prefill": cfg.prefill, "decode": cfg.decode}[side]
 
 
+def deployment_config(side: ServeSide) -> dict[str, Any]:
+    """A fixed replica count, or Ray Serve's autoscaling between the side's minimum and maximum."""
+    if side.max_replicas is None:
+        return {"num_replicas": side.replicas}
+    return {
+        "autoscaling_config": {
+            "min_replicas": side.replicas,
+            "max_replicas": side.max_replicas,
+            "target_ongoing_requests": side.target_ongoing_requests,
+        }
+    }
+
+
 def _engine_overrides(side: ServeSide) -> dict[str, int]:
     overrides = {"max_num_seqs": side.max_num_seqs, "max_num_batched_tokens": side.max_num_batched_tokens}
     return {key: value for key, value in overrides.items() if value is not None}
@@ -55,7 +68,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
             },
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
-        "deployment_config": {"num_replicas": _side(cfg, side).replicas},
+        "deployment_config": deployment_config(_side(cfg, side)),
         "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
     }
 

@@ -7,6 +7,7 @@ from typing import Any
 import pulumi
 
 from infra.cluster import Cluster, ClusterArgs, discover_partition, update_kubeconfig_command
+from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperatorArgs
@@ -81,6 +82,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             root_volume_gib=cfg.gpu_root_volume_gib,
             capacity_reservation_id=cfg.capacity_reservation_id,
             capacity_type=cfg.gpu_capacity_type,
+            max_count=cfg.topology.most_gpu_nodes,
             tags=cfg.tags,
         ),
         cluster,
@@ -97,6 +99,19 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         gpu_nodes,
         opts=pulumi.ResourceOptions(parent=gpu_nodes),
     )
+    if cfg.serve_autoscaling:
+        ClusterAutoscaler(
+            "cluster-autoscaler",
+            ClusterAutoscalerArgs(
+                version=cfg.cluster_autoscaler_version,
+                cluster_name=cfg.cluster_name,
+                region=cfg.region,
+                tags=cfg.tags,
+            ),
+            cluster,
+            depends_on=[system_nodes.node_group],
+            opts=pulumi.ResourceOptions(parent=gpu_nodes),
+        )
     serving = Serving(
         "serving",
         ServingArgs(

@@ -56,6 +56,8 @@ class Topology:
     tensor_parallel_size: int
     pipeline_parallel_size: int
     node: NodeShape
+    # Prefill plus decode replicas at most, when Ray Serve autoscales (0: the fixed count).
+    most_replicas: int = 0
 
     @property
     def gpus_per_replica(self) -> int:
@@ -71,7 +73,13 @@ class Topology:
 
     @property
     def gpu_nodes(self) -> int:
+        """Nodes for the replicas Ray Serve starts with (and keeps, when it autoscales)."""
         return math.ceil(self.replicas / self.replicas_per_node)
+
+    @property
+    def most_gpu_nodes(self) -> int:
+        """Nodes for the most replicas Ray Serve may scale to."""
+        return math.ceil(max(self.replicas, self.most_replicas) / self.replicas_per_node)
 
     @property
     def arithmetic(self) -> str:

@@ -13,6 +13,7 @@ CHART_VALUES_FILES = {
     "nvidia-device-plugin": Path("nvidia-device-plugin-0.20.0/values.yaml"),
     "aws-efa-k8s-device-plugin": Path("aws-efa-k8s-device-plugin-v0.5.30/values.yaml"),
     "kuberay-operator": Path("kuberay-v1.4.0/kuberay-operator-values.yaml"),
+    "cluster-autoscaler": Path("cluster-autoscaler-chart-9.59.0/values.yaml"),
 }
 
 

@@ -7,6 +7,7 @@ classes, and the policy pack must pass.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -18,9 +19,11 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.config import ConfigError
+from infra.quota import gpu_vcpu_need
 from infra.topology import NodeShape, kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
+from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.schemas import rayservice_errors
 from tests.test_policy import CapturedStack, preview
 from tools.offline import StackRun, load_stack_config, run_stack
@@ -58,8 +61,13 @@ class Expected:
     instance_type: str
     gpus_per_pod: int
     efa_per_pod: int
-    replicas: tuple[int, int]
+    replicas: tuple[int, int]  # the fewest, with autoscaling
     tensor_parallel_size: int
+    most_nodes: int | None = None  # with autoscaling
+
+    @property
+    def max_nodes(self) -> int:
+        return self.most_nodes or self.nodes
 
 
 EXPECTED = {
@@ -69,6 +77,7 @@ EXPECTED = {
     "tensor": Expected(2, "p5.48xlarge", 8, 32, (1, 1), 8),
     "on-demand": Expected(4, "g6.12xlarge", 4, 1, (4, 4), 2),
     "capacity-block": Expected(2, "p5.48xlarge", 8, 32, (1, 1), 8),
+    "autoscaling": Expected(1, "g6.12xlarge", 4, 1, (1, 1), 2, most_nodes=4),
 }
 
 
@@ -89,6 +98,11 @@ def serve_config(run: StackRun) -> dict:
 def pd_args(run: StackRun) -> dict:
     (application,) = serve_config(run)["applications"]
     return application["args"]
+
+
+def fewest_replicas(llm_config: dict) -> int:
+    deployment = llm_config["deployment_config"]
+    return deployment.get("num_replicas") or deployment["autoscaling_config"]["min_replicas"]
 
 
 def worker_group(run: StackRun) -> dict:
@@ -140,7 +154,7 @@ def test_recipe_node_group_has_the_derived_node_count(recipe):
     assert group["instanceTypes"] == [expected.instance_type]
     assert group["scalingConfig"] == {
         "minSize": expected.nodes,
-        "maxSize": expected.nodes,
+        "maxSize": expected.max_nodes,
         "desiredSize": expected.nodes,
     }
 
@@ -148,7 +162,8 @@ def test_recipe_node_group_has_the_derived_node_count(recipe):
 def test_recipe_has_one_worker_pod_per_gpu_node(recipe):
     title, run = recipe
     group = worker_group(run)
-    assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == EXPECTED[title].nodes
+    assert group["replicas"] == group["minReplicas"] == EXPECTED[title].nodes
+    assert group["maxReplicas"] == EXPECTED[title].max_nodes
 
 
 def test_recipe_worker_owns_every_gpu_and_efa_interface_of_its_node(recipe):
@@ -168,7 +183,7 @@ def test_recipe_replicas_and_parallelism_reach_both_sides(recipe):
     title, run = recipe
     args = pd_args(run)
     for side, replicas in zip(("prefill", "decode"), EXPECTED[title].replicas, strict=True):
-        assert args[f"{side}_config"]["deployment_config"]["num_replicas"] == replicas
+        assert fewest_replicas(args[f"{side}_config"]) == replicas
         assert args[f"{side}_config"]["engine_kwargs"]["tensor_parallel_size"] == EXPECTED[title].tensor_parallel_size
         assert args[f"{side}_config"]["engine_kwargs"]["pipeline_parallel_size"] == 1
 
@@ -177,8 +192,7 @@ def test_recipe_gpus_of_all_replicas_fit_the_nodes(recipe):
     title, run = recipe
     args = pd_args(run)
     needed = sum(
-        args[f"{side}_config"]["deployment_config"]["num_replicas"]
-        * args[f"{side}_config"]["engine_kwargs"]["tensor_parallel_size"]
+        fewest_replicas(args[f"{side}_config"]) * args[f"{side}_config"]["engine_kwargs"]["tensor_parallel_size"]
         for side in ("prefill", "decode")
     )
     offered = EXPECTED[title].nodes * EXPECTED[title].gpus_per_pod
@@ -351,3 +365,156 @@ def test_capacity_block_needs_its_reservation_and_az(overrides):
     and live in that AZ."""
     with pytest.raises(ConfigError, match="gpuCapacityType='capacity-block' needs capacityReservationId"):
         load_stack_config(overrides)
+
+
+# --- autoscaling ---
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def test_each_side_autoscales_between_its_replicas_toward_its_target():
+    """Ray Serve's AutoscalingConfig (ray/serve/config.py): min_replicas, max_replicas and
+    target_ongoing_requests; LLMConfig validates deployment_config with Ray's DeploymentConfig."""
+    args = pd_args(render("autoscaling"))
+    assert args["prefill_config"]["deployment_config"] == {
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 4}
+    }
+    assert args["decode_config"]["deployment_config"] == {
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 6, "target_ongoing_requests": 32}
+    }
+
+
+def test_kuberay_autoscaler_runs_only_with_serve_autoscaling(dev):
+    """KubeRay v1.4.0 RayCluster spec: enableInTreeAutoscaling starts the autoscaler sidecar in the head
+    pod; autoscalerOptions.upscalingMode is one of Default, Aggressive, Conservative (ray.io_rayservices.yaml)."""
+    cluster = rayservice(render("autoscaling"))["spec"]["rayClusterConfig"]
+    assert cluster["enableInTreeAutoscaling"] is True
+    assert cluster["autoscalerOptions"]["upscalingMode"] == "Default"
+    assert cluster["autoscalerOptions"]["idleTimeoutSeconds"] == 300
+    assert "enableInTreeAutoscaling" not in rayservice(dev)["spec"]["rayClusterConfig"]
+
+
+def test_head_and_autoscaler_sidecar_fit_a_system_node():
+    """m7i.xlarge: 4 vCPUs, 16 GiB; the head container and the autoscaler sidecar share its allocatable."""
+    cluster = rayservice(render("autoscaling"))["spec"]["rayClusterConfig"]
+    (head,) = cluster["headGroupSpec"]["template"]["spec"]["containers"]
+    sidecar = cluster["autoscalerOptions"]["resources"]["requests"]
+    cpu = float(head["resources"]["requests"]["cpu"]) + float(sidecar["cpu"].removesuffix("m")) / 1000
+    memory_mib = int(head["resources"]["requests"]["memory"].removesuffix("Gi")) * 1024 + int(
+        sidecar["memory"].removesuffix("Mi")
+    )
+    assert cpu <= 4 - 1
+    assert memory_mib <= (16 - 4) * 1024
+
+
+def test_node_group_leaves_its_desired_size_to_the_cluster_autoscaler(dev):
+    """pulumi-eks ManagedNodeGroup `ignoreScalingChanges`: ignore changes to the desired size, for the
+    Cluster Autoscaler (pulumi_eks/managed_node_group.py)."""
+    assert render("autoscaling").get(NODE_GROUP, "gpu").inputs["ignoreScalingChanges"] is True
+    assert dev.get(NODE_GROUP, "gpu").inputs["ignoreScalingChanges"] is False
+
+
+def test_cluster_autoscaler_is_installed_only_with_serve_autoscaling(dev):
+    assert [r.name for r in dev.of_type(RELEASE) if r.name == "cluster-autoscaler"] == []
+    release = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs
+    assert release["chart"] == "cluster-autoscaler"
+    assert release["repositoryOpts"]["repo"] == "https://kubernetes.github.io/autoscaler"
+    assert release["version"] == "9.59.0"
+    assert release["namespace"] == "kube-system"
+
+
+def test_cluster_autoscaler_values_exist_in_the_real_chart():
+    values = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs["values"]
+    assert unknown_value_keys(values, chart_defaults("cluster-autoscaler")) == []
+
+
+def test_cluster_autoscaler_discovers_this_clusters_node_groups_from_the_system_nodes():
+    """Auto-discovery matches the k8s.io/cluster-autoscaler/enabled and k8s.io/cluster-autoscaler/<cluster>
+    tags (the chart's autoDiscovery.tags default), which EKS puts on every managed node group's Auto Scaling
+    group (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html)."""
+    values = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs["values"]
+    defaults = chart_defaults("cluster-autoscaler")
+    assert defaults["autoDiscovery"]["tags"] == [
+        "k8s.io/cluster-autoscaler/enabled",
+        "k8s.io/cluster-autoscaler/{{ .Values.autoDiscovery.clusterName }}",
+    ]
+    assert values["autoDiscovery"] == {"clusterName": "ray-llm-multinode"}
+    assert values["awsRegion"] == "sa-east-1"
+    assert values["nodeSelector"] == {"role": "system"}
+
+
+def test_cluster_autoscaler_acts_through_a_role_for_its_service_account():
+    """IRSA: the role trusts the cluster's OIDC provider for system:serviceaccount:<ns>:<sa> with audience
+    sts.amazonaws.com (https://docs.aws.amazon.com/eks/latest/userguide/associate-service-account-role.html);
+    the chart puts rbac.serviceAccount.annotations on the service account it creates."""
+    run = render("autoscaling")
+    values = run.get(RELEASE, "cluster-autoscaler").inputs["values"]
+    role = run.get("aws:iam/role:Role", "cluster-autoscaler-role").inputs
+    assert values["rbac"]["serviceAccount"]["name"] == "cluster-autoscaler"
+    role_arn = values["rbac"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]
+    assert role_arn.startswith("arn:aws:iam:") and role_arn.endswith(":cluster-autoscaler-role")
+    (statement,) = json.loads(role["assumeRolePolicy"])["Statement"]
+    issuer = "oidc.eks.sa-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
+    assert statement["Principal"] == {"Federated": f"arn:aws:iam::123456789012:oidc-provider/{issuer}"}
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert statement["Condition"]["StringEquals"] == {
+        f"{issuer}:sub": "system:serviceaccount:kube-system:cluster-autoscaler",
+        f"{issuer}:aud": "sts.amazonaws.com",
+    }
+
+
+def test_cluster_autoscaler_policy_is_the_upstream_recommended_one():
+    """The "Full Cluster Autoscaler Features Policy (Recommended)" for ASG auto-discovery
+    (kubernetes/autoscaler, cluster-autoscaler/cloudprovider/aws/README.md, chart 9.59.0's tag)."""
+    policy = json.loads(
+        render("autoscaling").get("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"]
+    )
+    actions = {action for statement in policy["Statement"] for action in statement["Action"]}
+    assert actions == {
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
+        "autoscaling:DescribeLaunchConfigurations",
+        "autoscaling:DescribeScalingActivities",
+        "ec2:DescribeImages",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeLaunchTemplateVersions",
+        "ec2:GetInstanceTypesFromInstanceRequirements",
+        "eks:DescribeNodegroup",
+        "autoscaling:SetDesiredCapacity",
+        "autoscaling:TerminateInstanceInAutoScalingGroup",
+    }
+
+
+def test_quota_preflight_counts_the_most_nodes():
+    cfg = load_stack_config(RECIPES["autoscaling"].config)
+    assert gpu_vcpu_need(cfg).vcpus == 4 * 48
+
+
+AUTOSCALING = {"serveAutoscaling": True, "prefillTargetOngoingRequests": 4, "decodeTargetOngoingRequests": 32}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        pytest.param(
+            {**AUTOSCALING, "decodeReplicas": 2, "decodeMaxReplicas": 1, "prefillMaxReplicas": 1},
+            "decodeMaxReplicas=1 is invalid with serveAutoscaling=true: allowed is at least decodeReplicas=2",
+            id="max-below-min",
+        ),
+        pytest.param(
+            {**AUTOSCALING, "prefillMaxReplicas": 2, "decodeMaxReplicas": 2, "decodeTargetOngoingRequests": 0},
+            "decodeTargetOngoingRequests=0 is invalid with serveAutoscaling=true",
+            id="no-target",
+        ),
+        pytest.param(
+            {"prefillMaxReplicas": 3},
+            "prefillMaxReplicas=3, prefillTargetOngoingRequests=0 are invalid with serveAutoscaling=false",
+            id="max-without-autoscaling",
+        ),
+    ],
+)
+def test_bad_autoscaling_is_rejected_naming_the_keys(overrides, named):
+    with pytest.raises(ConfigError) as rejected:
+        run_stack(overrides)
+    assert named in str(rejected.value)
+    assert rejected.value.declared_resources == []

@@ -13,6 +13,7 @@ VENDORED_CHARTS = {
     "kuberayVersion": ("kuberay-v", "kuberay-operator-Chart.yaml"),
     "nvidiaDevicePluginVersion": ("nvidia-device-plugin-", "Chart.yaml"),
     "efaDevicePluginVersion": ("aws-efa-k8s-device-plugin-", "Chart.yaml"),
+    "clusterAutoscalerVersion": ("cluster-autoscaler-chart-", "Chart.yaml"),
 }
 UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 

@@ -345,7 +345,13 @@ class AwsMocks(pulumi.runtime.Mocks):
             state["latestVersion"] = 1
         if args.typ == "eks:index:Cluster":
             kubeconfig = {"apiVersion": "v1", "kind": "Config", "users": [{"name": "aws", "user": {"token": "t0ken"}}]}
-            state.update(kubeconfig=kubeconfig, kubeconfigJson=json.dumps(kubeconfig))
+            issuer = f"oidc.eks.{self.region}.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
+            state.update(
+                kubeconfig=kubeconfig,
+                kubeconfigJson=json.dumps(kubeconfig),
+                oidcIssuer=issuer,
+                oidcProviderArn=f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
+            )
         if args.typ == "kubernetes:core/v1:Service":
             state["status"] = {
                 "loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}
