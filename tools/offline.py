@@ -153,13 +153,14 @@ class StackRun:
 
 
 # EKS's Kubernetes versions on the day this was written (2026-11-30), from the EKS release calendar
-# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): version, status, release
-# date, end of standard support, end of extended support.
+# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html, as tabulated by
+# https://endoflife.date/amazon-eks): version, status, release date, end of standard support, end of
+# extended support. 1.31 left extended support on 2026-11-26.
 EKS_CLUSTER_VERSIONS = (
-    ("1.35", "STANDARD_SUPPORT", "2026-01-27", "2027-03-27", "2028-03-27"),
-    ("1.34", "STANDARD_SUPPORT", "2025-10-02", "2026-12-02", "2027-12-02"),
-    ("1.33", "EXTENDED_SUPPORT", "2025-05-29", "2026-07-29", "2027-07-29"),
-    ("1.32", "EXTENDED_SUPPORT", "2025-01-23", "2026-03-23", "2027-03-23"),
+    ("1.35", "STANDARD_SUPPORT", "2026-01-28", "2027-03-27", "2028-03-27"),
+    ("1.34", "STANDARD_SUPPORT", "2025-10-06", "2026-12-02", "2027-12-02"),
+    ("1.33", "EXTENDED_SUPPORT", "2025-05-28", "2026-07-29", "2027-07-29"),
+    ("1.32", "EXTENDED_SUPPORT", "2025-01-25", "2026-03-23", "2027-03-23"),
 )
 # The default builds an offline region publishes for the add-ons whose line does not follow Kubernetes';
 # kube-proxy's does (v<kubernetesVersion>.x-eksbuild.N).
