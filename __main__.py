@@ -1,9 +1,10 @@
-"""Entry point of `pulumi up`: load the config, build the stack, export its outputs."""
+"""Entry point of `pulumi up`: load the config (EC2 describes the GPU type), build the stack, export its outputs."""
 
 import pulumi
 
 from infra.config import load_config
+from infra.node_groups import describe_instance_type
 from infra.stack import build_stack
 
-for name, value in build_stack(load_config()).items():
+for name, value in build_stack(load_config(describe_instance_type=describe_instance_type)).items():
     pulumi.export(name, value)

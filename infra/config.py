@@ -18,14 +18,9 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.config_keys import unknown_key_problems
-from infra.instance_types import (
-    EFA_GPU_INSTANCE_TYPES,
-    EFA_TYPES_WITHOUT_GPU,
-    GPU_TYPES_WITHOUT_EFA,
-    GpuInstanceType,
-)
+from infra.instance_types import InstanceShape, gpu_node_type_problem
 from infra.regions import dlc_registry, region_problem
-from infra.topology import NodeShape, Topology, node_count_problem, topology_problems
+from infra.topology import Topology, node_count_problem, topology_problems
 
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})$")
@@ -353,19 +348,6 @@ def _iam_principal(text: str) -> str:
     return text
 
 
-def _gpu_type_problem(value: str) -> str | None:
-    if value in EFA_GPU_INSTANCE_TYPES:
-        return None
-    allowed = ", ".join(EFA_GPU_INSTANCE_TYPES)
-    if value in GPU_TYPES_WITHOUT_EFA:
-        reason = "it has GPUs but no EFA network interface"
-    elif value in EFA_TYPES_WITHOUT_GPU:
-        reason = "it supports EFA but has no GPU"
-    else:
-        reason = "it is not a known EFA-capable GPU instance type"
-    return f"gpuNodeType={value!r} is invalid: {reason}; allowed is one of {allowed}"
-
-
 def _kubernetes_version_problem(value: str) -> str | None:
     match = KUBERNETES_VERSION_PATTERN.match(value)
     if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
@@ -407,16 +389,6 @@ def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
     return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
 
 
-def node_shape(instance: GpuInstanceType) -> NodeShape:
-    return NodeShape(
-        instance_type=instance.name,
-        gpus=instance.gpus,
-        efa_interfaces=instance.efa_interfaces,
-        vcpus=instance.vcpus,
-        memory_gib=instance.memory_gib,
-    )
-
-
 def _serve_side(read: _Reader, side: str, autoscaling: bool) -> ServeSide:
     unset = " (0 leaves vLLM's default)"
     replicas = read.integer(f"{side}Replicas", 1)
@@ -449,7 +421,7 @@ def _serve_side(read: _Reader, side: str, autoscaling: bool) -> ServeSide:
     )
 
 
-def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: ServeSide) -> Topology:
+def _topology(read: _Reader, shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide) -> Topology | None:
     """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
     tensor_parallel_size = read.integer("tensorParallelSize", 1)
     pipeline_parallel_size = read.integer("pipelineParallelSize", 1)
@@ -459,9 +431,9 @@ def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: Ser
         f" (0 derives it from the prefill/decode layout; EKS allows {MAX_NODES_PER_NODE_GROUP} per node group)",
         maximum=MAX_NODES_PER_NODE_GROUP,
     )
-    instance = EFA_GPU_INSTANCE_TYPES.get(gpu_node_type)
-    # An unknown gpuNodeType is reported on its own; the layout cannot be checked against it.
-    shape = node_shape(instance) if instance else NodeShape(gpu_node_type, 0, 0, 0, 0)
+    # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
+    if shape is None:
+        return None
     topology = Topology(
         prefill.replicas,
         decode.replicas,
@@ -470,8 +442,6 @@ def _topology(read: _Reader, gpu_node_type: str, prefill: ServeSide, decode: Ser
         shape,
         most_replicas=prefill.most_replicas + decode.most_replicas,
     )
-    if instance is None:
-        return topology
     problems = topology_problems(prefill.replicas, decode.replicas, tensor_parallel_size, pipeline_parallel_size, shape)
     read.problems.extend(problems)
     if not problems:
@@ -555,8 +525,17 @@ def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_
     )
 
 
-def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config | None = None) -> StackConfig:
-    """Builds the frozen stack config, or raises ConfigError naming every bad key."""
+def load_config(
+    config: pulumi.Config | None = None,
+    aws_config: pulumi.Config | None = None,
+    *,
+    describe_instance_type: Callable[[str], InstanceShape | None],
+) -> StackConfig:
+    """Builds the frozen stack config, or raises ConfigError naming every bad key.
+
+    `describe_instance_type` is EC2's answer for the GPU type (`infra.node_groups.describe_instance_type`,
+    None when EC2 does not know it): the layout is checked against what the type really has.
+    """
     config = config or pulumi.Config()
     aws_config = aws_config or pulumi.Config("aws")
     read = _Reader(config)
@@ -568,7 +547,7 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     cluster_name = read.text("clusterName", EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'")
     kubernetes_version = read.text("kubernetesVersion")
     vpc_cidr = read.text("vpcCidr")
-    gpu_node_type = read.text("gpuNodeType")
+    gpu_node_type = read.text("gpuNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as g6.8xlarge")
     gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"), "an Availability Zone name")
     dlc_image = read.optional_text("dlcImage", IMAGE_PATTERN, "an image reference pinned by tag or digest")
     kuberay_version = read.text("kuberayVersion", SEMVER_PATTERN, "a version such as 1.4.0")
@@ -578,7 +557,6 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     problems = [
         _vpc_cidr_problem(vpc_cidr),
         _kubernetes_version_problem(kubernetes_version),
-        _gpu_type_problem(gpu_node_type),
         _gpu_az_problem(gpu_az, region),
         _hf_token_problem(config, hf_token_raw),
         _kuberay_version_problem(kuberay_version, allow_unvalidated_kuberay),
@@ -591,7 +569,15 @@ def load_config(config: pulumi.Config | None = None, aws_config: pulumi.Config |
     serve_autoscaling = read.boolean("serveAutoscaling")
     prefill = _serve_side(read, "prefill", serve_autoscaling)
     decode = _serve_side(read, "decode", serve_autoscaling)
-    topology = _topology(read, gpu_node_type, prefill, decode)
+    # Asked only for a well-formed name in a supported region: EC2 cannot answer for anything else.
+    shape = None
+    if gpu_node_type and not unsupported_region and INSTANCE_TYPE_PATTERN.match(gpu_node_type):
+        shape = describe_instance_type(gpu_node_type)
+        problem = gpu_node_type_problem(gpu_node_type, shape, region)
+        if problem:
+            read.problems.append(problem)
+            shape = None
+    topology = _topology(read, shape, prefill, decode)
 
     semver = "a version such as 1.4.0"
     client_cidr_list = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"

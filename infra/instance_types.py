@@ -1,71 +1,67 @@
-"""What the stack needs to know about EC2 GPU instance types.
+"""What the stack needs to know about the GPU instance type, as EC2 itself reports it.
 
-EFA support and interface counts are not exposed by any AWS API we can call without credentials,
-so the stack validates `gpuNodeType` against this table before anything is declared. Counts are the
-EC2 "maximum EFA interfaces" of each type (one per EFA-capable network card).
+The facts come from EC2's DescribeInstanceTypes at deploy time (`aws.ec2.get_instance_type`, asked in
+`infra.node_groups.describe_instance_type` before any resource is declared), so every GPU type EC2
+offers works without a table to keep. This module only reads the answer, and needs no cloud SDK.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+# The NVIDIA device plugin advertises only NVIDIA GPUs as `nvidia.com/gpu`, and vLLM's CUDA build runs only on them.
+GPU_MANUFACTURER = "NVIDIA"
+EXAMPLE_GPU_TYPES = "g6.8xlarge, g6e.24xlarge, p4d.24xlarge, p5.48xlarge"
 
 
 @dataclass(frozen=True)
-class GpuInstanceType:
-    name: str
-    gpus: int
+class InstanceShape:
+    """One instance type's GPUs, EFA interfaces, CPUs, memory and network cards (DescribeInstanceTypes)."""
+
+    instance_type: str
+    gpus: int  # NVIDIA GPUs
+    gpu_name: str  # e.g. "L4", "H100"; empty without GPUs
+    gpu_memory_mib: int  # per GPU
+    efa_supported: bool
+    efa_interfaces: int  # NetworkInfo.EfaInfo.MaximumEfaInterfaces: one per EFA-capable network card
     vcpus: int
-    memory_gib: int
-    efa_interfaces: int
+    memory_mib: int
+    network_cards: int
 
 
-def _table(*rows: tuple[str, int, int, int, int]) -> dict[str, GpuInstanceType]:
-    return {row[0]: GpuInstanceType(*row) for row in rows}
+def instance_shape(result: Any) -> InstanceShape:
+    """The shape of pulumi-aws's `GetInstanceTypeResult` (pulumi_aws/ec2/get_instance_type.py: `gpuses` holds
+    one `GetInstanceTypeGpusResult` per GPU model with its `count`, `manufacturer`, `name` and per-GPU
+    `memory_size` in MiB; `memory_size` is the instance's memory in MiB)."""
+    nvidia = [gpu for gpu in result.gpuses if gpu.manufacturer == GPU_MANUFACTURER]
+    return InstanceShape(
+        instance_type=result.instance_type,
+        gpus=sum(gpu.count for gpu in nvidia),
+        gpu_name=", ".join(gpu.name for gpu in nvidia),
+        gpu_memory_mib=max((gpu.memory_size for gpu in nvidia), default=0),
+        efa_supported=result.efa_supported,
+        efa_interfaces=result.efa_maximum_interfaces if result.efa_supported else 0,
+        vcpus=result.default_vcpus,
+        memory_mib=result.memory_size,
+        network_cards=result.maximum_network_cards,
+    )
 
 
-EFA_GPU_INSTANCE_TYPES: dict[str, GpuInstanceType] = _table(
-    # name, GPUs, vCPUs, memory GiB, EFA interfaces
-    ("g4dn.8xlarge", 1, 32, 128, 1),
-    ("g4dn.12xlarge", 4, 48, 192, 1),
-    ("g4dn.16xlarge", 1, 64, 256, 1),
-    ("g5.8xlarge", 1, 32, 128, 1),
-    ("g5.12xlarge", 4, 48, 192, 1),
-    ("g5.16xlarge", 1, 64, 256, 1),
-    ("g5.24xlarge", 4, 96, 384, 1),
-    ("g5.48xlarge", 8, 192, 768, 1),
-    ("g6.8xlarge", 1, 32, 128, 1),
-    ("g6.12xlarge", 4, 48, 192, 1),
-    ("g6.16xlarge", 1, 64, 256, 1),
-    ("g6.24xlarge", 4, 96, 384, 1),
-    ("g6.48xlarge", 8, 192, 768, 1),
-    ("g6e.8xlarge", 1, 32, 256, 1),
-    ("g6e.12xlarge", 4, 48, 384, 1),
-    ("g6e.16xlarge", 1, 64, 512, 1),
-    ("g6e.24xlarge", 4, 96, 768, 2),
-    ("g6e.48xlarge", 8, 192, 1536, 4),
-    ("p4d.24xlarge", 8, 96, 1152, 4),
-    ("p5.48xlarge", 8, 192, 2048, 32),
-    ("p5en.48xlarge", 8, 192, 2048, 16),
-)
-
-# Known types that would otherwise get a generic "unknown" message: GPU types without EFA, and
-# EFA types without a GPU. Naming the reason saves a trip to the EC2 documentation.
-GPU_TYPES_WITHOUT_EFA = frozenset(
-    {
-        "g4dn.xlarge",
-        "g4dn.2xlarge",
-        "g4dn.4xlarge",
-        "g5.xlarge",
-        "g5.2xlarge",
-        "g5.4xlarge",
-        "g6.xlarge",
-        "g6.2xlarge",
-        "g6.4xlarge",
-        "g6e.xlarge",
-        "g6e.2xlarge",
-        "g6e.4xlarge",
-    }
-)
-EFA_TYPES_WITHOUT_GPU = frozenset(
-    {"c5n.18xlarge", "c6in.32xlarge", "c7i.48xlarge", "m7i.48xlarge", "r7iz.32xlarge", "hpc7a.96xlarge"}
-)
+def gpu_node_type_problem(instance_type: str, shape: InstanceShape | None, region: str) -> str | None:
+    """Why EC2's answer rules the type out for the GPU nodes (NVIDIA GPUs and EFA are both needed); None if fit."""
+    if shape is not None and shape.gpus and shape.efa_interfaces:
+        return None
+    if shape is None:
+        reason = f"EC2 does not know it in {region}"
+    elif shape.gpus:
+        reason = "it has GPUs but no EFA network interface"
+    elif shape.efa_interfaces:
+        reason = "it supports EFA but has no NVIDIA GPU"
+    else:
+        reason = "it has neither NVIDIA GPUs nor EFA"
+    return (
+        f"gpuNodeType={instance_type!r} is invalid: {reason}; allowed is an instance type with NVIDIA GPUs and EFA, "
+        f"e.g. {EXAMPLE_GPU_TYPES} (aws ec2 describe-instance-types --filters Name=network-info.efa-supported,"
+        "Values=true Name=instance-type,Values=g*,p*)"
+    )

@@ -17,6 +17,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from infra.cluster import Cluster
+from infra.instance_types import InstanceShape, instance_shape
 from infra.network import Network
 from infra.scheduling import GPU_NODE_LABELS, GPU_TAINT, SYSTEM_NODE_LABELS
 
@@ -29,6 +30,24 @@ NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 # EKS node group capacity types (CreateNodegroup capacityType) for the stack's gpuCapacityType values.
 EKS_CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+# What EC2 answers DescribeInstanceTypes for a name it does not know (the EC2 API reference's error codes,
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+UNKNOWN_INSTANCE_TYPE_ERROR = "InvalidInstanceType"
+
+
+def describe_instance_type(instance_type: str) -> InstanceShape | None:
+    """EC2's facts about an instance type in the deploy region, None if it has no such type.
+
+    Called while the config is loaded, before any resource is declared, like the placement lookup."""
+    try:
+        result = aws.ec2.get_instance_type(instance_type=instance_type)
+    except Exception as error:  # the provider turns EC2's error into a failed invoke; only this one is expected
+        if UNKNOWN_INSTANCE_TYPE_ERROR in str(error):
+            return None
+        raise
+    return instance_shape(result)
 
 
 def delete_node_group_before_replacing(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from infra.instance_types import InstanceShape
+
 # The one NIXL backend Ray 2.58 registers (`NixlConnector`) is vLLM's pull connector. In vLLM 0.26.0
 # its decode side raises NotImplementedError for pipeline_parallel_size > 1
 # (vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py), and a pull-mode prefill sends no
@@ -39,23 +41,12 @@ DAEMONSET_MEMORY_MIB = 1024
 
 
 @dataclass(frozen=True)
-class NodeShape:
-    """What the GPU instance type offers a worker pod."""
-
-    instance_type: str
-    gpus: int
-    efa_interfaces: int
-    vcpus: int
-    memory_gib: int
-
-
-@dataclass(frozen=True)
 class Topology:
     prefill_replicas: int
     decode_replicas: int
     tensor_parallel_size: int
     pipeline_parallel_size: int
-    node: NodeShape
+    node: InstanceShape
     # Prefill plus decode replicas at most, when Ray Serve autoscales (0: the fixed count).
     most_replicas: int = 0
 
@@ -93,7 +84,11 @@ class Topology:
 
 
 def topology_problems(
-    prefill_replicas: int, decode_replicas: int, tensor_parallel_size: int, pipeline_parallel_size: int, node: NodeShape
+    prefill_replicas: int,
+    decode_replicas: int,
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    node: InstanceShape,
 ) -> list[str]:
     """Why this layout cannot run on nodes of this shape; empty when it can."""
     problems = []
@@ -142,15 +137,15 @@ def kube_reserved_cpu_millis(vcpus: int) -> int:
     return reserved
 
 
-def worker_cpu(node: NodeShape) -> int:
+def worker_cpu(node: InstanceShape) -> int:
     """Whole CPUs a worker pod can request: allocatable less what the DaemonSets request."""
     millis = node.vcpus * 1000 - kube_reserved_cpu_millis(node.vcpus) - DAEMONSET_CPU_MILLIS
     return millis // 1000
 
 
-def worker_memory_gib(node: NodeShape) -> int:
+def worker_memory_gib(node: InstanceShape) -> int:
     """Whole GiB a worker pod can request: capacity less kube-reserved, eviction and DaemonSets."""
-    capacity_mib = node.memory_gib * 1024 * (1 - VM_MEMORY_OVERHEAD)
+    capacity_mib = node.memory_mib * (1 - VM_MEMORY_OVERHEAD)
     reserved_mib = (
         KUBE_RESERVED_MEMORY_BASE_MIB
         + KUBE_RESERVED_MEMORY_PER_POD_MIB * MAX_PODS_BOUND

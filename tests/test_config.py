@@ -17,6 +17,7 @@ from infra.config import (
     load_config,
 )
 from infra.config_keys import aws_provider_keys, kubernetes_provider_keys
+from infra.node_groups import describe_instance_type
 from tests.schemas import kuberay_dir
 from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR, SHIPPED_STACKS, declared_config
@@ -64,7 +65,7 @@ def test_the_program_reads_exactly_the_declared_keys():
             return super().get(key, default)
 
     load_stack_config(stack="unset")  # prepares the runtime with the project's config
-    load_config(RecordingConfig())
+    load_config(RecordingConfig(), describe_instance_type=describe_instance_type)
     assert read == {key for key in declared_config() if ":" not in key}
 
 
@@ -154,8 +155,10 @@ BAD_VALUES = [
     ("gpuNodeCount", "two", "an integer from 0 to 450"),
     ("gpuNodeCount", 451, "EKS allows 450 per node group"),
     ("gpuNodeType", "g6.xlarge", "no EFA network interface"),
-    ("gpuNodeType", "c5n.18xlarge", "has no GPU"),
-    ("gpuNodeType", "m7i.xlarge", "not a known EFA-capable GPU instance type"),
+    ("gpuNodeType", "c5n.18xlarge", "supports EFA but has no NVIDIA GPU"),
+    ("gpuNodeType", "m7i.xlarge", "has neither NVIDIA GPUs nor EFA"),
+    ("gpuNodeType", "g9z.8xlarge", "EC2 does not know it in sa-east-1"),
+    ("gpuNodeType", "G6.8XLARGE", "allowed is an EC2 instance type such as g6.8xlarge"),
     ("systemNodeCount", 0, "an integer from 1 to 450"),
     ("systemNodeCount", 451, "EKS allows 450 nodes per managed node group"),
     ("maxAzs", 1, "EKS needs two Availability Zones"),

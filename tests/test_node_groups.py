@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra.instance_types import EFA_GPU_INSTANCE_TYPES
+from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import run_stack
 
 NODE_GROUP = "eks:index:ManagedNodeGroup"
@@ -73,8 +73,10 @@ def test_gpu_nodes_launch_from_the_efa_template(dev):
 
 @pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.24xlarge", "g6e.48xlarge", "p4d.24xlarge", "p5.48xlarge"])
 def test_one_efa_interface_per_efa_network_card(instance_type):
+    """As many EFA interfaces as EC2's DescribeInstanceTypes says the type takes (EfaInfo.MaximumEfaInterfaces,
+    answered offline with the values of https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)."""
     interfaces = gpu_template(run_stack({"gpuNodeType": instance_type}))["networkInterfaces"]
-    assert len(interfaces) == EFA_GPU_INSTANCE_TYPES[instance_type].efa_interfaces
+    assert len(interfaces) == INSTANCE_TYPES[instance_type].efa_interfaces
     assert [i["networkCardIndex"] for i in interfaces] == list(range(len(interfaces)))
 
 

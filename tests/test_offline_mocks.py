@@ -33,6 +33,11 @@ INVOKES = {
         "GetInstanceTypeOfferingsResult",
         {"locationType": "availability-zone", "filters": [{"name": "instance-type", "values": ["g6.8xlarge"]}]},
     ),
+    "aws:ec2/getInstanceType:getInstanceType": (
+        "pulumi_aws.ec2",
+        "GetInstanceTypeResult",
+        {"instanceType": "p5.48xlarge"},
+    ),
     "aws:eks/getCluster:getCluster": ("pulumi_aws.eks", "GetClusterResult", {"name": "ray-llm-multinode"}),
     "aws:eks/getClusterVersions:getClusterVersions": (
         "pulumi_aws.eks",

@@ -19,8 +19,9 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.config import ConfigError
+from infra.instance_types import InstanceShape
 from infra.quota import gpu_vcpu_need
-from infra.topology import NodeShape, kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
+from infra.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from tests.chart_values import chart_defaults, unknown_value_keys
@@ -307,9 +308,9 @@ def test_kube_reserved_cpu_follows_eks_nodeadm():
 @pytest.mark.parametrize(
     ("shape", "cpu", "memory"),
     [
-        (NodeShape("g6.8xlarge", 1, 1, 32, 128), 30, 109),
-        (NodeShape("g6.12xlarge", 4, 1, 48, 192), 46, 168),
-        (NodeShape("p5.48xlarge", 8, 32, 192, 2048), 190, 1885),
+        (InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1), 30, 109),
+        (InstanceShape("g6.12xlarge", 4, "L4", 22888, True, 1, 48, 196608, 1), 46, 168),
+        (InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32), 190, 1885),
     ],
 )
 def test_worker_requests_what_the_node_leaves_allocatable(shape, cpu, memory):
@@ -319,7 +320,7 @@ def test_worker_requests_what_the_node_leaves_allocatable(shape, cpu, memory):
     (aws/karpenter-provider-aws, VM_MEMORY_OVERHEAD_PERCENT); 1 vCPU and 1 GiB stay for the DaemonSets."""
     assert (worker_cpu(shape), worker_memory_gib(shape)) == (cpu, memory)
     assert cpu * 1000 <= shape.vcpus * 1000 - kube_reserved_cpu_millis(shape.vcpus)
-    assert memory * 1024 <= shape.memory_gib * 1024 - (255 + 11 * 737 + 100)
+    assert memory * 1024 <= shape.memory_mib - (255 + 11 * 737 + 100)
 
 
 # --- reserved capacity ---

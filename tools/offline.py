@@ -22,9 +22,10 @@ import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
+from infra import node_groups
 from infra.config import SECRET_SETTINGS, StackConfig, load_config
-from infra.instance_types import EFA_GPU_INSTANCE_TYPES
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
+from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_config
 
 ACCOUNT_ID = "123456789012"
@@ -165,10 +166,11 @@ EKS_CLUSTER_VERSIONS = (
 # The default builds an offline region publishes for the add-ons whose line does not follow Kubernetes';
 # kube-proxy's does (v<kubernetesVersion>.x-eksbuild.N).
 DEFAULT_ADDON_BUILDS = {"vpc-cni": "v1.21.1-eksbuild.1", "coredns": "v1.13.2-eksbuild.1"}
-# Instance types an offline region offers: the GPU table's, and the general-purpose families system nodes use.
+# Instance types an offline region offers: those DescribeInstanceTypes is answered for, and the general-purpose
+# families system nodes use.
 OFFERED_INSTANCE_TYPES = frozenset(
     {
-        *EFA_GPU_INSTANCE_TYPES,
+        *INSTANCE_TYPES,
         *(
             f"{family}.{size}"
             for family in ("m5", "m6i", "m7i", "m7a", "c6i", "c7i", "r6i", "r7i", "t3")
@@ -250,6 +252,17 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
                 "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
             }
+        if args.token == "aws:ec2/getInstanceType:getInstanceType":
+            name = request["instanceType"]
+            if name not in INSTANCE_TYPES:
+                # EC2's own error for a name it does not know, which the provider passes on.
+                return {}, [
+                    (
+                        "instanceType",
+                        f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]",
+                    )
+                ]
+            return describe_instance_type(name, self.region)
         if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
             return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
         if args.token == "aws:eks/getCluster:getCluster":
@@ -442,7 +455,7 @@ def load_stack_config(
 ) -> StackConfig:
     """The validated StackConfig of a stack, without running the program (raises ConfigError)."""
     _configure_runtime(overrides, stack, secret_keys, None, preview=False)
-    return load_config()
+    return load_config(describe_instance_type=node_groups.describe_instance_type)
 
 
 def run_stack(

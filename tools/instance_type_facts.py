@@ -1,0 +1,131 @@
+"""EC2's DescribeInstanceTypes answers for the instance types the offline runs use.
+
+The facts the stack reads are the real ones, from Amazon EC2's instance type specifications
+(https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html: GPUs, GPU memory, vCPUs, memory, network
+cards, EFA; https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html and co.html for m7i and c5n;
+per-card EFA counts: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
+They are answered in pulumi-aws's GetInstanceTypeResult shape (camelCase, every field it always has);
+the fields the stack does not read (EBS, storage, CPU options, ...) hold placeholders of the right type,
+not this type's facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InstanceTypeFacts:
+    vcpus: int
+    memory_mib: int
+    gpus: int
+    gpu_name: str  # NVIDIA model, empty without GPUs
+    gpu_memory_mib: int  # per GPU, as EC2 reports it
+    efa_interfaces: int  # 0: no EFA
+    network_cards: int
+    network_performance: str
+
+
+L4, A10G, L40S, A100, H100 = ("L4", 22888), ("A10G", 24576), ("L40S", 45776), ("A100", 40960), ("H100", 81920)
+INSTANCE_TYPES = {
+    # GPU types with EFA
+    "g5.8xlarge": InstanceTypeFacts(32, 131072, 1, *A10G, 1, 1, "25 Gigabit"),
+    "g6.8xlarge": InstanceTypeFacts(32, 131072, 1, *L4, 1, 1, "25 Gigabit"),
+    "g6.12xlarge": InstanceTypeFacts(48, 196608, 4, *L4, 1, 1, "40 Gigabit"),
+    "g6e.12xlarge": InstanceTypeFacts(48, 393216, 4, *L40S, 1, 1, "100 Gigabit"),
+    "g6e.24xlarge": InstanceTypeFacts(96, 786432, 4, *L40S, 2, 2, "200 Gigabit"),
+    "g6e.48xlarge": InstanceTypeFacts(192, 1572864, 8, *L40S, 4, 4, "400 Gigabit"),
+    "p4d.24xlarge": InstanceTypeFacts(96, 1179648, 8, *A100, 4, 4, "4x 100 Gigabit"),
+    "p5.48xlarge": InstanceTypeFacts(192, 2097152, 8, *H100, 32, 32, "3200 Gigabit"),
+    # a GPU type without EFA, an EFA type without GPUs, and a type with neither
+    "g6.xlarge": InstanceTypeFacts(4, 16384, 1, *L4, 0, 1, "Up to 10 Gigabit"),
+    "c5n.18xlarge": InstanceTypeFacts(72, 196608, 0, "", 0, 1, 1, "100 Gigabit"),
+    "m7i.xlarge": InstanceTypeFacts(4, 16384, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
+}
+
+
+def describe_instance_type(instance_type: str, region: str) -> dict[str, Any]:
+    """GetInstanceTypeResult's fields for one known type (KeyError for any other)."""
+    facts = INSTANCE_TYPES[instance_type]
+    gpus = (
+        [{"count": facts.gpus, "manufacturer": "NVIDIA", "name": facts.gpu_name, "memorySize": facts.gpu_memory_mib}]
+        if facts.gpus
+        else []
+    )
+    return {
+        "id": instance_type,
+        "instanceType": instance_type,
+        "region": region,
+        "defaultVcpus": facts.vcpus,
+        "defaultCores": facts.vcpus // 2,
+        "defaultThreadsPerCore": 2,
+        "validCores": [],
+        "validThreadsPerCores": [1, 2],
+        "memorySize": facts.memory_mib,
+        "gpuses": gpus,
+        "totalGpuMemory": facts.gpus * facts.gpu_memory_mib,
+        "efaSupported": facts.efa_interfaces > 0,
+        "efaMaximumInterfaces": facts.efa_interfaces,
+        "maximumNetworkCards": facts.network_cards,
+        "defaultNetworkCardIndex": 0,
+        "networkCards": [
+            {
+                "index": card,
+                "maximumInterfaces": 2 if facts.network_cards > 1 else 8,
+                "performance": facts.network_performance,
+                "baselineBandwidth": 0.0,
+                "peakBandwidth": 0.0,
+            }
+            for card in range(facts.network_cards)
+        ],
+        "maximumNetworkInterfaces": 2 * facts.network_cards if facts.network_cards > 1 else 8,
+        "networkPerformance": facts.network_performance,
+        "bandwidthWeightings": ["default"],
+        "maximumIpv4AddressesPerInterface": 30,
+        "maximumIpv6AddressesPerInterface": 30,
+        "ipv6Supported": True,
+        "enaSupport": "required",
+        "enaSrdSupported": facts.efa_interfaces > 0,
+        "encryptionInTransitSupported": True,
+        "supportedArchitectures": ["x86_64"],
+        "supportedCpuFeatures": [],
+        "supportedPlacementStrategies": ["cluster", "partition", "spread"],
+        "supportedRootDeviceTypes": ["ebs"],
+        "supportedUsagesClasses": ["on-demand", "spot"],
+        "supportedVirtualizationTypes": ["hvm"],
+        "sustainedClockSpeed": 0.0,
+        "bootModes": ["legacy-bios", "uefi"],
+        "bareMetal": False,
+        "burstablePerformanceSupported": False,
+        "currentGeneration": True,
+        "dedicatedHostsSupported": True,
+        "freeTierEligible": False,
+        "hibernationSupported": False,
+        "autoRecoverySupported": True,
+        "hypervisor": "nitro",
+        "ebsEncryptionSupport": "supported",
+        "ebsNvmeSupport": "required",
+        "ebsOptimizedSupport": "default",
+        "ebsPerformanceBaselineBandwidth": 0,
+        "ebsPerformanceBaselineIops": 0,
+        "ebsPerformanceBaselineThroughput": 0.0,
+        "ebsPerformanceMaximumBandwidth": 0,
+        "ebsPerformanceMaximumIops": 0,
+        "ebsPerformanceMaximumThroughput": 0.0,
+        "nitroEnclavesSupport": "supported",
+        "nitroTpmSupport": "supported",
+        "nitroTpmSupportedVersions": ["2.0"],
+        "phcSupport": "supported",
+        "fpgas": [],
+        "totalFpgaMemory": 0,
+        "inferenceAccelerators": [],
+        "totalInferenceMemory": 0,
+        "mediaAccelerators": [],
+        "totalMediaMemory": 0,
+        "neuronDevices": [],
+        "totalNeuronDeviceMemory": 0,
+        "instanceDisks": [],
+        "instanceStorageSupported": False,
+        "totalInstanceStorage": 0,
+    }
