@@ -33,15 +33,17 @@ class InstanceShape:
 def instance_shape(result: Any) -> InstanceShape:
     """The shape of pulumi-aws's `GetInstanceTypeResult` (pulumi_aws/ec2/get_instance_type.py: `gpuses` holds
     one `GetInstanceTypeGpusResult` per GPU model with its `count`, `manufacturer`, `name` and per-GPU
-    `memory_size` in MiB; `memory_size` is the instance's memory in MiB)."""
-    nvidia = [gpu for gpu in result.gpuses if gpu.manufacturer == GPU_MANUFACTURER]
+    `memory_size` in MiB; `memory_size` is the instance's memory in MiB). The provider leaves out what EC2 does
+    not report for a type ("Not all attributes are set for every instance type", the data source's docs), so an
+    absent GPU list or EFA count reads as none."""
+    nvidia = [gpu for gpu in result.gpuses or () if gpu.manufacturer == GPU_MANUFACTURER]
     return InstanceShape(
         instance_type=result.instance_type,
         gpus=sum(gpu.count for gpu in nvidia),
         gpu_name=", ".join(gpu.name for gpu in nvidia),
         gpu_memory_mib=max((gpu.memory_size for gpu in nvidia), default=0),
-        efa_supported=result.efa_supported,
-        efa_interfaces=result.efa_maximum_interfaces if result.efa_supported else 0,
+        efa_supported=bool(result.efa_supported),
+        efa_interfaces=(result.efa_maximum_interfaces or 0) if result.efa_supported else 0,
         vcpus=result.default_vcpus,
         memory_mib=result.memory_size,
         network_cards=result.maximum_network_cards,

@@ -66,6 +66,15 @@ def test_an_efa_count_without_efa_support_is_no_efa():
     assert instance_shape(ec2_answer(gpus(("NVIDIA", "L4", 1)), efa=0)).efa_interfaces == 0
 
 
+def test_attributes_ec2_does_not_report_read_as_none():
+    """https://www.pulumi.com/registry/packages/aws/api-docs/ec2/getinstancetype/ (from the Terraform data source
+    aws_ec2_instance_type): "Not all attributes are set for every instance type"."""
+    answer = ec2_answer([], efa=0)
+    answer.gpuses, answer.efa_supported, answer.efa_maximum_interfaces = None, None, None
+    shape = instance_shape(answer)
+    assert (shape.gpus, shape.efa_supported, shape.efa_interfaces) == (0, False, 0)
+
+
 def test_a_type_with_gpus_and_efa_is_fit():
     shape = instance_shape(ec2_answer(gpus(("NVIDIA", "L4", 4)), efa=1))
     assert gpu_node_type_problem("x.large", shape, "sa-east-1") is None
