@@ -23,6 +23,11 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # changes the layout of Mamba conv state, so pure-attention models are unaffected. Ray Serve LLM hands
 # an LLMConfig's runtime_env to the replica and to the engine's workers.
 PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
+# Engines that share a pod (several replicas per GPU node) share its ports. vLLM 0.26's default Ray
+# executor (RayExecutorV2) starts every non-data-parallel engine's TCPStore port search at the same
+# port (VLLM_DP_MASTER_PORT + 100), so engines starting together can pick the same one; the classic Ray
+# executor takes a free port from the OS. Only set where engines share a pod.
+SHARED_POD_ENGINE_ENV = {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}
 # One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
 # STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
 # holds a whole GPU, so prefill and decode replicas never share one.
@@ -31,6 +36,11 @@ PLACEMENT_STRATEGY = "STRICT_PACK"
 
 def _side(cfg: StackConfig, side: str) -> ServeSide:
     return {"prefill": cfg.prefill, "decode": cfg.decode}[side]
+
+
+def engine_env(cfg: StackConfig) -> dict[str, str]:
+    shares_pod = cfg.topology.replicas_per_node > 1
+    return {**PD_ENGINE_ENV, **(SHARED_POD_ENGINE_ENV if shares_pod else {})}
 
 
 def deployment_config(side: ServeSide) -> dict[str, Any]:
@@ -69,7 +79,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
         "deployment_config": deployment_config(_side(cfg, side)),
-        "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
+        "runtime_env": {"env_vars": engine_env(cfg)},
     }
 
 
