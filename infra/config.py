@@ -448,6 +448,13 @@ def _topology(read: _Reader, shape: InstanceShape | None, prefill: ServeSide, de
         problem = node_count_problem(requested_nodes, topology)
         if problem:
             read.problems.append(problem)
+        if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
+            most = max(topology.replicas, topology.most_replicas)
+            read.problems.append(
+                f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "
+                f"at most {most} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; lower "
+                "prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
+            )
     return topology
 
 

@@ -258,6 +258,11 @@ REJECTED = [
     ),
     pytest.param({"tensorParallelSize": 2}, ["tensorParallelSize=2", "has 1 GPU(s)"], id="tp2-on-1-gpu"),
     pytest.param({"gpuCapacityType": "spot"}, ["gpuCapacityType='spot'", "on-demand, capacity-block"], id="spot"),
+    pytest.param(
+        {"prefillReplicas": 300, "decodeReplicas": 300},
+        ["need up to 600 GPU nodes", "EKS allows 450 per node group"],
+        id="more-nodes-than-a-node-group-holds",
+    ),
     pytest.param({"prefillReplicas": 0}, ["prefillReplicas='0'", "an integer >= 1"], id="no-prefill"),
     pytest.param({"decodeMaxNumSeqs": -1}, ["decodeMaxNumSeqs='-1'", "an integer >= 0"], id="negative-override"),
 ]
