@@ -84,6 +84,7 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     cluster_security_group_id: pulumi.Output[str]
     cluster_name: str
+    kubernetes_version: str
 
     def __init__(
         self, name: str, args: ClusterArgs, network: Network, opts: pulumi.ResourceOptions | None = None
@@ -136,6 +137,9 @@ class Cluster(pulumi.ComponentResource):
             public_subnet_ids=list(network.public_subnet_ids.values()),
             node_associate_public_ip_address=False,
             skip_default_node_group=True,
+            # Managed nodes use the security group EKS creates for the cluster; pulumi-eks's own cluster
+            # and node groups (and their rules) serve only self-managed node groups, which this stack has none of.
+            skip_default_security_groups=True,
             endpoint_private_access=True,
             endpoint_public_access=True,
             public_access_cidrs=list(args.api_public_access_cidrs),
@@ -148,7 +152,7 @@ class Cluster(pulumi.ComponentResource):
             encryption_config_key_arn=secrets_key.arn if secrets_key else None,
             vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.vpc_cni_version),
             # CoreDNS needs a node to become ACTIVE; inside this component it would be created before
-            # any node group and block them all. `CoreDns` creates it after the system nodes.
+            # any node group and block them all. `SystemNodes` creates it after its node group.
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=args.kube_proxy_version),
             deletion_protection=args.protect,
@@ -160,12 +164,10 @@ class Cluster(pulumi.ComponentResource):
 
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider("kubernetes", kubeconfig=self.kubeconfig, opts=child)
-        # Nodes launched from our own launch template (the GPU group) must carry the security group
-        # EKS creates for the cluster, or they cannot reach the control plane and the other nodes.
-        # The kubeconfig may be a secret; the cluster's name is not, so it must not taint the lookup.
-        created_name = pulumi.Output.unsecret(self.eks_cluster.kubeconfig_json.apply(lambda _: args.cluster_name))
-        self.cluster_security_group_id = aws.eks.get_cluster_output(name=created_name).vpc_config.apply(
-            lambda vpc_config: vpc_config.cluster_security_group_id
-        )
+        # Nodes launched from a launch template with network interfaces of its own (the GPU group) must
+        # carry the security group EKS creates for the cluster, or they cannot reach the control plane
+        # and the other nodes. Without pulumi-eks's default groups this output is that group.
+        self.cluster_security_group_id = self.eks_cluster.cluster_security_group_id
         self.cluster_name = args.cluster_name
+        self.kubernetes_version = args.kubernetes_version
         self.register_outputs({"clusterName": args.cluster_name})

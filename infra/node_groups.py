@@ -77,8 +77,9 @@ def _managed_node_group(
     max_count: int | None = None,
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
-    """A managed node group in private subnets, created once they have egress: fixed (min = max = desired),
-    or from `count` up to `max_count` with the desired size left to the Cluster Autoscaler."""
+    """A managed node group in private subnets on the cluster's Kubernetes version, created once they have
+    egress: fixed (min = max = desired), or from `count` up to `max_count` with the desired size left to the
+    Cluster Autoscaler."""
     most = max_count or count
     return eks.ManagedNodeGroup(
         name,
@@ -89,6 +90,9 @@ def _managed_node_group(
         instance_types=[instance_type],
         capacity_type=EKS_CAPACITY_TYPES[capacity_type],
         ami_type=ami_type,
+        # pulumi-eks sets no version when a launch template is given; without one, a node group stays
+        # on its Kubernetes version when the control plane is upgraded.
+        version=cluster.kubernetes_version,
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=most, desired_size=count),
         # The Cluster Autoscaler moves the desired size; a later `pulumi up` must not reset it.
         ignore_scaling_changes=most > count,
@@ -98,6 +102,36 @@ def _managed_node_group(
         opts=pulumi.ResourceOptions(parent=parent, depends_on=egress, transforms=[delete_node_group_before_replacing]),
         **extra,
     )
+
+
+def _launch_template(
+    name: str, tags: Mapping[str, str], parent: pulumi.Resource, *, description: str, root_volume_gib: int, **extra: Any
+) -> aws.eks.NodeGroupLaunchTemplateArgs:
+    """A launch template with IMDSv2 required and an encrypted gp3 root volume, and no AMI: EKS picks the
+    node group's AMI for its `amiType` and `version`."""
+    template = aws.ec2.LaunchTemplate(
+        name,
+        description=description,
+        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+        ),
+        block_device_mappings=[
+            aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name=ROOT_DEVICE_NAME,
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=root_volume_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                ),
+            )
+        ],
+        tag_specifications=[
+            aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+            for kind in ("instance", "volume", "network-interface")
+        ],
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+        **extra,
+    )
+    return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
 
 
 @dataclass(frozen=True)
@@ -135,8 +169,14 @@ class SystemNodes(pulumi.ComponentResource):
             egress=[resource for resources in network.private_egress.values() for resource in resources],
             ami_type=SYSTEM_AMI_TYPE,
             labels=SYSTEM_NODE_LABELS,
-            disk_size=SYSTEM_ROOT_VOLUME_GIB,
-            enable_imd_sv2=True,
+            # pulumi-eks's own template (made for `enable_imd_sv2`/`disk_size`) cannot encrypt the root volume.
+            launch_template=_launch_template(
+                "system",
+                args.tags,
+                self,
+                description=f"{SYSTEM_NODEGROUP_NAME}: IMDSv2, {SYSTEM_ROOT_VOLUME_GIB} GiB encrypted gp3 root",
+                root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
+            ),
         )
         # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,
         # before any node group, it would block every node group that waits for the cluster.
@@ -229,23 +269,12 @@ class GpuNodes(pulumi.ComponentResource):
             if args.capacity_reservation_id
             else None
         )
-        launch_template = aws.ec2.LaunchTemplate(
+        launch_template = _launch_template(
             "gpu",
+            args.tags,
+            self,
             description=f"{args.node_group_name}: EFA, cluster placement, IMDSv2, {args.root_volume_gib} GiB root",
-            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
-            ),
-            block_device_mappings=[
-                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                    device_name=ROOT_DEVICE_NAME,
-                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                        volume_size=args.root_volume_gib,
-                        volume_type="gp3",
-                        encrypted="true",
-                        delete_on_termination="true",
-                    ),
-                )
-            ],
+            root_volume_gib=args.root_volume_gib,
             network_interfaces=efa_network_interfaces(
                 args.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
             ),
@@ -255,12 +284,6 @@ class GpuNodes(pulumi.ComponentResource):
             instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
             if args.capacity_type == "capacity-block"
             else None,
-            tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=args.tags)
-                for kind in ("instance", "volume", "network-interface")
-            ],
-            tags=args.tags,
-            opts=child,
         )
         self.node_group_name = args.node_group_name
         self.node_group = _managed_node_group(
@@ -282,8 +305,6 @@ class GpuNodes(pulumi.ComponentResource):
                     key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect=EKS_TAINT_EFFECTS[GPU_TAINT["effect"]]
                 )
             ],
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=launch_template.id, version=launch_template.latest_version.apply(str)
-            ),
+            launch_template=launch_template,
         )
         self.register_outputs({"nodeGroupName": args.node_group_name})

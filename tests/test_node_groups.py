@@ -27,7 +27,7 @@ def test_system_nodes_are_a_fixed_size_private_group(dev):
     assert system["labels"] == {"role": "system"}
     assert system["amiType"] == "AL2023_x86_64_STANDARD"
     assert system["subnetIds"] == ["private-sa-east-1a-id", "private-sa-east-1b-id"]
-    assert system["enableIMDSv2"] is True
+    assert system["launchTemplate"] == {"id": "system-id", "version": "1"}
 
 
 def test_system_node_overrides():
@@ -123,8 +123,35 @@ def test_gpu_nodes_share_a_cluster_placement_group(dev):
     assert gpu_template(dev)["placement"] == {"groupName": "gpu-placement-pg"}
 
 
-def test_gpu_template_requires_imdsv2(dev):
-    assert gpu_template(dev)["metadataOptions"]["httpTokens"] == "required"
+@pytest.mark.parametrize("template", ["system", "gpu"])
+def test_node_templates_require_imdsv2(dev, template):
+    assert dev.get(LAUNCH_TEMPLATE, template).inputs["metadataOptions"]["httpTokens"] == "required"
+
+
+@pytest.mark.parametrize("template", ["system", "gpu"])
+def test_node_templates_have_an_encrypted_gp3_root_volume_and_no_ami(dev, template):
+    """The launch templates name no AMI, so EKS picks it from the group's `amiType` and `version`
+    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Specifying an AMI")."""
+    inputs = dev.get(LAUNCH_TEMPLATE, template).inputs
+    (root,) = inputs["blockDeviceMappings"]
+    assert root["deviceName"] == "/dev/xvda"
+    assert (root["ebs"]["volumeType"], root["ebs"]["encrypted"]) == ("gp3", "true")
+    assert "imageId" not in inputs
+
+
+def test_system_root_disk_is_50_gib(dev):
+    (root,) = dev.get(LAUNCH_TEMPLATE, "system").inputs["blockDeviceMappings"]
+    assert root["ebs"]["volumeSize"] == 50
+
+
+@pytest.mark.parametrize("group", ["system", "gpu"])
+def test_node_groups_run_the_clusters_kubernetes_version(group):
+    """A node group follows a control-plane upgrade only through its own `version` (EKS API
+    UpdateNodegroupVersion: "If no version is specified, then the Kubernetes version of the node group
+    does not change"), and pulumi-eks leaves it unset when a launch template is given
+    (pulumi/pulumi-eks `nodejs/eks/nodes/nodegroup.ts`, `createManagedNodeGroup`)."""
+    run = run_stack({"kubernetesVersion": "1.34", "kubeProxyVersion": "v1.34.1-eksbuild.2"})
+    assert run.get(NODE_GROUP, group).inputs["version"] == "1.34"
 
 
 def test_gpu_root_disk_is_200_gib_by_default_and_configurable(dev):

@@ -38,7 +38,6 @@ INVOKES = {
         "GetInstanceTypeResult",
         {"instanceType": "p5.48xlarge"},
     ),
-    "aws:eks/getCluster:getCluster": ("pulumi_aws.eks", "GetClusterResult", {"name": "ray-llm-multinode"}),
     "aws:eks/getClusterVersions:getClusterVersions": (
         "pulumi_aws.eks",
         "GetClusterVersionsResult",
@@ -104,14 +103,14 @@ def test_mocked_answer_has_the_fields_of_pulumi_aws_result_type(token):
 
 
 def test_the_shape_check_catches_a_misnamed_field():
-    module, class_name, request = INVOKES["aws:eks/getCluster:getCluster"]
-    wrong = answer("aws:eks/getCluster:getCluster", request)
-    wrong["vpcConfig"]["clusterSecurityGroupID"] = wrong["vpcConfig"].pop("clusterSecurityGroupId")
-    problems = shape_problems(wrong, getattr(importlib.import_module(module), class_name), "getCluster")
-    assert "getCluster.vpcConfig[0].clusterSecurityGroupID is not a field of GetClusterVpcConfigResult" in problems
-    assert (
-        "getCluster.vpcConfig[0].clusterSecurityGroupId is missing: GetClusterVpcConfigResult always has it" in problems
-    )
+    module, class_name, request = INVOKES["aws:servicequotas/getServiceQuota:getServiceQuota"]
+    wrong = answer("aws:servicequotas/getServiceQuota:getServiceQuota", request)
+    dimension = wrong["usageMetrics"][0]["metricDimensions"][0]
+    dimension["Resource"] = dimension.pop("resource")
+    problems = shape_problems(wrong, getattr(importlib.import_module(module), class_name), "quota")
+    nested = "quota.usageMetrics[0].metricDimensions[0]"
+    assert f"{nested}.Resource is not a field of GetServiceQuotaUsageMetricMetricDimensionResult" in problems
+    assert f"{nested}.resource is missing: GetServiceQuotaUsageMetricMetricDimensionResult always has it" in problems
 
 
 def test_every_lookup_the_program_makes_is_mocked_and_documented():

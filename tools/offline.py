@@ -5,7 +5,7 @@ The test suite and `tools.render` both use it, so what a user renders is what th
 Config is built the way the CLI builds it: the project defaults from `Pulumi.yaml`, then a shipped
 `Pulumi.<stack>.yaml`, then the test's overrides. Every registered resource is captured with its
 type, name, inputs, parent, dependencies and provider; stack outputs are resolved with their secrecy.
-AWS lookups (Availability Zones, instance-type offerings, the EKS cluster) get realistic answers.
+AWS lookups (Availability Zones, instance-type offerings) get realistic answers.
 """
 
 from __future__ import annotations
@@ -136,6 +136,8 @@ class Resource:
     secret_inputs: frozenset[str] = frozenset()
     # The `transforms` resource option: the engine applies them to this resource and its children.
     transforms: tuple[Callable[..., Any], ...] = ()
+    # Inputs that were resource references (dotted path -> the referenced URN); `inputs` holds their id/URN.
+    references: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -265,8 +267,6 @@ class AwsMocks(pulumi.runtime.Mocks):
             return describe_instance_type(name, self.region)
         if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
             return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
-        if args.token == "aws:eks/getCluster:getCluster":
-            return self._cluster(request["name"])
         if args.token == "aws:eks/getClusterVersions:getClusterVersions":
             return {**request, "region": self.region, "clusterVersions": self._cluster_versions()}
         if args.token == "aws:eks/getAddonVersion:getAddonVersion":
@@ -295,58 +295,6 @@ class AwsMocks(pulumi.runtime.Mocks):
             for version, status, released, standard_end, extended_end in EKS_CLUSTER_VERSIONS
         ]
 
-    def _cluster(self, name: str) -> dict:
-        endpoint_host = f"0123456789ABCDEF.gr7.{self.region}.eks.amazonaws.com"
-        return {
-            "id": name,
-            "name": name,
-            "region": self.region,
-            "arn": f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
-            "clusterId": "00000000-0000-0000-0000-000000000000",
-            "createdAt": "2026-01-01T00:00:00Z",
-            "deletionProtection": False,
-            "enabledClusterLogTypes": [],
-            "endpoint": f"https://{endpoint_host}",
-            "platformVersion": "eks.1",
-            "roleArn": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}-eksRole",
-            "status": "ACTIVE",
-            "tags": {},
-            "version": "1.35",
-            "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}],
-            "certificateAuthorities": [{"data": "LS0tLS1CRUdJTi=="}],
-            "identities": [
-                {"oidcs": [{"issuer": f"https://oidc.eks.{self.region}.amazonaws.com/id/0123456789ABCDEF"}]}
-            ],
-            "kubernetesNetworkConfigs": [
-                {
-                    "elasticLoadBalancings": [],
-                    "ipFamily": "ipv4",
-                    "serviceIpv4Cidr": "172.20.0.0/16",
-                    "serviceIpv6Cidr": "",
-                }
-            ],
-            "upgradePolicies": [{"supportType": "EXTENDED"}],
-            "zonalShiftConfigs": [],
-            "computeConfigs": [],
-            "storageConfigs": [],
-            "controlPlaneScalingConfigs": [],
-            "kubeApiServerConfigs": [],
-            "kubeControllerManagerConfigs": [],
-            "kubeSchedulerConfigs": [],
-            "outpostConfigs": [],
-            "remoteNetworkConfigs": [],
-            "vpcConfig": {
-                "clusterSecurityGroupId": "sg-eks-cluster",
-                "controlPlaneEgressMode": "",
-                "endpointPrivateAccess": True,
-                "endpointPublicAccess": True,
-                "publicAccessCidrs": [],
-                "securityGroupIds": [],
-                "subnetIds": [],
-                "vpcId": "vpc-id",
-            },
-        }
-
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         state = dict(args.inputs)
         arn = f"arn:aws:{args.typ.split(':')[1].split('/')[0]}:{self.region}:{ACCOUNT_ID}:{args.name}"
@@ -365,6 +313,7 @@ class AwsMocks(pulumi.runtime.Mocks):
                 kubeconfigJson=json.dumps(kubeconfig),
                 oidcIssuer=issuer,
                 oidcProviderArn=f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
+                clusterSecurityGroupId="sg-eks-cluster",
             )
         if args.typ == "kubernetes:core/v1:Service":
             state["status"] = {
@@ -395,6 +344,23 @@ def _reveal_secrets(value: Any) -> Any:
     return _replace_special(value, rpc._special_secret_sig, lambda secret: _reveal_secrets(secret["value"]))
 
 
+def _resource_references(value: Any, path: str = "") -> dict[str, str]:
+    """Dotted path of every resource reference in a wire-form value (list items by index) -> its URN."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_resource_sig:
+            return {path: value["urn"]}
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((str(index), item) for index, item in enumerate(value))
+    else:
+        return {}
+    return {
+        found: urn
+        for key, item in items
+        for found, urn in _resource_references(item, f"{path}.{key}" if path else key).items()
+    }
+
+
 def _replace_resource_references(value: Any) -> Any:
     """Resource references rebuilt by the stock monitor land on another event loop; keep their id/URN."""
     return _replace_special(value, rpc._special_resource_sig, lambda reference: reference.get("id") or reference["urn"])
@@ -407,7 +373,8 @@ class CapturingMonitor(mocks.MockMonitor):
 
     def RegisterResource(self, request: Any) -> Any:
         if request.type != "pulumi:pulumi:Stack":
-            plain = _replace_resource_references(json_format.MessageToDict(request.object))
+            wire = json_format.MessageToDict(request.object)
+            plain = _replace_resource_references(wire)
             request.object.Clear()
             request.object.update(plain)
             self.captured.append(
@@ -423,6 +390,7 @@ class CapturingMonitor(mocks.MockMonitor):
                     protect=request.protect,
                     secret_inputs=frozenset(key for key, value in plain.items() if _holds_secret(value)),
                     transforms=tuple(mocks._resolve_callbacks(request.transforms)),
+                    references=_resource_references(wire),
                 )
             )
         return super().RegisterResource(request)
