@@ -24,17 +24,27 @@ PLUGIN_NAMESPACE = "kube-system"
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
-    """Chart versions of the two plugins, and the region whose registry serves the EFA plugin's image."""
+    """Chart versions of the two plugins, the region whose registry serves the EFA plugin's image, and the
+    GPU nodes' instance type."""
 
     nvidia_version: str
     efa_version: str
     region: str
+    gpu_node_type: str
 
 
-def efa_plugin_values(region: str) -> dict[str, Any]:
+# The chart pins its DaemonSet to the instance types of a list it ships (a required node affinity on this
+# label, aws/eks-charts stable/aws-efa-k8s-device-plugin templates/daemonset.yaml); a GPU type EC2 reports
+# with EFA but missing from that list would get no plugin and no `vpc.amazonaws.com/efa`. Naming the GPU
+# type makes the list exactly the nodes the plugin is for.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+def efa_plugin_values(region: str, gpu_node_type: str) -> dict[str, Any]:
     # The chart's default image is in us-west-2; pulling from the cluster's region avoids cross-region pulls.
     return {
         "image": {"repository": efa_plugin_repository(region)},
+        "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": [gpu_node_type]},
         **gpu_node_scheduling(),
     }
 
@@ -64,7 +74,7 @@ class DevicePlugins(pulumi.ComponentResource):
             "efa-device-plugin",
             Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, args.efa_version),
             PLUGIN_NAMESPACE,
-            efa_plugin_values(args.region),
+            efa_plugin_values(args.region, args.gpu_node_type),
             cluster.provider,
             self,
             after_nodes,

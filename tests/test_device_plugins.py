@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from infra.device_plugins import efa_plugin_values
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.schemas import schemas_dir
 from tools.offline import run_stack
@@ -51,6 +52,19 @@ def test_gpu_type_is_on_the_efa_charts_instance_allow_list(instance_type):
     values = run_stack({"gpuNodeType": instance_type}).get(RELEASE, "efa-device-plugin").inputs["values"]
     allow_list = values.get("supportedInstanceLabels", defaults["supportedInstanceLabels"])["values"]
     assert instance_type in allow_list
+
+
+def test_efa_plugin_allow_list_is_the_gpu_type_even_one_the_chart_does_not_list():
+    """The chart renders `supportedInstanceLabels` as the DaemonSet's required node affinity: for each key,
+    `key In values` (aws/eks-charts stable/aws-efa-k8s-device-plugin templates/daemonset.yaml; the default
+    list is in values.yaml). Any GPU type EC2 reports with EFA is accepted, so the list names that type: a
+    type missing from the chart's list would otherwise get no plugin, and pods asking for
+    `vpc.amazonaws.com/efa` would stay Pending."""
+    unlisted = "g9.48xlarge"
+    assert unlisted not in chart_defaults("aws-efa-k8s-device-plugin")["supportedInstanceLabels"]["values"]
+    labels = efa_plugin_values("us-east-1", unlisted)["supportedInstanceLabels"]
+    assert labels == {"keys": ["node.kubernetes.io/instance-type"], "values": [unlisted]}
+    assert chart_defaults("aws-efa-k8s-device-plugin")["supportedInstanceLabels"]["keys"] == labels["keys"]
 
 
 def test_plugins_wait_for_the_gpu_nodes(dev):

@@ -52,7 +52,7 @@ def test_images_come_from_the_regions_own_published_registries(region):
     """
     eks_account, dlc_account = REGION_ACCOUNTS[region]
     cfg = load_stack_config({"aws:region": region})
-    assert efa_plugin_values(region)["image"]["repository"] == (
+    assert efa_plugin_values(region, "g6.8xlarge")["image"]["repository"] == (
         f"{eks_account}.dkr.ecr.{region}.amazonaws.com/eks/aws-efa-k8s-device-plugin"
     )
     assert cfg.dlc_image == f"{dlc_account}.dkr.ecr.{region}.amazonaws.com/ray:serve-llm-cuda-v1.0"
