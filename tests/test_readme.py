@@ -1,6 +1,11 @@
-"""The README stays true: its first screen has the two commands, and its config table is Pulumi.yaml's."""
+"""The README stays true: its first screen has the two commands, its config table is Pulumi.yaml's, and its
+Layout section names what the repository holds."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 
 from infra.config import API_ALLOW_LIST_COMMAND
 from tools.config_reference import markdown_table
@@ -8,6 +13,7 @@ from tools.project import PROJECT_DIR
 
 README = (PROJECT_DIR / "README.md").read_text()
 FIRST_SCREEN = "\n".join(README.splitlines()[:25])
+LAYOUT = README.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
 
 
 def test_first_screen_shows_the_deploy_command():
@@ -30,3 +36,32 @@ def test_first_screen_shows_the_test_command_ci_runs():
 
 def test_config_table_is_generated_from_pulumi_yaml():
     assert markdown_table() in README
+
+
+def _not_ignored(path: Path) -> bool:
+    """Left out: git's own folder and what .gitignore names (venvs, caches), which a clone does not hold."""
+    ignored = {line.strip().rstrip("/") for line in (PROJECT_DIR / ".gitignore").read_text().splitlines()}
+    return path.name != ".git" and path.name not in ignored
+
+
+def test_layout_names_every_top_level_entry():
+    """A user's own stack file (`Pulumi.<stack>.yaml`, "add a stack by adding a file") needs no line of its own."""
+    entries = sorted(
+        path.name for path in PROJECT_DIR.iterdir() if _not_ignored(path) and not path.match("Pulumi.*.yaml")
+    )
+    assert [name for name in entries if name not in LAYOUT] == []
+
+
+@pytest.mark.parametrize("folder", ["infra", "tools"])
+def test_layout_names_every_module(folder):
+    modules = sorted(path.stem for path in (PROJECT_DIR / folder).glob("*.py") if path.stem != "__init__")
+    assert [module for module in modules if module not in LAYOUT] == []
+
+
+def test_layout_names_the_tests_support_modules():
+    support = sorted(
+        path.stem
+        for path in (PROJECT_DIR / "tests").glob("*.py")
+        if not path.stem.startswith("test_") and path.stem not in {"__init__", "conftest"}
+    )
+    assert [module for module in support if module not in LAYOUT] == []
