@@ -6,6 +6,7 @@ import pytest
 
 from infra.quota import QuotaError, gpu_vcpu_need
 from tools.offline import load_stack_config, run_stack
+from tools.project import PROJECT_DIR
 
 P5_TP8 = {"gpuNodeType": "p5.48xlarge", "tensorParallelSize": 8}
 
@@ -50,3 +51,15 @@ def test_p_family_is_checked_against_the_p_quota():
 
 def test_the_switch_skips_the_check():
     assert run_stack({"quotaPreflight": False}, vcpu_quota=0.0).outputs["clusterName"]
+
+
+def test_the_lookup_doc_names_both_service_quotas_actions():
+    """pulumi-aws's getServiceQuota is terraform-provider-aws's `aws_servicequotas_service_quota` data source
+    (internal/service/servicequotas/service_quota_data_source.go, dataSourceServiceQuotaRead): it calls
+    GetAWSDefaultServiceQuota first (find.go findServiceQuotaDefaultByID), then GetServiceQuota, keeping the
+    default value when no applied value exists. A least-privilege preview role needs both actions."""
+    token = "`aws:servicequotas/getServiceQuota:getServiceQuota`"
+    lookups_doc = (PROJECT_DIR / "docs" / "deploy-time-lookups.md").read_text()
+    row = next(line for line in lookups_doc.splitlines() if token in line)
+    assert "`servicequotas:GetAWSDefaultServiceQuota`" in row
+    assert "`servicequotas:GetServiceQuota`" in row
