@@ -1,11 +1,12 @@
 """pulumi-eks's Cluster and ManagedNodeGroup, expanded by their own implementation with our inputs.
 
-Each shipped stack's `eks.Cluster` and `eks.ManagedNodeGroup` inputs (captured offline) go through the
-vendored pulumi/pulumi-eks `nodejs/eks` (tests/pulumi_eks_expansion/pulumi-eks/README.md names the
-release) under @pulumi/pulumi's mocks: the children asserted on here are the ones the provider would
-create at deploy time, and an error is what the real preview would report. Needs node and the npm
-packages (see `tests.eks_expansion.missing_toolchain`): CI always has them; elsewhere the module is
-skipped once, with the reason.
+The `eks.Cluster` and `eks.ManagedNodeGroup` inputs of each shipped stack and README scaling recipe
+(captured offline) go through the vendored pulumi/pulumi-eks `nodejs/eks`
+(tests/pulumi_eks_expansion/pulumi-eks/README.md names the release) under @pulumi/pulumi's mocks: the
+children asserted on here are the ones the provider would create at deploy time, and an error is what
+the real preview would report. Needs node and the npm packages (see
+`tests.eks_expansion.missing_toolchain`): CI always has them; elsewhere the module is skipped once,
+with the reason.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import pytest
 
 from tests.eks_expansion import CLUSTER, MANAGED_NODE_GROUP, Expansion, build, expand, missing_toolchain, runner_request
+from tests.test_scaling import EXPECTED, render
 from tools.offline import StackRun, run_stack
 from tools.project import PROJECT_DIR, SHIPPED_STACKS
 
@@ -37,9 +39,15 @@ def runner() -> None:
     build()
 
 
-@pytest.fixture(scope="session", params=SHIPPED_STACKS)
+# Every shipped stack, and every scaling recipe of the README (its node groups differ: sizes, types,
+# autoscaling, capacity blocks).
+CASES = {**{stack: None for stack in SHIPPED_STACKS}, **{f"recipe-{title}": title for title in sorted(EXPECTED)}}
+
+
+@pytest.fixture(scope="session", params=list(CASES))
 def stack(request: pytest.FixtureRequest, runner) -> tuple[StackRun, Expansion]:
-    run = run_stack(stack=request.param)
+    recipe = CASES[request.param]
+    run = run_stack(stack=request.param) if recipe is None else render(recipe)
     return run, expand(runner_request(run, run.outputs["region"]))
 
 
