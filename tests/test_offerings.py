@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from infra import offerings
 from infra.config import ConfigError
 from tools.offline import EKS_CLUSTER_VERSIONS, run_stack
 
@@ -42,3 +43,19 @@ def test_every_version_eks_offers_evaluates():
     for version, *_ in EKS_CLUSTER_VERSIONS:
         cluster = run_stack({"kubernetesVersion": version}).get("eks:index:Cluster", "eks")
         assert cluster.inputs["kubeProxyAddonOptions"]["version"].startswith(f"v{version}.")
+
+
+def test_an_unpinned_add_on_asks_eks_for_its_default_build(monkeypatch):
+    """pulumi-aws's getAddonVersion is terraform-provider-aws's `aws_eks_addon_version` data source
+    (internal/service/eks/addon_version_data_source.go, findAddonVersionByTwoPartKey): without
+    `most_recent` it returns the build whose compatibility for the Kubernetes version has DefaultVersion,
+    the one EKS installs on a new cluster; with it, the newest listed. The lookup must leave it unset."""
+    asked = []
+
+    def get_addon_version(**kwargs):
+        asked.append(kwargs)
+        return type("GetAddonVersionResult", (), {"version": "v1.0.0-eksbuild.1"})
+
+    monkeypatch.setattr(offerings.aws.eks, "get_addon_version", get_addon_version)
+    assert offerings.addon_version("vpc-cni", None, "1.35") == "v1.0.0-eksbuild.1"
+    assert asked == [{"addon_name": "vpc-cni", "kubernetes_version": "1.35"}]
