@@ -9,10 +9,12 @@ import pytest
 
 from infra.config import API_ALLOW_LIST_COMMAND
 from tools.config_reference import markdown_table
+from tools.offline import load_stack_config
 from tools.project import PROJECT_DIR
 
 README = (PROJECT_DIR / "README.md").read_text()
 FIRST_SCREEN = "\n".join(README.splitlines()[:25])
+FIRST_DEPLOY = README.split("## Prerequisites and first deploy", 1)[1].split("\n## ", 1)[0]
 LAYOUT = README.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
 
 
@@ -22,8 +24,7 @@ def test_first_screen_shows_the_deploy_command():
 
 def test_first_deploy_gives_the_api_allow_list_command_the_program_asks_for():
     """No shipped stack carries an API allow-list; the command the config error names is in the first deploy."""
-    first_deploy = README.split("## Prerequisites and first deploy", 1)[1].split("\n## ", 1)[0]
-    assert "pulumi config set --path 'apiPublicAccessCidrs[0]'" in first_deploy
+    assert "pulumi config set --path 'apiPublicAccessCidrs[0]'" in FIRST_DEPLOY
     assert "pulumi config set --path 'apiPublicAccessCidrs[0]'" in API_ALLOW_LIST_COMMAND
 
 
@@ -65,3 +66,21 @@ def test_layout_names_the_tests_support_modules():
         if not path.stem.startswith("test_") and path.stem not in {"__init__", "conftest"}
     )
     assert [module for module in support if module not in LAYOUT] == []
+
+
+def test_first_screen_and_quota_line_describe_the_dev_stack():
+    """What the first screen promises (Kubernetes version, GPU nodes) and the quota a new user needs are the
+    dev stack's own values, so `pulumi up --stack dev` deploys what the README says."""
+    cfg = load_stack_config(stack="dev")
+    node = cfg.topology.node
+    count = {1: "one", 2: "two", 3: "three", 4: "four"}[cfg.gpu_node_count]
+    assert f"an EKS {cfg.kubernetes_version} cluster, {count} EFA-enabled {cfg.gpu_node_type} GPU nodes" in FIRST_SCREEN
+    need = f"{cfg.gpu_node_count} \u00d7 {cfg.gpu_node_type} On-Demand ({cfg.gpu_node_count * node.vcpus} vCPUs"
+    assert need in FIRST_DEPLOY
+
+
+def test_first_screen_sets_up_the_test_venv_as_ci_does():
+    ci_script = (PROJECT_DIR / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv-test && ./.venv-test/bin/pip install -r requirements-test.txt" in FIRST_SCREEN
+    assert '"$PYTHON" -m venv .venv-test' in ci_script
+    assert "-r requirements-test.txt" in ci_script
