@@ -155,7 +155,9 @@ def test_pulumi_eks_creates_no_security_group_that_no_node_uses(stack):
 
 def test_pulumi_eks_makes_only_the_documented_lookups(stack):
     """The lookups pulumi-eks's own code makes for our inputs (the runner fails on any it does not
-    answer) are the ones docs/deploy-time-lookups.md lists for it."""
+    answer) are the ones docs/deploy-time-lookups.md lists for it: pulumi/pulumi-eks
+    `nodejs/eks/cluster/cluster.ts` (`createCore`: `aws.getPartitionOutput`, and `aws.getRegion` for the
+    OIDC provider); `nodejs/eks/nodes/nodegroup.ts` makes none for managed node groups without user data."""
     _, expansion = stack
     made_by_pulumi_eks = (PROJECT_DIR / "docs" / "deploy-time-lookups.md").read_text().split("## Made by pulumi-eks")[1]
     assert set(expansion.invokes) == {"aws:index/getPartition:getPartition", "aws:index/getRegion:getRegion"}
