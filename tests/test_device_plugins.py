@@ -48,10 +48,8 @@ def test_efa_plugin_pulls_its_image_from_the_clusters_region(dev, prod):
 
 @pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.48xlarge", "p5.48xlarge"])
 def test_gpu_type_is_on_the_efa_charts_instance_allow_list(instance_type):
-    defaults = chart_defaults("aws-efa-k8s-device-plugin")
     values = run_stack({"gpuNodeType": instance_type}).get(RELEASE, "efa-device-plugin").inputs["values"]
-    allow_list = values.get("supportedInstanceLabels", defaults["supportedInstanceLabels"])["values"]
-    assert instance_type in allow_list
+    assert values["supportedInstanceLabels"]["values"] == [instance_type]
 
 
 def test_efa_plugin_allow_list_is_the_gpu_type_even_one_the_chart_does_not_list():
