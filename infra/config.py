@@ -46,6 +46,11 @@ SECRET_SETTINGS = frozenset({"hfToken"})
 DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
 # KubeRay releases whose CRDs are vendored and the RayService is validated against (tests/test_render_schemas.py).
 VALIDATED_KUBERAY_VERSIONS = ("1.4.0",)
+# The Kubernetes minor each known cluster-autoscaler chart's Cluster Autoscaler is built for (the chart's
+# appVersion: 9.59.0 runs 1.35.0). Upstream tests a Cluster Autoscaler only on the Kubernetes minor it was
+# meant for, "there is always a chance that it won't work as expected" on another (kubernetes/autoscaler
+# cluster-autoscaler/README.md, Releases). Another chart version is the user's word.
+CLUSTER_AUTOSCALER_KUBERNETES_MINOR = {"9.59.0": "1.35"}
 
 # Upper bounds, each with the reason it names in its message.
 # A VPC is split into 8 blocks (network.PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
@@ -484,6 +489,18 @@ def _ray_version_problem(ray_version: str, custom_image: bool) -> str | None:
     )
 
 
+def _cluster_autoscaler_problem(serve_autoscaling: bool, chart_version: str, kubernetes_version: str) -> str | None:
+    built_for = CLUSTER_AUTOSCALER_KUBERNETES_MINOR.get(chart_version)
+    if not serve_autoscaling or built_for in (None, kubernetes_version):
+        return None
+    return (
+        f"kubernetesVersion={kubernetes_version!r} is invalid with serveAutoscaling=true: clusterAutoscalerVersion="
+        f"{chart_version!r} runs Cluster Autoscaler {built_for}, which is built and tested for Kubernetes {built_for} "
+        f"only; allowed is kubernetesVersion {built_for!r}, or a clusterAutoscalerVersion whose Cluster Autoscaler is "
+        f"{kubernetes_version}.x"
+    )
+
+
 def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | None:
     if version in VALIDATED_KUBERAY_VERSIONS or not SEMVER_PATTERN.match(version):
         return None
@@ -675,6 +692,7 @@ def load_config(
         _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
         _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
+        _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))

@@ -18,14 +18,14 @@ from ray.llm._internal.common.placement import PlacementGroupConfig
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
-from infra.config import ConfigError
+from infra.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, ConfigError
 from infra.instance_types import InstanceShape
 from infra.quota import gpu_vcpu_need
 from infra.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from tests.chart_values import chart_defaults, unknown_value_keys
-from tests.schemas import rayservice_errors
+from tests.schemas import rayservice_errors, schemas_dir
 from tests.test_policy import CapturedStack, preview
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import PROJECT, PROJECT_DIR
@@ -545,3 +545,26 @@ def test_engines_sharing_a_pod_take_their_tcpstore_port_from_the_os(dev, side):
     assert engine_env(render("1P3D"), side)["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] == "0"
     assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine_env(dev, side)
     assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine_env(render("tensor"), side)
+
+
+def test_cluster_autoscaler_must_be_built_for_the_kubernetes_version():
+    """Upstream builds and tests each Cluster Autoscaler for one Kubernetes minor ("We recommend using Cluster
+    Autoscaler with the Kubernetes control plane version for which it was meant ... there is always a chance that
+    it won't work as expected", kubernetes/autoscaler cluster-autoscaler/README.md, Releases); chart 9.59.0 runs
+    Cluster Autoscaler 1.35.0 (its appVersion). Nothing is declared for a mismatch."""
+    with pytest.raises(ConfigError) as rejected:
+        run_stack({**RECIPES["autoscaling"].config, "kubernetesVersion": "1.33"})
+    message = str(rejected.value)
+    assert "kubernetesVersion='1.33' is invalid with serveAutoscaling=true" in message
+    assert "clusterAutoscalerVersion='9.59.0' runs Cluster Autoscaler 1.35" in message
+    assert rejected.value.declared_resources == []
+
+
+def test_without_serve_autoscaling_any_offered_kubernetes_version_goes():
+    assert load_stack_config({"kubernetesVersion": "1.33"}).kubernetes_version == "1.33"
+
+
+def test_the_known_chart_runs_the_cluster_autoscaler_of_the_listed_minor():
+    for chart_version, minor in CLUSTER_AUTOSCALER_KUBERNETES_MINOR.items():
+        chart = yaml.safe_load((schemas_dir() / f"cluster-autoscaler-chart-{chart_version}" / "Chart.yaml").read_text())
+        assert chart["appVersion"].rsplit(".", 1)[0] == minor
