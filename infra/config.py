@@ -18,7 +18,7 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.config_keys import unknown_key_problems
-from infra.instance_types import InstanceShape, gpu_node_type_problem
+from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, gpu_node_type_problem
 from infra.regions import dlc_registry, region_problem
 from infra.topology import Topology, node_count_problem, topology_problems
 
@@ -38,6 +38,7 @@ IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f
 CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
+KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 MIN_KUBERNETES_MINOR = 29
 # Keys whose value is a credential: the only ones a stack file may hold encrypted (`secure:`).
 SECRET_SETTINGS = frozenset({"hfToken"})
@@ -181,6 +182,7 @@ class StackConfig:
     topology: Topology
     serve_autoscaling: bool
     cluster_autoscaler_version: str
+    kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
     hf_token: pulumi.Output[str] | None
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
@@ -549,6 +551,17 @@ def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_
     )
 
 
+def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
+    """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
+
+    libfabric's EFA provider registers CUDA memory with the device itself (dma-buf or peer memory) and
+    needs RDMA read to move it without host copies; see `EFA_FAMILIES_WITHOUT_RDMA_READ` for the types.
+    """
+    if setting != "auto":
+        return setting
+    return "cpu" if gpu_node_type.split(".")[0] in EFA_FAMILIES_WITHOUT_RDMA_READ else "cuda"
+
+
 def load_config(
     config: pulumi.Config | None = None,
     aws_config: pulumi.Config | None = None,
@@ -674,6 +687,7 @@ def load_config(
         topology=topology,
         serve_autoscaling=serve_autoscaling,
         cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
+        kv_buffer_device=resolve_kv_buffer_device(read.choice("kvBufferDevice", KV_BUFFER_DEVICES), gpu_node_type),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
         serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),

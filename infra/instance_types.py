@@ -67,3 +67,10 @@ def gpu_node_type_problem(instance_type: str, shape: InstanceShape | None, regio
         f"e.g. {EXAMPLE_GPU_TYPES} (aws ec2 describe-instance-types --filters Name=network-info.efa-supported,"
         "Values=true Name=instance-type,Values=g*,p*)"
     )
+
+
+# EFA without RDMA read, which EC2's DescribeInstanceTypes does not report: the AWS EC2 User Guide,
+# "Elastic Fabric Adapter", Supported instance types (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html
+# #efa-instance-types), lists these Nitro v3 GPU families with "RDMA read support: No"; g6, g6e, p5 (Nitro v4
+# and later, "RDMA read is supported on all instances with Nitro version 4 and later") and p4d/p4de have it.
+EFA_FAMILIES_WITHOUT_RDMA_READ = frozenset({"g4dn", "g5", "p3dn"})

@@ -74,6 +74,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
                 "kv_connector": KV_CONNECTOR,
                 "kv_role": KV_ROLES[side],
                 "engine_id": side,
+                "kv_buffer_device": cfg.kv_buffer_device,
                 "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
             },
         },

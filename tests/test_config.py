@@ -41,6 +41,7 @@ ENV_SH_DEFAULTS = {
     "model_id": "qwen3.5-9b",
     "model_source": "Qwen/Qwen3.5-9B",
     "max_model_len": 4096,
+    "kv_buffer_device": "cuda",
 }
 
 
@@ -205,6 +206,7 @@ BAD_VALUES = [
     ("owner", "x" * 300, "at most 256 letters"),
     ("owner", "team\nlead", "AWS tag value rules"),
     ("costCenter", "ml;<dev>", "AWS tag value rules"),
+    ("kvBufferDevice", "gpu", "auto, cuda, cpu"),
 ]
 
 
@@ -377,3 +379,21 @@ def test_plain_text_token_is_not_echoed():
     with pytest.raises(ConfigError) as rejected:
         load_stack_config({"hfToken": "hf_plain"})
     assert "hf_plain" not in str(rejected.value)
+
+
+@pytest.mark.parametrize(
+    ("gpu_node_type", "device"),
+    [("g6.8xlarge", "cuda"), ("g6e.12xlarge", "cuda"), ("p5.48xlarge", "cuda"), ("g5.8xlarge", "cpu")],
+)
+def test_kv_buffer_device_auto_follows_the_instance_types_rdma_read(gpu_node_type, device):
+    """AWS EC2 User Guide, "Elastic Fabric Adapter", Supported instance types
+    (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types): g6.8xlarge (Nitro v4) has
+    "RDMA read support: Yes", g5 (Nitro v3) "No". libfabric's EFA provider
+    (ofiwg/libfabric prov/efa/src/efa_hmem.c, efa_hmem_info_check_p2p_support_cuda) registers CUDA memory
+    with the EFA device itself, so NIXL's LIBFABRIC backend can read GPU-resident KV directly there."""
+    assert load_stack_config({"gpuNodeType": gpu_node_type}).kv_buffer_device == device
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_kv_buffer_device_can_be_pinned(device):
+    assert load_stack_config({"gpuNodeType": "g5.8xlarge", "kvBufferDevice": device}).kv_buffer_device == device

@@ -143,3 +143,10 @@ def test_each_side_lays_out_mamba_conv_state_as_nixl_requires(args, side):
     placement-group task the same runtime_env.
     """
     assert args[f"{side}_config"]["runtime_env"]["env_vars"]["VLLM_SSM_CONV_STATE_LAYOUT"] == "DS"
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_kv_buffer_device_is_the_stacks_and_one_vllm_accepts(args, side):
+    """vLLM 0.26 `vllm/distributed/kv_transfer/kv_connector/v1/nixl/utils.py`: NixlConnector accepts
+    kv_buffer_device "cuda" or "cpu" on CUDA platforms; the dev stack (g6.8xlarge) resolves to "cuda"."""
+    assert args[f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]["kv_buffer_device"] == "cuda"

@@ -120,6 +120,8 @@ def test_a_healthy_deployment_passes(cluster, api, capsys):
     assert f"models: {MODEL}" in out
     assert "8 tokens, time to first token" in out and "tokens/s" in out
     assert "ray-llm-x7kq2-gpu-workers-worker-b9xqt: LIBFABRIC x2" in out
+    # The recorded serveConfigV2 predates kv_buffer_device: vLLM's KVTransferConfig default applies.
+    assert "KV buffers in memory of: prefill cuda, decode cuda" in out
     assert out.rstrip().endswith("VERDICT: PASS (all 4 required checks passed)")
     (chat,) = api.requests
     assert chat["model"] == MODEL and chat["stream"] is True
@@ -144,6 +146,16 @@ def test_the_stacks_kubeconfig_is_used_from_a_private_file_then_removed(cluster,
     assert seen["text"] == load("outputs.json")["kubeconfig"]
     assert seen["mode"] == 0o600
     assert not seen["path"].exists()
+
+
+def test_verify_reports_where_the_deployed_stack_keeps_kv_for_transfer(cluster, api, capsys):
+    """kv_buffer_device is read from the RayService's serveConfigV2, as `infra.serve_config` emits it."""
+    assert cluster.rayservice is not None
+    spec = cluster.rayservice["spec"]
+    decode_in_cpu = "engine_id: decode\n          kv_buffer_device: cpu"
+    spec["serveConfigV2"] = spec["serveConfigV2"].replace("engine_id: decode", decode_in_cpu)
+    assert run_verify(cluster, base_url=api.base_url) == 0
+    assert "KV buffers in memory of: prefill cuda, decode cpu" in capsys.readouterr().out
 
 
 # --- each failure ---

@@ -1,11 +1,16 @@
-"""A tiny Llama checkpoint made on the spot, so the GPU smoke test needs no model hub.
+"""A random-weight copy of the default model's architecture, made on the spot: no model hub.
 
-`python -m tools.tiny_model DIR` writes a complete Hugging Face model directory: `config.json`
-(LlamaForCausalLM, hidden 256, 2 layers, 4 heads, vocab 2048), random bf16 weights in
-`model.safetensors` (about 5 MB), a byte-level BPE tokenizer trained here on generated text, and a
-ChatML chat template. The weights are noise: the model answers gibberish, fast, which is all a
-serving test needs. Only numpy and `tokenizers` are required; the safetensors file is written by
-hand because numpy has no bfloat16.
+`python -m tools.tiny_model DIR` writes a complete Hugging Face model directory of the same
+architecture class as the stack's default model, `Qwen/Qwen3.5-9B`: `Qwen3_5ForConditionalGeneration`,
+a vision tower in front of a hybrid text decoder whose layers repeat three Gated DeltaNet (linear
+attention) layers and one gated full-attention layer. vLLM serves it with the same code paths as the
+real model: Mamba-type state for the DeltaNet layers, paged KV cache for the attention layers, the
+Qwen3-VL multimodal processor. `--shape tiny` (default) is a few MB for the GPU smoke test;
+`--shape full` has the default model's dimensions (9.4 B parameters, about 19 GB of bf16), so its
+compute, weight memory and KV/state sizes are the real model's; write it on the GPU host with
+`--device cuda`. The weights are noise (transformers' own initialisation): the model answers
+gibberish, which is all a serving test needs. The tokenizer is a byte-level BPE trained here, padded
+to the model's vocabulary so that every id the model can emit decodes.
 """
 
 from __future__ import annotations
@@ -13,33 +18,134 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import struct
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+ARCHITECTURE = "Qwen3_5ForConditionalGeneration"
+# Every fourth layer is full attention, the rest Gated DeltaNet ("8 x (3 x Gated DeltaNet + 1 x Gated
+# Attention)" in the model card; transformers derives layer_types from this interval).
+FULL_ATTENTION_INTERVAL = 4
+BPE_VOCAB_SIZE = 2048
 
-HIDDEN_SIZE = 256
-INTERMEDIATE_SIZE = 512
-NUM_LAYERS = 2
-NUM_HEADS = 4
-VOCAB_SIZE = 2048
-# Longer than any context the stacks configure (maxModelLen), so the production value also loads.
-MAX_POSITIONS = 8192
-INIT_STD = 0.02
-
-BOS_TOKEN = "<|begin_of_text|>"
 EOS_TOKEN = "<|im_end|>"
-PAD_TOKEN = "<|pad|>"
-SPECIAL_TOKENS = (BOS_TOKEN, "<|im_start|>", EOS_TOKEN, PAD_TOKEN)
+PAD_TOKEN = "<|endoftext|>"
+VISION_TOKENS = {
+    "image_token_id": "<|image_pad|>",
+    "video_token_id": "<|video_pad|>",
+    "vision_start_token_id": "<|vision_start|>",
+    "vision_end_token_id": "<|vision_end|>",
+}
+SPECIAL_TOKENS = (PAD_TOKEN, "<|im_start|>", EOS_TOKEN, *VISION_TOKENS.values())
 CHAT_TEMPLATE = (
-    "{{ bos_token }}"
     "{% for message in messages %}"
     "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-# Words for the tokenizer's training text: enough distinct pieces for 2048 BPE tokens.
+# The image and video preprocessors the Qwen3.5 checkpoints publish (preprocessor_config.json,
+# video_preprocessor_config.json): 16 px patches, 2 x 2 merge, at most 16 Mpx per image. vLLM sizes
+# its multimodal memory profile from these, so they are the real ones, not small ones.
+IMAGE_PREPROCESSOR = {
+    "size": {"longest_edge": 16777216, "shortest_edge": 65536},
+    "patch_size": 16,
+    "temporal_patch_size": 2,
+    "merge_size": 2,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "processor_class": "Qwen3VLProcessor",
+    "image_processor_type": "Qwen2VLImageProcessorFast",
+}
+VIDEO_PREPROCESSOR = {
+    "size": {"longest_edge": 25165824, "shortest_edge": 4096},
+    "patch_size": 16,
+    "temporal_patch_size": 2,
+    "merge_size": 2,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "processor_class": "Qwen3VLProcessor",
+    "video_processor_type": "Qwen3VLVideoProcessor",
+}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The dimensions that set compute, weight memory and the KV/state size per token."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    linear_num_key_heads: int
+    linear_num_value_heads: int
+    linear_key_head_dim: int
+    linear_value_head_dim: int
+    linear_conv_kernel_dim: int
+    vocab_size: int
+    vision_depth: int
+    vision_hidden_size: int
+    vision_num_heads: int
+    vision_intermediate_size: int
+
+
+SHAPES = {
+    # Qwen/Qwen3.5-9B (model card, huggingface.co/Qwen/Qwen3.5-9B): hidden 4096, 32 layers, Gated
+    # DeltaNet 16 QK / 32 V heads of 128, gated attention 16 Q / 4 KV heads of 256, FFN 12288, vocab
+    # 248320 (padded); the vision tower is the Qwen3-VL encoder (27 blocks of 1152, 16 heads, MLP 4304).
+    # transformers 5.17's Qwen3_5TextConfig / Qwen3_5VisionConfig defaults are the same numbers.
+    "full": ModelShape(
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=32,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        head_dim=256,
+        linear_num_key_heads=16,
+        linear_num_value_heads=32,
+        linear_key_head_dim=128,
+        linear_value_head_dim=128,
+        linear_conv_kernel_dim=4,
+        vocab_size=248320,
+        vision_depth=27,
+        vision_hidden_size=1152,
+        vision_num_heads=16,
+        vision_intermediate_size=4304,
+    ),
+    # One 3+1 block of the same layers: head sizes, GQA and value/key head ratios as in the full model,
+    # so vLLM runs the same kernels; fewer heads, layers and a small vocabulary.
+    "tiny": ModelShape(
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=FULL_ATTENTION_INTERVAL,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=128,
+        linear_value_head_dim=128,
+        linear_conv_kernel_dim=4,
+        vocab_size=BPE_VOCAB_SIZE,
+        vision_depth=2,
+        vision_hidden_size=128,
+        vision_num_heads=2,
+        vision_intermediate_size=256,
+    ),
+}
+# Qwen3.5's rotary embedding: a quarter of each attention head (64 of 256 dims), multimodal sections
+# over (time, height, width) that add up to half the rotary dims, interleaved, theta 1e7; 262144
+# positions natively (model card).
+ROPE_PARAMETERS = {
+    "rope_type": "default",
+    "rope_theta": 10000000,
+    "partial_rotary_factor": 0.25,
+    "mrope_section": [11, 11, 10],
+    "mrope_interleaved": True,
+}
+MAX_POSITIONS = 262144
+# Words for the tokenizer's training text: enough distinct pieces for the BPE vocabulary.
 WORDS = (
     "the a an of to and in is it that for on with as was are be this by at from or have not but "
     "what all were when we there can your which their if do will each about how up out them then "
@@ -73,139 +179,130 @@ def _training_text(lines: int = 4000, seed: int = 0) -> list[str]:
     return text
 
 
-def train_tokenizer(vocab_size: int = VOCAB_SIZE) -> Any:
-    """A byte-level BPE tokenizer of exactly `vocab_size` ids: every id the model can emit decodes."""
+def train_tokenizer(vocab_size: int) -> Any:
+    """A byte-level BPE tokenizer of exactly `vocab_size` ids: every id the model can emit decodes.
+
+    BPE learns at most BPE_VOCAB_SIZE pieces from the generated text; the rest of the model's
+    vocabulary is filled with plain pieces that no merge produces (encoding never emits them) and
+    that decode to visible text, as a real tokenizer's rarely used ids do.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
+        vocab_size=min(vocab_size, BPE_VOCAB_SIZE),
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(_training_text(), trainer)
-    # Random weights sample any id below vocab_size; pad with reserved tokens if BPE ran out of merges.
-    missing = vocab_size - tokenizer.get_vocab_size()
-    tokenizer.add_special_tokens([f"<|reserved_{i}|>" for i in range(missing)])
+    document = json.loads(tokenizer.to_str())
+    vocab = document["model"]["vocab"]
+    for token_id in range(len(vocab), vocab_size):
+        vocab[f"<|filler_{token_id}|>"] = token_id
+    tokenizer = Tokenizer.from_str(json.dumps(document))
     if tokenizer.get_vocab_size() != vocab_size:
         raise RuntimeError(f"tokenizer has {tokenizer.get_vocab_size()} ids, expected {vocab_size}")
     return tokenizer
 
 
-def model_config(token_ids: dict[str, int]) -> dict[str, Any]:
-    return {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": HIDDEN_SIZE,
-        "intermediate_size": INTERMEDIATE_SIZE,
-        "num_hidden_layers": NUM_LAYERS,
-        "num_attention_heads": NUM_HEADS,
-        "num_key_value_heads": NUM_HEADS,
-        "head_dim": HIDDEN_SIZE // NUM_HEADS,
+def model_config(shape: ModelShape, token_ids: dict[str, int]) -> dict[str, Any]:
+    """config.json as the Qwen3.5 checkpoints lay it out: a text_config and a vision_config."""
+    text_config = {key: value for key, value in asdict(shape).items() if not key.startswith("vision_")} | {
+        "model_type": "qwen3_5_text",
+        "layer_types": [
+            "full_attention" if (i + 1) % FULL_ATTENTION_INTERVAL == 0 else "linear_attention"
+            for i in range(shape.num_hidden_layers)
+        ],
         "hidden_act": "silu",
-        "vocab_size": VOCAB_SIZE,
+        "attn_output_gate": True,
+        "rms_norm_eps": 1e-6,
+        "rope_parameters": ROPE_PARAMETERS,
         "max_position_embeddings": MAX_POSITIONS,
-        "rms_norm_eps": 1e-5,
-        "rope_theta": 10000.0,
-        "attention_bias": False,
-        "mlp_bias": False,
+        "mamba_ssm_dtype": "float32",
         "tie_word_embeddings": False,
-        "initializer_range": INIT_STD,
-        "bos_token_id": token_ids[BOS_TOKEN],
         "eos_token_id": token_ids[EOS_TOKEN],
         "pad_token_id": token_ids[PAD_TOKEN],
-        "torch_dtype": "bfloat16",
+        "dtype": "bfloat16",
+    }
+    vision_config = {
+        "model_type": "qwen3_5_vision",
+        "depth": shape.vision_depth,
+        "hidden_size": shape.vision_hidden_size,
+        "num_heads": shape.vision_num_heads,
+        "intermediate_size": shape.vision_intermediate_size,
+        "out_hidden_size": shape.hidden_size,
+        "hidden_act": "gelu_pytorch_tanh",
+        "patch_size": IMAGE_PREPROCESSOR["patch_size"],
+        "spatial_merge_size": IMAGE_PREPROCESSOR["merge_size"],
+        "temporal_patch_size": IMAGE_PREPROCESSOR["temporal_patch_size"],
+        "in_channels": 3,
+        "num_position_embeddings": 2304,
+        "deepstack_visual_indexes": [],
+    }
+    return {
+        "architectures": [ARCHITECTURE],
+        "model_type": "qwen3_5",
+        "text_config": text_config,
+        "vision_config": vision_config,
+        "tie_word_embeddings": False,
+        **{key: token_ids[token] for key, token in VISION_TOKENS.items()},
+        "dtype": "bfloat16",
     }
 
 
-def weight_shapes() -> dict[str, tuple[int, ...]]:
-    """Every tensor of LlamaForCausalLM at this size, under the names transformers and vLLM load."""
-    h, i, v = HIDDEN_SIZE, INTERMEDIATE_SIZE, VOCAB_SIZE
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h)}
-    for layer in range(NUM_LAYERS):
-        prefix = f"model.layers.{layer}"
-        for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            shapes[f"{prefix}.self_attn.{proj}.weight"] = (h, h)
-        shapes[f"{prefix}.mlp.gate_proj.weight"] = (i, h)
-        shapes[f"{prefix}.mlp.up_proj.weight"] = (i, h)
-        shapes[f"{prefix}.mlp.down_proj.weight"] = (h, i)
-        shapes[f"{prefix}.input_layernorm.weight"] = (h,)
-        shapes[f"{prefix}.post_attention_layernorm.weight"] = (h,)
-    shapes["model.norm.weight"] = (h,)
-    shapes["lm_head.weight"] = (v, h)
-    return shapes
+def write_weights(out_dir: Path, config_path: Path, device: str, seed: int) -> None:
+    """Random bf16 weights from transformers' own initialisation, saved under the checkpoint's names."""
+    import torch
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    torch.manual_seed(seed)
+    config = AutoConfig.from_pretrained(config_path.parent)
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(out_dir, max_shard_size="5GB")
 
 
-def to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
-    """float32 → bfloat16 bit patterns (round to nearest even), little-endian uint16."""
-    bits = values.astype(np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    return rounded.astype("<u2")
-
-
-def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
-    """The safetensors layout: u64 header size, JSON header (8-byte aligned), then raw tensor bytes."""
-    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, bits in tensors.items():
-        header[name] = {"dtype": "BF16", "shape": list(bits.shape), "data_offsets": [offset, offset + bits.nbytes]}
-        offset += bits.nbytes
-    encoded = json.dumps(header, separators=(",", ":")).encode()
-    encoded += b" " * (-len(encoded) % 8)
-    with path.open("wb") as out:
-        out.write(struct.pack("<Q", len(encoded)))
-        out.write(encoded)
-        for bits in tensors.values():
-            out.write(bits.tobytes())
-
-
-def random_weights(seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    weights = {}
-    for name, shape in weight_shapes().items():
-        # RMSNorm scales start at one, as a freshly initialised model's do; the rest is small noise.
-        values = np.ones(shape) if name.endswith("norm.weight") else rng.normal(0.0, INIT_STD, shape)
-        weights[name] = to_bfloat16_bits(values)
-    return weights
-
-
-def write_tiny_model(out_dir: Path, seed: int = 0) -> Path:
+def write_model(out_dir: Path, shape_name: str = "tiny", device: str = "cpu", seed: int = 0) -> Path:
+    shape = SHAPES[shape_name]
     out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer()
+    tokenizer = train_tokenizer(shape.vocab_size)
     tokenizer.save(str(out_dir / "tokenizer.json"))
     token_ids = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
-    config = model_config(token_ids)
+    config = model_config(shape, token_ids)
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": BOS_TOKEN,
         "eos_token": EOS_TOKEN,
         "pad_token": PAD_TOKEN,
         "chat_template": CHAT_TEMPLATE,
         "model_max_length": MAX_POSITIONS,
         "clean_up_tokenization_spaces": False,
     }
-    generation_config = {key: config[key] for key in ("bos_token_id", "eos_token_id", "pad_token_id")}
     for name, document in (
         ("config.json", config),
         ("tokenizer_config.json", tokenizer_config),
-        ("generation_config.json", generation_config),
+        ("preprocessor_config.json", IMAGE_PREPROCESSOR),
+        ("video_preprocessor_config.json", VIDEO_PREPROCESSOR),
     ):
         (out_dir / name).write_text(json.dumps(document, indent=2) + "\n")
-    write_safetensors(out_dir / "model.safetensors", random_weights(seed))
+    write_weights(out_dir, out_dir / "config.json", device, seed)
+    # save_pretrained rewrites config.json in its own spelling; keep the checkpoint's layout.
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     return out_dir
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path, help="directory to write the model into (created if missing)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny", help="tiny (smoke) or full (9B dims)")
+    parser.add_argument("--device", default="cpu", help="where to initialise the weights (cuda for --shape full)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     args = parser.parse_args(argv)
-    out_dir = write_tiny_model(args.out_dir, args.seed)
+    out_dir = write_model(args.out_dir, args.shape, args.device, args.seed)
     size = sum(f.stat().st_size for f in out_dir.iterdir())
-    print(f"tiny model written to {out_dir} ({size / 2**20:.1f} MiB)")
+    print(f"{args.shape} {ARCHITECTURE} written to {out_dir} ({size / 2**20:.1f} MiB)")
     return 0
 
 

@@ -40,12 +40,13 @@ from typing import Any, Protocol, TextIO
 from urllib.parse import urlparse
 
 import openai
+import yaml
 from kubernetes import client as kubernetes_client
 from kubernetes import config as kubernetes_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from infra.serve_config import NIXL_EFA_BACKEND
+from infra.serve_config import NIXL_EFA_BACKEND, PD_SIDES
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT_DIR
 
@@ -393,6 +394,18 @@ def _container(pod: dict[str, Any]) -> str:
     return pod["spec"]["containers"][0]["name"]
 
 
+def kv_buffer_devices(rayservice: dict[str, Any] | None) -> dict[str, str]:
+    """Where each PD side registers its KV cache for NIXL, from the deployed serveConfigV2."""
+    document = yaml.safe_load((rayservice or {}).get("spec", {}).get("serveConfigV2") or "{}") or {}
+    args = (document.get("applications") or [{}])[0].get("args", {})
+    devices = {}
+    for side in PD_SIDES:
+        kv = args.get(f"{side}_config", {}).get("engine_kwargs", {}).get("kv_transfer_config", {})
+        # vLLM's KVTransferConfig.kv_buffer_device defaults to "cuda".
+        devices[side] = kv.get("kv_buffer_device", "cuda")
+    return devices
+
+
 def check_nixl_backend(ctx: VerifyContext) -> CheckResult:
     pods = ctx.worker_pods()
     if not pods:
@@ -413,7 +426,9 @@ def check_nixl_backend(ctx: VerifyContext) -> CheckResult:
         return CheckResult(False, f"{len(pods)} worker pods run, {ctx.desired_workers} wanted", tuple(details))
     if failures:
         return CheckResult(False, f"{failures} of {len(pods)} workers do not use {NIXL_EFA_BACKEND}", tuple(details))
-    return CheckResult(True, f"all {len(pods)} workers use {NIXL_EFA_BACKEND} (EFA)", tuple(details))
+    devices = ", ".join(f"{side} {device}" for side, device in kv_buffer_devices(ctx.rayservice).items())
+    summary = f"all {len(pods)} workers use {NIXL_EFA_BACKEND} (EFA); KV buffers in memory of: {devices}"
+    return CheckResult(True, summary, tuple(details))
 
 
 def nccl_command(rank: int, world: int, master_ip: str) -> list[str]:
