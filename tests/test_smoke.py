@@ -6,6 +6,7 @@ on log lines written the way vLLM 0.26 and NIXL write them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import logging.config
@@ -17,13 +18,16 @@ from infra.serve_config import KV_ROLES, build_serve_config
 from tests.openai_server import MODEL
 from tools import smoke
 from tools.offline import load_stack_config
-from tools.tiny_model import write_tiny_model
+from tools.tiny_model import write_model
 
 # Ray's schemas are imported here, never a cluster: no test may start or join one.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
 
 NO_EFA = smoke.HostFacts(has_efa=False, has_flashinfer=False)
-EKS_LIKE = smoke.HostFacts(has_efa=True, has_flashinfer=True)
+# The lent GPU machine with Debian trixie's libfabric 2.1.0 on LD_LIBRARY_PATH, and with its own 1.17.
+NO_EFA_LIBFABRIC = smoke.HostFacts(has_efa=False, has_flashinfer=False, libfabric=(2, 1))
+NO_EFA_OLD_LIBFABRIC = smoke.HostFacts(has_efa=False, has_flashinfer=False, libfabric=(1, 17))
+EKS_LIKE = smoke.HostFacts(has_efa=True, has_flashinfer=True, libfabric=(2, 3))
 PD_OVERRIDES = {
     "model_source",
     "gpu_memory_utilization",
@@ -52,7 +56,7 @@ def test_changed_paths():
     assert smoke.changed_paths(before, before) == set()
 
 
-@pytest.mark.parametrize("host", [NO_EFA, EKS_LIKE])
+@pytest.mark.parametrize("host", [NO_EFA, NO_EFA_OLD_LIBFABRIC, EKS_LIKE])
 @pytest.mark.parametrize("kv_roles", [None, "both", "producer-consumer"])
 def test_pd_config_is_production_plus_exactly_the_named_overrides(cfg, tmp_path, host, kv_roles):
     production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, kv_roles=kv_roles), host)
@@ -95,6 +99,79 @@ def test_pd_override_values(cfg, tmp_path):
             "kv_transfer_config": None,
         }
     assert ports == {"29500", "31500"}
+
+
+def test_without_efa_but_with_libfabric_the_production_backend_stages_kv_in_host_memory(cfg, tmp_path):
+    """Measured on the lent machine (docs/gpu-end-to-end.md): with libfabric 2.1.0 and no EFA, NIXL's
+    LIBFABRIC backend comes up on libfabric's tcp provider, which has no FI_HMEM, so registering CUDA
+    memory fails ("Memory type 1 is not supported by libfabric backend"); vLLM 0.26's NixlConnector
+    accepts kv_buffer_device "cpu" (`vllm/distributed/kv_transfer/kv_connector/v1/nixl/utils.py`)."""
+    production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA_LIBFABRIC)
+    assert smoke.changed_paths(production, config) == {o.path for o in overrides}
+    assert {o.name for o in overrides} == PD_OVERRIDES - {"nixl_backend"} | {"libfabric_provider", "kv_buffer_device"}
+    for side in ("prefill", "decode"):
+        engine = config["applications"][0]["args"][f"{side}_config"]
+        kv = engine["engine_kwargs"]["kv_transfer_config"]
+        assert kv["kv_connector_extra_config"]["backends"] == ["LIBFABRIC"]
+        assert kv["kv_buffer_device"] == "cpu"
+        assert engine["runtime_env"]["env_vars"]["FI_PROVIDER"] == "tcp"
+
+
+def test_libfabric_older_than_nixl_needs_falls_back_to_ucx_and_says_why(cfg, tmp_path):
+    _, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA_OLD_LIBFABRIC)
+    (reason,) = {o.reason.split(": ", 1)[1] for o in overrides if o.name == "nixl_backend"}
+    assert "libfabric 1.17 (NIXL needs >= 1.21)" in reason
+    kv = config["applications"][0]["args"]["decode_config"]["engine_kwargs"]["kv_transfer_config"]
+    assert kv["kv_connector_extra_config"]["backends"] == ["UCX"]
+
+
+def test_libfabric_version_is_read_from_the_library(monkeypatch):
+    """libfabric's fi_version() returns FI_VERSION(major, minor) = major << 16 | minor
+    (ofiwg/libfabric include/rdma/fabric.h)."""
+
+    class Library:
+        def __init__(self, name):
+            assert name == "libfabric.so.1"
+            self.fi_version = lambda: (2 << 16) | 1
+
+    monkeypatch.setattr(smoke.ctypes, "CDLL", Library)
+    assert smoke.libfabric_version() == (2, 1)
+
+    def missing(name):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(smoke.ctypes, "CDLL", missing)
+    assert smoke.libfabric_version() is None
+
+
+def test_stack_context_and_compilation_can_be_kept(cfg, tmp_path):
+    opts = options(tmp_path, max_model_len=None, enforce_eager=False)
+    _, config, overrides = smoke.smoke_serve_config(cfg, opts, NO_EFA)
+    assert {"max_model_len", "enforce_eager"}.isdisjoint(o.name for o in overrides)
+    decode = config["applications"][0]["args"]["decode_config"]["engine_kwargs"]
+    assert decode["max_model_len"] == cfg.max_model_len
+    assert "enforce_eager" not in decode
+
+
+def test_unset_env_leaves_out_what_the_stack_sets_and_refuses_what_it_does_not(cfg, tmp_path):
+    opts = options(tmp_path, unset_env=("NOT_SET_BY_THE_STACK",))
+    with pytest.raises(ValueError, match=r"no applications\[0\]\.args\.prefill_config\.runtime_env"):
+        smoke.smoke_serve_config(cfg, opts, NO_EFA)
+    document = {"env_vars": {"A": "1", "B": "2"}}
+    smoke.Override("unset_env", ("env_vars", "A"), None, "why", remove=True).apply(document)
+    assert document == {"env_vars": {"B": "2"}}
+
+
+def test_bench_command_is_vllms_own_client_at_the_given_concurrency(tmp_path):
+    """Flags as vLLM 0.26 `vllm/benchmarks/serve.py` and `benchmarks/datasets/datasets.py` declare them."""
+    args = smoke.parse_args(["--model-dir", str(tmp_path), "--bench", "1,4,16,64", "--bench-dir", str(tmp_path)])
+    assert args.bench == [1, 4, 16, 64]
+    command = smoke.bench_command("qwen3.5-9b", tmp_path, 16, args)
+    assert command[1:5] == ["-m", "vllm.entrypoints.cli.main", "bench", "serve"]
+    flags = {flag: value for flag, value in itertools.pairwise(command) if not value.startswith("--")}
+    assert flags["--backend"] == "openai-chat" and flags["--endpoint"] == "/v1/chat/completions"
+    assert flags["--max-concurrency"] == "16" and flags["--num-prompts"] == "64"
+    assert flags["--dataset-name"] == "random" and flags["--result-filename"] == "pd-c16.json"
 
 
 def test_on_an_efa_host_the_backend_stays_libfabric(cfg, tmp_path):
@@ -218,7 +295,7 @@ def test_log_checks_fail_without_a_finished_read_or_with_one_side_missing(tmp_pa
 
 
 def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
-    write_tiny_model(tmp_path / "model")
+    write_model(tmp_path / "model")
     assert smoke.main(["--stack", "dev", "--model-dir", str(tmp_path / "model"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "infra.serve_config.build_serve_config" in out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import ctypes
 import importlib.util
 import json
 import re
@@ -84,8 +85,20 @@ PROMPT_WORDS = (
 ) * 4
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+# What vLLM logs about each engine's memory at start: weights, the KV cache it could allocate, how many
+# tokens and requests that holds, and the hybrid layout's attention block size.
+ENGINE_MEMORY_LINE = re.compile(
+    r"(Model loading took .*|Available KV cache memory: .*|GPU KV cache size: .*|Maximum concurrency for .*"
+    r"|Setting attention block size to .*|Graph capturing finished in .*|init engine .* took .*)"
+)
 
 Path_ = tuple[str | int, ...]
+
+
+# NIXL's LIBFABRIC plugin needs libfabric >= 1.21 (AWS EC2 User Guide, "Elastic Fabric Adapter": "NIXL
+# integrates with Libfabric 1.21.0 and later"); NIXL 1.3.1's plugin links symbol version FABRIC_1.7,
+# which libfabric 1.17 lacks ("unsupported backend 'LIBFABRIC'", docs/gpu-end-to-end.md).
+NIXL_MIN_LIBFABRIC = (1, 21)
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,11 @@ class HostFacts:
 
     has_efa: bool
     has_flashinfer: bool
+    libfabric: tuple[int, int] | None = None  # the libfabric.so.1 the dynamic loader finds, if any
+
+    @property
+    def nixl_libfabric_usable(self) -> bool:
+        return self.libfabric is not None and self.libfabric >= NIXL_MIN_LIBFABRIC
 
 
 @dataclass(frozen=True)
@@ -102,7 +120,9 @@ class SmokeOptions:
     aggregated: bool = False
     kv_roles: str | None = None  # a KV_ROLE_CHOICES key; None keeps what the stack emits
     gpu_memory_utilization: float = 0.3
-    max_model_len: int = 512
+    max_model_len: int | None = 512  # None keeps the stack's maxModelLen
+    enforce_eager: bool = True
+    unset_env: tuple[str, ...] = ()  # env vars the stack sets that this run leaves out (to show why)
     logging_config_path: Path | None = None  # NIXL debug logging for the KV-transfer proof
 
 
@@ -114,9 +134,20 @@ class Override:
     path: Path_
     value: Any
     reason: str
+    remove: bool = False  # drop the path instead of setting it
+
+    def apply(self, document: dict[str, Any]) -> None:
+        if self.remove:
+            node = document
+            for key in self.path[:-1]:
+                node = node[key]
+            del node[self.path[-1]]
+        else:
+            set_path(document, self.path, copy.deepcopy(self.value))
 
     def describe(self) -> str:
-        return f"{self.name}: {format_path(self.path)} = {json.dumps(self.value)}  ({self.reason})"
+        change = "removed" if self.remove else f"= {json.dumps(self.value)}"
+        return f"{self.name}: {format_path(self.path)} {change}  ({self.reason})"
 
 
 def format_path(path: Path_) -> str:
@@ -128,6 +159,15 @@ def set_path(document: Any, path: Path_, value: Any) -> None:
     for key in path[:-1]:
         node = node.setdefault(key, {}) if isinstance(key, str) else node[key]
     node[path[-1]] = value
+
+
+def _has_path(document: Any, path: Path_) -> bool:
+    node = document
+    for key in path:
+        if not isinstance(node, (dict, list)) or (isinstance(node, dict) and key not in node):
+            return False
+        node = node[key]
+    return True
 
 
 _MISSING = object()
@@ -160,7 +200,23 @@ def unexplained_changes(before: Any, after: Any, overrides: list[Override]) -> s
 
 
 def detect_host() -> HostFacts:
-    return HostFacts(has_efa=has_efa_device(), has_flashinfer=importlib.util.find_spec("flashinfer") is not None)
+    return HostFacts(
+        has_efa=has_efa_device(),
+        has_flashinfer=importlib.util.find_spec("flashinfer") is not None,
+        libfabric=libfabric_version(),
+    )
+
+
+def libfabric_version() -> tuple[int, int] | None:
+    """(major, minor) of the libfabric NIXL's plugin would load: `fi_version()` returns
+    FI_VERSION(major, minor) = major << 16 | minor (ofiwg/libfabric include/rdma/fabric.h)."""
+    try:
+        library = ctypes.CDLL("libfabric.so.1")
+    except OSError:
+        return None
+    library.fi_version.restype = ctypes.c_uint32
+    version = library.fi_version()
+    return version >> 16, version & 0xFFFF
 
 
 def has_efa_device() -> bool:
@@ -192,19 +248,29 @@ def _engine_overrides(llm: Path_, side: str, opts: SmokeOptions, host: HostFacts
             opts.gpu_memory_utilization,
             f"{side}: a small share of the GPU is plenty for a smoke test",
         ),
-        Override(
-            "max_model_len",
-            (*llm, "engine_kwargs", "max_model_len"),
-            opts.max_model_len,
-            f"{side}: a short context keeps the KV cache and start-up small",
-        ),
-        Override(
-            "enforce_eager",
-            (*llm, "engine_kwargs", "enforce_eager"),
-            True,
-            f"{side}: no torch.compile or CUDA-graph capture, a faster start",
-        ),
     ]
+    if opts.max_model_len is not None:
+        overrides.append(
+            Override(
+                "max_model_len",
+                (*llm, "engine_kwargs", "max_model_len"),
+                opts.max_model_len,
+                f"{side}: a short context keeps the KV cache and start-up small",
+            )
+        )
+    if opts.enforce_eager:
+        overrides.append(
+            Override(
+                "enforce_eager",
+                (*llm, "engine_kwargs", "enforce_eager"),
+                True,
+                f"{side}: no torch.compile or CUDA-graph capture, a faster start",
+            )
+        )
+    for name in opts.unset_env:
+        overrides.append(
+            Override("unset_env", (*env, name), None, f"{side}: --unset-env {name}, to show what it is for", True)
+        )
     if not host.has_flashinfer:
         overrides.append(
             Override(
@@ -224,15 +290,7 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
         kv = (*llm, "engine_kwargs", "kv_transfer_config")
         env = (*llm, "runtime_env", "env_vars")
         overrides += _engine_overrides(llm, side, opts, host)
-        if not host.has_efa:
-            overrides.append(
-                Override(
-                    "nixl_backend",
-                    (*kv, "kv_connector_extra_config", "backends"),
-                    ["UCX"],
-                    f"{side}: no EFA device on this host; UCX moves the KV cache between local GPUs",
-                )
-            )
+        overrides += _transport_overrides(cfg_doc, side, host)
         overrides.append(
             Override(
                 "dp_master_port",
@@ -255,6 +313,49 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
                     f"{side}: DEBUG for the NIXL connector only, which logs each finished KV transfer",
                 )
             )
+    return overrides
+
+
+def _transport_overrides(cfg_doc: dict[str, Any], side: str, host: HostFacts) -> list[Override]:
+    """Keep the production backend, LIBFABRIC, wherever its libfabric is present.
+
+    Without an EFA device libfabric offers only its tcp provider, which has no FI_HMEM: NIXL can then
+    register host memory only ("Memory type 1 is not supported by libfabric backend" for CUDA tensors,
+    docs/gpu-end-to-end.md), so the KV is staged in host memory. UCX is the fallback only where
+    libfabric is missing or older than NIXL needs.
+    """
+    if host.has_efa:
+        return []
+    llm: Path_ = ("applications", 0, "args", f"{side}_config")
+    kv = (*llm, "engine_kwargs", "kv_transfer_config")
+    if not host.nixl_libfabric_usable:
+        found = "missing" if host.libfabric is None else ".".join(map(str, host.libfabric))
+        return [
+            Override(
+                "nixl_backend",
+                (*kv, "kv_connector_extra_config", "backends"),
+                ["UCX"],
+                f"{side}: no EFA device, libfabric {found} (NIXL needs >= 1.21); UCX moves the KV between local GPUs",
+            )
+        ]
+    overrides = [
+        Override(
+            "libfabric_provider",
+            (*llm, "runtime_env", "env_vars", "FI_PROVIDER"),
+            "tcp",
+            f"{side}: no EFA device on this host; libfabric's tcp provider carries NIXL's transfers",
+        )
+    ]
+    built = cfg_doc["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]
+    if built.get("kv_buffer_device") != "cpu":
+        overrides.append(
+            Override(
+                "kv_buffer_device",
+                (*kv, "kv_buffer_device"),
+                "cpu",
+                f"{side}: libfabric's tcp provider registers host memory only (no FI_HMEM); KV staged in host memory",
+            )
+        )
     return overrides
 
 
@@ -288,7 +389,9 @@ def smoke_serve_config(
     overrides = build(production, opts, host)
     smoke = copy.deepcopy(production)
     for override in overrides:
-        set_path(smoke, override.path, copy.deepcopy(override.value))
+        if override.remove and not _has_path(production, override.path):
+            raise ValueError(f"the stack's serve config has no {format_path(override.path)} to leave out")
+        override.apply(smoke)
     return production, smoke, overrides
 
 
@@ -513,6 +616,70 @@ def run_requests(report: Report, model_id: str, max_tokens: int, count: int, tim
     )
 
 
+def report_engine_memory(ray_temp_dir: Path) -> None:
+    """vLLM's own account of each engine's memory, and what nvidia-smi sees on every GPU."""
+    for hit in grep_logs(ray_temp_dir, ENGINE_MEMORY_LINE):
+        print(f"  memory {hit.process}: {hit.match.group(1)[:200]}", flush=True)
+    if shutil.which("nvidia-smi"):
+        query = ["nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader"]
+        used = subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip()
+        print(f"  nvidia-smi (index, used, total): {'; '.join(used.splitlines())}", flush=True)
+
+
+def bench_command(model_id: str, model_dir: Path, concurrency: int, args: argparse.Namespace) -> list[str]:
+    """vLLM's own load generator against the app's OpenAI chat endpoint, random prompts of fixed length."""
+    return [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.cli.main",
+        "bench",
+        "serve",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        SERVE_URL,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        model_id,
+        "--tokenizer",
+        str(model_dir),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(args.bench_input_len),
+        "--random-output-len",
+        str(args.bench_output_len),
+        "--ignore-eos",
+        "--num-prompts",
+        str(max(16, 4 * concurrency)),
+        "--max-concurrency",
+        str(concurrency),
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,99",
+        "--save-result",
+        "--result-dir",
+        str(args.bench_dir),
+        "--result-filename",
+        f"{args.bench_label}-c{concurrency}.json",
+        "--disable-tqdm",
+    ]
+
+
+def run_bench(report: Report, model_id: str, model_dir: Path, args: argparse.Namespace) -> None:
+    args.bench_dir.mkdir(parents=True, exist_ok=True)
+    for concurrency in args.bench:
+        command = bench_command(model_id, model_dir, concurrency, args)
+        start = time.monotonic()
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        print(done.stdout[-2500:], done.stderr[-1500:] if done.returncode else "", sep="\n", flush=True)
+        elapsed = time.monotonic() - start
+        summary = f"vllm bench serve, concurrency {concurrency}: exit {done.returncode} in {elapsed:.0f} s"
+        report.record(f"bench_c{concurrency}", CheckResult(done.returncode == 0, summary))
+
+
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
     args = smoke["applications"][0]["args"]
@@ -551,10 +718,14 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
         if not report.record("running", CheckResult(running, summary)):
             return report
         served = served_engine(smoke)
-        run_requests(report, served["model_loading_config"]["model_id"], args.max_tokens, args.requests)
+        report_engine_memory(ray_temp_dir)
+        model_id = served["model_loading_config"]["model_id"]
+        run_requests(report, model_id, args.max_tokens, args.requests)
         if not opts.aggregated:
             backend = served["engine_kwargs"]["kv_transfer_config"]["kv_connector_extra_config"]["backends"][0]
             check_nixl_logs(report, ray_temp_dir, backend)
+        if args.bench:
+            run_bench(report, model_id, opts.model_dir, args)
     finally:
         stopped = _ray_cli("stop")
         last_line = (stopped.stdout + stopped.stderr).strip().splitlines()[-1:] or [""]
@@ -573,7 +744,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"kv_role of prefill/decode (default: what the stack emits, {KV_ROLES['prefill']}/{KV_ROLES['decode']})",
     )
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.3)
-    parser.add_argument("--max-model-len", type=int, default=512)
+    parser.add_argument(
+        "--max-model-len",
+        type=lambda text: None if text == "stack" else int(text),
+        default=512,
+        help="context length of the engines; 'stack' keeps the stack's maxModelLen",
+    )
+    parser.add_argument(
+        "--enforce-eager",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="skip torch.compile and CUDA graphs (--no-enforce-eager runs them, as production does)",
+    )
+    parser.add_argument(
+        "--unset-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave out an env var the stack sets on the engines, to show what it is for",
+    )
+    parser.add_argument(
+        "--bench",
+        type=lambda text: [int(c) for c in text.split(",")],
+        default=[],
+        metavar="C1,C2,...",
+        help="after the checks, run `vllm bench serve` at each concurrency",
+    )
+    parser.add_argument("--bench-input-len", type=int, default=1024)
+    parser.add_argument("--bench-output-len", type=int, default=128)
+    parser.add_argument("--bench-dir", type=Path, default=Path("bench-results"))
+    parser.add_argument("--bench-label", default="pd", help="prefix of the result files")
     parser.add_argument("--max-tokens", type=int, default=64, help="tokens per timed completion")
     parser.add_argument("--requests", type=int, default=5, help="timed completions after the first")
     parser.add_argument("--deploy-timeout", type=float, default=600, help="seconds to wait for RUNNING")
@@ -596,10 +796,16 @@ def main(argv: list[str] | None = None) -> int:
         kv_roles=args.kv_roles,
         gpu_memory_utilization=args.gpu_memory_utilization,
         max_model_len=args.max_model_len,
+        enforce_eager=args.enforce_eager,
+        unset_env=tuple(args.unset_env),
         logging_config_path=None if args.aggregated else logging_config,
     )
     host = detect_host()
-    print(f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}")
+    libfabric = ".".join(map(str, host.libfabric)) if host.libfabric else "missing"
+    print(
+        f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}, "
+        f"libfabric {libfabric}"
+    )
     production, smoke, overrides = smoke_serve_config(load_stack_config(stack=args.stack), opts, host)
     print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
     for override in overrides:
