@@ -117,6 +117,50 @@ def test_without_efa_but_with_libfabric_the_production_backend_stages_kv_in_host
         assert engine["runtime_env"]["env_vars"]["FI_PROVIDER"] == "tcp"
 
 
+def test_a_hybrid_model_without_efa_moves_its_kv_over_ucx_from_gpu_memory(cfg, tmp_path):
+    """Measured on the lent machine (docs/gpu-end-to-end.md): with kv_buffer_device "cpu" vLLM 0.26's NIXL
+    worker fails for the hybrid model in `initialize_host_xfer_buffer` ("'list' object has no attribute
+    'shape'": Mamba layers cache a list of state tensors, `nixl/base_worker.py` reads `kv_cache.shape`)."""
+    opts = options(tmp_path, model_has_mamba_state=True)
+    production, config, overrides = smoke.smoke_serve_config(cfg, opts, NO_EFA_LIBFABRIC)
+    assert smoke.changed_paths(production, config) == {o.path for o in overrides}
+    (reason,) = {o.reason.split(": ", 1)[1] for o in overrides if o.name == "nixl_backend"}
+    assert "hybrid model" in reason
+    assert {"libfabric_provider", "kv_buffer_device"}.isdisjoint(o.name for o in overrides)
+    kv = config["applications"][0]["args"]["prefill_config"]["engine_kwargs"]["kv_transfer_config"]
+    assert kv["kv_connector_extra_config"]["backends"] == ["UCX"]
+    assert (
+        kv["kv_buffer_device"]
+        == production["applications"][0]["args"]["prefill_config"]["engine_kwargs"]["kv_transfer_config"][
+            "kv_buffer_device"
+        ]
+    )
+
+
+@pytest.mark.parametrize("host", [NO_EFA, EKS_LIKE])
+def test_without_flashinfer_a_hybrid_model_prefills_with_vllms_triton_kernels(cfg, tmp_path, host):
+    """vLLM 0.26 `model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py` `_resolve_gdn_prefill_backend`:
+    on Hopper "auto" picks FlashInfer's GDN prefill (measured: "No module named 'flashinfer'" at warm-up
+    without it); `additional_config["gdn_prefill_backend"] = "triton"` picks the Triton/FLA kernels."""
+    _, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, model_has_mamba_state=True), host)
+    engine = config["applications"][0]["args"]["decode_config"]["engine_kwargs"]
+    if host.has_flashinfer:
+        assert "gdn_prefill_triton" not in {o.name for o in overrides}
+        assert "additional_config" not in engine
+    else:
+        assert engine["additional_config"] == {"gdn_prefill_backend": "triton"}
+
+
+def test_the_hybrid_model_is_recognised_from_its_config(tmp_path):
+    from tools import tiny_model
+
+    ids = {token: i for i, token in enumerate(tiny_model.SPECIAL_TOKENS)}
+    (tmp_path / "config.json").write_text(json.dumps(tiny_model.model_config(tiny_model.SHAPES["tiny"], ids)))
+    assert smoke.model_has_mamba_state(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    assert not smoke.model_has_mamba_state(tmp_path)
+
+
 def test_libfabric_older_than_nixl_needs_falls_back_to_ucx_and_says_why(cfg, tmp_path):
     _, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA_OLD_LIBFABRIC)
     (reason,) = {o.reason.split(": ", 1)[1] for o in overrides if o.name == "nixl_backend"}

@@ -117,6 +117,7 @@ class HostFacts:
 @dataclass(frozen=True)
 class SmokeOptions:
     model_dir: Path
+    model_has_mamba_state: bool = False  # hybrid models (Qwen3.5's Gated DeltaNet layers): see model_has_mamba_state
     aggregated: bool = False
     kv_roles: str | None = None  # a KV_ROLE_CHOICES key; None keeps what the stack emits
     gpu_memory_utilization: float = 0.3
@@ -197,6 +198,12 @@ def unexplained_changes(before: Any, after: Any, overrides: list[Override]) -> s
         for path in changed_paths(before, after)
         if not any(path[: len(override.path)] == override.path for override in overrides)
     }
+
+
+def model_has_mamba_state(model_dir: Path) -> bool:
+    """Linear-attention (Gated DeltaNet) layers, which vLLM caches as Mamba state (`MambaSpec`)."""
+    config = json.loads((model_dir / "config.json").read_text())
+    return "linear_attention" in config.get("text_config", config).get("layer_types", [])
 
 
 def detect_host() -> HostFacts:
@@ -280,6 +287,16 @@ def _engine_overrides(llm: Path_, side: str, opts: SmokeOptions, host: HostFacts
                 f"{side}: flashinfer is not installed here; vLLM's sampler imports it unless told not to",
             )
         )
+        if opts.model_has_mamba_state:
+            overrides.append(
+                Override(
+                    "gdn_prefill_triton",
+                    (*llm, "engine_kwargs", "additional_config", "gdn_prefill_backend"),
+                    "triton",
+                    f"{side}: flashinfer is not installed here; vLLM 0.26 runs Gated DeltaNet prefill on it on "
+                    "Hopper unless additional_config picks its Triton kernels",
+                )
+            )
     return overrides
 
 
@@ -290,7 +307,7 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
         kv = (*llm, "engine_kwargs", "kv_transfer_config")
         env = (*llm, "runtime_env", "env_vars")
         overrides += _engine_overrides(llm, side, opts, host)
-        overrides += _transport_overrides(cfg_doc, side, host)
+        overrides += _transport_overrides(cfg_doc, side, host, opts.model_has_mamba_state)
         overrides.append(
             Override(
                 "dp_master_port",
@@ -316,26 +333,33 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
     return overrides
 
 
-def _transport_overrides(cfg_doc: dict[str, Any], side: str, host: HostFacts) -> list[Override]:
-    """Keep the production backend, LIBFABRIC, wherever its libfabric is present.
+def _transport_overrides(cfg_doc: dict[str, Any], side: str, host: HostFacts, mamba_state: bool) -> list[Override]:
+    """Keep the production backend, LIBFABRIC, wherever it can carry this model's KV on this host.
 
     Without an EFA device libfabric offers only its tcp provider, which has no FI_HMEM: NIXL can then
     register host memory only ("Memory type 1 is not supported by libfabric backend" for CUDA tensors,
-    docs/gpu-end-to-end.md), so the KV is staged in host memory. UCX is the fallback only where
-    libfabric is missing or older than NIXL needs.
+    docs/gpu-end-to-end.md), so the KV is staged in host memory. vLLM 0.26 cannot stage a hybrid
+    model's Mamba state there (`initialize_host_xfer_buffer` takes every layer's cache for one tensor:
+    "'list' object has no attribute 'shape'", measured), so such a model, like a host without a
+    libfabric >= 1.21, falls back to UCX.
     """
     if host.has_efa:
         return []
     llm: Path_ = ("applications", 0, "args", f"{side}_config")
     kv = (*llm, "engine_kwargs", "kv_transfer_config")
-    if not host.nixl_libfabric_usable:
+    if not host.nixl_libfabric_usable or mamba_state:
         found = "missing" if host.libfabric is None else ".".join(map(str, host.libfabric))
+        why = (
+            f"libfabric {found} (NIXL needs >= 1.21)"
+            if not host.nixl_libfabric_usable
+            else "a hybrid model, whose Mamba state vLLM 0.26 cannot stage in host memory for libfabric's tcp provider"
+        )
         return [
             Override(
                 "nixl_backend",
                 (*kv, "kv_connector_extra_config", "backends"),
                 ["UCX"],
-                f"{side}: no EFA device, libfabric {found} (NIXL needs >= 1.21); UCX moves the KV between local GPUs",
+                f"{side}: no EFA device and {why}; UCX moves the KV between local GPUs",
             )
         ]
     overrides = [
@@ -792,6 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     logging_config.write_text(json.dumps(NIXL_DEBUG_LOGGING, indent=2))
     opts = SmokeOptions(
         model_dir=args.model_dir.resolve(),
+        model_has_mamba_state=model_has_mamba_state(args.model_dir),
         aggregated=args.aggregated,
         kv_roles=args.kv_roles,
         gpu_memory_utilization=args.gpu_memory_utilization,
