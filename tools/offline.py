@@ -138,6 +138,8 @@ class Resource:
     transforms: tuple[Callable[..., Any], ...] = ()
     # Inputs that were resource references (dotted path -> the referenced URN); `inputs` holds their id/URN.
     references: Mapping[str, str] = field(default_factory=dict)
+    # The provider plugin version the SDK asks the engine for (its package version), "" when none.
+    plugin_version: str = ""
 
 
 @dataclass
@@ -391,6 +393,7 @@ class CapturingMonitor(mocks.MockMonitor):
                     secret_inputs=frozenset(key for key, value in plain.items() if _holds_secret(value)),
                     transforms=tuple(mocks._resolve_callbacks(request.transforms)),
                     references=_resource_references(wire),
+                    plugin_version=request.version,
                 )
             )
         return super().RegisterResource(request)
