@@ -22,7 +22,9 @@ import yaml
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
+from infra import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
+from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
@@ -227,6 +229,14 @@ def _open_load_balancer_to_everyone(captured: CapturedStack) -> None:
     SERVE_LB(captured)["spec"]["loadBalancerSourceRanges"] = ["0.0.0.0/0"]
 
 
+SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without the literal
+
+
+def _open_load_balancer_to_both_halves(captured: CapturedStack) -> None:
+    # Config validation rejects this set too (infra/config.py covers_the_internet).
+    SERVE_LB(captured)["spec"]["loadBalancerSourceRanges"] = list(SPLIT_INTERNET)
+
+
 def _make_internet_facing_without_ranges(captured: CapturedStack) -> None:
     service = SERVE_LB(captured)
     service["metadata"]["annotations"].pop("service.beta.kubernetes.io/aws-load-balancer-internal")
@@ -326,6 +336,14 @@ BREAKAGES = [
         edit=_open_load_balancer_to_everyone,
     ),
     Breakage(
+        "lb-split-internet",
+        "serve-endpoint-not-open",
+        MANDATORY,
+        "serveSourceCidrs",
+        overrides={"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]},
+        edit=_open_load_balancer_to_both_halves,
+    ),
+    Breakage(
         "lb-no-ranges",
         "serve-endpoint-not-open",
         MANDATORY,
@@ -356,6 +374,14 @@ BREAKAGES = [
         "apiPublicAccessCidrs",
         stack="prod",
         overrides={"apiPublicAccessCidrs": ["0.0.0.0/0"]},
+    ),
+    Breakage(
+        "api-split-internet",
+        "eks-public-endpoint-restricted",
+        ADVISORY,
+        "apiPublicAccessCidrs",
+        stack="prod",
+        overrides={"apiPublicAccessCidrs": SPLIT_INTERNET},
     ),
     Breakage(
         "logging-off",
@@ -421,6 +447,56 @@ def test_breaking_the_stack_fires_the_policy(
             assert "no stack config" in violation.message
 
 
+# --- the pack's own judgement of "open to the internet" ---
+
+
+@pytest.mark.parametrize(
+    "cidrs",
+    [
+        ["0.0.0.0/0"],
+        SPLIT_INTERNET,
+        ["0.0.0.0/1"],
+        ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"],
+        ["100.24.20.0/24"],
+        # Everyone but 10.0.0.0/8, which is private: still everyone on the internet.
+        ["0.0.0.0/5", "8.0.0.0/7", "11.0.0.0/8", "12.0.0.0/6", "16.0.0.0/4", "32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/1"],
+        # ... and without 11.0.0.0/8, which is public: not everyone.
+        ["0.0.0.0/5", "8.0.0.0/7", "12.0.0.0/6", "16.0.0.0/4", "32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/1"],
+    ],
+    ids=["all", "two-halves", "one-half", "rfc1918", "one-block", "all-but-private", "all-but-a-public-block"],
+)
+def test_pack_and_program_agree_on_covering_the_internet(cidrs: list[str]) -> None:
+    """The pack cannot import infra/, so it keeps its own check: both must judge every set alike."""
+    assert pack_internet.covers_the_internet(cidrs) is program_config.covers_the_internet(tuple(cidrs))
+
+
+def test_pack_and_program_know_the_same_non_internet_blocks() -> None:
+    """RFC 6890's not-globally-reachable IPv4 blocks, kept twice (pack and program): one list of facts."""
+    assert pack_internet.IPV4_NOT_ON_THE_INTERNET == program_config.NOT_ON_THE_INTERNET
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "covered"),
+    [
+        (["::/0"], True),
+        (["::/1", "8000::/1"], True),
+        (["2000::/4", "3000::/4"], True),
+        (["2001:db8::/32"], False),
+        (["fc00::/7"], False),
+    ],
+)
+def test_pack_judges_ipv6_on_the_global_unicast_space(cidrs: list[str], covered: bool) -> None:
+    """IANA allocates all global unicast IPv6 from 2000::/3
+    (https://www.iana.org/assignments/ipv6-address-space/ipv6-address-space.xhtml): covering it is everyone."""
+    assert pack_internet.covers_the_internet(cidrs) is covered
+
+
+def test_pack_ignores_ranges_it_cannot_parse() -> None:
+    """A preview unknown or a typo admits no one by itself; the parsable rest is still judged."""
+    assert not pack_internet.covers_the_internet([UNKNOWN_STRING_VALUE, "not-a-cidr", "0.0.0.0/1"])
+    assert pack_internet.covers_the_internet([UNKNOWN_STRING_VALUE, *SPLIT_INTERNET])
+
+
 # --- the same rules on a real preview's view of pulumi-eks, and on preview unknowns ---
 
 
@@ -482,9 +558,13 @@ CLUSTER_CHILD = _inputs("aws:eks/cluster:Cluster", "eks-eksCluster")
         (_set_interfaces(interfaceType="interface"), {"gpu-nodes-efa"}),
         (lambda c: CLUSTER_CHILD(c).update(enabledClusterLogTypes=[]), {"eks-control-plane-logging"}),
         (lambda c: CLUSTER_CHILD(c)["vpcConfig"].pop("publicAccessCidrs"), {"eks-public-endpoint-restricted"}),
+        (
+            lambda c: CLUSTER_CHILD(c)["vpcConfig"].update(publicAccessCidrs=SPLIT_INTERNET),
+            {"eks-public-endpoint-restricted"},
+        ),
         (lambda c: CLUSTER_CHILD(c)["tags"].pop("owner"), {"ownership-tags"}),
     ],
-    ids=["passes", "two-subnets", "no-efa", "logging-off", "default-cidrs", "no-owner-tag"],
+    ids=["passes", "two-subnets", "no-efa", "logging-off", "default-cidrs", "split-internet-cidrs", "no-owner-tag"],
 )
 def test_rules_read_pulumi_eks_children_as_a_real_preview_shows_them(
     engine: OfflinePolicyEngine,

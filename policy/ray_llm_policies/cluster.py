@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel
 
-from .props import OPEN_CIDRS, as_bool, get
+from .internet import covers_the_internet
+from .props import as_bool, get
 from .resource_types import CLUSTERS, EKS_CLUSTER_COMPONENT
 from .rules import Inspected, resource_policy
 
@@ -46,10 +47,10 @@ def _open_public_endpoint(resource: Inspected) -> Iterator[str]:
     settings = cluster_settings(resource)
     if settings is None or not settings.endpoint_public:
         return
-    open_cidrs = sorted(OPEN_CIDRS.intersection(settings.public_access_cidrs))
-    if open_cidrs:
+    if covers_the_internet(settings.public_access_cidrs):
         yield (
-            f"EKS cluster '{resource.name}' serves its public API endpoint to {', '.join(open_cidrs)}. "
+            f"EKS cluster '{resource.name}' serves its public API endpoint to the whole internet "
+            f"({', '.join(map(str, settings.public_access_cidrs))}). "
             "Fix: set apiPublicAccessCidrs to the CIDRs of your operators and CI (the private endpoint stays on)."
         )
 

@@ -13,8 +13,6 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
-OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
-
 
 def is_sequence(value: Any) -> bool:
     """A list-like property (a string is a Sequence too, but never a list of items here)."""

@@ -10,8 +10,9 @@ from typing import Any
 import yaml
 from pulumi_policy import EnforcementLevel, PolicyResource
 
+from .internet import covers_the_internet
 from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
-from .props import OPEN_CIDRS, as_number, get, known_children, mappings
+from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
@@ -207,14 +208,16 @@ def _open_load_balancers(resource: Inspected) -> Iterator[str]:
         return
     fix = "Fix: set serveSourceCidrs to the CIDRs of the clients, or serveExposure to internal (or none)."
     source_ranges = list(get(spec, "loadBalancerSourceRanges", default=[]))
-    open_ranges = sorted(OPEN_CIDRS.intersection(source_ranges))
     if not source_ranges:
         yield (
             f"Service '{resource.name}' is an internet-facing load balancer with no loadBalancerSourceRanges: "
             f"anyone can call the model. {fix}"
         )
-    elif open_ranges:
-        yield f"Service '{resource.name}' is an internet-facing load balancer open to {', '.join(open_ranges)}. {fix}"
+    elif covers_the_internet(source_ranges):
+        yield (
+            f"Service '{resource.name}' is an internet-facing load balancer open to the whole internet "
+            f"({', '.join(map(str, source_ranges))}). {fix}"
+        )
 
 
 NIXL_LIBFABRIC_ON_EFA = stack_policy(
