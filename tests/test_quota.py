@@ -49,6 +49,27 @@ def test_p_family_is_checked_against_the_p_quota():
     assert "need 384" in str(refused.value)
 
 
+def test_a_capacity_block_is_still_checked():
+    """Kept conservative: AWS's Capacity Blocks pages do not say whether instances running in a block count
+    against the Running On-Demand vCPU quota. Read: the EC2 user guide's
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html,
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html (its only limits:
+    64 instances per block, 256 across blocks) and
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html, and EKS's
+    https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html. The README's Scaling section
+    says so; quotaPreflight: false skips the check."""
+    capacity_block = {
+        **P5_TP8,
+        "gpuCapacityType": "capacity-block",
+        "capacityReservationId": "cr-02168da1478b509e0",
+        "aws:region": "us-east-1",
+        "gpuAz": "us-east-1a",
+    }
+    with pytest.raises(QuotaError) as refused:
+        run_stack(capacity_block, vcpu_quota=192.0)
+    assert "L-417A185B (Running On-Demand P instances)" in str(refused.value)
+
+
 def test_the_switch_skips_the_check():
     assert run_stack({"quotaPreflight": False}, vcpu_quota=0.0).outputs["clusterName"]
 
