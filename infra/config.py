@@ -302,10 +302,6 @@ class _Reader:
         return self._check(key, raw, parse, f"a list of {allowed}", ())
 
 
-def _cidr(text: str) -> str:
-    return str(ipaddress.IPv4Network(text, strict=True))
-
-
 def _client_cidr(text: str) -> str:
     """A CIDR that real clients can come from: RFC 5737's documentation ranges reach nothing."""
     network = ipaddress.IPv4Network(text, strict=True)
