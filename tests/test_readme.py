@@ -3,6 +3,7 @@ Layout section names what the repository holds."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,17 +40,22 @@ def test_config_table_is_generated_from_pulumi_yaml():
     assert markdown_table() in README
 
 
-def _not_ignored(path: Path) -> bool:
-    """Left out: git's own folder and what .gitignore names (venvs, caches), which a clone does not hold."""
-    ignored = {line.strip().rstrip("/") for line in (PROJECT_DIR / ".gitignore").read_text().splitlines()}
-    return path.name != ".git" and path.name not in ignored
+def _top_level_entries() -> set[str]:
+    """What a clone holds at the top: git's tracked and untracked-but-not-ignored files (its own ignore rules,
+    .gitignore and .git/info/exclude alike), so local venvs and caches never count."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {line.split("/", 1)[0] for line in listed.splitlines()}
 
 
 def test_layout_names_every_top_level_entry():
     """A user's own stack file (`Pulumi.<stack>.yaml`, "add a stack by adding a file") needs no line of its own."""
-    entries = sorted(
-        path.name for path in PROJECT_DIR.iterdir() if _not_ignored(path) and not path.match("Pulumi.*.yaml")
-    )
+    entries = sorted(name for name in _top_level_entries() if not Path(name).match("Pulumi.*.yaml"))
     assert [name for name in entries if name not in LAYOUT] == []
 
 
