@@ -20,6 +20,8 @@ os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
 # The public range a test operator deploys from (global unicast, not an RFC 5737 documentation range).
 OPERATOR_CIDRS = ["100.24.10.0/24"]
 API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
+# The stack files' values as shipped, for the tests of what a fresh clone does before its user adds an address.
+SHIPPED_STACK_FILE_VALUES = offline._stack_file_values
 
 
 @pytest.fixture(scope="session", autouse=True)

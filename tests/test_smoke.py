@@ -15,8 +15,9 @@ import os
 import pytest
 
 from infra.serve_config import KV_ROLES, build_serve_config
+from tests.conftest import OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
 from tests.openai_server import MODEL
-from tools import smoke
+from tools import offline, smoke
 from tools.offline import load_stack_config
 from tools.tiny_model import write_model
 
@@ -43,6 +44,12 @@ PD_OVERRIDES = {
 @pytest.fixture(scope="module", params=["dev", "prod"])
 def cfg(request):
     return load_stack_config(stack=request.param)
+
+
+def smoke_engines(config):
+    """The engine configs of a smoke serve config: prefill and decode, or the baseline's one."""
+    args = config["applications"][0]["args"]
+    return args.get("llm_configs") or [args[f"{side}_config"] for side in ("prefill", "decode")]
 
 
 def options(tmp_path, **kwargs):
@@ -197,6 +204,43 @@ def test_stack_context_and_compilation_can_be_kept(cfg, tmp_path):
     assert "enforce_eager" not in decode
 
 
+# nvidia-smi's totals: a g6's L4 and the lent H200.
+L4_MIB, H200_MIB = 23034, 143771
+
+
+@pytest.mark.parametrize("aggregated", [False, True])
+def test_a_smaller_gpu_is_stood_in_for_by_vllms_default_share_of_its_memory(cfg, tmp_path, aggregated):
+    """vLLM's default `gpu_memory_utilization` is 0.9 (vllm 0.26.0 vllm/config/cache.py); the stack sets none."""
+    opts = options(tmp_path, emulated_gpu=(L4_MIB, H200_MIB), aggregated=aggregated)
+    _, config, _ = smoke.smoke_serve_config(cfg, opts, NO_EFA)
+    for engine in smoke_engines(config):
+        assert engine["engine_kwargs"]["gpu_memory_utilization"] == round(0.9 * L4_MIB / H200_MIB, 4) == 0.1442
+
+
+def test_a_gpu_under_70_gib_gets_the_batch_limits_vllm_picks_for_it(cfg, tmp_path):
+    """vllm 0.26.0 vllm/engine/arg_utils.py `get_batch_defaults`: below 70 GiB, OPENAI_API_SERVER gets
+    max_num_batched_tokens 2048 and max_num_seqs 256 (8192 and 1024 on an H200); Ray Serve LLM starts its
+    engines in that context (ray 2.58.0 ray/llm/_internal/serve/engines/vllm/vllm_engine.py)."""
+    _, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, emulated_gpu=(L4_MIB, H200_MIB)), NO_EFA)
+    for engine in smoke_engines(config):
+        assert {k: engine["engine_kwargs"][k] for k in ("max_num_batched_tokens", "max_num_seqs")} == {
+            "max_num_batched_tokens": 2048,
+            "max_num_seqs": 256,
+        }
+    assert "small_gpu_batch_defaults" in {o.name for o in overrides}
+
+
+def test_a_large_gpu_stood_in_for_keeps_vllms_own_batch_limits(cfg, tmp_path):
+    _, _, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, emulated_gpu=(81559, H200_MIB)), NO_EFA)
+    assert "small_gpu_batch_defaults" not in {o.name for o in overrides}
+
+
+def test_batch_limits_the_stack_sets_are_kept_on_a_smaller_gpu(tmp_path):
+    cfg = load_stack_config({"decodeMaxNumSeqs": 32}, stack="dev")
+    _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path, emulated_gpu=(L4_MIB, H200_MIB)), NO_EFA)
+    assert config["applications"][0]["args"]["decode_config"]["engine_kwargs"]["max_num_seqs"] == 32
+
+
 def test_unset_env_leaves_out_what_the_stack_sets_and_refuses_what_it_does_not(cfg, tmp_path):
     opts = options(tmp_path, unset_env=("NOT_SET_BY_THE_STACK",))
     with pytest.raises(ValueError, match=r"no applications\[0\]\.args\.prefill_config\.runtime_env"):
@@ -346,6 +390,18 @@ def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
     for name in ("model_source", "dp_master_port", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
         assert f"override {name}: " in out
     assert '"import_path": "ray.serve.llm:build_pd_openai_app"' in out
+
+
+def test_dry_run_works_on_a_fresh_clone_whose_stack_file_has_no_allow_list(tmp_path, monkeypatch, capsys):
+    """The GPU host runs the smoke from a clone as shipped: no `apiPublicAccessCidrs`, which only the endpoint uses."""
+    monkeypatch.setattr(offline, "_stack_file_values", SHIPPED_STACK_FILE_VALUES)
+    write_model(tmp_path / "model")
+    assert smoke.main(["--stack", "dev", "--model-dir", str(tmp_path / "model"), "--dry-run"]) == 0
+    assert "config valid for Ray's ServeDeploySchema" in capsys.readouterr().out
+
+
+def test_a_stack_files_own_allow_list_is_used_as_it_is():
+    assert smoke.serve_stack_config("dev").api_public_access_cidrs == tuple(OPERATOR_CIDRS)
 
 
 def test_missing_model_dir_is_refused(tmp_path, capsys):

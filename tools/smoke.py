@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
-from tools.offline import load_stack_config
+from tools.offline import load_stack_config, stack_config
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
+from tools.project import PROJECT
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -99,6 +100,13 @@ Path_ = tuple[str | int, ...]
 # integrates with Libfabric 1.21.0 and later"); NIXL 1.3.1's plugin links symbol version FABRIC_1.7,
 # which libfabric 1.17 lacks ("unsupported backend 'LIBFABRIC'", docs/gpu-end-to-end.md).
 NIXL_MIN_LIBFABRIC = (1, 21)
+# What vLLM 0.26 gives an engine the stack leaves unset, and so what a smaller GPU gets on its own: the share
+# of GPU memory (`CacheConfig.gpu_memory_utilization`, vllm/config/cache.py) and, below 70 GiB, the batch
+# limits for the OpenAI server context Ray Serve LLM starts engines in (`EngineArgs.get_batch_defaults`,
+# vllm/engine/arg_utils.py; ray/llm/_internal/serve/engines/vllm/vllm_engine.py passes OPENAI_API_SERVER).
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+VLLM_LARGE_GPU_MIB = 70 * 1024
+VLLM_SMALL_GPU_BATCH_DEFAULTS = {"max_num_batched_tokens": 2048, "max_num_seqs": 256}
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,8 @@ class SmokeOptions:
     aggregated: bool = False
     kv_roles: str | None = None  # a KV_ROLE_CHOICES key; None keeps what the stack emits
     gpu_memory_utilization: float = 0.3
+    # (MiB of the GPU the run stands in for, MiB of this host's GPU): its share of memory and its batch defaults
+    emulated_gpu: tuple[int, int] | None = None
     max_model_len: int | None = 512  # None keeps the stack's maxModelLen
     enforce_eager: bool = True
     unset_env: tuple[str, ...] = ()  # env vars the stack sets that this run leaves out (to show why)
@@ -239,7 +249,37 @@ def has_efa_device() -> bool:
     return False
 
 
-def _engine_overrides(llm: Path_, side: str, opts: SmokeOptions, host: HostFacts) -> list[Override]:
+def _emulated_gpu_overrides(
+    llm: Path_, side: str, engine_kwargs: dict[str, Any], emulated_gpu: tuple[int, int]
+) -> list[Override]:
+    """The memory and batch limits vLLM would give this engine on a GPU of `emulated_gpu[0]` MiB."""
+    emulated_mib, host_mib = emulated_gpu
+    utilization = engine_kwargs.get("gpu_memory_utilization", VLLM_DEFAULT_GPU_MEMORY_UTILIZATION)
+    overrides = [
+        Override(
+            "gpu_memory_utilization",
+            (*llm, "engine_kwargs", "gpu_memory_utilization"),
+            round(utilization * emulated_mib / host_mib, 4),
+            f"{side}: {utilization} of a {emulated_mib} MiB GPU, as a share of this one's {host_mib} MiB",
+        )
+    ]
+    if emulated_mib < VLLM_LARGE_GPU_MIB:
+        overrides += [
+            Override(
+                "small_gpu_batch_defaults",
+                (*llm, "engine_kwargs", key),
+                value,
+                f"{side}: vLLM's default below 70 GiB of GPU memory; on this larger GPU it would pick more",
+            )
+            for key, value in VLLM_SMALL_GPU_BATCH_DEFAULTS.items()
+            if key not in engine_kwargs
+        ]
+    return overrides
+
+
+def _engine_overrides(
+    llm: Path_, side: str, engine_kwargs: dict[str, Any], opts: SmokeOptions, host: HostFacts
+) -> list[Override]:
     """What every engine on this host needs, prefill, decode and the aggregated baseline alike."""
     env = (*llm, "runtime_env", "env_vars")
     overrides = [
@@ -249,13 +289,18 @@ def _engine_overrides(llm: Path_, side: str, opts: SmokeOptions, host: HostFacts
             str(opts.model_dir),
             f"{side}: a local model directory, no model hub",
         ),
-        Override(
-            "gpu_memory_utilization",
-            (*llm, "engine_kwargs", "gpu_memory_utilization"),
-            opts.gpu_memory_utilization,
-            f"{side}: a small share of the GPU is plenty for a smoke test",
-        ),
     ]
+    if opts.emulated_gpu is None:
+        overrides.append(
+            Override(
+                "gpu_memory_utilization",
+                (*llm, "engine_kwargs", "gpu_memory_utilization"),
+                opts.gpu_memory_utilization,
+                f"{side}: a small share of the GPU is plenty for a smoke test",
+            )
+        )
+    else:
+        overrides += _emulated_gpu_overrides(llm, side, engine_kwargs, opts.emulated_gpu)
     if opts.max_model_len is not None:
         overrides.append(
             Override(
@@ -306,7 +351,8 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
         llm: Path_ = ("applications", 0, "args", f"{side}_config")
         kv = (*llm, "engine_kwargs", "kv_transfer_config")
         env = (*llm, "runtime_env", "env_vars")
-        overrides += _engine_overrides(llm, side, opts, host)
+        engine_kwargs = cfg_doc["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]
+        overrides += _engine_overrides(llm, side, engine_kwargs, opts, host)
         overrides += _transport_overrides(cfg_doc, side, host, opts.model_has_mamba_state)
         overrides.append(
             Override(
@@ -398,7 +444,7 @@ def _aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Hos
             {"llm_configs": [engine]},
             "baseline: the decode engine's config without kv_transfer_config, one replica on one GPU",
         ),
-        *_engine_overrides((*app, "args", "llm_configs", 0), "aggregated", opts, host),
+        *_engine_overrides((*app, "args", "llm_configs", 0), "aggregated", engine["engine_kwargs"], opts, host),
     ]
 
 
@@ -710,6 +756,12 @@ def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     return args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
 
 
+def gpu_memory_mib() -> int:
+    """Total memory of GPU 0 as nvidia-smi reports it (the unit `--gpu-memory-of` takes)."""
+    query = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", "0"]
+    return int(subprocess.run(query, capture_output=True, text=True, check=True).stdout.strip())
+
+
 def gpu_count() -> int:
     if not shutil.which("nvidia-smi"):
         return 0
@@ -769,6 +821,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.3)
     parser.add_argument(
+        "--gpu-memory-of",
+        type=int,
+        metavar="MIB",
+        help="stand in for a smaller GPU (23034 for a g6's L4, as nvidia-smi reports it): vLLM's default share of "
+        "that much memory, and the batch limits vLLM picks for it; replaces --gpu-memory-utilization",
+    )
+    parser.add_argument(
         "--max-model-len",
         type=lambda text: None if text == "stack" else int(text),
         default=512,
@@ -806,6 +865,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# The API allow-list shapes the cluster's endpoint, never the serve config; a stack file that has none yet (the
+# shipped ones: each user adds their own address) still builds the app, on a private range that reaches nothing.
+ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["10.0.0.0/8"]}
+
+
+def serve_stack_config(stack: str) -> StackConfig:
+    """The stack's validated config for building the serve app; the allow-list stood in for where the file has none."""
+    has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_config(stack)
+    return load_stack_config(None if has_allow_list else ALLOW_LIST_STAND_IN, stack=stack)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not (args.model_dir / "config.json").is_file():
@@ -820,6 +890,7 @@ def main(argv: list[str] | None = None) -> int:
         aggregated=args.aggregated,
         kv_roles=args.kv_roles,
         gpu_memory_utilization=args.gpu_memory_utilization,
+        emulated_gpu=None if args.gpu_memory_of is None else (args.gpu_memory_of, gpu_memory_mib()),
         max_model_len=args.max_model_len,
         enforce_eager=args.enforce_eager,
         unset_env=tuple(args.unset_env),
@@ -831,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
         f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}, "
         f"libfabric {libfabric}"
     )
-    production, smoke, overrides = smoke_serve_config(load_stack_config(stack=args.stack), opts, host)
+    production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack), opts, host)
     print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
     for override in overrides:
         print(f"  override {override.describe()}")
