@@ -177,6 +177,7 @@ class StackConfig:
     model_id: str
     model_source: str
     max_model_len: int
+    language_model_only: bool  # vLLM language_model_only: no vision tower, no image inputs
     prefill: ServeSide
     decode: ServeSide
     topology: Topology
@@ -678,6 +679,7 @@ def load_config(
             " tokens (2^20: more KV cache than one GPU of the supported types holds for an 8B model)",
             maximum=MAX_MODEL_LEN,
         ),
+        language_model_only=read.boolean("languageModelOnly"),
         prefill=prefill,
         decode=decode,
         topology=topology,

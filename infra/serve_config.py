@@ -67,6 +67,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
         "model_loading_config": {"model_id": cfg.model_id, "model_source": cfg.model_source},
         "engine_kwargs": {
             "max_model_len": cfg.max_model_len,
+            "language_model_only": cfg.language_model_only,
             "tensor_parallel_size": cfg.topology.tensor_parallel_size,
             "pipeline_parallel_size": cfg.topology.pipeline_parallel_size,
             **_engine_overrides(_side(cfg, side)),

@@ -105,7 +105,7 @@ def test_region_override_moves_the_default_image():
         ("systemNodeType", "m7i.2xlarge", "system_node_type", "m7i.2xlarge"),
         ("systemNodeCount", 2, "system_node_count", 2),
         ("gpuNodeType", "g6e.12xlarge", "gpu_node_type", "g6e.12xlarge"),
-        ("prefillReplicas", 2, "prefill", ServeSide(replicas=2, max_num_seqs=None, max_num_batched_tokens=None)),
+        ("prefillReplicas", 2, "prefill", ServeSide(replicas=2, max_num_seqs=32, max_num_batched_tokens=None)),
         ("decodeMaxNumSeqs", 512, "decode", ServeSide(replicas=1, max_num_seqs=512, max_num_batched_tokens=None)),
         ("gpuNodegroupName", "l40s", "gpu_nodegroup_name", "l40s"),
         ("gpuAz", "sa-east-1b", "gpu_az", "sa-east-1b"),

@@ -150,3 +150,34 @@ def test_kv_buffer_device_is_the_stacks_and_one_vllm_accepts(args, side):
     """vLLM 0.26 `vllm/distributed/kv_transfer/kv_connector/v1/nixl/utils.py`: NixlConnector accepts
     kv_buffer_device "cuda" or "cpu" on CUDA platforms; the dev stack (g6.8xlarge) resolves to "cuda"."""
     assert args[f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]["kv_buffer_device"] == "cuda"
+
+
+# Measured on the lent H200s standing in for a g6's L4 (docs/gpu-end-to-end.md, 2026-11-30): Qwen3.5-9B's shape
+# at maxModelLen 4096, text only, left vLLM 47 KV-cache blocks (hybrid pages holding one sequence's state each).
+L4_STATE_BLOCKS_OF_THE_DEFAULT_MODEL = 47
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_each_side_serves_text_only_so_the_default_model_fits_an_l4(args, side):
+    """vLLM 0.26.0 `vllm/config/multimodal.py`: `language_model_only` sets every modality's limit to 0, and
+    `vllm/model_executor/models/interfaces.py` `_mark_tower_model` skips a tower whose modalities are all
+    at 0 (`qwen3_5.py` marks its vision tower for image and video), so it is neither loaded nor profiled.
+    Measured at an L4's share: with the tower, weights 17.66 GiB and KV cache -0.07 GiB ("No available
+    memory for the cache blocks"); text only, 16.8 GiB and 0.76 GiB."""
+    assert args[f"{side}_config"]["engine_kwargs"]["language_model_only"] is True
+
+
+def test_a_multimodal_stack_keeps_the_vision_tower_on_both_sides():
+    args = pd_args(run_stack({"languageModelOnly": False}))
+    assert [args[f"{side}_config"]["engine_kwargs"]["language_model_only"] for side in ("prefill", "decode")] == [
+        False,
+        False,
+    ]
+
+
+@pytest.mark.parametrize("side", ["prefill", "decode"])
+def test_each_side_runs_no_more_sequences_than_the_default_model_has_state_blocks_on_an_l4(args, side):
+    """vLLM 0.26.0 `vllm/config/compilation.py` (cudagraph mode resolution): with full CUDA graphs and Mamba
+    layers it raises "max_num_seqs (N) exceeds available Mamba cache blocks (B)" when max_num_seqs > B.
+    vLLM's own default below 70 GiB is 256 (`vllm/engine/arg_utils.py` `get_batch_defaults`): that failed."""
+    assert args[f"{side}_config"]["engine_kwargs"]["max_num_seqs"] <= L4_STATE_BLOCKS_OF_THE_DEFAULT_MODEL

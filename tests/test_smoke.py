@@ -99,6 +99,8 @@ def test_pd_override_values(cfg, tmp_path):
         ports.add(env["VLLM_DP_MASTER_PORT"])
         assert engine["engine_kwargs"] | {"kv_transfer_config": None} == {
             "max_model_len": 512,
+            "language_model_only": True,
+            "max_num_seqs": 32,
             "tensor_parallel_size": 1,
             "pipeline_parallel_size": 1,
             "gpu_memory_utilization": 0.3,
@@ -217,10 +219,11 @@ def test_a_smaller_gpu_is_stood_in_for_by_vllms_default_share_of_its_memory(cfg,
         assert engine["engine_kwargs"]["gpu_memory_utilization"] == round(0.9 * L4_MIB / H200_MIB, 4) == 0.1442
 
 
-def test_a_gpu_under_70_gib_gets_the_batch_limits_vllm_picks_for_it(cfg, tmp_path):
+def test_a_gpu_under_70_gib_gets_the_batch_limits_vllm_picks_for_it(tmp_path):
     """vllm 0.26.0 vllm/engine/arg_utils.py `get_batch_defaults`: below 70 GiB, OPENAI_API_SERVER gets
     max_num_batched_tokens 2048 and max_num_seqs 256 (8192 and 1024 on an H200); Ray Serve LLM starts its
     engines in that context (ray 2.58.0 ray/llm/_internal/serve/engines/vllm/vllm_engine.py)."""
+    cfg = load_stack_config({"prefillMaxNumSeqs": 0, "decodeMaxNumSeqs": 0}, stack="dev")
     _, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, emulated_gpu=(L4_MIB, H200_MIB)), NO_EFA)
     for engine in smoke_engines(config):
         assert {k: engine["engine_kwargs"][k] for k in ("max_num_batched_tokens", "max_num_seqs")} == {
@@ -236,9 +239,9 @@ def test_a_large_gpu_stood_in_for_keeps_vllms_own_batch_limits(cfg, tmp_path):
 
 
 def test_batch_limits_the_stack_sets_are_kept_on_a_smaller_gpu(tmp_path):
-    cfg = load_stack_config({"decodeMaxNumSeqs": 32}, stack="dev")
+    cfg = load_stack_config({"decodeMaxNumSeqs": 8}, stack="dev")
     _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path, emulated_gpu=(L4_MIB, H200_MIB)), NO_EFA)
-    assert config["applications"][0]["args"]["decode_config"]["engine_kwargs"]["max_num_seqs"] == 32
+    assert config["applications"][0]["args"]["decode_config"]["engine_kwargs"]["max_num_seqs"] == 8
 
 
 def test_unset_env_leaves_out_what_the_stack_sets_and_refuses_what_it_does_not(cfg, tmp_path):
