@@ -11,6 +11,7 @@ import json
 import logging
 import logging.config
 import os
+import sys
 
 import pytest
 
@@ -263,6 +264,19 @@ def test_bench_command_is_vllms_own_client_at_the_given_concurrency(tmp_path):
     assert flags["--backend"] == "openai-chat" and flags["--endpoint"] == "/v1/chat/completions"
     assert flags["--max-concurrency"] == "16" and flags["--num-prompts"] == "64"
     assert flags["--dataset-name"] == "random" and flags["--result-filename"] == "pd-c16.json"
+
+
+def test_a_stalled_bench_level_fails_and_the_next_levels_still_run(tmp_path, monkeypatch):
+    args = smoke.parse_args(
+        ["--model-dir", str(tmp_path), "--bench", "1,4", "--bench-dir", str(tmp_path), "--bench-timeout", "0.5"]
+    )
+    stalls = {1: "import time; time.sleep(30)", 4: "pass"}
+    monkeypatch.setattr(smoke, "bench_command", lambda _m, _d, c, _a: [sys.executable, "-c", stalls[c]])
+    report = smoke.Report()
+    smoke.run_bench(report, "qwen3.5-9b", tmp_path, args)
+    assert report.failed == ["bench_c1"]
+    assert "no result within 0 s" in report.checks[0].result.summary
+    assert [check.name for check in report.checks] == ["bench_c1", "bench_c4"]
 
 
 def test_on_an_efa_host_the_backend_stays_libfabric(cfg, tmp_path):

@@ -743,7 +743,13 @@ def run_bench(report: Report, model_id: str, model_dir: Path, args: argparse.Nam
     for concurrency in args.bench:
         command = bench_command(model_id, model_dir, concurrency, args)
         start = time.monotonic()
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=args.bench_timeout)
+        except subprocess.TimeoutExpired:
+            # A stalled level must not hold the host (and the levels after it) forever.
+            summary = f"vllm bench serve, concurrency {concurrency}: no result within {args.bench_timeout:.0f} s"
+            report.record(f"bench_c{concurrency}", CheckResult(False, summary))
+            continue
         print(done.stdout[-2500:], done.stderr[-1500:] if done.returncode else "", sep="\n", flush=True)
         elapsed = time.monotonic() - start
         summary = f"vllm bench serve, concurrency {concurrency}: exit {done.returncode} in {elapsed:.0f} s"
@@ -857,6 +863,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--bench-output-len", type=int, default=128)
     parser.add_argument("--bench-dir", type=Path, default=Path("bench-results"))
     parser.add_argument("--bench-label", default="pd", help="prefix of the result files")
+    parser.add_argument("--bench-timeout", type=float, default=600, help="seconds one concurrency level may take")
     parser.add_argument("--max-tokens", type=int, default=64, help="tokens per timed completion")
     parser.add_argument("--requests", type=int, default=5, help="timed completions after the first")
     parser.add_argument("--deploy-timeout", type=float, default=600, help="seconds to wait for RUNNING")
