@@ -153,7 +153,9 @@ def test_kv_buffer_device_is_the_stacks_and_one_vllm_accepts(args, side):
 
 
 # Measured on the lent H200s standing in for a g6's L4 (docs/gpu-end-to-end.md, 2026-11-30): Qwen3.5-9B's shape
-# at maxModelLen 4096, text only, left vLLM 47 KV-cache blocks (hybrid pages holding one sequence's state each).
+# at maxModelLen 4096, text only, left vLLM 47 KV-cache blocks (hybrid pages holding one sequence's state each)
+# with vLLM's own max_num_seqs 256; the lower max_num_seqs saves graph memory (62 blocks at 32, measured), so 47
+# is the bound that holds for any default at or under it.
 L4_STATE_BLOCKS_OF_THE_DEFAULT_MODEL = 47
 
 

@@ -2,8 +2,13 @@
 
 `python -m tools.bench_plot RESULTS.json... --png OUT.png` reads the result files `tools.smoke --bench`
 saves (vLLM's own JSON: one file per concurrency, or a JSON object of them keyed by file name, named
-`<label>-c<concurrency>.json`), prints a Markdown table and draws TTFT, inter-token latency and output
+`<label>-c<concurrency>.json`), prints a Markdown table and draws TTFT, time per output token and output
 throughput against concurrency, one line per label.
+
+The plot shows time per output token (TPOT: a request's decode time over its tokens after the first), not
+the inter-token latency the client measures between stream chunks (ITL, in the table): Ray Serve LLM sends a
+stream's tokens in batches every 50 ms (`MODEL_RESPONSE_BATCH_TIMEOUT_MS`, ray
+`python/ray/llm/_internal/serve/constants.py`), so most chunk gaps are ~0 ms and the rest ~50 ms.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ RESULT_NAME = re.compile(r"(?P<label>[\w.]+)-c(?P<concurrency>\d+)\.json$")
 COLUMNS = (
     ("TTFT p50 ms", "p50_ttft_ms", 1),
     ("TTFT p99 ms", "p99_ttft_ms", 1),
+    ("TPOT p50 ms", "p50_tpot_ms", 1),
+    ("TPOT p99 ms", "p99_tpot_ms", 1),
     ("ITL p50 ms", "p50_itl_ms", 1),
     ("ITL p99 ms", "p99_itl_ms", 1),
     ("output tok/s", "output_throughput", 1),
@@ -51,13 +58,14 @@ def markdown_table(results: dict[str, dict[int, dict[str, Any]]]) -> str:
     return "\n".join(rows)
 
 
-def plot(results: dict[str, dict[int, dict[str, Any]]], png: Path, title: str) -> None:
+def plot(results: dict[str, dict[int, dict[str, Any]]], png: Path, title: str) -> Any:
+    """Three panels against concurrency: TTFT, TPOT (p50 and p99) and output tokens/s; returns the figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = (("p50_ttft_ms", "p99_ttft_ms", "TTFT (ms)"), ("p50_itl_ms", "p99_itl_ms", "inter-token latency (ms)"))
+    panels = (("p50_ttft_ms", "p99_ttft_ms", "TTFT (ms)"), ("p50_tpot_ms", "p99_tpot_ms", "time per output token (ms)"))
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     for label, runs in results.items():
         levels = sorted(runs)
@@ -82,6 +90,7 @@ def plot(results: dict[str, dict[int, dict[str, Any]]], png: Path, title: str) -
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(png, dpi=110)
+    return figure
 
 
 def main(argv: list[str] | None = None) -> int:
