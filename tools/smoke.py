@@ -745,15 +745,13 @@ def run_bench(report: Report, model_id: str, model_dir: Path, args: argparse.Nam
         start = time.monotonic()
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=args.bench_timeout)
+            print(done.stdout[-2500:], done.stderr[-1500:] if done.returncode else "", sep="\n", flush=True)
+            passed, outcome = done.returncode == 0, f"exit {done.returncode} in {time.monotonic() - start:.0f} s"
         except subprocess.TimeoutExpired:
             # A stalled level must not hold the host (and the levels after it) forever.
-            summary = f"vllm bench serve, concurrency {concurrency}: no result within {args.bench_timeout:.0f} s"
-            report.record(f"bench_c{concurrency}", CheckResult(False, summary))
-            continue
-        print(done.stdout[-2500:], done.stderr[-1500:] if done.returncode else "", sep="\n", flush=True)
-        elapsed = time.monotonic() - start
-        summary = f"vllm bench serve, concurrency {concurrency}: exit {done.returncode} in {elapsed:.0f} s"
-        report.record(f"bench_c{concurrency}", CheckResult(done.returncode == 0, summary))
+            passed, outcome = False, f"no result within {args.bench_timeout:.0f} s"
+        summary = f"vllm bench serve, concurrency {concurrency}: {outcome}"
+        report.record(f"bench_c{concurrency}", CheckResult(passed, summary))
 
 
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
