@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any
 
 RESULT_NAME = re.compile(r"(?P<label>[\w.]+)-c(?P<concurrency>\d+)\.json$")
-# (column, key in vLLM's result JSON, scale): vLLM reports latencies in ms, throughputs per second.
+# (column, key in vLLM's result JSON): vLLM reports latencies in ms, throughputs per second.
 COLUMNS = (
-    ("TTFT p50 ms", "p50_ttft_ms", 1),
-    ("TTFT p99 ms", "p99_ttft_ms", 1),
-    ("TPOT p50 ms", "p50_tpot_ms", 1),
-    ("TPOT p99 ms", "p99_tpot_ms", 1),
-    ("ITL p50 ms", "p50_itl_ms", 1),
-    ("ITL p99 ms", "p99_itl_ms", 1),
-    ("output tok/s", "output_throughput", 1),
-    ("req/s", "request_throughput", 1),
+    ("TTFT p50 ms", "p50_ttft_ms"),
+    ("TTFT p99 ms", "p99_ttft_ms"),
+    ("TPOT p50 ms", "p50_tpot_ms"),
+    ("TPOT p99 ms", "p99_tpot_ms"),
+    ("ITL p50 ms", "p50_itl_ms"),
+    ("ITL p99 ms", "p99_itl_ms"),
+    ("output tok/s", "output_throughput"),
+    ("req/s", "request_throughput"),
 )
 
 
@@ -48,12 +48,12 @@ def load_results(paths: list[Path]) -> dict[str, dict[int, dict[str, Any]]]:
 
 
 def markdown_table(results: dict[str, dict[int, dict[str, Any]]]) -> str:
-    header = ["setup", "concurrency", "requests", *(column for column, _, _ in COLUMNS)]
+    header = ["setup", "concurrency", "requests", *(column for column, _ in COLUMNS)]
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, runs in results.items():
         for concurrency, run in sorted(runs.items()):
             cells = [label, str(concurrency), str(run["completed"])]
-            cells += [f"{run[key] * scale:.1f}" for _, key, scale in COLUMNS]
+            cells += [f"{run[key]:.1f}" for _, key in COLUMNS]
             rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 

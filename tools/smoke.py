@@ -50,7 +50,7 @@ SERVE_URL = "http://127.0.0.1:8000"
 DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
 KV_ROLE_CHOICES = {
     "both": {"prefill": "kv_both", "decode": "kv_both"},
-    "producer-consumer": {"prefill": "kv_producer", "decode": "kv_consumer"},
+    "producer-consumer": KV_ROLES,
 }
 # The NIXL connector logs each finished KV read only at DEBUG. This turns DEBUG on for its modules
 # alone, so the proof of a transfer does not cost the engines a flood of unrelated log lines.
@@ -567,19 +567,27 @@ class LogLine:
     match: re.Match[str]
 
 
-def grep_logs(ray_temp_dir: Path, pattern: re.Pattern[str]) -> list[LogLine]:
-    """Matching lines of the Ray session's logs, each once although Ray copies them into its parents' logs."""
-    hits: dict[tuple[str, str], LogLine] = {}
+def read_logs(ray_temp_dir: Path) -> list[tuple[str, str, str]]:
+    """Every line of the Ray session's logs as (log file, Ray's prefixes, message), without colours."""
+    lines = []
     for path in log_files(ray_temp_dir):
         for raw in path.read_text(errors="replace").splitlines():
             line = ANSI_ESCAPE.sub("", raw).strip()
             prefix = RAY_LOG_PREFIX.match(line)
-            message = line[prefix.end() if prefix else 0 :]
-            match = pattern.search(message)
-            if match:
-                pids = re.findall(r"pid=(\d+)", line[: len(line) - len(message)])
-                process = f"pid {pids[-1]}" if pids else path.name
-                hits.setdefault((process, message), LogLine(process, message, match))
+            end = prefix.end() if prefix else 0
+            lines.append((path.name, line[:end], line[end:]))
+    return lines
+
+
+def grep_lines(lines: list[tuple[str, str, str]], pattern: re.Pattern[str]) -> list[LogLine]:
+    """Matching lines of `read_logs`, each once although Ray copies them into its parents' logs."""
+    hits: dict[tuple[str, str], LogLine] = {}
+    for source, prefixes, message in lines:
+        match = pattern.search(message)
+        if match:
+            pids = re.findall(r"pid=(\d+)", prefixes)
+            process = f"pid {pids[-1]}" if pids else source
+            hits.setdefault((process, message), LogLine(process, message, match))
     return list(hits.values())
 
 
@@ -590,13 +598,16 @@ def _show(hits: list[LogLine], limit: int = 6) -> None:
 
 def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: float = 30) -> None:
     """The NIXL backend of each side, then a finished prefill→decode KV read, from the engines' logs."""
+    # Each poll reads the logs once; the checks after a wait use that poll's lines.
+    logs: list[tuple[str, str, str]] = []
     sides: dict[str, str] = {}
     backends: list[LogLine] = []
 
     def both_sides_up() -> bool:
+        logs[:] = read_logs(ray_temp_dir)
         sides.clear()
-        sides.update({hit.process: hit.match.group(2) for hit in grep_logs(ray_temp_dir, NIXL_WORKER_LINE)})
-        backends[:] = grep_logs(ray_temp_dir, NIXL_BACKEND_LINE)
+        sides.update({hit.process: hit.match.group(2) for hit in grep_lines(logs, NIXL_WORKER_LINE)})
+        backends[:] = grep_lines(logs, NIXL_BACKEND_LINE)
         return {sides.get(hit.process) for hit in backends} >= set(PD_SIDES)
 
     wait_for("NIXL backend log lines of prefill and decode", both_sides_up, wait_s)
@@ -611,7 +622,7 @@ def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: fl
         ),
     )
     _show(backends)
-    _show(grep_logs(ray_temp_dir, NIXL_HANDSHAKE_LINE), 2)
+    _show(grep_lines(logs, NIXL_HANDSHAKE_LINE), 2)
 
     def on(side: str, hits: list[LogLine]) -> list[LogLine]:
         return [hit for hit in hits if sides.get(hit.process) == side]
@@ -619,14 +630,14 @@ def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: fl
     finished: list[LogLine] = []
 
     def decode_received() -> bool:
-        finished[:] = grep_logs(ray_temp_dir, KV_FINISHED_LINE)
+        logs[:] = read_logs(ray_temp_dir)
+        finished[:] = grep_lines(logs, KV_FINISHED_LINE)
         return any(int(hit.match.group(2)) > int(hit.match.group(3)) for hit in on("decode", finished))
 
     wait_for("decode's finished KV reads", decode_received, wait_s)
-    reads = [
-        hit for hit in on("decode", grep_logs(ray_temp_dir, KV_READ_LINE)) if hit.match.group(2).startswith("prefill")
-    ]
-    tokens = sorted({int(hit.match.group(1)) for hit in grep_logs(ray_temp_dir, KV_TOKENS_LINE)})
+    reads = [hit for hit in on("decode", grep_lines(logs, KV_READ_LINE)) if hit.match.group(2).startswith("prefill")]
+    token_lines = grep_lines(logs, KV_TOKENS_LINE)
+    tokens = sorted({int(hit.match.group(1)) for hit in token_lines})
     received = sum(int(hit.match.group(2)) - int(hit.match.group(3)) for hit in on("decode", finished))
     failed = sum(int(hit.match.group(3)) for hit in on("decode", finished))
     sent = sum(int(hit.match.group(1)) for hit in on("prefill", finished))
@@ -641,7 +652,7 @@ def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: fl
         ),
     )
     _show(reads, 2)
-    _show(grep_logs(ray_temp_dir, KV_TOKENS_LINE), 2)
+    _show(token_lines, 2)
     _show(on("decode", finished), 2)
 
 
@@ -688,7 +699,7 @@ def run_requests(report: Report, model_id: str, max_tokens: int, count: int, tim
 
 def report_engine_memory(ray_temp_dir: Path) -> None:
     """vLLM's own account of each engine's memory, and what nvidia-smi sees on every GPU."""
-    for hit in grep_logs(ray_temp_dir, ENGINE_MEMORY_LINE):
+    for hit in grep_lines(read_logs(ray_temp_dir), ENGINE_MEMORY_LINE):
         print(f"  memory {hit.process}: {hit.match.group(1)[:200]}", flush=True)
     if shutil.which("nvidia-smi"):
         query = ["nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader"]
