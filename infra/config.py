@@ -69,8 +69,8 @@ MAX_SERVE_READY_MINUTES = 720
 
 # AWS tag values: up to 256 Unicode characters; letters, numbers, spaces and _ . : / = + - @
 # (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
-TAG_VALUE_PATTERN = re.compile(r"[\w .:/=+\-@]{0,256}")
-TAG_VALUE_RULE = "at most 256 letters, digits, spaces and _ . : / = + - @ (AWS tag value rules)"
+TAG_VALUE_PATTERN = re.compile(r"[\w .:/=+\-@]{0,256}\Z")
+TAG_VALUE_ALLOWED = "at most 256 letters, digits, spaces and _ . : / = + - @ (AWS tag value rules) (or empty)"
 
 # IPv4 blocks no VPC can use: not unicast, or reserved for the host itself (RFC 6890), or, for
 # 172.17.0.0/16, a range the VPC user guide says not to use because Docker and AWS services take it
@@ -282,12 +282,6 @@ class _Reader:
             self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(options)}")
         return raw
 
-    def tag_value(self, key: str) -> str:
-        raw = self._raw(key)
-        if not TAG_VALUE_PATTERN.fullmatch(raw):
-            self.problems.append(f"{key}={raw!r} is invalid: allowed is {TAG_VALUE_RULE} (or empty)")
-        return raw
-
     def string_list(self, key: str, item: Callable[[str], str], allowed: str) -> tuple[str, ...]:
         raw = self._raw(key) or "[]"
 
@@ -446,18 +440,17 @@ def _topology(read: _Reader, shape: InstanceShape | None, prefill: ServeSide, de
         shape,
         most_replicas=prefill.most_replicas + decode.most_replicas,
     )
-    problems = topology_problems(prefill.replicas, decode.replicas, tensor_parallel_size, pipeline_parallel_size, shape)
+    problems = topology_problems(topology)
     read.problems.extend(problems)
     if not problems:
         problem = node_count_problem(requested_nodes, topology)
         if problem:
             read.problems.append(problem)
         if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
-            most = max(topology.replicas, topology.most_replicas)
             read.problems.append(
                 f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "
-                f"at most {most} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; lower "
-                "prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
+                f"at most {topology.peak_replicas} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; "
+                "lower prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
             )
     return topology
 
@@ -695,8 +688,8 @@ def load_config(
             f" (an assumed IAM role's credentials last at most {MAX_SERVE_READY_MINUTES // 60} h)",
             maximum=MAX_SERVE_READY_MINUTES,
         ),
-        owner=read.tag_value("owner"),
-        cost_center=read.tag_value("costCenter"),
+        owner=read.text("owner", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
+        cost_center=read.text("costCenter", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         protect_resources=read.boolean("protectResources"),
     )
     problems = [

@@ -63,6 +63,7 @@ def _engine_overrides(side: ServeSide) -> dict[str, int]:
 
 def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
     """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
+    serve_side = _side(cfg, side)
     return {
         "model_loading_config": {"model_id": cfg.model_id, "model_source": cfg.model_source},
         "engine_kwargs": {
@@ -70,7 +71,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
             "language_model_only": cfg.language_model_only,
             "tensor_parallel_size": cfg.topology.tensor_parallel_size,
             "pipeline_parallel_size": cfg.topology.pipeline_parallel_size,
-            **_engine_overrides(_side(cfg, side)),
+            **_engine_overrides(serve_side),
             "kv_transfer_config": {
                 "kv_connector": KV_CONNECTOR,
                 "kv_role": KV_ROLES[side],
@@ -80,7 +81,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
             },
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
-        "deployment_config": deployment_config(_side(cfg, side)),
+        "deployment_config": deployment_config(serve_side),
         "runtime_env": {"env_vars": engine_env(cfg)},
     }
 

@@ -68,9 +68,14 @@ class Topology:
         return math.ceil(self.replicas / self.replicas_per_node)
 
     @property
+    def peak_replicas(self) -> int:
+        """The most replicas Ray Serve may run: the fixed count, or the autoscaling ceiling above it."""
+        return max(self.replicas, self.most_replicas)
+
+    @property
     def most_gpu_nodes(self) -> int:
         """Nodes for the most replicas Ray Serve may scale to."""
-        return math.ceil(max(self.replicas, self.most_replicas) / self.replicas_per_node)
+        return math.ceil(self.peak_replicas / self.replicas_per_node)
 
     @property
     def arithmetic(self) -> str:
@@ -83,14 +88,10 @@ class Topology:
         )
 
 
-def topology_problems(
-    prefill_replicas: int,
-    decode_replicas: int,
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    node: InstanceShape,
-) -> list[str]:
+def topology_problems(topology: Topology) -> list[str]:
     """Why this layout cannot run on nodes of this shape; empty when it can."""
+    node, gpus_per_replica = topology.node, topology.gpus_per_replica
+    tensor_parallel_size, pipeline_parallel_size = topology.tensor_parallel_size, topology.pipeline_parallel_size
     problems = []
     if pipeline_parallel_size > MAX_PIPELINE_PARALLEL_SIZE:
         problems.append(
@@ -98,7 +99,6 @@ def topology_problems(
             "(vLLM 0.26's NixlConnector rejects pipeline parallelism on the decode side and sends a prefill's "
             "KV cache from its first stage only); raise tensorParallelSize or use a larger gpuNodeType instead"
         )
-    gpus_per_replica = tensor_parallel_size * pipeline_parallel_size
     if gpus_per_replica > node.gpus:
         problems.append(
             f"tensorParallelSize={tensor_parallel_size} x pipelineParallelSize={pipeline_parallel_size} = "
