@@ -260,4 +260,4 @@ def test_an_encrypted_secret_setting_is_read_as_a_secret(monkeypatch, tmp_path):
     """Only a key that is no secret is refused encrypted; hfToken may be (and must be) `secure:`."""
     (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  ray-llm-eks:hfToken:\n    secure: v1:AAAABBBB\n")
     monkeypatch.setattr(offline, "PROJECT_DIR", tmp_path)
-    assert offline.stack_secret_keys("dev") == {"ray-llm-eks:hfToken"}
+    assert offline.stack_file("dev").secret_keys == {"ray-llm-eks:hfToken"}

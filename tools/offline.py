@@ -104,17 +104,25 @@ def _stack_file_values(stack: str) -> dict[str, Any]:
     return values
 
 
-def stack_config(stack: str) -> dict[str, str]:
-    """`Pulumi.<stack>.yaml`'s values; encrypted (`secure:`) ones, which offline cannot decrypt, as a placeholder."""
-    return {
-        key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else config_string(value)
-        for key, value in _stack_file_values(stack).items()
-    }
+@dataclass(frozen=True)
+class StackFile:
+    """`Pulumi.<stack>.yaml` as the program sees it, from one read of the file."""
+
+    # Its values; encrypted (`secure:`) ones, which offline cannot decrypt, as a placeholder.
+    config: dict[str, str]
+    # Keys it holds encrypted: the program sees them as secrets, as under the CLI.
+    secret_keys: set[str]
 
 
-def stack_secret_keys(stack: str) -> set[str]:
-    """Keys `Pulumi.<stack>.yaml` holds encrypted: the program sees them as secrets, as under the CLI."""
-    return {key for key, value in _stack_file_values(stack).items() if _is_encrypted(value)}
+def stack_file(stack: str) -> StackFile:
+    values = _stack_file_values(stack)
+    return StackFile(
+        config={
+            key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else config_string(value)
+            for key, value in values.items()
+        },
+        secret_keys={key for key, value in values.items() if _is_encrypted(value)},
+    )
 
 
 def region_azs(region: str) -> list[str]:
@@ -412,12 +420,13 @@ def _configure_runtime(
     vcpu_quota: float = DEFAULT_VCPU_QUOTA,
 ) -> CapturingMonitor:
     """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
-    config = {**project_config(), **stack_config(stack)}
+    stack_values = stack_file(stack)
+    config = {**project_config(), **stack_values.config}
     config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
     monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota))
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
-    pulumi.runtime.set_all_config(config, [*stack_secret_keys(stack), *(_qualified(k) for k in secret_keys)])
+    pulumi.runtime.set_all_config(config, [*stack_values.secret_keys, *(_qualified(k) for k in secret_keys)])
     return monitor
 
 

@@ -33,8 +33,7 @@ from tools.offline import (
     StackRun,
     project_config,
     run_stack,
-    stack_config,
-    stack_secret_keys,
+    stack_file,
 )
 from tools.project import PROJECT, SHIPPED_STACKS
 
@@ -309,9 +308,10 @@ def urn_heading(urn: str) -> str:
 
 def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
     """(key, value, where it comes from) for every setting, secrets hidden."""
+    stack_values = stack_file(request.stack)
     layers: list[tuple[str, Mapping[str, str]]] = [
         ("Pulumi.yaml", project_config()),
-        (f"Pulumi.{request.stack}.yaml", stack_config(request.stack)),
+        (f"Pulumi.{request.stack}.yaml", stack_values.config),
         ("--config", request.config),
         ("--secret", request.secrets),
     ]
@@ -319,7 +319,7 @@ def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
     for source, layer in layers:
         for key, value in layer.items():
             values[_unqualified(key)] = (value, source)
-    secret_keys = {*map(_unqualified, stack_secret_keys(request.stack)), *map(_unqualified, request.secrets)}
+    secret_keys = {*map(_unqualified, stack_values.secret_keys), *map(_unqualified, request.secrets)}
     return [
         (key, "[secret]" if key in secret_keys else value, source) for key, (value, source) in sorted(values.items())
     ]

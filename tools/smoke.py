@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
-from tools.offline import load_stack_config, stack_config
+from tools.offline import load_stack_config, stack_file
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT
 
@@ -888,7 +888,7 @@ ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["10.0.0.0/8"]}
 
 def serve_stack_config(stack: str) -> StackConfig:
     """The stack's validated config for building the serve app; the allow-list stood in for where the file has none."""
-    has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_config(stack)
+    has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_file(stack).config
     return load_stack_config(None if has_allow_list else ALLOW_LIST_STAND_IN, stack=stack)
 
 
