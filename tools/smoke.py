@@ -353,7 +353,9 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
         env = (*llm, "runtime_env", "env_vars")
         engine_kwargs = cfg_doc["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]
         overrides += _engine_overrides(llm, side, engine_kwargs, opts, host)
-        overrides += _transport_overrides(cfg_doc, side, host, opts.model_has_mamba_state)
+        overrides += _transport_overrides(
+            llm, side, engine_kwargs["kv_transfer_config"], host, opts.model_has_mamba_state
+        )
         overrides.append(
             Override(
                 "dp_master_port",
@@ -364,8 +366,7 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
         )
         if opts.kv_roles is not None:
             role = KV_ROLE_CHOICES[opts.kv_roles][side]
-            built = cfg_doc["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]
-            if built["kv_role"] != role:
+            if engine_kwargs["kv_transfer_config"]["kv_role"] != role:
                 overrides.append(Override("kv_role", (*kv, "kv_role"), role, f"{side}: --kv-roles {opts.kv_roles}"))
         if opts.logging_config_path is not None:
             overrides.append(
@@ -379,7 +380,9 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
     return overrides
 
 
-def _transport_overrides(cfg_doc: dict[str, Any], side: str, host: HostFacts, mamba_state: bool) -> list[Override]:
+def _transport_overrides(
+    llm: Path_, side: str, built_kv: dict[str, Any], host: HostFacts, mamba_state: bool
+) -> list[Override]:
     """Keep the production backend, LIBFABRIC, wherever it can carry this model's KV on this host.
 
     Without an EFA device libfabric offers only its tcp provider, which has no FI_HMEM: NIXL can then
@@ -391,7 +394,6 @@ def _transport_overrides(cfg_doc: dict[str, Any], side: str, host: HostFacts, ma
     """
     if host.has_efa:
         return []
-    llm: Path_ = ("applications", 0, "args", f"{side}_config")
     kv = (*llm, "engine_kwargs", "kv_transfer_config")
     if not host.nixl_libfabric_usable or mamba_state:
         found = "missing" if host.libfabric is None else ".".join(map(str, host.libfabric))
@@ -416,8 +418,7 @@ def _transport_overrides(cfg_doc: dict[str, Any], side: str, host: HostFacts, ma
             f"{side}: no EFA device on this host; libfabric's tcp provider carries NIXL's transfers",
         )
     ]
-    built = cfg_doc["applications"][0]["args"][f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]
-    if built.get("kv_buffer_device") != "cpu":
+    if built_kv.get("kv_buffer_device") != "cpu":
         overrides.append(
             Override(
                 "kv_buffer_device",
