@@ -26,7 +26,7 @@ from infra import node_groups
 from infra.config import SECRET_SETTINGS, StackConfig, load_config
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
-from tools.project import PROJECT, PROJECT_DIR, declared_config
+from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 
 ACCOUNT_ID = "123456789012"
 # An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
@@ -48,10 +48,7 @@ def _qualified(key: str) -> str:
 
 def project_config() -> dict[str, str]:
     """Project-level config of Pulumi.yaml: `default` of typed keys, the value of namespaced ones."""
-    return {
-        _qualified(key): config_string(spec["default"] if isinstance(spec, dict) else spec)
-        for key, spec in declared_config().items()
-    }
+    return {_qualified(key): config_string(default) for key, default in declared_defaults().items()}
 
 
 class StackFileError(ValueError):

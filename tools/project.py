@@ -27,10 +27,13 @@ def declared_config() -> dict[str, Any]:
     return project_file()["config"]
 
 
+def declared_defaults() -> dict[str, Any]:
+    """The default Pulumi.yaml declares for each key, as YAML typed it."""
+    return {key: spec["default"] if isinstance(spec, dict) else spec for key, spec in declared_config().items()}
+
+
 def config_default(key: str) -> Any:
-    """The default Pulumi.yaml declares for a key, as YAML typed it."""
-    spec = declared_config()[key]
-    return spec["default"] if isinstance(spec, dict) else spec
+    return declared_defaults()[key]
 
 
 PROJECT = project_file()["name"]
