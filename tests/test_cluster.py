@@ -119,6 +119,9 @@ def test_coredns_is_a_pinned_addon_created_after_the_system_nodes(shipped):
     Its pods need a node to run on before EKS reports the add-on ACTIVE (pulumi/pulumi-eks#1819;
     terraform-aws-modules/terraform-aws-eks creates it after the node groups and only the
     `before_compute` add-ons, such as vpc-cni, before them: `main.tf`, `aws_eks_addon.this`).
+    OVERWRITE takes over the self-managed CoreDNS EKS bootstraps, as pulumi-eks's own coredns add-on does
+    (nodejs/eks/cluster/cluster.ts, corednsAddon; ResolveConflictsOnCreate, per
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html).
     """
     coredns = shipped.get("aws:eks/addon:Addon", "coredns")
     assert coredns.inputs["addonName"] == "coredns"

@@ -150,6 +150,10 @@ def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
     )
 
 
+# Bounds from AWS, as infra/config.py cites them: 450 nodes per managed node group
+# (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html); gp3 holds at most 16384 GiB
+# (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html); assumed-role credentials last at
+# most 12 h (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html).
 BAD_VALUES = [
     ("gpuNodeCount", 1, "the layout needs exactly 2"),
     ("gpuNodeCount", 3, "the layout needs exactly 2"),
@@ -162,6 +166,8 @@ BAD_VALUES = [
     ("gpuNodeType", "G6.8XLARGE", "allowed is an EC2 instance type such as g6.8xlarge"),
     ("systemNodeCount", 0, "an integer from 1 to 450"),
     ("systemNodeCount", 451, "EKS allows 450 nodes per managed node group"),
+    # A cluster needs "at least two subnets that are in different Availability Zones"
+    # (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
     ("maxAzs", 1, "EKS needs two Availability Zones"),
     ("maxAzs", 8, "vpcCidr has room for 7"),
     ("maxModelLen", "4k", "an integer from 1 to 1048576"),
@@ -184,12 +190,15 @@ BAD_VALUES = [
     ("vpcCidr", "10.0.0.0/24", "/16 to /20"),
     ("vpcCidr", "10.0.0.1/16", "has host bits set"),
     ("vpcCidr", "999.1.2.3/16", "Octet 999 (> 255) not permitted"),
+    # Ranges no VPC can use (infra/config.py NON_VPC_RANGES: RFC 6890; 172.17.0.0/16 per
+    # https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html).
     ("vpcCidr", "224.0.0.0/16", "multicast"),
     ("vpcCidr", "0.0.0.0/16", "'this network'"),
     ("vpcCidr", "172.17.0.0/16", "the VPC user guide says not to use it"),
     ("vpcCidr", "169.254.0.0/16", "link-local"),
     ("natGatewayPerAz", "yes", "true or false"),
     ("apiPublicAccessCidrs", ["10.0.0.300/24"], "IPv4 CIDRs"),
+    # RFC 5737 reserves 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24 for documentation.
     ("apiPublicAccessCidrs", ["198.51.100.0/24"], "RFC 5737 documentation ranges reach no one"),
     ("apiPublicAccessCidrs", ["203.0.113.7/32"], "RFC 5737 documentation ranges reach no one"),
     ("adminPrincipalArns", ["admin"], "IAM role or user ARNs"),
@@ -203,6 +212,8 @@ BAD_VALUES = [
     ("serveExposure", "internet-facing", "needs serveSourceCidrs"),
     ("serveSourceCidrs", ["192.0.2.0/24"], "RFC 5737 documentation ranges reach no one"),
     ("hfToken", "hf_plain", "pulumi config set --secret hfToken"),
+    # AWS tag values: up to 256 characters of letters, numbers, spaces and _ . : / = + - @
+    # (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
     ("owner", "x" * 300, "at most 256 letters"),
     ("owner", "team\nlead", "AWS tag value rules"),
     ("costCenter", "ml;<dev>", "AWS tag value rules"),

@@ -31,6 +31,7 @@ EKS_CLUSTER = "aws:eks/cluster:Cluster"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+# The root volume's device name on AL2/AL2023 (pulumi-eks nodejs/eks/nodes/nodegroup.ts, createMNGCustomLaunchTemplate).
 ROOT_DEVICE_NAME = "/dev/xvda"
 
 

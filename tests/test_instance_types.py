@@ -56,7 +56,8 @@ def ec2_answer(gpuses: list[SimpleNamespace], efa: int) -> SimpleNamespace:
 
 
 def test_only_nvidia_gpus_count():
-    """The NVIDIA device plugin advertises NVIDIA GPUs only; an AMD type (g4ad) has none for this stack."""
+    """The NVIDIA device plugin advertises NVIDIA GPUs only (its chart runs on nodes with NVIDIA's PCI vendor
+    ID 10de: vendor/nvidia-device-plugin-0.20.0/values.yaml, affinity); an AMD type (g4ad) has none for this stack."""
     shape = instance_shape(ec2_answer(gpus(("AMD", "Radeon Pro V520", 1)), efa=1))
     assert shape.gpus == 0
     assert "supports EFA but has no NVIDIA GPU" in gpu_node_type_problem("g4ad.8xlarge", shape, "sa-east-1")

@@ -131,7 +131,9 @@ def test_node_templates_require_imdsv2(dev, template):
 @pytest.mark.parametrize("template", ["system", "gpu"])
 def test_node_templates_have_an_encrypted_gp3_root_volume_and_no_ami(dev, template):
     """The launch templates name no AMI, so EKS picks it from the group's `amiType` and `version`
-    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Specifying an AMI")."""
+    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Specifying an AMI"). /dev/xvda is
+    the root volume's device name on AL2023 (pulumi/pulumi-eks nodejs/eks/nodes/nodegroup.ts,
+    createMNGCustomLaunchTemplate)."""
     inputs = dev.get(LAUNCH_TEMPLATE, template).inputs
     (root,) = inputs["blockDeviceMappings"]
     assert root["deviceName"] == "/dev/xvda"

@@ -59,6 +59,9 @@ def test_images_come_from_the_regions_own_published_registries(region):
 
 
 def test_supported_regions_are_those_with_both_registries():
+    """The two AWS-published tables: EKS add-on registries
+    (https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html) and Deep Learning Containers
+    registries (aws/deep-learning-containers `docs/reference/region_availability.md`)."""
     assert set(SUPPORTED_REGIONS) == EKS_ADDON_IMAGE_ACCOUNTS.keys() & DLC_IMAGE_ACCOUNTS.keys()
     assert {"sa-east-1", "us-east-1", "ap-south-2", "mx-central-1"} <= set(SUPPORTED_REGIONS)
 
@@ -74,6 +77,9 @@ def test_unknown_region_is_rejected_before_any_resource_naming_the_supported_one
     ("region", "missing"), [("ap-southeast-5", "EKS add-on (EFA device plugin)"), ("me-west-1", "EKS add-on")]
 )
 def test_region_missing_from_one_table_is_rejected_naming_the_missing_registry(region, missing):
+    """A region absent from one of the published tables: EKS add-on registries
+    (https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html) or Deep Learning Containers
+    registries (aws/deep-learning-containers `docs/reference/region_availability.md`)."""
     (problem,) = rejection({"aws:region": region}).problems
     assert f"has no published {missing}" in problem
     assert "sa-east-1" in problem
@@ -116,6 +122,10 @@ def test_arns_and_service_principals_follow_the_partition():
 
 
 def test_deployed_arns_use_the_partition_the_provider_reports(prod):
+    """The node role carries AmazonEKSWorkerNodePolicy, ECR pull permissions and AmazonEKS_CNI_Policy
+    (https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html); AmazonSSMManagedInstanceCore
+    is the stack's own addition (infra/cluster.py NODE_MANAGED_POLICIES). Each ARN names the partition
+    (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
     policies = sorted(r.inputs["policyArn"] for r in prod.of_type(ATTACHMENT))
     assert policies == [
         "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",

@@ -258,6 +258,7 @@ REJECTED = [
     ),
     pytest.param({"tensorParallelSize": 2}, ["tensorParallelSize=2", "has 1 GPU(s)"], id="tp2-on-1-gpu"),
     pytest.param({"gpuCapacityType": "spot"}, ["gpuCapacityType='spot'", "on-demand, capacity-block"], id="spot"),
+    # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
     pytest.param(
         {"prefillReplicas": 300, "decodeReplicas": 300},
         ["need up to 600 GPU nodes", "EKS allows 450 per node group"],
@@ -368,7 +369,8 @@ def test_capacity_block_uses_its_market_type_reservation_and_node_group_capacity
 )
 def test_capacity_block_needs_its_reservation_and_az(overrides):
     """A Capacity Block is one reservation in one Availability Zone: the node group must target it
-    and live in that AZ."""
+    and live in that AZ. EKS's managed node group with a Capacity Block targets the block's CapacityReservationId
+    from its launch template (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html)."""
     with pytest.raises(ConfigError, match="gpuCapacityType='capacity-block' needs capacityReservationId"):
         load_stack_config(overrides)
 
@@ -401,7 +403,8 @@ def test_kuberay_autoscaler_runs_only_with_serve_autoscaling(dev):
 
 
 def test_head_and_autoscaler_sidecar_fit_a_system_node():
-    """m7i.xlarge: 4 vCPUs, 16 GiB; the head container and the autoscaler sidecar share its allocatable."""
+    """m7i.xlarge: 4 vCPUs, 16 GiB (https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html, as
+    tools/instance_type_facts.py cites it); the head container and the autoscaler sidecar share its allocatable."""
     cluster = rayservice(render("autoscaling"))["spec"]["rayClusterConfig"]
     (head,) = cluster["headGroupSpec"]["template"]["spec"]["containers"]
     sidecar = cluster["autoscalerOptions"]["resources"]["requests"]
@@ -421,6 +424,8 @@ def test_node_group_leaves_its_desired_size_to_the_cluster_autoscaler(dev):
 
 
 def test_cluster_autoscaler_is_installed_only_with_serve_autoscaling(dev):
+    """The chart's repo, name, version and namespace as upstream publishes them
+    (vendor/cluster-autoscaler-chart-9.59.0/SOURCE.txt: kubernetes/autoscaler cluster-autoscaler/charts)."""
     assert [r.name for r in dev.of_type(RELEASE) if r.name == "cluster-autoscaler"] == []
     release = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs
     assert release["chart"] == "cluster-autoscaler"

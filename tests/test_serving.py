@@ -108,6 +108,8 @@ def test_head_runs_on_system_nodes_without_model_work(dev):
 
 
 def test_head_fits_a_system_node(dev):
+    """m7i.xlarge: 4 vCPUs, 16 GiB (https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html, as
+    tools/instance_type_facts.py cites it), less what the system pods take."""
     requests = container(head(dev))["resources"]["requests"]
     assert int(requests["cpu"]) <= 4 - 1
     assert int(requests["memory"].removesuffix("Gi")) <= 16 - 4

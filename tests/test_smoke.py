@@ -115,7 +115,9 @@ def test_without_efa_but_with_libfabric_the_production_backend_stages_kv_in_host
     """Measured on the lent machine (docs/gpu-end-to-end.md): with libfabric 2.1.0 and no EFA, NIXL's
     LIBFABRIC backend comes up on libfabric's tcp provider, which has no FI_HMEM, so registering CUDA
     memory fails ("Memory type 1 is not supported by libfabric backend"); vLLM 0.26's NixlConnector
-    accepts kv_buffer_device "cpu" (`vllm/distributed/kv_transfer/kv_connector/v1/nixl/utils.py`)."""
+    accepts kv_buffer_device "cpu" (`vllm/distributed/kv_transfer/kv_connector/v1/nixl/utils.py`).
+    The tcp provider's capabilities lack FI_HMEM in libfabric v2.1.0 (ofiwg/libfabric `man/fi_tcp.7.md`,
+    "Endpoint capabilities"; `prov/tcp/src/xnet_attr.c`, XNET_EP_CAPS)."""
     production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA_LIBFABRIC)
     assert smoke.changed_paths(production, config) == {o.path for o in overrides}
     assert {o.name for o in overrides} == PD_OVERRIDES - {"nixl_backend"} | {"libfabric_provider", "kv_buffer_device"}
@@ -162,6 +164,8 @@ def test_without_flashinfer_a_hybrid_model_prefills_with_vllms_triton_kernels(cf
 
 
 def test_the_hybrid_model_is_recognised_from_its_config(tmp_path):
+    """vLLM 0.26's Qwen3_5ForConditionalGeneration is IsHybrid and builds a Gated DeltaNet layer for each
+    "linear_attention" entry of layer_types (vllm/model_executor/models/qwen3_5.py, Qwen3_5DecoderLayer)."""
     from tools import tiny_model
 
     ids = {token: i for i, token in enumerate(tiny_model.SPECIAL_TOKENS)}
@@ -172,6 +176,9 @@ def test_the_hybrid_model_is_recognised_from_its_config(tmp_path):
 
 
 def test_libfabric_older_than_nixl_needs_falls_back_to_ucx_and_says_why(cfg, tmp_path):
+    """AWS EC2 User Guide, "Elastic Fabric Adapter" (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html):
+    "NIXL integrates with Libfabric 1.21.0 and later" (tools/smoke.py NIXL_MIN_LIBFABRIC); NIXL 1.3.1's
+    plugin failed on libfabric 1.17 ("unsupported backend 'LIBFABRIC'", docs/gpu-end-to-end.md)."""
     _, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA_OLD_LIBFABRIC)
     (reason,) = {o.reason.split(": ", 1)[1] for o in overrides if o.name == "nixl_backend"}
     assert "libfabric 1.17 (NIXL needs >= 1.21)" in reason

@@ -120,7 +120,8 @@ def test_a_healthy_deployment_passes(cluster, api, capsys):
     assert f"models: {MODEL}" in out
     assert "8 tokens, time to first token" in out and "tokens/s" in out
     assert "ray-llm-x7kq2-gpu-workers-worker-b9xqt: LIBFABRIC x2" in out
-    # The recorded serveConfigV2 predates kv_buffer_device: vLLM's KVTransferConfig default applies.
+    # The recorded serveConfigV2 predates kv_buffer_device: vLLM's KVTransferConfig default applies, the
+    # platform's device type, cuda on a GPU (vllm/config/kv_transfer.py kv_buffer_device_default_factory).
     assert "KV buffers in memory of: prefill cuda, decode cuda" in out
     assert out.rstrip().endswith("VERDICT: PASS (all 4 required checks passed)")
     (chat,) = api.requests
