@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -41,19 +42,25 @@ def operator_allow_list() -> Iterator[None]:
         yield
 
 
+@functools.cache
+def shipped_run(stack: str) -> StackRun:
+    """A shipped stack evaluated once per session, whichever fixture or test asks for it first."""
+    return run_stack(stack=stack)
+
+
 @pytest.fixture(scope="session")
 def dev() -> StackRun:
-    return run_stack(stack="dev")
+    return shipped_run("dev")
 
 
 @pytest.fixture(scope="session")
 def prod() -> StackRun:
-    return run_stack(stack="prod")
+    return shipped_run("prod")
 
 
 @pytest.fixture(scope="session", params=SHIPPED_STACKS)
 def shipped(request: pytest.FixtureRequest) -> StackRun:
-    return run_stack(stack=request.param)
+    return shipped_run(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,10 @@ import os
 
 import pytest
 
+from tests.conftest import shipped_run
 from tests.eks_expansion import CLUSTER, MANAGED_NODE_GROUP, Expansion, build, expand, missing_toolchain, runner_request
 from tests.test_scaling import EXPECTED, render
-from tools.offline import StackRun, run_stack
+from tools.offline import StackRun
 from tools.project import PROJECT_DIR, SHIPPED_STACKS
 
 _missing = missing_toolchain()
@@ -48,14 +49,13 @@ CASES = {**{stack: None for stack in SHIPPED_STACKS}, **{f"recipe-{title}": titl
 @pytest.fixture(scope="session", params=list(CASES))
 def stack(request: pytest.FixtureRequest, runner) -> tuple[StackRun, Expansion]:
     recipe = CASES[request.param]
-    run = run_stack(stack=request.param) if recipe is None else render(recipe)
+    run = shipped_run(request.param) if recipe is None else render(recipe)
     return run, expand(runner_request(run, run.outputs["region"]))
 
 
 @pytest.fixture(scope="session")
-def dev_inputs(runner) -> dict:
-    run = run_stack(stack="dev")
-    return runner_request(run, run.outputs["region"])
+def dev_inputs(runner, dev: StackRun) -> dict:
+    return runner_request(dev, dev.outputs["region"])
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tests.eks_expansion import CLUSTER, EXPANSION_DIR, MANAGED_NODE_GROUP
-from tools.offline import run_stack
+from tools.offline import StackRun
 
 VENDORED_README = EXPANSION_DIR / "pulumi-eks" / "README.md"
 
@@ -16,14 +16,13 @@ def vendored_release() -> str:
     return match.group(1)
 
 
-def test_every_pulumi_eks_component_asks_for_the_vendored_release():
+def test_every_pulumi_eks_component_asks_for_the_vendored_release(dev: StackRun):
     """Each pulumi-eks resource registers with `version=` its SDK's package version
     (pulumi/pulumi-eks `sdk/python/pulumi_eks/_utilities.py`: `get_resource_opts_defaults` ->
     `get_version`, read from the installed distribution's metadata), and the engine runs the provider
     plugin of that version; the plugin builds the components from `nodejs/eks` of the same release.
     So the SDK version `requirements.txt` installs must be the release vendored for the expansion tests,
     or they prove an implementation that is not deployed."""
-    run = run_stack()
-    components = run.of_type(CLUSTER) + run.of_type(MANAGED_NODE_GROUP)
+    components = dev.of_type(CLUSTER) + dev.of_type(MANAGED_NODE_GROUP)
     assert components
     assert {component.plugin_version for component in components} == {vendored_release()}
