@@ -224,17 +224,18 @@ def _add_output(name: str, value: Callable[[CapturedStack], Any]) -> Callable[[C
     return lambda captured: captured.outputs.update({name: value(captured)})
 
 
-def _open_load_balancer_to_everyone(captured: CapturedStack) -> None:
-    # Config validation already rejects this; the policy guards stacks built some other way.
-    SERVE_LB(captured)["spec"]["loadBalancerSourceRanges"] = ["0.0.0.0/0"]
-
-
 SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without the literal
+# Ranges that let the whole internet in: config validation rejects both (infra/config.py covers_the_internet);
+# the policies guard stacks built some other way.
+OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERNET))
+INTERNET_FACING = {"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]}
 
 
-def _open_load_balancer_to_both_halves(captured: CapturedStack) -> None:
-    # Config validation rejects this set too (infra/config.py covers_the_internet).
-    SERVE_LB(captured)["spec"]["loadBalancerSourceRanges"] = list(SPLIT_INTERNET)
+def _set_load_balancer_ranges(ranges: list[str]) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        SERVE_LB(captured)["spec"]["loadBalancerSourceRanges"] = list(ranges)
+
+    return edit
 
 
 def _make_internet_facing_without_ranges(captured: CapturedStack) -> None:
@@ -327,21 +328,16 @@ BREAKAGES = [
     ),
     Breakage("image-latest", "images-pinned", MANDATORY, "dlcImage", edit=_set_worker_image("example.com/ray:latest")),
     Breakage("image-untagged", "images-pinned", MANDATORY, "dlcImage", edit=_set_worker_image("example.com:5000/ray")),
-    Breakage(
-        "lb-open-cidr",
-        "serve-endpoint-not-open",
-        MANDATORY,
-        "serveSourceCidrs",
-        overrides={"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]},
-        edit=_open_load_balancer_to_everyone,
-    ),
-    Breakage(
-        "lb-split-internet",
-        "serve-endpoint-not-open",
-        MANDATORY,
-        "serveSourceCidrs",
-        overrides={"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]},
-        edit=_open_load_balancer_to_both_halves,
+    *(
+        Breakage(
+            f"lb-{name}",
+            "serve-endpoint-not-open",
+            MANDATORY,
+            "serveSourceCidrs",
+            overrides=INTERNET_FACING,
+            edit=_set_load_balancer_ranges(ranges),
+        )
+        for name, ranges in OPEN_TO_THE_INTERNET
     ),
     Breakage(
         "lb-no-ranges",
@@ -367,21 +363,16 @@ BREAKAGES = [
         None,
         edit=_add_output("clusterKubeconfig", lambda c: c.outputs["kubeconfig"]),
     ),
-    Breakage(
-        "api-open",
-        "eks-public-endpoint-restricted",
-        ADVISORY,
-        "apiPublicAccessCidrs",
-        stack="prod",
-        overrides={"apiPublicAccessCidrs": ["0.0.0.0/0"]},
-    ),
-    Breakage(
-        "api-split-internet",
-        "eks-public-endpoint-restricted",
-        ADVISORY,
-        "apiPublicAccessCidrs",
-        stack="prod",
-        overrides={"apiPublicAccessCidrs": SPLIT_INTERNET},
+    *(
+        Breakage(
+            f"api-{name}",
+            "eks-public-endpoint-restricted",
+            ADVISORY,
+            "apiPublicAccessCidrs",
+            stack="prod",
+            overrides={"apiPublicAccessCidrs": ranges},
+        )
+        for name, ranges in OPEN_TO_THE_INTERNET
     ),
     Breakage(
         "logging-off",
