@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from infra.config import ConfigError
 from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack
@@ -40,6 +41,14 @@ def operator_allow_list() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(offline, "_stack_file_values", with_allow_list)
         yield
+
+
+def rejection(overrides: dict[str, Any], **run_options: Any) -> ConfigError:
+    """The ConfigError the program raises for these overrides, after checking it declared no resource first."""
+    with pytest.raises(ConfigError) as caught:
+        run_stack(overrides, **run_options)
+    assert caught.value.declared_resources == []
+    return caught.value
 
 
 @functools.cache

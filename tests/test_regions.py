@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from infra.config import ConfigError
 from infra.device_plugins import efa_plugin_values
 from infra.regions import (
     DLC_IMAGE_ACCOUNTS,
@@ -12,8 +11,9 @@ from infra.regions import (
     SUPPORTED_REGIONS,
     Partition,
 )
+from tests.conftest import rejection
 from tools import offline
-from tools.offline import load_stack_config, run_stack
+from tools.offline import load_stack_config
 
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 
@@ -32,13 +32,6 @@ REGION_ACCOUNTS = {
     "mx-central-1": ("730335286997", "637423239942"),
     "af-south-1": ("877085696533", "626614931356"),
 }
-
-
-def rejection(overrides) -> ConfigError:
-    with pytest.raises(ConfigError) as caught:
-        run_stack(overrides)
-    assert caught.value.declared_resources == []
-    return caught.value
 
 
 @pytest.mark.parametrize("region", sorted(REGION_ACCOUNTS))
