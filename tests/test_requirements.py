@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from importlib.metadata import packages_distributions
@@ -11,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.test_layout import STACK_MODULES, imported_modules
 from tools.project import PROJECT_DIR, project_file
 
 # What CI installs (.ci/run and the workflow): the test requirements and every file they include.
 CI_INSTALLED = ["requirements.txt", "requirements-tools.txt", "requirements-test.txt", "policy/requirements.txt"]
 PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z,]+\])?==[0-9][0-9A-Za-z.+-]*$")
-DEPLOY_MODULES = sorted([*(PROJECT_DIR / "infra").glob("*.py"), PROJECT_DIR / "__main__.py"])
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -29,13 +28,8 @@ def distribution(requirement: str) -> str:
 
 
 def third_party_imports(path: Path) -> set[str]:
-    modules = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        modules.update(name.split(".")[0] for name in names)
-    return {module for module in modules if module not in sys.stdlib_module_names and module != "infra"}
+    packages = {module.split(".")[0] for module in imported_modules(path)}
+    return {package for package in packages if package not in sys.stdlib_module_names and package != "infra"}
 
 
 @pytest.mark.parametrize("name", CI_INSTALLED)
@@ -51,7 +45,7 @@ def test_pulumi_up_installs_exactly_what_the_program_imports():
     what infra/ imports and nothing else: no Ray, torch or test tools in the deploy venv."""
     dists = packages_distributions()
     imported = {
-        dists[module][0].lower().replace("_", "-") for path in DEPLOY_MODULES for module in third_party_imports(path)
+        dists[module][0].lower().replace("_", "-") for path in STACK_MODULES for module in third_party_imports(path)
     }
     assert {distribution(line) for line in requirement_lines("requirements.txt")} == imported
 

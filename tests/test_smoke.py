@@ -10,7 +10,6 @@ import itertools
 import json
 import logging
 import logging.config
-import os
 import sys
 
 import pytest
@@ -21,9 +20,6 @@ from tests.openai_server import MODEL
 from tools import offline, smoke
 from tools.offline import load_stack_config
 from tools.tiny_model import write_model
-
-# Ray's schemas are imported here, never a cluster: no test may start or join one.
-os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
 
 NO_EFA = smoke.HostFacts(has_efa=False, has_flashinfer=False)
 # The lent GPU machine with Debian trixie's libfabric 2.1.0 on LD_LIBRARY_PATH, and with its own 1.17.
