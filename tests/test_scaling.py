@@ -26,12 +26,12 @@ from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.conftest import rejection
+from tests.rayservice_parts import pd_args, rayservice, serve_config, worker_group
 from tests.schemas import rayservice_errors, schemas_dir
 from tests.test_policy import CapturedStack, preview
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import PROJECT, PROJECT_DIR
 
-RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
 RECIPE = re.compile(r"```yaml\n# recipe(?P<rejected> \(rejected\))?: (?P<title>[^\n]+)\n(?P<body>.*?)```", re.DOTALL)
 
@@ -88,28 +88,9 @@ def render(title: str) -> StackRun:
     return run_stack(RECIPES[title].config)
 
 
-def rayservice(run: StackRun) -> dict:
-    inputs = run.get(RAYSERVICE, "rayservice").inputs
-    return {key: inputs[key] for key in ("apiVersion", "kind", "metadata", "spec")}
-
-
-def serve_config(run: StackRun) -> dict:
-    return yaml.safe_load(rayservice(run)["spec"]["serveConfigV2"])
-
-
-def pd_args(run: StackRun) -> dict:
-    (application,) = serve_config(run)["applications"]
-    return application["args"]
-
-
 def fewest_replicas(llm_config: dict) -> int:
     deployment = llm_config["deployment_config"]
     return deployment.get("num_replicas") or deployment["autoscaling_config"]["min_replicas"]
-
-
-def worker_group(run: StackRun) -> dict:
-    (group,) = rayservice(run)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
-    return group
 
 
 def worker_limits(run: StackRun) -> dict:

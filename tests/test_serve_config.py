@@ -12,24 +12,14 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-import yaml
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
+from tests.rayservice_parts import RAYSERVICE, pd_args, serve_config
 from tools.offline import run_stack
 
-RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 KNOWN_KV_CONNECTORS = {"NixlConnector", "LMCacheConnectorV1", "P2pNcclConnector", "MoRIIOConnector"}
 KV_ROLES = {"kv_producer", "kv_consumer", "kv_both"}
-
-
-def serve_config(run) -> dict:
-    return yaml.safe_load(run.get(RAYSERVICE, "rayservice").inputs["spec"]["serveConfigV2"])
-
-
-def pd_args(run) -> dict:
-    (application,) = serve_config(run)["applications"]
-    return application["args"]
 
 
 def pd_builder_fields() -> set[str]:

@@ -8,27 +8,17 @@ import pytest
 import yaml
 
 from tests.chart_values import chart_defaults, unknown_value_keys
+from tests.rayservice_parts import RAYSERVICE, rayservice, worker_group
 from tests.schemas import kuberay_dir, rayservice_errors
 from tools.offline import run_stack
 
-RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
 
 
-def manifest(run) -> dict:
-    inputs = run.get(RAYSERVICE, "rayservice").inputs
-    return {key: inputs[key] for key in ("apiVersion", "kind", "metadata", "spec")}
-
-
 def head(run) -> dict:
-    return manifest(run)["spec"]["rayClusterConfig"]["headGroupSpec"]
-
-
-def workers(run) -> dict:
-    (group,) = manifest(run)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
-    return group
+    return rayservice(run)["spec"]["rayClusterConfig"]["headGroupSpec"]
 
 
 def container(group: dict) -> dict:
@@ -70,33 +60,33 @@ def test_operator_waits_for_the_system_nodes(dev):
 
 
 def test_rayservice_validates_against_the_kuberay_crd(shipped):
-    assert rayservice_errors(manifest(shipped)) == []
+    assert rayservice_errors(rayservice(shipped)) == []
 
 
 def test_an_unknown_field_fails_validation(dev):
-    broken = copy.deepcopy(manifest(dev))
+    broken = copy.deepcopy(rayservice(dev))
     broken["spec"]["rayClusterConfig"]["headGroupSpec"]["rayStartParam"] = {}
     assert rayservice_errors(broken)
 
 
 def test_rayservice_is_named_and_placed_from_config(dev):
-    metadata = manifest(dev)["metadata"]
+    metadata = rayservice(dev)["metadata"]
     assert (metadata["name"], metadata["namespace"]) == ("ray-llm", "inference")
-    renamed = manifest(run_stack({"rayServiceName": "chat", "namespace": "llm"}))["metadata"]
+    renamed = rayservice(run_stack({"rayServiceName": "chat", "namespace": "llm"}))["metadata"]
     assert (renamed["name"], renamed["namespace"]) == ("chat", "llm")
 
 
 def test_ray_version_and_image_come_from_config(dev):
-    spec = manifest(dev)["spec"]["rayClusterConfig"]
+    spec = rayservice(dev)["spec"]["rayClusterConfig"]
     assert spec["rayVersion"] == "2.58.0"
     image = "763104351884.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-cuda-v1.0"
     assert container(head(dev))["image"] == image
-    assert container(workers(dev))["image"] == image
+    assert container(worker_group(dev))["image"] == image
 
 
 def test_image_override_reaches_every_ray_container():
     run = run_stack({"dlcImage": "example.com/ray/llm:2.58.0"})
-    assert {container(head(run))["image"], container(workers(run))["image"]} == {"example.com/ray/llm:2.58.0"}
+    assert {container(head(run))["image"], container(worker_group(run))["image"]} == {"example.com/ray/llm:2.58.0"}
 
 
 def test_head_runs_on_system_nodes_without_model_work(dev):
@@ -116,55 +106,51 @@ def test_head_fits_a_system_node(dev):
 
 
 def test_worker_group_is_one_pod_per_gpu_node(dev):
-    group = workers(dev)
+    group = worker_group(dev)
     assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == 2
-    assert workers(run_stack({"decodeReplicas": 2}))["replicas"] == 3
+    assert worker_group(run_stack({"decodeReplicas": 2}))["replicas"] == 3
 
 
 def test_worker_requests_a_gpu_and_the_nodes_efa_interfaces(dev):
-    resources = container(workers(dev))["resources"]
+    resources = container(worker_group(dev))["resources"]
     assert resources["requests"] == resources["limits"]
     assert resources["limits"]["nvidia.com/gpu"] == "1"
     assert resources["limits"]["vpc.amazonaws.com/efa"] == "1"
-    assert (
-        workers(run_stack({"gpuNodeType": "g6e.48xlarge"}))["template"]["spec"]["containers"][0]["resources"]["limits"][
-            "vpc.amazonaws.com/efa"
-        ]
-        == "4"
-    )
+    g6e_workers = worker_group(run_stack({"gpuNodeType": "g6e.48xlarge"}))
+    assert g6e_workers["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] == "4"
 
 
 def test_worker_fits_what_a_g6_8xlarge_leaves_allocatable(dev):
-    limits = container(workers(dev))["resources"]["limits"]
+    limits = container(worker_group(dev))["resources"]["limits"]
     assert 16 <= int(limits["cpu"]) < 32
     assert 64 <= int(limits["memory"].removesuffix("Gi")) < 128
 
 
 def test_worker_lands_on_gpu_nodes_through_their_taint(dev):
-    spec = workers(dev)["template"]["spec"]
+    spec = worker_group(dev)["template"]["spec"]
     assert spec["nodeSelector"] == {"role": "gpu-worker"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
 
 
 def test_worker_has_a_memory_backed_dev_shm(dev):
-    spec = workers(dev)["template"]["spec"]
+    spec = worker_group(dev)["template"]["spec"]
     (volume,) = spec["volumes"]
     assert volume["emptyDir"]["medium"] == "Memory"
-    assert {"name": volume["name"], "mountPath": "/dev/shm"} in container(workers(dev))["volumeMounts"]
+    assert {"name": volume["name"], "mountPath": "/dev/shm"} in container(worker_group(dev))["volumeMounts"]
 
 
 def test_worker_environment_for_nixl_over_efa(dev):
-    variables = env(workers(dev))
+    variables = env(worker_group(dev))
     assert variables["VLLM_HOST_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert variables["FI_PROVIDER"] == "efa"
-    assert "IPC_LOCK" in container(workers(dev))["securityContext"]["capabilities"]["add"]
+    assert "IPC_LOCK" in container(worker_group(dev))["securityContext"]["capabilities"]["add"]
 
 
 def test_up_waits_until_the_service_is_ready(dev):
-    annotations = manifest(dev)["metadata"]["annotations"]
+    annotations = rayservice(dev)["metadata"]["annotations"]
     assert annotations["pulumi.com/waitFor"] == "condition=Ready"
     assert annotations["pulumi.com/timeoutSeconds"] == str(45 * 60)
-    patient = manifest(run_stack({"serveReadyTimeoutMinutes": 90}))["metadata"]["annotations"]
+    patient = rayservice(run_stack({"serveReadyTimeoutMinutes": 90}))["metadata"]["annotations"]
     assert patient["pulumi.com/timeoutSeconds"] == str(90 * 60)
 
 
@@ -184,7 +170,7 @@ def test_rayservice_comes_after_operator_plugins_and_namespace(dev):
 
 def test_no_token_no_secret(dev):
     assert dev.of_type(SECRET) == []
-    assert "HF_TOKEN" not in env(workers(dev))
+    assert "HF_TOKEN" not in env(worker_group(dev))
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +188,8 @@ def test_token_becomes_a_kubernetes_secret_kept_secret(with_token):
 def test_token_reaches_every_ray_container_by_reference(with_token):
     reference = {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}
     assert env(head(with_token))["HF_TOKEN"] == reference
-    assert env(workers(with_token))["HF_TOKEN"] == reference
-    assert "hf_abc" not in yaml.safe_dump(manifest(with_token))
+    assert env(worker_group(with_token))["HF_TOKEN"] == reference
+    assert "hf_abc" not in yaml.safe_dump(rayservice(with_token))
 
 
 def test_token_never_reaches_a_stack_output(with_token):
@@ -236,7 +222,7 @@ def test_internal_load_balancer_is_restricted_to_source_cidrs(prod):
 
 def test_load_balancer_selects_pods_the_rayservice_labels(prod):
     selector = prod.get(SERVICE, "serve-load-balancer").inputs["spec"]["selector"]
-    for group in (head(prod), workers(prod)):
+    for group in (head(prod), worker_group(prod)):
         assert (
             group["template"]["metadata"]["labels"]["app.kubernetes.io/instance"]
             == selector["app.kubernetes.io/instance"]

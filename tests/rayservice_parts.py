@@ -1,0 +1,28 @@
+"""The RayService a stack run declares, and the parts of it the tests read."""
+
+from __future__ import annotations
+
+import yaml
+
+from tools.offline import StackRun
+from tools.render import RAYSERVICE
+
+
+def rayservice(run: StackRun) -> dict:
+    """The manifest as applied: the custom resource's inputs less Pulumi's own."""
+    inputs = run.get(RAYSERVICE, "rayservice").inputs
+    return {key: inputs[key] for key in ("apiVersion", "kind", "metadata", "spec")}
+
+
+def serve_config(run: StackRun) -> dict:
+    return yaml.safe_load(rayservice(run)["spec"]["serveConfigV2"])
+
+
+def pd_args(run: StackRun) -> dict:
+    (application,) = serve_config(run)["applications"]
+    return application["args"]
+
+
+def worker_group(run: StackRun) -> dict:
+    (group,) = rayservice(run)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    return group
