@@ -6,6 +6,7 @@ import functools
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS
+from tools.tiny_model import write_model
 
 # Ray's validation classes must never reach for a cluster in tests.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
@@ -70,6 +72,12 @@ def prod() -> StackRun:
 @pytest.fixture(scope="session", params=SHIPPED_STACKS)
 def shipped(request: pytest.FixtureRequest) -> StackRun:
     return shipped_run(request.param)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`tools.tiny_model`'s model, written once per session; tests read it and never change it."""
+    return write_model(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture(scope="session")

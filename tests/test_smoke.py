@@ -19,7 +19,6 @@ from tests.conftest import OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
 from tests.openai_server import MODEL
 from tools import offline, smoke
 from tools.offline import load_stack_config
-from tools.tiny_model import write_model
 
 NO_EFA = smoke.HostFacts(has_efa=False, has_flashinfer=False)
 # The lent GPU machine with Debian trixie's libfabric 2.1.0 on LD_LIBRARY_PATH, and with its own 1.17.
@@ -159,14 +158,10 @@ def test_without_flashinfer_a_hybrid_model_prefills_with_vllms_triton_kernels(cf
         assert engine["additional_config"] == {"gdn_prefill_backend": "triton"}
 
 
-def test_the_hybrid_model_is_recognised_from_its_config(tmp_path):
+def test_the_hybrid_model_is_recognised_from_its_config(tiny_model_dir, tmp_path):
     """vLLM 0.26's Qwen3_5ForConditionalGeneration is IsHybrid and builds a Gated DeltaNet layer for each
     "linear_attention" entry of layer_types (vllm/model_executor/models/qwen3_5.py, Qwen3_5DecoderLayer)."""
-    from tools import tiny_model
-
-    ids = {token: i for i, token in enumerate(tiny_model.SPECIAL_TOKENS)}
-    (tmp_path / "config.json").write_text(json.dumps(tiny_model.model_config(tiny_model.SHAPES["tiny"], ids)))
-    assert smoke.model_has_mamba_state(tmp_path)
+    assert smoke.model_has_mamba_state(tiny_model_dir)
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
     assert not smoke.model_has_mamba_state(tmp_path)
 
@@ -402,9 +397,8 @@ def test_log_checks_fail_without_a_finished_read_or_with_one_side_missing(tmp_pa
     assert [check.result.passed for check in report.checks] == [False, False]
 
 
-def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
-    write_model(tmp_path / "model")
-    assert smoke.main(["--stack", "dev", "--model-dir", str(tmp_path / "model"), "--dry-run"]) == 0
+def test_dry_run_builds_prints_and_validates(tiny_model_dir, capsys):
+    assert smoke.main(["--stack", "dev", "--model-dir", str(tiny_model_dir), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "infra.serve_config.build_serve_config" in out
     for name in ("model_source", "dp_master_port", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
@@ -412,11 +406,10 @@ def test_dry_run_builds_prints_and_validates(tmp_path, capsys):
     assert '"import_path": "ray.serve.llm:build_pd_openai_app"' in out
 
 
-def test_dry_run_works_on_a_fresh_clone_whose_stack_file_has_no_allow_list(tmp_path, monkeypatch, capsys):
+def test_dry_run_works_on_a_fresh_clone_whose_stack_file_has_no_allow_list(tiny_model_dir, monkeypatch, capsys):
     """The GPU host runs the smoke from a clone as shipped: no `apiPublicAccessCidrs`, which only the endpoint uses."""
     monkeypatch.setattr(offline, "_stack_file_values", SHIPPED_STACK_FILE_VALUES)
-    write_model(tmp_path / "model")
-    assert smoke.main(["--stack", "dev", "--model-dir", str(tmp_path / "model"), "--dry-run"]) == 0
+    assert smoke.main(["--stack", "dev", "--model-dir", str(tiny_model_dir), "--dry-run"]) == 0
     assert "config valid for Ray's ServeDeploySchema" in capsys.readouterr().out
 
 

@@ -9,13 +9,8 @@ import pytest
 from tools import tiny_model
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return tiny_model.write_model(tmp_path_factory.mktemp("tiny"))
-
-
-def test_files_and_size(model_dir):
-    names = {p.name for p in model_dir.iterdir()}
+def test_files_and_size(tiny_model_dir):
+    names = {p.name for p in tiny_model_dir.iterdir()}
     assert names == {
         "config.json",
         "generation_config.json",
@@ -25,10 +20,10 @@ def test_files_and_size(model_dir):
         "tokenizer_config.json",
         "video_preprocessor_config.json",
     }
-    assert sum(p.stat().st_size for p in model_dir.iterdir()) < 16 * 2**20
+    assert sum(p.stat().st_size for p in tiny_model_dir.iterdir()) < 16 * 2**20
 
 
-def test_architecture_is_the_default_models(model_dir):
+def test_architecture_is_the_default_models(tiny_model_dir):
     """Qwen/Qwen3.5-9B's config.json names `Qwen3_5ForConditionalGeneration`, model_type `qwen3_5`, a
     text_config of model_type `qwen3_5_text` and a vision_config (huggingface.co/Qwen/Qwen3.5-9B;
     transformers 5.17 `models/qwen3_5/configuration_qwen3_5.py` `Qwen3_5Config.sub_configs`). vLLM 0.26
@@ -37,7 +32,7 @@ def test_architecture_is_the_default_models(model_dir):
     """
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(model_dir)
+    config = AutoConfig.from_pretrained(tiny_model_dir)
     assert type(config).__name__ == "Qwen3_5Config"
     assert config.architectures == ["Qwen3_5ForConditionalGeneration"]
     assert config.text_config.model_type == "qwen3_5_text"
@@ -81,12 +76,12 @@ def test_full_shape_has_the_default_models_parameter_count():
     assert 9.3e9 < sum(p.numel() for p in model.parameters()) < 9.5e9
 
 
-def test_weights_load_under_the_names_vllm_maps(model_dir):
+def test_weights_load_under_the_names_vllm_maps(tiny_model_dir):
     """vLLM 0.26 `qwen3_vl.py` maps checkpoint prefixes "model.visual.", "model.language_model." and
     "lm_head."; `qwen3_5.py` fuses the separate DeltaNet projections in_proj_qkv/z/b/a."""
     from safetensors import safe_open
 
-    with safe_open(str(model_dir / "model.safetensors"), "np") as weights:
+    with safe_open(str(tiny_model_dir / "model.safetensors"), "np") as weights:
         names = set(weights.keys())
     assert {name.split(".")[0] if name.startswith("lm_head") else ".".join(name.split(".")[:2]) for name in names} == {
         "lm_head",
@@ -97,18 +92,18 @@ def test_weights_load_under_the_names_vllm_maps(model_dir):
     assert projections == {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"}
 
 
-def test_transformers_loads_and_runs_it(model_dir):
+def test_transformers_loads_and_runs_it(tiny_model_dir):
     import torch
     from transformers import AutoModelForImageTextToText, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     inputs = tokenizer.apply_chat_template(
         [{"role": "user", "content": "Hello from the smoke test"}],
         add_generation_prompt=True,
         return_tensors="pt",
         return_dict=True,
     )
-    model, info = AutoModelForImageTextToText.from_pretrained(model_dir, output_loading_info=True)
+    model, info = AutoModelForImageTextToText.from_pretrained(tiny_model_dir, output_loading_info=True)
     assert type(model).__name__ == "Qwen3_5ForConditionalGeneration"
     assert model.dtype == torch.bfloat16
     assert not any(info[key] for key in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs"))
@@ -116,10 +111,10 @@ def test_transformers_loads_and_runs_it(model_dir):
     assert output.shape[1] == inputs["input_ids"].shape[1] + 2
 
 
-def test_chat_template_round_trips(model_dir):
+def test_chat_template_round_trips(tiny_model_dir):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": "Hello"}], add_generation_prompt=True, tokenize=False
     )
@@ -127,21 +122,21 @@ def test_chat_template_round_trips(model_dir):
     assert tokenizer.decode(tokenizer(prompt, add_special_tokens=False)["input_ids"]) == prompt
 
 
-def test_vision_tokens_sit_at_the_configs_ids(model_dir):
+def test_vision_tokens_sit_at_the_configs_ids(tiny_model_dir):
     """Qwen3VLProcessor (transformers `processing_qwen3_vl.py`) looks up "<|image_pad|>", "<|video_pad|>",
     "<|vision_start|>", "<|vision_end|>" in the tokenizer; the model config must name the same ids."""
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    config = json.loads((model_dir / "config.json").read_text())
+    tokenizer = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    config = json.loads((tiny_model_dir / "config.json").read_text())
     for key, token in tiny_model.VISION_TOKENS.items():
         assert config[key] == tokenizer.token_to_id(token)
 
 
-def test_preprocessors_match_the_vision_tower(model_dir):
-    config = json.loads((model_dir / "config.json").read_text())["vision_config"]
+def test_preprocessors_match_the_vision_tower(tiny_model_dir):
+    config = json.loads((tiny_model_dir / "config.json").read_text())["vision_config"]
     for name in ("preprocessor_config.json", "video_preprocessor_config.json"):
-        processor = json.loads((model_dir / name).read_text())
+        processor = json.loads((tiny_model_dir / name).read_text())
         assert processor["patch_size"] == config["patch_size"]
         assert processor["merge_size"] == config["spatial_merge_size"]
         assert processor["temporal_patch_size"] == config["temporal_patch_size"]
