@@ -10,8 +10,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import pulumi
@@ -185,13 +185,19 @@ class StackConfig:
     cluster_autoscaler_version: str
     kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
     hf_token: pulumi.Output[str] | None
+    # The same token in plain text, for the model preflight's request only; never printed.
+    hf_token_value: str | None = field(repr=False)
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
     serve_ready_timeout_minutes: int
+    # Check the model source before the RayService changes (infra/model_source.py).
+    model_preflight: bool
     # governance
     owner: str
     cost_center: str
     protect_resources: bool
+    # Every setting as it was read, by key (secrets only as set or not): what `infra.changes` groups.
+    settings: Mapping[str, str]
 
     @property
     def gpu_node_count(self) -> int:
@@ -222,10 +228,14 @@ class _Reader:
         self.problems: list[str] = []
         # The program's own keys: any other key of its namespace is one nothing reads, a typo.
         self.keys: set[str] = set()
+        # What each key was set to, as read (a secret only as set or not): what a change is judged on.
+        self.values: dict[str, str] = {}
 
     def plain(self, key: str) -> str | None:
         self.keys.add(key)
-        return self.config.get(key)
+        value = self.config.get(key)
+        self.values[key] = ("[secret]" if value else "") if key in SECRET_SETTINGS else (value or "")
+        return value
 
     def _raw(self, key: str) -> str:
         value = self.plain(key)
@@ -567,6 +577,7 @@ def load_config(
     aws_config = aws_config or pulumi.Config("aws")
     read = _Reader(config)
     region = aws_config.get("region") or ""
+    read.values["aws:region"] = region
     unsupported_region = region_problem(region)
     if unsupported_region:
         read.problems.append(unsupported_region)
@@ -680,6 +691,7 @@ def load_config(
         cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
         kv_buffer_device=resolve_kv_buffer_device(read.choice("kvBufferDevice", KV_BUFFER_DEVICES), gpu_node_type),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
+        hf_token_value=hf_token_raw or None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
         serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),
         serve_ready_timeout_minutes=read.integer(
@@ -688,9 +700,11 @@ def load_config(
             f" (an assumed IAM role's credentials last at most {MAX_SERVE_READY_MINUTES // 60} h)",
             maximum=MAX_SERVE_READY_MINUTES,
         ),
+        model_preflight=read.boolean("modelPreflight"),
         owner=read.text("owner", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         cost_center=read.text("costCenter", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         protect_resources=read.boolean("protectResources"),
+        settings=dict(read.values),
     )
     problems = [
         _api_allow_list_problem(cfg.api_public_access_cidrs, read.plain("apiPublicAccessCidrs") or ""),

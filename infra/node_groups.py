@@ -8,7 +8,7 @@ IMDSv2 required and the root disk sized for the DLC image and model weights.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,14 +50,39 @@ def describe_instance_type(instance_type: str) -> InstanceShape | None:
     return instance_shape(result)
 
 
-def delete_node_group_before_replacing(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-    """EKS node group names are unique in a cluster and ours are fixed, so a replacement (new instance
-    type, subnets, launch template) must delete the old group before creating the new one."""
-    if args.type_ != NODE_GROUP_TYPE:
-        return None
-    return pulumi.ResourceTransformResult(
-        args.props, pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(delete_before_replace=True))
-    )
+# How EKS replaces nodes on an AMI, launch template or Kubernetes version update (NodegroupUpdateConfig,
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html): DEFAULT "launches the new
+# instances first, before terminating the old instances"; MINIMAL "terminates the old instances before launching
+# the new instances", for groups "constrained to resources or costs (for example, with hardware accelerators such
+# as GPUs)". The GPU group takes MINIMAL: a DEFAULT update first adds nodes beyond the group (up to two per AZ,
+# managed-node-update-behavior), which a GPU quota, a capacity reservation or a full placement group cannot give,
+# and the update fails half-way. One node at a time.
+SYSTEM_UPDATE_STRATEGY = "DEFAULT"
+GPU_UPDATE_STRATEGY = "MINIMAL"
+MAX_UNAVAILABLE_NODES = 1
+
+
+def node_group_options(update_strategy: str) -> Callable[[pulumi.ResourceTransformArgs], Any]:
+    """A transform for pulumi-eks's inner `aws:eks/nodeGroup:NodeGroup`, which its ManagedNodeGroup has no input for:
+    delete before replace, and the group's update behaviour.
+
+    EKS node group names are unique in a cluster and ours are fixed, so a replacement (new instance type, subnets,
+    launch template) must delete the old group before creating the new one. The props of a child registered by
+    pulumi-eks reach the transform under their wire (camelCase) names (pulumi `runtime/_callbacks.py`
+    deserializes the request's properties as they are)."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != NODE_GROUP_TYPE:
+            return None
+        props = {
+            **args.props,
+            "updateConfig": {"maxUnavailable": MAX_UNAVAILABLE_NODES, "updateStrategy": update_strategy},
+        }
+        return pulumi.ResourceTransformResult(
+            props, pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(delete_before_replace=True))
+        )
+
+    return transform
 
 
 def _managed_node_group(
@@ -75,6 +100,7 @@ def _managed_node_group(
     labels: dict[str, str],
     capacity_type: str = "on-demand",
     max_count: int | None = None,
+    update_strategy: str = SYSTEM_UPDATE_STRATEGY,
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
     """A managed node group in private subnets on the cluster's Kubernetes version, created once they have
@@ -99,7 +125,7 @@ def _managed_node_group(
         labels=labels,
         tags=tags,
         # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside.
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=egress, transforms=[delete_node_group_before_replacing]),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=egress, transforms=[node_group_options(update_strategy)]),
         **extra,
     )
 
@@ -299,6 +325,7 @@ class GpuNodes(pulumi.ComponentResource):
             ami_type=GPU_AMI_TYPE,
             capacity_type=args.capacity_type,
             max_count=args.max_count,
+            update_strategy=GPU_UPDATE_STRATEGY,
             labels=GPU_NODE_LABELS,
             taints=[
                 aws.eks.NodeGroupTaintArgs(

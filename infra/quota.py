@@ -5,6 +5,11 @@ EC2 limits running On-Demand instances per instance family in vCPUs, one quota p
 managed node group is created and its instances never launch (the Auto Scaling group reports
 VcpuLimitExceeded), after the VPC and cluster already exist. Asking Service Quotas first fails the
 preview instead, naming the quota, the need and the current value.
+
+An update that replaces the GPU nodes (AMI, launch template, Kubernetes version) needs no vCPUs beyond the
+group's own: the GPU node group updates with EKS's MINIMAL strategy, which terminates an old node before it
+launches the new one (infra/node_groups.py). With EKS's DEFAULT strategy it would first add up to two nodes per
+AZ, and a quota that fits the nodes exactly would stop the update half-way; so the need is the nodes alone.
 """
 
 from __future__ import annotations

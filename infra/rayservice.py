@@ -122,13 +122,14 @@ def build_rayservice(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
         "metadata": {
             "name": cfg.ray_service_name,
             "namespace": cfg.namespace,
-            "annotations": {
-                # `pulumi up` succeeds only once the Serve app answers, not when the object is accepted.
-                "pulumi.com/waitFor": "condition=Ready",
-                "pulumi.com/timeoutSeconds": str(cfg.serve_ready_timeout_minutes * 60),
-            },
+            # The ServeRollout after it waits instead (infra/rollout.py): KubeRay 1.4.0's Ready condition stays true
+            # over a failed or still-old serve config, so the provider's own wait would report success at once.
+            "annotations": {"pulumi.com/skipAwait": "true"},
         },
         "spec": {
+            # A rayClusterConfig change replaces the RayService (infra/serve_app.py); KubeRay must never start a
+            # second cluster beside the active one, which the GPU node group cannot hold (NewCluster, the default).
+            "upgradeStrategy": {"type": "None"},
             "serveConfigV2": yaml.safe_dump(build_serve_config(cfg), sort_keys=False),
             "rayClusterConfig": {
                 "rayVersion": cfg.ray_version,

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from infra.cluster import Cluster
 from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
-from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, INSTANCE_LABEL
+from infra.rollout import ServeRollout, ServeRolloutArgs
+
+# What a change to these replaces the RayService for (see infra/changes.py RAYSERVICE_REPLACED); Pulumi's engine
+# turns every changed path under it into a replacement (pkg/resource/deploy/step_generator.go,
+# applyReplaceOnChanges: a replaceOnChanges path "contains" each detailed-diff path below it).
+REPLACE_ON_CHANGES = ["spec.rayClusterConfig"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,26 @@ class ServingArgs:
     rayservice: Mapping[str, Any]
     hf_token: pulumi.Input[str] | None = None
     load_balancer: Mapping[str, Any] | None = None  # a Service in front of the serve pods
+    ready_timeout_seconds: int = 45 * 60  # how long `pulumi up` waits for the applied config to run
+    # Settings grouped by what a change to them does (infra.changes.settings_by_effect), for the preview's diff.
+    changes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def rollout_args(args: ServingArgs, kubeconfig: pulumi.Input[str]) -> ServeRolloutArgs:
+    """What the ServeRollout waits for, all read off the RayService manifest."""
+    manifest = args.rayservice
+    name = manifest["metadata"]["name"]
+    return ServeRolloutArgs(
+        kubeconfig=kubeconfig,
+        namespace=manifest["metadata"]["namespace"],
+        name=name,
+        head_service=f"{name}-head-svc",  # KubeRay's own head Service of a RayService (GenerateHeadServiceName)
+        pod_selector=f"{INSTANCE_LABEL}={name}",
+        applications=yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"],
+        spec_sha256=hashlib.sha256(json.dumps(manifest["spec"], sort_keys=True).encode()).hexdigest(),
+        timeout_seconds=args.ready_timeout_seconds,
+        changes=args.changes,
+    )
 
 
 class Serving(pulumi.ComponentResource):
@@ -60,14 +89,25 @@ class Serving(pulumi.ComponentResource):
             )
 
         manifest = args.rayservice
-        k8s.apiextensions.CustomResource(
+        rayservice = k8s.apiextensions.CustomResource(
             "rayservice",
             api_version=manifest["apiVersion"],
             kind=manifest["kind"],
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            # The operator's CRDs, the device plugins' resources and the namespace must exist first.
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=rayservice_deps)),
+            # The operator's CRDs, the device plugins' resources and the namespace must exist first. The name is
+            # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new.
+            opts=pulumi.ResourceOptions.merge(
+                in_cluster,
+                pulumi.ResourceOptions(
+                    depends_on=rayservice_deps, replace_on_changes=REPLACE_ON_CHANGES, delete_before_replace=True
+                ),
+            ),
+        )
+        ServeRollout(
+            "rollout",
+            rollout_args(args, cluster.kubeconfig),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[rayservice]),
         )
 
         self.load_balancer_hostname = None

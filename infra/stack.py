@@ -6,11 +6,13 @@ from typing import Any
 
 import pulumi
 
+from infra.changes import settings_by_effect
 from infra.cluster import Cluster, ClusterArgs, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperatorArgs
+from infra.model_source import check_model_source
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.offerings import check_offerings
@@ -31,6 +33,9 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     placement = discover_placement(cfg)
     addons = check_offerings(cfg)
     check_gpu_vcpu_quota(cfg)
+    if cfg.model_preflight:
+        for warning in check_model_source(cfg.model_source, cfg.max_model_len, cfg.hf_token_value):
+            pulumi.log.warn(warning)
     network = Network(
         "network",
         NetworkArgs(
@@ -121,6 +126,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             rayservice=build_rayservice(cfg, with_hf_token=cfg.hf_token is not None),
             hf_token=cfg.hf_token,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
+            ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
+            changes=settings_by_effect(cfg.settings),
         ),
         cluster,
         system_nodes,

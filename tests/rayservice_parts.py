@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import yaml
 
+from infra.rollout import ServeRollout
 from tools.offline import StackRun
 from tools.render import RAYSERVICE
+
+# The dynamic resource's type as the Python SDK registers it (pulumi/dynamic/dynamic.py, Resource).
+ROLLOUT = f"pulumi-python:{ServeRollout._resource_type_name}"
 
 
 def rayservice(run: StackRun) -> dict:

@@ -48,6 +48,11 @@ INVOKES = {
         "GetAddonVersionResult",
         {"addonName": "kube-proxy", "kubernetesVersion": "1.35"},
     ),
+    "aws:s3/getObject:getObject": (
+        "pulumi_aws.s3",
+        "GetObjectResult",
+        {"bucket": "example-models", "key": "qwen3.5-9b/config.json"},
+    ),
     "aws:servicequotas/getServiceQuota:getServiceQuota": (
         "pulumi_aws.servicequotas",
         "GetServiceQuotaResult",

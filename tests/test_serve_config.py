@@ -15,7 +15,7 @@ import pytest
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
-from tests.rayservice_parts import RAYSERVICE, pd_args, serve_config
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, pd_args, serve_config
 from tools.offline import run_stack
 
 KNOWN_KV_CONNECTORS = {"NixlConnector", "LMCacheConnectorV1", "P2pNcclConnector", "MoRIIOConnector"}
@@ -102,22 +102,23 @@ def test_each_side_is_one_replica(args):
 
 
 def test_model_override_reaches_both_sides():
-    args = pd_args(run_stack({"modelId": "llama-8b", "modelSource": "meta-llama/Llama-3.1-8B", "maxModelLen": 8192}))
+    args = pd_args(run_stack({"modelId": "qwen3-8b", "modelSource": "Qwen/Qwen3-8B", "maxModelLen": 8192}))
     for side in ("prefill", "decode"):
         assert args[f"{side}_config"]["model_loading_config"] == {
-            "model_id": "llama-8b",
-            "model_source": "meta-llama/Llama-3.1-8B",
+            "model_id": "qwen3-8b",
+            "model_source": "Qwen/Qwen3-8B",
         }
         assert args[f"{side}_config"]["engine_kwargs"]["max_model_len"] == 8192
 
 
-def test_changing_the_model_moves_only_the_rayservice(dev):
-    changed = run_stack({"modelId": "llama-8b", "modelSource": "meta-llama/Llama-3.1-8B", "maxModelLen": 8192})
+def test_changing_the_model_moves_only_the_rayservice_and_its_rollout(dev):
+    """A serve-only change updates the RayService in place and, after it, the wait for the new config."""
+    changed = run_stack({"modelId": "qwen3-8b", "modelSource": "Qwen/Qwen3-8B", "maxModelLen": 8192})
     before = {(r.type, r.name): r.inputs for r in dev.resources}
     after = {(r.type, r.name): r.inputs for r in changed.resources}
     assert before.keys() == after.keys()
     moved = {key for key in before if before[key] != after[key]}
-    assert moved == {(RAYSERVICE, "rayservice")}
+    assert moved == {(RAYSERVICE, "rayservice"), (ROLLOUT, "rollout")}
 
 
 @pytest.mark.parametrize("side", ["prefill", "decode"])

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.chart_values import chart_defaults, unknown_value_keys
-from tests.rayservice_parts import RAYSERVICE, rayservice, worker_group
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
 from tests.schemas import kuberay_dir, rayservice_errors
 from tools.offline import run_stack
 
@@ -146,12 +146,19 @@ def test_worker_environment_for_nixl_over_efa(dev):
     assert "IPC_LOCK" in container(worker_group(dev))["securityContext"]["capabilities"]["add"]
 
 
-def test_up_waits_until_the_service_is_ready(dev):
+def test_the_kubernetes_provider_does_not_wait_on_the_rayservice(dev):
+    """pulumi-kubernetes's `condition=Ready` wait holds on KubeRay 1.4.0's Ready, which stays true over a failed
+    or not yet applied serve config (rayservice_controller.go calculateConditions: Ready = serve endpoints > 0);
+    the ServeRollout waits instead, and `pulumi.com/skipAwait` keeps the provider from a second, misleading wait
+    (pulumi-kubernetes provider/pkg/metadata/overrides.go, SkipAwaitLogic)."""
     annotations = rayservice(dev)["metadata"]["annotations"]
-    assert annotations["pulumi.com/waitFor"] == "condition=Ready"
-    assert annotations["pulumi.com/timeoutSeconds"] == str(45 * 60)
-    patient = rayservice(run_stack({"serveReadyTimeoutMinutes": 90}))["metadata"]["annotations"]
-    assert patient["pulumi.com/timeoutSeconds"] == str(90 * 60)
+    assert annotations == {"pulumi.com/skipAwait": "true"}
+
+
+def test_up_waits_for_the_rollout_as_long_as_configured(dev):
+    assert dev.get(ROLLOUT, "rollout").inputs["timeoutSeconds"] == 45 * 60
+    patient = run_stack({"serveReadyTimeoutMinutes": 90})
+    assert patient.get(ROLLOUT, "rollout").inputs["timeoutSeconds"] == 90 * 60
 
 
 def test_rayservice_comes_after_operator_plugins_and_namespace(dev):

@@ -22,11 +22,12 @@ import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
-from infra import node_groups
+from infra import model_source, node_groups
 from infra.config import SECRET_SETTINGS, StackConfig, load_config
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
+from tools.tiny_model import SHAPES, SPECIAL_TOKENS, model_config
 
 ACCOUNT_ID = "123456789012"
 # An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
@@ -189,6 +190,57 @@ OFFERED_INSTANCE_TYPES = frozenset(
 )
 
 
+# Model repositories the offline Hub holds, as huggingface.co serves their config.json: the default model with
+# the full Qwen3.5-9B dimensions (tools.tiny_model's "full" shape), and Llama 3.1 8B, a gated repository whose
+# config stretches 8192 positions to 131072 by RoPE scaling (its published config.json).
+HUB_CONFIGS: dict[str, dict[str, Any]] = {
+    "Qwen/Qwen3.5-9B": model_config(SHAPES["full"], {token: 248044 + i for i, token in enumerate(SPECIAL_TOKENS)}),
+    # A public dense model (its published config.json, the keys vLLM reads for the length check).
+    "Qwen/Qwen3-8B": {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "max_position_embeddings": 40960,
+        "rope_scaling": None,
+        "rope_theta": 1000000,
+    },
+    "meta-llama/Llama-3.1-8B": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "max_position_embeddings": 131072,
+        "rope_scaling": {
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+    },
+}
+GATED_REPOS = frozenset({"meta-llama/Llama-3.1-8B"})
+# Objects the offline S3 holds: (bucket, key) -> (Content-Type, body); a model mirrored as `aws s3 sync` writes it
+# (application/json for .json).
+S3_OBJECTS: dict[tuple[str, str], tuple[str, str]] = {
+    ("example-models", "qwen3.5-9b/config.json"): ("application/json", json.dumps(HUB_CONFIGS["Qwen/Qwen3.5-9B"])),
+}
+# pulumi-aws's getObject returns the body only for these content types (pulumi_aws/s3/get_object.py).
+S3_TEXT_TYPES = ("text/", "application/json")
+
+
+def hub_fetch(url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
+    """huggingface.co's answers for a file of a repo: 200 and the file, or the status and `X-Error-Code` the Hub
+    sends (huggingface_hub `utils/_http.py` `hf_raise_for_status`): 401 RepoNotFound for a repo it does not
+    show this caller, 403 GatedRepo for a gated repo without an accepted token, 404 EntryNotFound for a file."""
+    repo, _, filename = url.removeprefix(f"{model_source.HUB}/").partition("/resolve/main/")
+    if repo not in HUB_CONFIGS:
+        return model_source.HttpAnswer(401, {"X-Error-Code": "RepoNotFound"}, b'{"error":"Repository not found"}')
+    if repo in GATED_REPOS and "Authorization" not in headers:
+        message = f"Access to model {repo} is restricted. You must have access to it and be authenticated."
+        return model_source.HttpAnswer(403, {"X-Error-Code": "GatedRepo"}, json.dumps({"error": message}).encode())
+    if filename != "config.json":
+        return model_source.HttpAnswer(404, {"X-Error-Code": "EntryNotFound"}, b'{"error":"Entry not found"}')
+    return model_source.HttpAnswer(200, {"Content-Type": "application/json"}, json.dumps(HUB_CONFIGS[repo]).encode())
+
+
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
@@ -274,6 +326,8 @@ class AwsMocks(pulumi.runtime.Mocks):
             return describe_instance_type(name, self.region)
         if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
             return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
+        if args.token == "aws:s3/getObject:getObject":
+            return self.s3_object(request["bucket"], request["key"])
         if args.token == "aws:eks/getClusterVersions:getClusterVersions":
             return {**request, "region": self.region, "clusterVersions": self._cluster_versions()}
         if args.token == "aws:eks/getAddonVersion:getAddonVersion":
@@ -281,6 +335,49 @@ class AwsMocks(pulumi.runtime.Mocks):
             build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
             return {**request, "id": name, "region": self.region, "version": build}
         raise NotImplementedError(f"no offline answer for the lookup {args.token}: add one in the real result shape")
+
+    def s3_object(self, bucket: str, key: str) -> dict | tuple[dict, list[tuple[str, str]]]:
+        """GetObject in pulumi-aws's GetObjectResult shape; S3's NoSuchKey for an object it does not hold."""
+        if (bucket, key) not in S3_OBJECTS:
+            return {}, [
+                ("key", f"reading S3 Object (s3://{bucket}/{key}): NoSuchKey: The specified key does not exist.")
+            ]
+        content_type, body = S3_OBJECTS[bucket, key]
+        return {
+            "arn": f"arn:aws:s3:::{bucket}/{key}",
+            "body": body if content_type.startswith(S3_TEXT_TYPES) else "",
+            "bodyBase64": "",
+            "bucket": bucket,
+            "bucketKeyEnabled": False,
+            "cacheControl": "",
+            "checksumCrc32": "",
+            "checksumCrc32c": "",
+            "checksumCrc64nvme": "",
+            "checksumSha1": "",
+            "checksumSha256": "",
+            "contentDisposition": "",
+            "contentEncoding": "",
+            "contentLanguage": "",
+            "contentLength": len(body.encode()),
+            "contentType": content_type,
+            "etag": "0123456789abcdef0123456789abcdef",
+            "expiration": "",
+            "expires": "",
+            "id": f"{bucket}/{key}",
+            "key": key,
+            "lastModified": "Tue, 01 Dec 2026 08:00:00 GMT",
+            "metadata": {},
+            "objectLockLegalHoldStatus": "",
+            "objectLockMode": "",
+            "objectLockRetainUntilDate": "",
+            "region": self.region,
+            "serverSideEncryption": "AES256",
+            "sseKmsKeyId": "",
+            "storageClass": "STANDARD",
+            "tags": {},
+            "versionId": "",
+            "websiteRedirectLocation": "",
+        }
 
     @staticmethod
     def _cluster_versions() -> list[dict]:
@@ -421,6 +518,7 @@ def _configure_runtime(
     config = {**project_config(), **stack_values.config}
     config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
     monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota))
+    model_source.https_get = hub_fetch  # no network: the model preflight asks the offline Hub
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(config, [*stack_values.secret_keys, *(_qualified(k) for k in secret_keys)])
