@@ -175,10 +175,14 @@ CHANGE_NOTES: Mapping[str, str] = {
     "costCenter": "tags reach the node launch templates, so both node groups roll",
     "kubernetesVersion": "EKS upgrades one minor version at a time; a downgrade is refused by EKS",
     "secretsEncryption": "EKS can add envelope encryption to a cluster but never remove it",
+    "modelId": "Ray Serve LLM names each engine deployment after the model id, so a new id replaces the deployment "
+    "whatever the replica count: no rolling update",
+    "maxAzs": "adds or removes subnets under the cluster; whether EKS takes the new subnets in place was not checked, "
+    "so plan it as a rebuild",
 }
 
 
-_ALL_EFFECTS = (
+ALL_EFFECTS = (
     NOTHING_RUNNING,
     AWS_IN_PLACE,
     SECRET_UPDATED,
@@ -199,14 +203,14 @@ _ALL_EFFECTS = (
 
 
 def most_severe(key: str) -> Effect:
-    return max(CHANGE_EFFECTS[key], key=_ALL_EFFECTS.index)
+    return max(CHANGE_EFFECTS[key], key=ALL_EFFECTS.index)
 
 
 def settings_by_effect(settings: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """The settings grouped under the most severe effect a change to each has, mildest group first: the
     ServeRollout's input, so that `pulumi preview --diff` names each changed setting under what it costs."""
     grouped: dict[str, dict[str, str]] = {}
-    for effect in _ALL_EFFECTS:
+    for effect in ALL_EFFECTS:
         members = {key: value for key, value in sorted(settings.items()) if most_severe(key) is effect}
         if members:
             grouped[effect.name] = members

@@ -146,6 +146,9 @@ class Resource:
     references: Mapping[str, str] = field(default_factory=dict)
     # The provider plugin version the SDK asks the engine for (its package version), "" when none.
     plugin_version: str = ""
+    # The `replaceOnChanges` and `deleteBeforeReplace` resource options.
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
 
 @dataclass
@@ -496,6 +499,8 @@ class CapturingMonitor(mocks.MockMonitor):
                     transforms=tuple(mocks._resolve_callbacks(request.transforms)),
                     references=_resource_references(wire),
                     plugin_version=request.version,
+                    replace_on_changes=tuple(request.replaceOnChanges),
+                    delete_before_replace=request.deleteBeforeReplace,
                 )
             )
         return super().RegisterResource(request)

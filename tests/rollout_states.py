@@ -1,0 +1,138 @@
+"""API answers in the shapes the rollout reads them: KubeRay 1.4.0's RayService object, Ray 2.58's
+`GET /api/serve/applications/` (ServeInstanceDetails) and a Kubernetes PodList. The tests hold each builder's
+output to the real schema (the vendored CRD, Ray's own pydantic model, Kubernetes' OpenAPI schema)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+CONDITION_TIME = "2026-12-01T09:00:00Z"
+
+
+def rayservice_status(
+    observed: int, active: str = "ray-llm-abcde", pending: str = "", app_status: str = "RUNNING"
+) -> dict[str, Any]:
+    """A RayService's status as KubeRay 1.4.0 writes it (rayservice_controller.go calculateStatus and
+    calculateConditions)."""
+    return {
+        "observedGeneration": observed,
+        "numServeEndpoints": 1 if active else 0,
+        "serviceStatus": "Running" if active else "",
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if active else "False",
+                "reason": "NonZeroServeEndpoints" if active else "Initializing",
+                "message": "Number of serve endpoints is greater than 0" if active else "RayService is initializing",
+                "observedGeneration": observed,
+                "lastTransitionTime": CONDITION_TIME,
+            },
+            {
+                "type": "UpgradeInProgress",
+                "status": "True" if pending else "False",
+                "reason": "BothActivePendingClustersExist" if pending else "NoPendingCluster",
+                "message": "Both active and pending Ray clusters exist"
+                if pending
+                else "Active Ray cluster exists and no pending Ray cluster",
+                "observedGeneration": observed,
+                "lastTransitionTime": CONDITION_TIME,
+            },
+        ],
+        "activeServiceStatus": {
+            "rayClusterName": active,
+            "applicationStatuses": {
+                "ray-llm": {"status": app_status, "serveDeploymentStatuses": {"OpenAiIngress": {"status": "HEALTHY"}}}
+            }
+            if active
+            else {},
+        },
+        "pendingServiceStatus": {"rayClusterName": pending} if pending else {},
+    }
+
+
+def _deployment(name: str, status: str, running: int, target: int, message: str = "") -> dict[str, Any]:
+    return {
+        "name": name,
+        "status": status,
+        "status_trigger": "CONFIG_UPDATE_COMPLETED" if status == "HEALTHY" else "CONFIG_UPDATE_STARTED",
+        "message": message,
+        "deployment_config": {"name": name, "num_replicas": target},
+        "target_num_replicas": target,
+        "required_resources": {"CPU": 1},
+        "replicas": [
+            {"replica_id": f"{name}-{i}", "state": "RUNNING", "pid": 100 + i, "start_time_s": 1764579600.0}
+            for i in range(running)
+        ],
+    }
+
+
+def serve_details(
+    deployed_config: dict[str, Any] | None,
+    status: str = "RUNNING",
+    message: str = "",
+    deployments: tuple[tuple[str, str, int, int, str], ...] = (
+        ("PDProxyServer", "HEALTHY", 1, 1, ""),
+        ("Prefill", "HEALTHY", 1, 1, ""),
+        ("Decode", "HEALTHY", 1, 1, ""),
+    ),
+    app: str = "ray-llm",
+) -> dict[str, Any]:
+    """Ray 2.58's ServeInstanceDetails for one application (ray/serve/schema.py)."""
+    applications = {}
+    if deployed_config is not None:
+        applications[app] = {
+            "name": app,
+            "route_prefix": "/",
+            "docs_path": None,
+            "status": status,
+            "message": message,
+            "last_deployed_time_s": 1764579600.0,
+            "deployed_app_config": copy.deepcopy(deployed_config),
+            "source": "declarative",
+            "deployments": {d[0]: _deployment(*d) for d in deployments},
+            "external_scaler_enabled": False,
+        }
+    return {
+        "controller_info": {
+            "node_id": "n1",
+            "node_ip": "10.0.1.10",
+            "actor_id": "a1",
+            "actor_name": "SERVE_CONTROLLER",
+        },
+        "proxy_location": "EveryNode",
+        "http_options": {"host": "0.0.0.0", "port": 8000},
+        "proxies": {"n1": {"node_id": "n1", "node_ip": "10.0.1.10", "status": "HEALTHY"}},
+        "applications": applications,
+        "target_groups": [],
+    }
+
+
+def pod_list(unschedulable: dict[str, str]) -> dict[str, Any]:
+    """A PodList of pending pods, each with the scheduler's PodScheduled=False condition and its message."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PodList",
+        "metadata": {},
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "inference"},
+                "spec": {"containers": [{"name": "ray-worker", "image": "ray:serve-llm"}]},
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": message,
+                            "lastTransitionTime": CONDITION_TIME,
+                        }
+                    ],
+                },
+            }
+            for name, message in unschedulable.items()
+        ],
+    }

@@ -1,0 +1,131 @@
+"""The change model (infra/changes.py) is held to what the program declares when a setting changes: each
+setting's effects allow exactly the resources that move, and the README's table is generated from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra import changes
+from infra.changes import CHANGE_EFFECTS, RAYSERVICE_REPLACED, SERVE_IN_PLACE, settings_by_effect
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
+from tools.change_reference import BEGIN_MARKER, END_MARKER, markdown_table
+from tools.offline import StackRun, run_stack
+from tools.project import PROJECT_DIR, declared_config
+
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "eks:index:ManagedNodeGroup"
+SECRET = "kubernetes:core/v1:Secret"
+# Resources each effect may move (type, name); the rollout moves on every change, since its inputs carry the settings.
+MOVES = {
+    changes.NOTHING_RUNNING.name: set(),
+    changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "rayservice")},
+    changes.RAYSERVICE_REPLACED.name: {(RAYSERVICE, "rayservice"), (SECRET, "hf-token")},
+    changes.SECRET_UPDATED.name: {(SECRET, "hf-token")},
+    changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu")},
+    changes.GPU_NODES_ROLLED.name: {(LAUNCH_TEMPLATE, "gpu")},
+    changes.GPU_NODES_REPLACED.name: {(NODE_GROUP, "gpu"), (LAUNCH_TEMPLATE, "gpu")},
+}
+# A valid new value for each setting tried, as a user would change it in the stack file.
+NEW_VALUES: dict[str, dict[str, Any]] = {
+    "modelId": {"modelId": "qwen-next"},
+    "modelSource": {"modelSource": "Qwen/Qwen3-8B"},
+    "maxModelLen": {"maxModelLen": 8192},
+    "languageModelOnly": {"languageModelOnly": False},
+    "prefillMaxNumSeqs": {"prefillMaxNumSeqs": 16},
+    "decodeMaxNumSeqs": {"decodeMaxNumSeqs": 16},
+    "prefillMaxNumBatchedTokens": {"prefillMaxNumBatchedTokens": 4096},
+    "decodeMaxNumBatchedTokens": {"decodeMaxNumBatchedTokens": 4096},
+    "prefillReplicas": {"prefillReplicas": 2},
+    "decodeReplicas": {"decodeReplicas": 2},
+    "dlcImage": {"dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2"},
+    "gpuRootVolumeGiB": {"gpuRootVolumeGiB": 300},
+    "serveReadyTimeoutMinutes": {"serveReadyTimeoutMinutes": 60},
+    "quotaPreflight": {"quotaPreflight": False},
+    "modelPreflight": {"modelPreflight": False},
+    "gpuNodeCount": {"gpuNodeCount": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def baseline(dev) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r.type, r.name): r.inputs for r in dev.resources}
+
+
+def moved(baseline: dict, run: StackRun) -> set[tuple[str, str]]:
+    after = {(r.type, r.name): r.inputs for r in run.resources}
+    return {key for key in baseline.keys() | after.keys() if baseline.get(key) != after.get(key)}
+
+
+def test_every_setting_has_its_effects():
+    assert set(CHANGE_EFFECTS) == set(declared_config())
+
+
+@pytest.mark.parametrize("key", sorted(NEW_VALUES))
+def test_a_change_moves_only_what_its_effects_allow(baseline, key):
+    run = run_stack(NEW_VALUES[key])
+    allowed = {(ROLLOUT, "rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
+    assert moved(baseline, run) <= allowed
+
+
+@pytest.mark.parametrize("key", sorted(k for k in NEW_VALUES if RAYSERVICE_REPLACED not in CHANGE_EFFECTS[k]))
+def test_a_change_kept_in_place_leaves_the_cluster_spec(dev, key):
+    """Only a rayClusterConfig change replaces the RayService (infra/serve_app.py REPLACE_ON_CHANGES): a setting
+    whose effects say in place must not touch it."""
+    before = rayservice(dev)["spec"]["rayClusterConfig"]
+    assert rayservice(run_stack(NEW_VALUES[key]))["spec"]["rayClusterConfig"] == before
+
+
+@pytest.mark.parametrize("key", sorted(k for k in NEW_VALUES if RAYSERVICE_REPLACED in CHANGE_EFFECTS[k]))
+def test_a_change_said_to_replace_the_rayservice_does_change_its_cluster_spec(dev, key):
+    before = rayservice(dev)["spec"]["rayClusterConfig"]
+    assert rayservice(run_stack(NEW_VALUES[key]))["spec"]["rayClusterConfig"] != before
+
+
+@pytest.mark.parametrize("key", sorted(k for k in NEW_VALUES if SERVE_IN_PLACE in CHANGE_EFFECTS[k]))
+def test_a_serve_change_reaches_the_serve_config(dev, key):
+    before = rayservice(dev)["spec"]["serveConfigV2"]
+    assert rayservice(run_stack(NEW_VALUES[key]))["spec"]["serveConfigV2"] != before
+
+
+def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the_secret(dev):
+    """A pod reads a Secret's value into its environment when it starts (Kubernetes docs, Secrets as environment
+    variables: "If a container already consumes a Secret in an environment variable, a Secret update will not be
+    seen by the container unless it is restarted")."""
+    first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
+    second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",))
+    assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
+    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "hf-token")}
+
+
+def test_the_rollout_groups_each_setting_under_its_most_severe_effect(dev):
+    grouped = dev.get(ROLLOUT, "rollout").inputs["changes"]
+    assert grouped["serve-in-place"]["maxModelLen"] == "2048"
+    assert grouped["rayservice-replaced"]["prefillReplicas"] == "1"
+    assert grouped["stack-rebuilt"]["aws:region"] == "sa-east-1"
+    assert sum(len(settings) for settings in grouped.values()) == len(CHANGE_EFFECTS)
+
+
+def test_a_secret_setting_is_grouped_as_set_or_not_never_by_value():
+    assert settings_by_effect({"hfToken": "[secret]"}) == {"rayservice-replaced": {"hfToken": "[secret]"}}
+
+
+def test_a_change_shows_in_the_preview_under_its_effect(dev):
+    """`pulumi preview --diff` prints a dynamic resource's changed inputs; the change sits under its group."""
+    changed = run_stack({"maxModelLen": 8192}).get(ROLLOUT, "rollout").inputs["changes"]
+    before = dev.get(ROLLOUT, "rollout").inputs["changes"]
+    differing = {
+        (group, key)
+        for group in before
+        for key in before[group]
+        if before[group][key] != changed.get(group, {}).get(key)
+    }
+    assert differing == {("serve-in-place", "maxModelLen")}
+
+
+def test_the_readme_table_is_generated_from_the_change_model():
+    readme = (PROJECT_DIR / "README.md").read_text()
+    assert readme[readme.index(BEGIN_MARKER) : readme.index(END_MARKER) + len(END_MARKER)] == markdown_table(), (
+        "README's change table is stale: python -m tools.change_reference --write"
+    )

@@ -1,0 +1,361 @@
+"""The ServeRollout: `pulumi up` returns once the live app runs the config just applied, and fails otherwise.
+
+Its verdicts are judged on API answers in the real shapes (tests/rollout_states.py, each held to its schema here),
+and the RayService it follows is replaced, never upgraded, when its cluster spec changes.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from pulumi.dynamic.dynamic import serialize_provider
+from ray.serve.schema import ServeInstanceDetails
+
+from infra.rollout import ServeRolloutProvider
+from infra.rollout_status import (
+    FAILED,
+    READY,
+    WAITING,
+    RolloutFailed,
+    await_rollout,
+    cluster_verdict,
+    config_matches,
+    serve_verdict,
+    unschedulable_pods,
+)
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
+from tests.rollout_states import pod_list, rayservice_status, serve_details
+from tests.schemas import core_object_errors, rayservice_errors
+from tools.offline import run_stack
+from tools.project import PROJECT_DIR
+
+INSUFFICIENT_GPU = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity."
+FAILED_MESSAGE = (
+    "Deploying application ray-llm failed: The deployments ['Decode'] failed to start 3 times in a row. "
+    "FileNotFoundError: /models/missing/config.json"
+)
+
+
+@pytest.fixture(scope="module")
+def applications(dev) -> list[dict[str, Any]]:
+    return serve_config(dev)["applications"]
+
+
+@pytest.fixture(scope="module")
+def previous_applications(applications) -> list[dict[str, Any]]:
+    """The same app one `pulumi up` earlier, before maxModelLen changed."""
+    previous = copy.deepcopy(applications)
+    for side in ("prefill_config", "decode_config"):
+        previous[0]["args"][side]["engine_kwargs"]["max_model_len"] = 1024
+    return previous
+
+
+def live(dev, generation: int, **status: Any) -> dict[str, Any]:
+    """The stack's own RayService as the API server returns it: its generation and KubeRay's status."""
+    manifest = rayservice(dev)
+    return {
+        **manifest,
+        "metadata": {**manifest["metadata"], "generation": generation},
+        "status": rayservice_status(**status),
+    }
+
+
+class Reader:
+    """Answers the rollout's reads from a script of states, one per poll."""
+
+    def __init__(self, states: list[tuple[dict[str, Any] | None, dict[str, Any] | None]], pods: dict | None = None):
+        self.states: Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]] = iter(states)
+        self.current: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+        self.pod_list = pods or pod_list({})
+
+    def rayservice(self) -> dict[str, Any] | None:
+        self.current = next(self.states, self.current)
+        return self.current[0]
+
+    def serve_details(self) -> dict[str, Any] | None:
+        return self.current[1]
+
+    def pods(self) -> dict[str, Any]:
+        return self.pod_list
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+# --- the states are the APIs' own shapes ---
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"generation": 2, "observed": 1},
+        {"generation": 2, "observed": 2, "pending": "ray-llm-fghij"},
+        {"generation": 1, "observed": 1, "active": ""},
+        {"generation": 2, "observed": 2, "app_status": "DEPLOY_FAILED"},
+    ],
+)
+def test_rayservice_states_are_kuberay_1_4_objects(dev, status):
+    """The vendored ray.io_rayservices.yaml (KubeRay v1.4.0) schema, status included."""
+    assert rayservice_errors(live(dev, **status)) == []
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {},
+        {"status": "DEPLOY_FAILED", "message": FAILED_MESSAGE},
+        {"status": "DEPLOYING", "deployments": (("Decode", "UPDATING", 0, 1, ""),)},
+        None,
+    ],
+)
+def test_serve_details_are_ray_2_58_answers(applications, state):
+    """Ray 2.58.0's ServeInstanceDetails is "the response JSON schema for v2 REST API `GET
+    /api/serve/applications`" (ray/serve/schema.py); its models forbid unknown fields."""
+    details = serve_details(None) if state is None else serve_details(applications[0], **state)
+    ServeInstanceDetails.model_validate(details)
+
+
+def test_pending_pods_are_kubernetes_pods():
+    for pod in pod_list({"ray-llm-gpu-workers-x1": INSUFFICIENT_GPU})["items"]:
+        assert core_object_errors(pod) == []
+
+
+# --- what KubeRay's status says ---
+
+
+def test_a_generation_kuberay_has_not_seen_is_waited_for(dev):
+    verdict = cluster_verdict(live(dev, generation=3, observed=2))
+    assert (verdict.state, verdict.message) == (WAITING, "KubeRay has not reconciled generation 3 yet (observed 2)")
+
+
+def test_a_second_cluster_beside_the_active_one_is_waited_for(dev):
+    """KubeRay 1.4.0 sets pendingServiceStatus while it builds a new cluster (rayservice_controller.go
+    calculateConditions: UpgradeInProgress, BothActivePendingClustersExist)."""
+    verdict = cluster_verdict(live(dev, generation=2, observed=2, pending="ray-llm-fghij"))
+    assert verdict.state == WAITING and "ray-llm-fghij" in verdict.message
+
+
+def test_no_active_cluster_is_waited_for(dev):
+    assert cluster_verdict(live(dev, generation=1, observed=1, active="")).state == WAITING
+
+
+def test_an_active_cluster_of_this_generation_passes_to_serve(dev):
+    assert cluster_verdict(live(dev, generation=2, observed=2)).state == READY
+
+
+# --- what Ray's dashboard says ---
+
+
+def test_the_previous_config_still_running_is_not_the_applied_one(applications, previous_applications):
+    """KubeRay 1.4.0 reads the app statuses before it submits a new config, so one status write carries the new
+    generation with the old config's RUNNING (../shared/notes/kuberay-1.4-updates-and-waits.md); the dashboard's
+    `deployed_app_config` still holds the previous config then."""
+    verdict = serve_verdict(serve_details(previous_applications[0]), applications)
+    assert verdict.state == WAITING
+    assert "still runs the previous config" in verdict.message
+
+
+def test_the_applied_config_running_healthy_is_ready(applications):
+    """Serve sets the new config and DEPLOYING in one step (ray/serve/_private/application_state.py,
+    `apply_app_config` → `_set_target_state`), so RUNNING beside our config means ours runs."""
+    verdict = serve_verdict(serve_details(applications[0]), applications)
+    assert verdict == verdict.__class__(READY, "application ray-llm RUNNING the applied config")
+
+
+def test_deploying_is_waited_for_with_each_deployment_named(applications):
+    details = serve_details(applications[0], status="DEPLOYING", deployments=(("Decode", "UPDATING", 0, 1, ""),))
+    verdict = serve_verdict(details, applications)
+    assert verdict.state == WAITING
+    assert "deployment Decode UPDATING, 0/1 replicas running" in verdict.message
+
+
+def test_a_deployment_short_of_its_replicas_is_waited_for(applications):
+    details = serve_details(applications[0], deployments=(("Decode", "UPSCALING", 1, 2, ""),))
+    assert serve_verdict(details, applications).state == WAITING
+
+
+@pytest.mark.parametrize("status", ["DEPLOY_FAILED", "UNHEALTHY"])
+def test_a_failed_application_fails_with_serves_own_words(applications, status):
+    """Measured: a broken model source reached DEPLOY_FAILED and stayed there, every request 503
+    (../shared/notes/serve-updates.md): nothing waits it out."""
+    details = serve_details(
+        applications[0],
+        status=status,
+        message=FAILED_MESSAGE,
+        deployments=(("Decode", "DEPLOY_FAILED", 0, 1, "Replica failed to start: FileNotFoundError"),),
+    )
+    verdict = serve_verdict(details, applications)
+    assert verdict.state == FAILED
+    assert f"application ray-llm is {status}: {FAILED_MESSAGE}" in verdict.message
+    assert "deployment Decode DEPLOY_FAILED, 0/1 replicas running: Replica failed to start" in verdict.message
+    assert "To roll back, set the previous values again" in verdict.message
+
+
+def test_an_application_not_yet_deployed_is_waited_for(applications):
+    assert serve_verdict(serve_details(None), applications).state == WAITING
+
+
+def test_fields_serve_fills_in_beside_ours_do_not_count_as_a_change():
+    assert config_matches({"args": {"a": 1}}, {"args": {"a": 1}, "runtime_env": None})
+    assert not config_matches({"args": {"a": 1}}, {"args": {"a": 2}})
+    assert not config_matches({"args": [1, 2]}, {"args": [1]})
+
+
+def test_unschedulable_pods_are_named_with_the_schedulers_reason():
+    assert unschedulable_pods(pod_list({"w-1": INSUFFICIENT_GPU})) == [f"pod w-1: {INSUFFICIENT_GPU}"]
+
+
+# --- the wait ---
+
+
+def test_the_wait_ends_when_the_applied_config_runs(dev, applications, previous_applications):
+    clock = Clock()
+    reader = Reader(
+        [
+            (live(dev, generation=2, observed=1), None),
+            (live(dev, generation=2, observed=2), serve_details(previous_applications[0])),
+            (live(dev, generation=2, observed=2), serve_details(applications[0], status="DEPLOYING")),
+            (live(dev, generation=2, observed=2), serve_details(applications[0])),
+        ]
+    )
+    verdict = await_rollout(reader, applications, timeout_s=600, poll_s=10, clock=clock, sleep=clock.sleep)
+    assert verdict.state == READY
+    assert clock.now == 30
+
+
+def test_the_wait_fails_at_once_on_a_failed_deploy(dev, applications):
+    clock = Clock()
+    failed = serve_details(applications[0], status="DEPLOY_FAILED", message=FAILED_MESSAGE)
+    reader = Reader([(live(dev, generation=2, observed=2), failed)])
+    with pytest.raises(RolloutFailed, match="application ray-llm is DEPLOY_FAILED"):
+        await_rollout(reader, applications, timeout_s=600, clock=clock, sleep=clock.sleep)
+    assert clock.now == 0
+
+
+def test_the_deadline_names_what_was_missing_and_the_pods_that_cannot_be_placed(dev, applications):
+    clock = Clock()
+    reader = Reader(
+        [(live(dev, generation=1, observed=1, active=""), None)], pods=pod_list({"ray-llm-w-1": INSUFFICIENT_GPU})
+    )
+    with pytest.raises(RolloutFailed) as failed:
+        await_rollout(reader, applications, timeout_s=300, clock=clock, sleep=clock.sleep)
+    message = str(failed.value)
+    assert message.startswith("not ready after 5 minutes (serveReadyTimeoutMinutes): no RayCluster")
+    assert f"pod ray-llm-w-1: {INSUFFICIENT_GPU}" in message
+
+
+def test_a_cluster_that_does_not_answer_is_waited_for(dev, applications):
+    class Flaky(Reader):
+        calls = 0
+
+        def rayservice(self) -> dict[str, Any] | None:
+            self.calls += 1
+            if self.calls == 1:
+                raise ConnectionResetError("connection reset by peer")
+            return super().rayservice()
+
+    clock = Clock()
+    reader = Flaky([(live(dev, generation=1, observed=1), serve_details(applications[0]))])
+    assert await_rollout(reader, applications, timeout_s=600, clock=clock, sleep=clock.sleep).state == READY
+
+
+# --- the provider ---
+
+
+def test_the_provider_compares_everything_but_the_credential_and_its_own_code():
+    provider = ServeRolloutProvider()
+    olds = {"kubeconfig": "old", "__provider": "a", "verdict": "x", "specSha256": "1"}
+    assert not provider.diff("id", olds, {"kubeconfig": "new", "__provider": "b", "specSha256": "1"}).changes
+    changed = provider.diff("id", olds, {"kubeconfig": "old", "__provider": "a", "specSha256": "2"})
+    assert changed.changes and changed.replaces == []
+
+
+def test_the_provider_keeps_the_kubeconfig_out_of_its_state(dev, applications):
+    props = {
+        "kubeconfig": "{}",
+        "namespace": "inference",
+        "name": "ray-llm",
+        "applications": applications,
+        "timeoutSeconds": 60,
+    }
+    reader = Reader([(live(dev, generation=1, observed=1), serve_details(applications[0]))])
+    outs = ServeRolloutProvider(reader=lambda _props: reader, poll_seconds=0).create(props).outs
+    assert "kubeconfig" not in outs
+    assert outs["verdict"] == "application ray-llm RUNNING the applied config"
+
+
+def test_the_provider_loads_where_the_dynamic_provider_host_runs():
+    """The engine starts the provider plugin in the program's directory (pulumi pkg/resource/plugin/
+    provider_plugin.go, NewProvider: `newPlugin(ctx, ctx.Pwd, …)`), and the Python host runs `python -u -m
+    pulumi.dynamic` there (sdk/python/dist/pulumi-resource-pulumi-python, which also resolves the relative
+    `virtualenv: venv` against $PWD), so `infra` is importable: dill pickles a module-level provider class by
+    reference (pulumi/dynamic/dynamic.py serialize_provider)."""
+    code = (
+        "import base64, dill, sys; "
+        "provider = dill.loads(base64.b64decode(sys.stdin.read())); print(type(provider).__qualname__)"
+    )
+    serialized = serialize_provider(ServeRolloutProvider())
+    base64.b64decode(serialized)  # the engine stores it base64-encoded
+    here = subprocess.run(
+        [sys.executable, "-c", code], input=serialized, cwd=PROJECT_DIR, capture_output=True, text=True, check=False
+    )
+    assert (here.returncode, here.stdout.strip()) == (0, "ServeRolloutProvider"), here.stderr
+
+
+# --- the program ---
+
+
+def test_the_rollout_follows_the_rayservice(dev):
+    rollout = dev.get(ROLLOUT, "rollout")
+    assert dev.get(RAYSERVICE, "rayservice").urn in rollout.dependencies
+
+
+def test_the_rollout_waits_for_the_rayservices_own_applications(dev):
+    inputs = dev.get(ROLLOUT, "rollout").inputs
+    manifest = rayservice(dev)
+    assert inputs["applications"] == yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
+    assert (inputs["namespace"], inputs["name"]) == (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
+    # KubeRay names a RayService's own head Service `<name>-head-svc` (utils/util.go GenerateHeadServiceName).
+    assert inputs["headService"] == "ray-llm-head-svc"
+
+
+def test_the_rollout_reaches_the_cluster_with_a_secret_kubeconfig(dev):
+    rollout = dev.get(ROLLOUT, "rollout")
+    assert "kubeconfig" in rollout.secret_inputs
+
+
+def test_a_cluster_spec_change_replaces_the_rayservice(dev):
+    """KubeRay 1.4.0 builds a second RayCluster for any rayClusterConfig change but replicas (upgrade strategy
+    NewCluster, the default) and ignores replica changes (generateHashWithoutReplicasAndWorkersToDelete); the GPU
+    node group holds one cluster. So Pulumi replaces the object: every path under spec.rayClusterConfig is
+    contained by the replaceOnChanges path (pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges),
+    and the fixed name makes it delete the old one first."""
+    resource = dev.get(RAYSERVICE, "rayservice")
+    assert resource.replace_on_changes == ("spec.rayClusterConfig",)
+    assert resource.delete_before_replace
+
+
+def test_kuberay_never_starts_a_second_cluster(dev):
+    """KubeRay 1.4.0 `rayservice_types.go`: upgrade strategies NewCluster and None; `isZeroDowntimeUpgradeEnabled`
+    (rayservice_controller.go) turns the pending-cluster upgrade off for any type but NewCluster."""
+    assert rayservice(dev)["spec"]["upgradeStrategy"] == {"type": "None"}
+
+
+def test_the_rollout_is_waited_on_again_after_any_spec_change(dev):
+    changed = run_stack({"dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-custom"})
+    assert changed.get(ROLLOUT, "rollout").inputs["specSha256"] != dev.get(ROLLOUT, "rollout").inputs["specSha256"]
