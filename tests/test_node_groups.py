@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_aws as aws
 import pytest
+from pulumi._types import input_type_py_to_pulumi_names
 
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import run_stack
@@ -226,3 +228,33 @@ def test_a_node_group_replacement_deletes_the_old_group_first(dev, group_name):
     group = dev.get(NODE_GROUP, group_name)
     assert child_options(group, "aws:eks/nodeGroup:NodeGroup").delete_before_replace is True
     assert child_options(group, "aws:ec2/launchTemplate:LaunchTemplate").delete_before_replace is None
+
+
+def child_props(group, child_type: str) -> dict:
+    """The props a child of `group` is registered with once the group's transforms have run."""
+    args = pulumi.ResourceTransformArgs(
+        custom=True, type_=child_type, name=group.name, props={}, opts=pulumi.ResourceOptions(parent=None)
+    )
+    results = [result for transform in group.transforms if (result := transform(args)) is not None]
+    return results[-1].props if results else args.props
+
+
+@pytest.mark.parametrize(("group_name", "strategy"), [("gpu", "MINIMAL"), ("system", "DEFAULT")])
+def test_each_node_group_updates_with_its_strategy(dev, group_name, strategy):
+    """EKS NodegroupUpdateConfig (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html):
+    DEFAULT "launches the new instances first, before terminating the old instances"; MINIMAL "terminates the old
+    instances before launching the new instances", for groups "constrained to resources or costs (for example,
+    with hardware accelerators such as GPUs)". A DEFAULT update first adds up to two nodes per AZ
+    (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html, scale up phase), which an
+    exactly-fitting GPU quota or reservation cannot give. pulumi-eks's ManagedNodeGroup has no updateConfig input,
+    so the transform sets it on its `aws:eks/nodeGroup:NodeGroup` child."""
+    props = child_props(dev.get(NODE_GROUP, group_name), "aws:eks/nodeGroup:NodeGroup")
+    assert props["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": strategy}
+
+
+def test_the_update_config_uses_pulumi_aws_wire_names():
+    """A child registered by pulumi-eks's TypeScript reaches a Python transform with its properties under their
+    wire names (pulumi SDK `runtime/_callbacks.py`: `deserialize_properties(request.properties)`, untranslated)."""
+    assert input_type_py_to_pulumi_names(aws.eks.NodeGroupArgs)["update_config"] == "updateConfig"
+    names = input_type_py_to_pulumi_names(aws.eks.NodeGroupUpdateConfigArgs)
+    assert {names["max_unavailable"], names["update_strategy"]} == {"maxUnavailable", "updateStrategy"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from infra.node_groups import GPU_UPDATE_STRATEGY
 from infra.quota import QuotaError, gpu_vcpu_need
 from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR
@@ -84,3 +85,13 @@ def test_the_lookup_doc_names_both_service_quotas_actions():
     row = next(line for line in lookups_doc.splitlines() if token in line)
     assert "`servicequotas:GetAWSDefaultServiceQuota`" in row
     assert "`servicequotas:GetServiceQuota`" in row
+
+
+def test_a_node_update_needs_no_quota_beyond_the_nodes():
+    """The GPU group updates with EKS's MINIMAL strategy, which "terminates the old instances before launching the
+    new instances" (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html), so an AMI
+    or launch-template update runs within the nodes' own vCPUs: a quota of exactly the nodes passes, with no
+    surge counted (DEFAULT would add up to two nodes per AZ first, managed-node-update-behavior)."""
+    assert GPU_UPDATE_STRATEGY == "MINIMAL"
+    assert gpu_vcpu_need(load_stack_config()).vcpus == 2 * 32
+    assert run_stack(vcpu_quota=64.0).outputs["clusterName"]
