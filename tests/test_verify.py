@@ -408,3 +408,22 @@ def test_verify_reads_what_the_stack_exports(dev):
     assert (exported.namespace, exported.ray_service_name, exported.model_id) == ("inference", "ray-llm", MODEL)
     assert (exported.serve_service, exported.serve_port) == (recorded.serve_service, recorded.serve_port)
     assert exported.gpu_node_group_name == recorded.gpu_node_group_name
+
+
+@pytest.mark.parametrize("status", ["DEPLOY_FAILED", "UNHEALTHY"])
+def test_a_failed_application_fails_though_kuberay_says_ready(cluster, api, capsys, status):
+    """KubeRay 1.4.0's Ready is "serve endpoints > 0" (rayservice_controller.go calculateConditions) and stays True
+    over a failed serve config, which keeps the proxies up (measured: ../shared/notes/serve-updates.md)."""
+    assert cluster.rayservice is not None
+    (app,) = cluster.rayservice["status"]["activeServiceStatus"]["applicationStatuses"].values()
+    app.update(status=status, message="The deployments ['Decode'] failed to start 3 times in a row.")
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    out = capsys.readouterr().out
+    assert f"[FAIL] rayservice: application ray-llm is {status}: The deployments ['Decode'] failed" in out
+
+
+def test_a_pending_second_cluster_fails(cluster, api, capsys):
+    assert cluster.rayservice is not None
+    cluster.rayservice["status"]["pendingServiceStatus"] = {"rayClusterName": "ray-llm-fghij"}
+    assert run_verify(cluster, base_url=api.base_url) == 1
+    assert "[FAIL] rayservice: KubeRay is starting a second RayCluster ray-llm-fghij" in capsys.readouterr().out

@@ -6,7 +6,8 @@ It automates the sample's manual checks from the stack's outputs (`pulumi stack 
 --show-secrets`, or `--outputs-file`), one progress line per step and a verdict at the end:
 
     1. every GPU node is Ready and advertises allocatable nvidia.com/gpu and vpc.amazonaws.com/efa;
-    2. the RayService is Running (Ready) and KubeRay's serve Service exists;
+    2. the RayService is Running (Ready), no application is DEPLOY_FAILED or UNHEALTHY (KubeRay keeps Ready
+       over them), no second cluster is pending, and KubeRay's serve Service exists;
     3. through `kubectl port-forward` (or `--base-url`), /v1/models lists the model and a streamed
        chat completion returns tokens: time to first token and tokens/s are printed;
     4. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
@@ -46,6 +47,7 @@ from kubernetes import config as kubernetes_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
+from infra.rollout_status import FAILED_APP_STATUSES, READY, cluster_verdict
 from infra.serve_config import NIXL_EFA_BACKEND, PD_SIDES
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT_DIR
@@ -353,12 +355,27 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
     for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items():
         details.append(f"application {app}: {app_status.get('status', '?')}")
     running = status.get("serviceStatus") == "Running" or _is_ready(rayservice)
+    # KubeRay 1.4.0 keeps Ready over a failed serve config (it counts serve endpoints): read the apps themselves.
+    failed = {
+        app: app_status
+        for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items()
+        if app_status.get("status") in FAILED_APP_STATUSES
+    }
+    cluster = cluster_verdict(rayservice)
     service = ctx.cluster.get_service(outputs.namespace, outputs.serve_service)
     if service is not None:
         ports = ", ".join(str(port.get("port")) for port in service.get("spec", {}).get("ports", []))
         details.append(f"service {outputs.serve_service}: {service.get('spec', {}).get('clusterIP', '?')} port {ports}")
+    if failed:
+        app, app_status = next(iter(failed.items()))
+        message = app_status.get("message") or ""
+        return CheckResult(
+            False, f"application {app} is {app_status['status']}: {message}".rstrip(": "), tuple(details)
+        )
     if not running:
         return CheckResult(False, "the RayService is not Running yet", tuple(details))
+    if cluster.state != READY:
+        return CheckResult(False, cluster.message, tuple(details))
     if service is None:
         return CheckResult(
             False, f"service {outputs.serve_service} does not exist: Serve is not healthy", tuple(details)
