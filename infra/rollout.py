@@ -15,6 +15,7 @@ dashboard client takes (`ray-operator/controllers/ray/utils/dashboard_httpclient
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,10 @@ import pulumi.dynamic
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
 POLL_SECONDS = 10.0
+# `aws eks get-token`'s token is valid for 15 minutes (AWS CLI reference, eks get-token).
+TOKEN_REFRESH_SECONDS = 5 * 60
+# Not an error while the cluster comes up: no such object yet, or the dashboard behind the proxy not answering.
+NOT_THERE_YET = (404, 502, 503)
 
 
 @dataclass(frozen=True)
@@ -50,50 +55,48 @@ class ServeRolloutArgs:
 
 
 class KubernetesReader:
-    """The reads `infra.rollout_status` makes, as raw JSON through the Kubernetes API."""
+    """The reads `infra.rollout_status` makes, as raw JSON from the Kubernetes API.
+
+    Paths are written out, not built by the generated client: its proxy call quotes the path parameter
+    (`api%2Fserve%2Fapplications%2F`, `ray-llm-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The
+    client is rebuilt every few minutes, so `aws eks get-token` is asked again before its 15-minute token lapses."""
 
     def __init__(self, kubeconfig: str, namespace: str, name: str, head_service: str, pod_selector: str) -> None:
-        from kubernetes import client, config
-
-        self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
-        self._core = client.CoreV1Api(self._api)
-        self._custom = client.CustomObjectsApi(self._api)
-        self._client = client
+        self._kubeconfig = json.loads(kubeconfig)
+        self._built_at = -TOKEN_REFRESH_SECONDS
         self.namespace, self.name, self.head_service, self.pod_selector = namespace, name, head_service, pod_selector
 
-    def _json(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        # Unparsed bodies: the client's own deserialisation turns a proxied JSON body into a Python repr.
-        response = call(*args, _preload_content=False, **kwargs)
+    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        from kubernetes import config
+
+        if time.monotonic() - self._built_at >= TOKEN_REFRESH_SECONDS:
+            self._api = config.new_client_from_config_dict(self._kubeconfig)
+            self._built_at = time.monotonic()
+        method, url, headers, _, _ = self._api.param_serialize(
+            "GET",
+            path,
+            query_params=query or [],
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = self._api.call_api(method, url, header_params=headers)
+        response.read()
+        if response.status in NOT_THERE_YET:
+            return None
+        if not 200 <= response.status <= 299:
+            raise RuntimeError(f"GET {path}: HTTP {response.status} {response.data[:300]!r}")
         return json.loads(response.data)
 
-    def _absent(self, error: Exception) -> bool:
-        return isinstance(error, self._client.ApiException) and error.status in (404, 502, 503)
-
     def rayservice(self) -> Mapping[str, Any] | None:
-        try:
-            return self._json(
-                self._custom.get_namespaced_custom_object, "ray.io", "v1", self.namespace, "rayservices", self.name
-            )
-        except Exception as error:
-            if self._absent(error):
-                return None
-            raise
+        return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}")
 
     def serve_details(self) -> Mapping[str, Any] | None:
-        try:
-            return self._json(
-                self._core.connect_get_namespaced_service_proxy_with_path,
-                f"{self.head_service}:dashboard",
-                self.namespace,
-                "api/serve/applications/",
-            )
-        except Exception as error:
-            if self._absent(error):
-                return None
-            raise
+        return self._get(
+            f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy/api/serve/applications/"
+        )
 
     def pods(self) -> Mapping[str, Any]:
-        return self._json(self._core.list_namespaced_pod, self.namespace, label_selector=self.pod_selector)
+        return self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", self.pod_selector)]) or {}
 
 
 Reader = Callable[[Mapping[str, Any]], Any]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +20,7 @@ import yaml
 from pulumi.dynamic.dynamic import serialize_provider
 from ray.serve.schema import ServeInstanceDetails
 
-from infra.rollout import ServeRolloutProvider
+from infra.rollout import KubernetesReader, ServeRolloutProvider
 from infra.rollout_status import (
     FAILED,
     READY,
@@ -359,3 +361,94 @@ def test_kuberay_never_starts_a_second_cluster(dev):
 def test_the_rollout_is_waited_on_again_after_any_spec_change(dev):
     changed = run_stack({"dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-custom"})
     assert changed.get(ROLLOUT, "rollout").inputs["specSha256"] != dev.get(ROLLOUT, "rollout").inputs["specSha256"]
+
+
+# --- the reads, as requests to the API server ---
+
+
+def eks_kubeconfig() -> str:
+    """pulumi-eks's kubeconfig (nodejs/eks/cluster/cluster.ts generateKubeconfig): an `aws eks get-token` exec user."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "clusters": [
+                {
+                    "cluster": {
+                        "server": "https://EXAMPLE0123.gr7.sa-east-1.eks.amazonaws.com",
+                        "certificate-authority-data": base64.b64encode(b"not a real CA").decode(),
+                    },
+                    "name": "kubernetes",
+                }
+            ],
+            "contexts": [{"context": {"cluster": "kubernetes", "user": "aws"}, "name": "aws"}],
+            "current-context": "aws",
+            "kind": "Config",
+            "users": [
+                {
+                    "name": "aws",
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": [
+                                "--region",
+                                "sa-east-1",
+                                "eks",
+                                "get-token",
+                                "--cluster-name",
+                                "c",
+                                "--output",
+                                "json",
+                            ],
+                            "env": [
+                                {
+                                    "name": "KUBERNETES_EXEC_INFO",
+                                    "value": '{"apiVersion": "client.authentication.k8s.io/v1beta1"}',
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        }
+    )
+
+
+def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
+    """Ray's dashboard through the API server's service proxy on the head Service's `dashboard` port, as KubeRay
+    1.4.0's own client does (`utils/dashboard_httpclient.go` InitClient: `/api/v1/namespaces/<ns>/services/
+    <head-svc>:dashboard/proxy` + `/api/serve/applications/`); the RayService from ray.io/v1; the pods by label."""
+    from kubernetes.client import rest
+
+    asked = []
+
+    def request(self, method, url, **kwargs):
+        asked.append((method, url.split(".amazonaws.com", 1)[1]))
+        return rest.RESTResponse(SimpleNamespace(status=200, reason="OK", data=b"{}", headers={}))
+
+    monkeypatch.setattr(rest.RESTClientObject, "request", request)
+    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "ray-llm-head-svc", "app=ray-llm")
+    reader.rayservice(), reader.serve_details(), reader.pods()
+    assert asked == [
+        ("GET", "/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm"),
+        ("GET", "/api/v1/namespaces/inference/services/ray-llm-head-svc:dashboard/proxy/api/serve/applications/"),
+        ("GET", "/api/v1/namespaces/inference/pods?labelSelector=app%3Dray-llm"),
+    ]
+
+
+@pytest.mark.parametrize(("status", "outcome"), [(404, None), (503, None), (403, "HTTP 403")])
+def test_an_object_not_there_yet_is_none_and_a_refusal_is_an_error(monkeypatch, status, outcome):
+    """404 (no RayService yet) and 502/503 (the proxy's backend, Ray's dashboard, not up yet) mean wait; any other
+    refusal (403: the identity lacks RBAC for the service proxy) fails the rollout with the API's answer."""
+    from kubernetes.client import rest
+
+    def request(self, method, url, **kwargs):
+        return rest.RESTResponse(SimpleNamespace(status=status, reason="", data=b'{"kind":"Status"}', headers={}))
+
+    monkeypatch.setattr(rest.RESTClientObject, "request", request)
+    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "ray-llm-head-svc", "app=ray-llm")
+    if outcome is None:
+        assert reader.serve_details() is None
+    else:
+        with pytest.raises(RuntimeError, match=outcome):
+            reader.serve_details()
