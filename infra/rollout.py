@@ -40,7 +40,9 @@ class ServeRolloutArgs:
     cluster's head (`utils.GenerateHeadServiceName`). pod_selector: a label selector of the RayService's pods,
     read only to say at the deadline which of them cannot be scheduled. applications: `serveConfigV2`'s
     `applications`, as submitted. spec_sha256: a digest of the whole RayService spec, so any change to it waits
-    again. changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
+    again. rayservice_version: the RayService's resourceVersion as Pulumi last wrote it, which moves with every
+    update Pulumi makes (a rollback to the config the rollout last saw included, so it waits then too).
+    changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
     """
 
     kubeconfig: pulumi.Input[str]
@@ -52,6 +54,7 @@ class ServeRolloutArgs:
     spec_sha256: str
     timeout_seconds: int
     changes: Mapping[str, Mapping[str, Any]]
+    rayservice_version: pulumi.Input[str] = ""
 
 
 class KubernetesReader:
@@ -158,6 +161,7 @@ class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRol
             "podSelector": args.pod_selector,
             "applications": [dict(app) for app in args.applications],
             "specSha256": args.spec_sha256,
+            "rayserviceVersion": args.rayservice_version,
             "timeoutSeconds": args.timeout_seconds,
             "changes": {effect: dict(settings) for effect, settings in args.changes.items()},
             "verdict": None,

@@ -38,7 +38,9 @@ class ServingArgs:
     changes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
-def rollout_args(args: ServingArgs, kubeconfig: pulumi.Input[str]) -> ServeRolloutArgs:
+def rollout_args(
+    args: ServingArgs, kubeconfig: pulumi.Input[str], rayservice_version: pulumi.Input[str] = ""
+) -> ServeRolloutArgs:
     """What the ServeRollout waits for, all read off the RayService manifest."""
     manifest = args.rayservice
     name = manifest["metadata"]["name"]
@@ -52,6 +54,7 @@ def rollout_args(args: ServingArgs, kubeconfig: pulumi.Input[str]) -> ServeRollo
         spec_sha256=hashlib.sha256(json.dumps(manifest["spec"], sort_keys=True).encode()).hexdigest(),
         timeout_seconds=args.ready_timeout_seconds,
         changes=args.changes,
+        rayservice_version=rayservice_version,
     )
 
 
@@ -104,9 +107,12 @@ class Serving(pulumi.ComponentResource):
                 ),
             ),
         )
+        applied_version = pulumi.Output.from_input(rayservice.metadata).apply(
+            lambda metadata: (metadata or {}).get("resourceVersion", "")
+        )
         ServeRollout(
             "rollout",
-            rollout_args(args, cluster.kubeconfig),
+            rollout_args(args, cluster.kubeconfig, applied_version),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[rayservice]),
         )
 

@@ -452,3 +452,11 @@ def test_an_object_not_there_yet_is_none_and_a_refusal_is_an_error(monkeypatch, 
     else:
         with pytest.raises(RuntimeError, match=outcome):
             reader.serve_details()
+
+
+def test_the_rollout_waits_again_whenever_pulumi_writes_the_rayservice(dev):
+    """The rollout's inputs carry the RayService's resourceVersion as Pulumi last wrote it (the API server gives
+    every write a new one, https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions). After a
+    failed update the rollout's state still holds the config before it; a rollback to that config then differs
+    from it only there, and without it `pulumi up` would not wait for the rolled-back app."""
+    assert dev.get(ROLLOUT, "rollout").inputs["rayserviceVersion"] == "1"

@@ -422,6 +422,9 @@ class AwsMocks(pulumi.runtime.Mocks):
                 oidcProviderArn=f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
                 clusterSecurityGroupId="sg-eks-cluster",
             )
+        if args.typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
+            # The API server stamps every object it stores with a resourceVersion.
+            state["metadata"] = {**state["metadata"], "resourceVersion": "1"}
         if args.typ == "kubernetes:core/v1:Service":
             state["status"] = {
                 "loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}
