@@ -83,6 +83,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             capacity_reservation_id=cfg.capacity_reservation_id,
             capacity_type=cfg.gpu_capacity_type,
             max_count=cfg.topology.most_gpu_nodes,
+            gpu_name=cfg.topology.node.gpu_name,
             tags=cfg.tags,
         ),
         cluster,

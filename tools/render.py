@@ -69,6 +69,7 @@ KEY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "aws:ec2/placementGroup:PlacementGroup": (("strategy", "strategy"),),
     "aws:ec2/launchTemplate:LaunchTemplate": (
+        ("instance type", "instanceType"),
         ("network interfaces", "networkInterfaces.*.interfaceType"),
         ("root GiB", "blockDeviceMappings.*.ebs.volumeSize"),
         ("root volume", "blockDeviceMappings.*.ebs.volumeType"),
