@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from infra.cluster import Cluster, ClusterArgs, discover_partition, update_kubeconfig_command
+from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -25,9 +25,10 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     The one place that maps config keys to resources: each component gets a small args object of
     what it needs, so it can be reused in another stack without this project's config.
     """
-    # The lookups can reject the config (partition, gpuAz, Kubernetes version, system node type, the GPU
-    # quota); they run before any resource.
+    # The lookups can reject the config (partition, the deploying identity among the admins, gpuAz, Kubernetes
+    # version, system node type, the GPU quota); they run before any resource.
     partition = discover_partition(cfg)
+    check_admin_principals(cfg)
     placement = discover_placement(cfg)
     addons = check_offerings(cfg)
     check_gpu_vcpu_quota(cfg)

@@ -29,6 +29,8 @@ from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 
 ACCOUNT_ID = "123456789012"
+# Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
+DEPLOYER_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/ray-llm-eks-deployer/offline"
 # An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
 DEFAULT_VCPU_QUOTA = 768.0
 
@@ -192,11 +194,20 @@ OFFERED_INSTANCE_TYPES = frozenset(
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
-    def __init__(self, region: str, gpu_offering_azs: list[str] | None, vcpu_quota: float = DEFAULT_VCPU_QUOTA) -> None:
+    def __init__(
+        self,
+        region: str,
+        gpu_offering_azs: list[str] | None,
+        vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+        caller_arn: str = DEPLOYER_ARN,
+        existing_clusters: tuple[str, ...] = (),
+    ) -> None:
         self.region = region
         self.azs = region_azs(region)
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
         self.vcpu_quota = vcpu_quota
+        self.caller_arn = caller_arn
+        self.existing_clusters = existing_clusters
 
     def service_quota(self, service_code: str, quota_code: str) -> dict:
         """A Service Quotas answer in pulumi-aws's GetServiceQuotaResult shape (camelCase)."""
@@ -231,6 +242,16 @@ class AwsMocks(pulumi.runtime.Mocks):
         request = dict(args.args)
         if args.token == "aws:index/getPartition:getPartition":
             return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            # An assumed role's UserId is the role's unique id (AROA...) and the session name.
+            return {
+                "accountId": ACCOUNT_ID,
+                "arn": self.caller_arn,
+                "id": ACCOUNT_ID,
+                "userId": f"AROA3XFRBF535PLBIFPI4:{self.caller_arn.rsplit('/', 1)[-1]}",
+            }
+        if args.token == "aws:eks/getClusters:getClusters":
+            return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
             return {
@@ -415,12 +436,16 @@ def _configure_runtime(
     gpu_offering_azs: list[str] | None,
     preview: bool,
     vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+    caller_arn: str = DEPLOYER_ARN,
+    existing_clusters: tuple[str, ...] = (),
 ) -> CapturingMonitor:
     """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
     stack_values = stack_file(stack)
     config = {**project_config(), **stack_values.config}
     config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
-    monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota))
+    monitor = CapturingMonitor(
+        AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota, caller_arn, existing_clusters)
+    )
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(config, [*stack_values.secret_keys, *(_qualified(k) for k in secret_keys)])
@@ -443,13 +468,18 @@ def run_stack(
     gpu_offering_azs: list[str] | None = None,
     preview: bool = False,
     vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+    caller_arn: str = DEPLOYER_ARN,
+    existing_clusters: tuple[str, ...] = (),
     program_file: Path = PROJECT_DIR / "__main__.py",
 ) -> StackRun:
     """Runs a Pulumi program (the project's `__main__.py`) with the given stack's config; returns what it declared.
 
-    `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota.
+    `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota, `caller_arn` what STS
+    answers for the deploying identity, `existing_clusters` the EKS clusters the region already has.
     """
-    monitor = _configure_runtime(overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota)
+    monitor = _configure_runtime(
+        overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota, caller_arn, existing_clusters
+    )
     run = StackRun(resources=monitor.captured)
 
     async def resolve_outputs() -> None:
