@@ -75,9 +75,9 @@ def deploying_identity_problems(admin_arns: tuple[str, ...], caller_arn: str, cr
         principal = _principal(arn) or arn
         if principal in seen:
             problems.append(
-                f"adminPrincipalArns[{index}]={arn!r} is invalid: it names the same principal as "
-                f"adminPrincipalArns[{seen[principal]}]; allowed is each principal once (EKS has one access entry "
-                "per principal)"
+                f"adminPrincipalArns[{index}]={arn!r} is invalid: it repeats adminPrincipalArns[{seen[principal]}] "
+                "(the same principal: IAM names are unique in an account, whatever their path or case); allowed is "
+                "each principal once (EKS has one access entry per principal)"
             )
             continue
         seen[principal] = index

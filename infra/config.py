@@ -22,20 +22,20 @@ from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, 
 from infra.regions import dlc_registry, region_problem
 from infra.topology import Topology, node_count_problem, topology_problems
 
-REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})$")
-SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+$")
-CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+$")
-ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
-INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
-EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
-NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}$")
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
+KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
+SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
+CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
+ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
+INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
+EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}\Z")
+NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}\Z")
 # RayService names prefix the RayCluster, its pods and `<name>-serve-svc`, which must stay DNS labels.
-RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
-IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
-CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
+RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?\Z")
+DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+\Z")
+IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})\Z")
+CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
@@ -106,6 +106,10 @@ NOT_ON_THE_INTERNET = tuple(
         "240.0.0.0/4",
     )
 )
+IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
+# EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
+# (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+MAX_API_PUBLIC_ACCESS_CIDRS = 40
 API_ALLOW_LIST_COMMAND = "pulumi config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32"
 
 T = TypeVar("T")
@@ -243,13 +247,13 @@ class _Reader:
 
     def text(self, key: str, pattern: re.Pattern[str] | None = None, allowed: str = "") -> str:
         raw = self._raw(key)
-        if pattern is not None and not pattern.match(raw):
+        if pattern is not None and not pattern.fullmatch(raw):
             self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
         return raw
 
     def optional_text(self, key: str, pattern: re.Pattern[str], allowed: str) -> str | None:
         raw = self._raw(key)
-        if raw and not pattern.match(raw):
+        if raw and not pattern.fullmatch(raw):
             self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed} (or empty)")
         return raw or None
 
@@ -283,25 +287,58 @@ class _Reader:
         return raw
 
     def string_list(self, key: str, item: Callable[[str], str], allowed: str) -> tuple[str, ...]:
+        """A JSON list of strings, each checked by `item` (its ValueError says why one is wrong) and given in the
+        normal form `item` returns; a problem names the item by its index, and so does a repeated one."""
         raw = self._raw(key) or "[]"
-
-        def parse(text: str) -> tuple[str, ...]:
+        try:
+            values = json.loads(raw)
+        except json.JSONDecodeError:
+            values = None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is a JSON list of {allowed}")
+            return ()
+        first_index: dict[str, int] = {}
+        for index, value in enumerate(values):
             try:
-                values = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise ValueError(text) from error
-            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                raise ValueError(text)
-            return tuple(item(v) for v in values)
+                normal = item(value)
+            except ValueError as error:
+                self.problems.append(f"{key}[{index}]={value!r} is invalid ({error}): allowed is {allowed}")
+                continue
+            if normal in first_index:
+                self.problems.append(
+                    f"{key}[{index}]={value!r} is invalid: it repeats {key}[{first_index[normal]}]; "
+                    "allowed is each value once"
+                )
+                continue
+            first_index[normal] = index
+        return tuple(first_index)
 
-        return self._check(key, raw, parse, f"a list of {allowed}", ())
+
+def _ipv4_network(text: str) -> ipaddress.IPv4Network:
+    """An IPv4 network in prefix notation with no host bits set. Python's parser also takes a netmask or a
+    hostmask after the slash (10.0.0.0/255.255.0.0), which AWS's CIDR fields do not; it is refused here
+    rather than passed on in a form the check did not see."""
+    if not IPV4_CIDR_PATTERN.fullmatch(text):
+        raise ValueError("not an IPv4 CIDR in a.b.c.d/prefix notation")
+    return ipaddress.IPv4Network(text, strict=True)
 
 
 def _client_cidr(text: str) -> str:
     """A CIDR that real clients can come from: RFC 5737's documentation ranges reach nothing."""
-    network = ipaddress.IPv4Network(text, strict=True)
+    network = _ipv4_network(text)
     if any(network.subnet_of(documentation) for documentation in DOCUMENTATION_RANGES):
-        raise ValueError(text)
+        raise ValueError("an RFC 5737 documentation range, which no real client has")
+    return str(network)
+
+
+def _internet_client_cidr(text: str) -> str:
+    """A CIDR of internet addresses: the public endpoint sees only those; the VPC uses the private one."""
+    network = _ipv4_network(text)
+    if network.prefixlen == 0:
+        raise ValueError("it is the whole internet")
+    for block in NOT_ON_THE_INTERNET:
+        if network.subnet_of(block):
+            raise ValueError(f"it lies in {block}, space no internet client comes from (RFC 6890)")
     return str(network)
 
 
@@ -311,7 +348,7 @@ def _vpc_cidr_problem(value: str) -> str | None:
         "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
     )
     try:
-        network = ipaddress.IPv4Network(value, strict=True)
+        network = _ipv4_network(value)
     except ValueError as error:
         return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
     if not 16 <= network.prefixlen <= 20:
@@ -341,8 +378,8 @@ def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
 
 
 def _iam_principal(text: str) -> str:
-    if not IAM_PRINCIPAL_PATTERN.match(text):
-        raise ValueError(text)
+    if not IAM_PRINCIPAL_PATTERN.fullmatch(text):
+        raise ValueError("not an IAM role or user ARN")
     return text
 
 
@@ -510,6 +547,18 @@ def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | Non
 
 
 def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+    if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
+        return (
+            f"apiPublicAccessCidrs has {len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS} "
+            "(quota 'Public endpoint access CIDR ranges per cluster', not adjustable) and would refuse the cluster "
+            "mid-deploy; allowed is at most 40: list fixed egress addresses (a NAT gateway's, a self-hosted CI "
+            "runner's), not a CI provider's published ranges (docs/policy.md, Deploying from CI)"
+        )
+    if covers_the_internet(cidrs):
+        return (
+            f"apiPublicAccessCidrs={list(cidrs)} is invalid: together they admit every internet address; allowed "
+            "is the public CIDRs `pulumi up`, kubectl and CI connect from"
+        )
     if cidrs or raw not in ("", "[]"):
         return None
     # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
@@ -575,7 +624,7 @@ def load_config(
     kubernetes_version = read.text("kubernetesVersion")
     vpc_cidr = read.text("vpcCidr")
     gpu_node_type = read.text("gpuNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as g6.8xlarge")
-    gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"), "an Availability Zone name")
+    gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z"), "an Availability Zone name")
     dlc_image = read.optional_text("dlcImage", IMAGE_PATTERN, "an image reference pinned by tag or digest")
     kuberay_version = read.text("kuberayVersion", SEMVER_PATTERN, "a version such as 1.4.0")
     allow_unvalidated_kuberay = read.boolean("allowUnvalidatedKuberayVersion")
@@ -608,6 +657,10 @@ def load_config(
 
     semver = "a version such as 1.4.0"
     client_cidr_list = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
+    internet_cidr_list = (
+        "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
+        "in-VPC clients use the private endpoint)"
+    )
     node_group_quota = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
     cfg = StackConfig(
         project=pulumi.get_project(),
@@ -620,7 +673,7 @@ def load_config(
         nat_gateway_per_az=read.boolean("natGatewayPerAz"),
         cluster_name=cluster_name,
         kubernetes_version=kubernetes_version,
-        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _client_cidr, client_cidr_list),
+        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _internet_client_cidr, internet_cidr_list),
         admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
         control_plane_logging=read.boolean("controlPlaneLogging"),
         secrets_encryption=read.boolean("secretsEncryption"),
@@ -664,8 +717,8 @@ def load_config(
             "a DNS label of at most 40 characters (lower-case letters, digits, '-')",
         ),
         namespace=read.text("namespace", DNS_LABEL_PATTERN, "a DNS label (lower-case letters, digits, '-')"),
-        model_id=read.text("modelId", re.compile(r"^\S+$"), "a non-empty name without spaces"),
-        model_source=read.text("modelSource", re.compile(r"^\S+$"), "a Hugging Face repo id, s3:// or local path"),
+        model_id=read.text("modelId", re.compile(r"^\S+\Z"), "a non-empty name without spaces"),
+        model_source=read.text("modelSource", re.compile(r"^\S+\Z"), "a Hugging Face repo id, s3:// or local path"),
         max_model_len=read.integer(
             "maxModelLen",
             1,

@@ -301,5 +301,4 @@ def test_the_same_admin_twice_is_refused(again):
     """EKS keeps one access entry per principal (CreateAccessEntry: ResourceInUseException for an existing one,
     https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html)."""
     (problem,) = rejection({"adminPrincipalArns": [OPERATOR_ROLE, again]}).problems
-    assert problem.startswith(f"adminPrincipalArns[1]={again!r} is invalid: it names the same principal as ")
-    assert "adminPrincipalArns[0]" in problem
+    assert problem.startswith(f"adminPrincipalArns[1]={again!r} is invalid: it repeats adminPrincipalArns[0]")

@@ -196,8 +196,8 @@ BAD_VALUES = [
     ("natGatewayPerAz", "yes", "true or false"),
     ("apiPublicAccessCidrs", ["10.0.0.300/24"], "IPv4 CIDRs"),
     # RFC 5737 reserves 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24 for documentation.
-    ("apiPublicAccessCidrs", ["198.51.100.0/24"], "RFC 5737 documentation ranges reach no one"),
-    ("apiPublicAccessCidrs", ["203.0.113.7/32"], "RFC 5737 documentation ranges reach no one"),
+    ("apiPublicAccessCidrs", ["198.51.100.0/24"], "it lies in 198.51.100.0/24, space no internet client comes from"),
+    ("apiPublicAccessCidrs", ["203.0.113.7/32"], "it lies in 203.0.113.0/24, space no internet client comes from"),
     ("adminPrincipalArns", ["admin"], "IAM role or user ARNs"),
     ("dlcImage", "example.com/ray/llm:latest", "'latest' is not a pinned tag"),
     ("dlcImage", "example.com/ray/llm", "pinned by tag or digest"),
