@@ -20,6 +20,7 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 from infra.config_keys import unknown_key_problems
 from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, gpu_node_type_problem
 from infra.regions import dlc_registry, region_problem
+from infra.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.topology import Topology, node_count_problem, topology_problems
 
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
@@ -579,6 +580,46 @@ def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
     )
 
 
+# Namespaces every cluster already has; Kubernetes reserves the `kube-` prefix for its own
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/).
+EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DNS_LABEL_ALLOWED = (
+    "a DNS label: 1-63 characters of lower-case letters, digits and '-', starting and ending with a letter or digit"
+)
+
+
+def _collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
+    """Names this program creates that another object already holds."""
+    problems = []
+    if namespace in EXISTING_NAMESPACES or namespace.startswith("kube-"):
+        problems.append(
+            f"namespace={namespace!r} is invalid: every cluster already has it or Kubernetes reserves its kube- "
+            "prefix, and the program creates (and on destroy deletes) the namespace it names; allowed is a "
+            "namespace of its own such as 'inference'"
+        )
+    elif namespace == OPERATOR_NAMESPACE:
+        problems.append(
+            f"namespace={namespace!r} is invalid: it is the KubeRay operator's, which its Helm release creates; "
+            "allowed is a namespace of its own such as 'inference'"
+        )
+    if gpu_nodegroup_name == SYSTEM_NODEGROUP_NAME:
+        problems.append(
+            f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
+            "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
+        )
+    return problems
+
+
+def _capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
+    if capacity_type != "capacity-block" or not serve_autoscaling:
+        return None
+    return (
+        "serveAutoscaling=true is invalid with gpuCapacityType='capacity-block': a Capacity Block holds a fixed "
+        "number of instances for its window, so the Cluster Autoscaler could add no node beyond it; allowed is "
+        "serveAutoscaling=false with replicas that fill the block"
+    )
+
+
 def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_az: str | None) -> str | None:
     """A Capacity Block is one reservation in one Availability Zone: the node group targets both."""
     if capacity_type != "capacity-block" or (reservation_id and gpu_az):
@@ -714,9 +755,10 @@ def load_config(
         ray_service_name=read.text(
             "rayServiceName",
             RAYSERVICE_NAME_PATTERN,
-            "a DNS label of at most 40 characters (lower-case letters, digits, '-')",
+            "1-40 characters of lower-case letters, digits and '-', starting with a letter and ending with a letter or "
+            "digit (a DNS label that prefixes the RayCluster's own)",
         ),
-        namespace=read.text("namespace", DNS_LABEL_PATTERN, "a DNS label (lower-case letters, digits, '-')"),
+        namespace=read.text("namespace", DNS_LABEL_PATTERN, DNS_LABEL_ALLOWED),
         model_id=read.text("modelId", re.compile(r"^\S+\Z"), "a non-empty name without spaces"),
         model_source=read.text("modelSource", re.compile(r"^\S+\Z"), "a Hugging Face repo id, s3:// or local path"),
         max_model_len=read.integer(
@@ -751,6 +793,8 @@ def load_config(
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
         _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
         _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
+        _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
+        *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))

@@ -19,9 +19,14 @@ import pulumi_eks as eks
 from infra.cluster import Cluster
 from infra.instance_types import InstanceShape, instance_shape
 from infra.network import Network
-from infra.scheduling import GPU_NODE_LABELS, GPU_TAINT, SYSTEM_NODE_LABELS, accelerator_label
+from infra.scheduling import (
+    GPU_NODE_LABELS,
+    GPU_TAINT,
+    SYSTEM_NODE_LABELS,
+    SYSTEM_NODEGROUP_NAME,
+    accelerator_label,
+)
 
-SYSTEM_NODEGROUP_NAME = "system"
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50

@@ -9,6 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# The CPU node group's name; the GPU group's (gpuNodegroupName) must differ: names are unique in a cluster.
+SYSTEM_NODEGROUP_NAME = "system"
+# The KubeRay operator's namespace, which its Helm release creates; the RayService's must be another.
+OPERATOR_NAMESPACE = "kuberay-system"
 ROLE_LABEL = "role"
 SYSTEM_ROLE = "system"
 GPU_ROLE = "gpu-worker"

@@ -12,10 +12,11 @@ from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperatorArgs
 from infra.network import Network, NetworkArgs, discover_placement
-from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.offerings import check_offerings
 from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
+from infra.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.serve_app import Serving, ServingArgs
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import rejection
 from tools.offline import load_stack_config
+from tools.project import declared_config
 
 # 41 distinct /32s of one public /24: one more than EKS takes.
 FORTY_ONE = [f"100.24.10.{host}/32" for host in range(1, 42)]
@@ -104,3 +105,125 @@ def test_a_repeated_cidr_is_named_with_the_item_it_repeats(key):
 def test_a_list_key_that_is_not_a_json_list_of_strings_says_so(value):
     (problem,) = rejection({"apiPublicAccessCidrs": value}).problems
     assert problem.startswith(f"apiPublicAccessCidrs={value!r} is invalid: allowed is a JSON list of public IPv4")
+
+
+# --- a trailing newline (`re.match` with `$` matches before a final "\n"; the checks use fullmatch / \Z) ---
+
+# A valid value for each string key whose default is empty; a key with a default uses the default.
+EXAMPLES = {
+    "vpcCniVersion": "v1.21.1-eksbuild.1",
+    "corednsVersion": "v1.13.2-eksbuild.1",
+    "kubeProxyVersion": "v1.35.0-eksbuild.2",
+    "gpuAz": "sa-east-1a",
+    "capacityReservationId": "cr-0123456789abcdef0",
+    "dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2.58.0",
+    "owner": "ml-platform",
+    "costCenter": "ml-dev",
+}
+# hfToken's value is never shown or checked beyond being a secret.
+STRING_KEYS = sorted(
+    key
+    for key, spec in declared_config().items()
+    if isinstance(spec, dict) and spec["type"] == "string" and key != "hfToken"
+)
+
+
+def example(key: str) -> str:
+    return EXAMPLES.get(key) or declared_config()[key]["default"]
+
+
+def test_every_string_key_has_an_example():
+    assert all(example(key) for key in STRING_KEYS)
+
+
+@pytest.mark.parametrize("key", STRING_KEYS)
+def test_each_example_is_accepted(key):
+    load_stack_config({key: example(key)})
+
+
+@pytest.mark.parametrize("key", STRING_KEYS)
+def test_a_trailing_newline_is_refused_for_every_string_key(key):
+    """Python's `re` docs: "$ Matches the end of the string or just before the newline at the end of the
+    string", `\\Z` "only at the end of the string" (https://docs.python.org/3/library/re.html)."""
+    value = example(key) + "\n"
+    problems = rejection({key: value}).problems
+    assert any(problem.startswith(f"{key}={value!r} is invalid") for problem in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("adminPrincipalArns", ["arn:aws:iam::123456789012:role/platform-admins\n"]),
+        ("aws:region", "sa-east-1\n"),
+    ],
+)
+def test_a_trailing_newline_is_refused_in_list_items_and_provider_keys(key, value):
+    problems = rejection({key: value}).problems
+    assert any(problem.startswith(key) and "invalid" in problem for problem in problems), problems
+
+
+# --- names that collide with what the cluster already has ---
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease", "default", "kube-inference"])
+def test_a_namespace_every_cluster_has_or_kubernetes_reserves_is_refused(namespace):
+    """Kubernetes starts every cluster with default, kube-node-lease, kube-public and kube-system, and "Avoid
+    creating namespaces with the prefix kube-, since it is reserved for Kubernetes system namespaces"
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/). The program creates the
+    namespace and deletes it on destroy."""
+    (problem,) = rejection({"namespace": namespace}).problems
+    assert problem.startswith(f"namespace={namespace!r} is invalid: every cluster already has it")
+
+
+def test_the_kuberay_operators_namespace_is_refused():
+    (problem,) = rejection({"namespace": "kuberay-system"}).problems
+    assert problem.startswith("namespace='kuberay-system' is invalid: it is the KubeRay operator's")
+
+
+def test_a_gpu_node_group_named_like_the_system_group_is_refused():
+    """EKS CreateNodegroup `nodegroupName`: "The unique name to give your node group"
+    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)."""
+    (problem,) = rejection({"gpuNodegroupName": "system"}).problems
+    assert problem.startswith("gpuNodegroupName='system' is invalid: it is the system node group's name")
+
+
+# --- documented limits ---
+
+
+def test_autoscaling_on_a_capacity_block_is_refused():
+    """A Capacity Block reserves a fixed number of instances for a fixed window; instances beyond it cannot
+    launch into it (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html: "Launching an
+    instance into a Capacity Block reduces the available capacity by the number of instances launched")."""
+    overrides = {
+        "gpuCapacityType": "capacity-block",
+        "capacityReservationId": "cr-02168da1478b509e0",
+        "gpuAz": "sa-east-1a",
+        "serveAutoscaling": True,
+        "prefillMaxReplicas": 2,
+        "decodeMaxReplicas": 2,
+        "prefillTargetOngoingRequests": 4,
+        "decodeTargetOngoingRequests": 4,
+    }
+    (problem,) = rejection(overrides).problems
+    assert problem.startswith("serveAutoscaling=true is invalid with gpuCapacityType='capacity-block'")
+
+
+# --- messages that say which rule a value breaks ---
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "rule"),
+    [
+        ("namespace", "a" * 64, "1-63 characters"),
+        ("namespace", "-inference", "starting and ending with a letter or digit"),
+        ("namespace", "inference-", "starting and ending with a letter or digit"),
+        ("rayServiceName", "r" * 41, "1-40 characters"),
+        ("rayServiceName", "1ray", "starting with a letter"),
+    ],
+)
+def test_a_dns_label_message_states_its_length_and_start_end_rules(key, value, rule):
+    """RFC 1123 DNS labels as Kubernetes validates names (at most 63 characters, alphanumeric start and end:
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names)."""
+    (problem,) = rejection({key: value}).problems
+    assert problem.startswith(f"{key}={value!r} is invalid")
+    assert rule in problem
