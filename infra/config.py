@@ -17,7 +17,7 @@ from typing import TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from infra.config_keys import unknown_key_problems
+from infra.config_keys import provider_value_problems, unknown_key_problems
 from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, gpu_node_type_problem
 from infra.regions import dlc_registry, region_problem
 from infra.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
@@ -798,7 +798,11 @@ def load_config(
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))
-    read.problems[:0] = unknown_key_problems(_every_setting(), config.name, read.keys)
+    settings = _every_setting()
+    read.problems[:0] = [
+        *unknown_key_problems(settings, config.name, read.keys),
+        *provider_value_problems(settings),
+    ]
     if read.problems:
         raise ConfigError(read.problems)
     return cfg

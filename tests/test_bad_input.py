@@ -227,3 +227,43 @@ def test_a_dns_label_message_states_its_length_and_start_end_rules(key, value, r
     (problem,) = rejection({key: value}).problems
     assert problem.startswith(f"{key}={value!r} is invalid")
     assert rule in problem
+
+
+# --- provider settings: the name is checked, and so is the value ---
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("aws:skipMetadataApiCheck", "yes", "the aws provider reads a boolean; allowed is true or false"),
+        ("aws:useFipsEndpoint", "on", "the aws provider reads a boolean; allowed is true or false"),
+        ("aws:maxRetries", "three", "the aws provider reads an integer"),
+        ("aws:defaultTags", '{"tag": {"team": "ml"}}', "does not read 'tag' (did you mean 'tags'?)"),
+        ("aws:defaultTags", '{"tags": {"team": 1}}', 'allowed is {"tags": {"<key>": "<value>", ...}}'),
+        ("aws:defaultTags", "team=ml", "allowed is a JSON object of tags"),
+        ("aws:ignoreTags", '["team"]', "allowed is a JSON object of keyPrefixes, keys"),
+        ("aws:assumeRoles", '{"roleArn": "arn:aws:iam::123456789012:role/x"}', "allowed is a JSON list of objects"),
+    ],
+)
+def test_aws_provider_settings_take_the_type_the_provider_reads(key, value, allowed):
+    """pulumi-aws `config/vars.py` reads each setting with `__config__.get_bool`, `get_int` or `get` (objects as
+    JSON, typed by `config/outputs.py`: DefaultTags has `tags`, a map of strings); `ProviderArgs` (provider.py)
+    types `assumeRoles` and `endpoints` as lists. pulumi/pulumi `sdk/python/lib/pulumi/config.py` `get_bool`
+    raises ConfigTypeError for anything but true/True/false/False; the program asks for the lower-case form
+    its own booleans take."""
+    (problem,) = rejection({key: value}).problems
+    assert problem.startswith(f"{key}={value!r} is invalid")
+    assert allowed in problem
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("aws:skipMetadataApiCheck", "true"),
+        ("aws:maxRetries", "5"),
+        ("aws:defaultTags", '{"tags": {"team": "ml"}}'),
+        ("aws:assumeRoles", '[{"roleArn": "arn:aws:iam::123456789012:role/x"}]'),
+    ],
+)
+def test_well_typed_aws_provider_settings_are_accepted(key, value):
+    load_stack_config({key: value})
