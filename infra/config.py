@@ -112,6 +112,8 @@ IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
 # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_API_PUBLIC_ACCESS_CIDRS = 40
 API_ALLOW_LIST_COMMAND = "pulumi config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32"
+# The same for the offline render, which reads the stack file without the Pulumi CLI.
+OFFLINE_ALLOW_LIST_OPTION = "--config 'apiPublicAccessCidrs=[\"<your-ip>/32\"]'"
 
 T = TypeVar("T")
 
@@ -567,7 +569,8 @@ def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
     return (
         "apiPublicAccessCidrs is empty: EKS would then open the public API endpoint to 0.0.0.0/0. "
         "Allowed is a list of the public CIDRs `pulumi up`, kubectl and CI connect from; add yours with "
-        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`)"
+        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`); offline, without the "
+        f"Pulumi CLI, pass `python -m tools.render ... {OFFLINE_ALLOW_LIST_OPTION}`"
     )
 
 

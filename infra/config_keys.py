@@ -139,6 +139,10 @@ def kubernetes_provider_keys() -> frozenset[str]:
     return frozenset(input_type_py_to_pulumi_names(ProviderArgs).values())
 
 
+# The engine's own settings (pulumi:disable-default-providers, ...), which the CLI may hand the program.
+ENGINE_NAMESPACE = "pulumi"
+
+
 def provider_keys() -> dict[str, frozenset[str]]:
     return {"aws": aws_provider_keys(), "kubernetes": kubernetes_provider_keys()}
 
@@ -167,5 +171,11 @@ def unknown_key_problems(settings: Mapping[str, str], project: str, declared: It
             problems.append(
                 f"{key}={shown!r} is not a setting of the {namespace} provider "
                 f"({_closest(name, providers[namespace])}): the provider would ignore it"
+            )
+        elif namespace not in (project, *providers, ENGINE_NAMESPACE):
+            problems.append(
+                f"{key}={shown!r} is in namespace {namespace!r}, which neither this project nor a provider it uses "
+                f"reads ({_closest(namespace, (project, *providers))}): nothing would read it; allowed are "
+                f"{project}:<key> (or a bare <key>), aws:<key> and kubernetes:<key>"
             )
     return problems

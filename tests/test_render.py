@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import API_ALLOW_LIST_KEY, OPERATOR_CIDRS
+from infra.config import OFFLINE_ALLOW_LIST_OPTION
+from tests.conftest import API_ALLOW_LIST_KEY, OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
 from tests.schemas import core_object_errors, rayservice_errors
 from tools import offline, render
 from tools.offline import StackRun
-from tools.project import SHIPPED_STACKS
+from tools.project import PROJECT_DIR, SHIPPED_STACKS
 from tools.render import REDACTED, main
 
 HF_TOKEN = "hf_NotARealTokenButLongEnough"
@@ -261,3 +264,21 @@ def test_an_encrypted_secret_setting_is_read_as_a_secret(monkeypatch, tmp_path):
     (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  ray-llm-eks:hfToken:\n    secure: v1:AAAABBBB\n")
     monkeypatch.setattr(offline, "PROJECT_DIR", tmp_path)
     assert offline.stack_file("dev").secret_keys == {"ray-llm-eks:hfToken"}
+
+
+RENDER_COMMAND = re.compile(r"`\./\.venv-tools/bin/python -m tools\.render ([^`]+)`")
+
+
+def test_the_readmes_render_command_works_on_a_clone_as_shipped(tmp_path, monkeypatch, capsys):
+    """The shipped stack files carry no API allow-list (conftest's operator_allow_list is undone here); the README's
+    command passes one with --config, as the config error says to offline."""
+    monkeypatch.setattr(offline, "_stack_file_values", SHIPPED_STACK_FILE_VALUES)
+    (arguments,) = RENDER_COMMAND.findall((PROJECT_DIR / "README.md").read_text())
+    argv = shlex.split(arguments.replace("<your-ip>", "100.24.10.7").replace("build/dev", str(tmp_path / "out")))
+    assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_a_clone_without_an_allow_list_is_told_the_offline_option(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(offline, "_stack_file_values", SHIPPED_STACK_FILE_VALUES)
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out")]) == 1
+    assert OFFLINE_ALLOW_LIST_OPTION in capsys.readouterr().err

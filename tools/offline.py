@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
@@ -27,6 +26,7 @@ from infra.config import SECRET_SETTINGS, StackConfig, load_config
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
+from tools.stack_yaml import StackFileError, cli_string, read_stack_file
 
 ACCOUNT_ID = "123456789012"
 # Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
@@ -35,70 +35,31 @@ DEPLOYER_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/ray-llm-eks-deployer/off
 DEFAULT_VCPU_QUOTA = 768.0
 
 
-def config_string(value: Any) -> str:
-    """The string the CLI hands the program for a YAML config value."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value)
-    return str(value)
-
-
 def _qualified(key: str) -> str:
     return key if ":" in key else f"{PROJECT}:{key}"
 
 
 def project_config() -> dict[str, str]:
     """Project-level config of Pulumi.yaml: `default` of typed keys, the value of namespaced ones."""
-    return {_qualified(key): config_string(default) for key, default in declared_defaults().items()}
-
-
-class StackFileError(ValueError):
-    """A stack file the CLI would not read as meant; the message is one line: `<file>:<line>: <problem>`."""
+    return {_qualified(key): cli_string(default) for key, default in declared_defaults().items()}
 
 
 def _is_encrypted(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
 
-def _config_node(path: Path, text: str) -> yaml.MappingNode | None:
-    """The `config:` mapping of a stack file, parsed with line numbers; None when the file sets nothing."""
-    try:
-        document = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark else 1
-        raise StackFileError(f"{path.name}:{line}: not valid YAML: {error.problem or error.context}") from error
-    if document is None:
-        return None
-    if not isinstance(document, yaml.MappingNode):
-        raise StackFileError(f"{path.name}:{document.start_mark.line + 1}: a stack file is a mapping with `config:`")
-    for key, value in document.value:
-        if key.value == "config":
-            if isinstance(value, yaml.MappingNode):
-                return value
-            if isinstance(value, yaml.ScalarNode) and value.tag.endswith(":null"):
-                return None
-            raise StackFileError(f"{path.name}:{value.start_mark.line + 1}: `config:` must map keys to values")
-    return None
-
-
 def _stack_file_values(stack: str) -> dict[str, Any]:
-    """`Pulumi.<stack>.yaml`'s `config:`; raises StackFileError naming the file and line of what is wrong."""
+    """`Pulumi.<stack>.yaml`'s `config:` as the CLI decodes it (tools/stack_yaml.py); raises StackFileError naming
+    the file and line of what is wrong, or of a key only `hfToken` may be: encrypted."""
     path = PROJECT_DIR / f"Pulumi.{stack}.yaml"
     if not path.exists():
         return {}
-    text = path.read_text()
-    node = _config_node(path, text)
-    if node is None:
-        return {}
-    values = yaml.safe_load(text)["config"]
-    for key_node, _ in node.value:
-        key = key_node.value
-        if _is_encrypted(values[key]) and key.removeprefix(f"{PROJECT}:") not in SECRET_SETTINGS:
+    values, lines = read_stack_file(path, PROJECT)
+    for key, value in values.items():
+        if _is_encrypted(value) and key.removeprefix(f"{PROJECT}:") not in SECRET_SETTINGS:
             raise StackFileError(
-                f"{path.name}:{key_node.start_mark.line + 1}: {key} is encrypted (secure:) but is not a secret "
-                f"setting; only {', '.join(sorted(SECRET_SETTINGS))} may be (`pulumi config set {key} <value>`)"
+                f"{path.name}:{lines[key]}: {key} is encrypted (secure:) but is not a secret setting; only "
+                f"{', '.join(sorted(SECRET_SETTINGS))} may be (`pulumi config set {key} <value>`)"
             )
     return values
 
@@ -117,7 +78,7 @@ def stack_file(stack: str) -> StackFile:
     values = _stack_file_values(stack)
     return StackFile(
         config={
-            key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else config_string(value)
+            key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else cli_string(value)
             for key, value in values.items()
         },
         secret_keys={key for key, value in values.items() if _is_encrypted(value)},
@@ -442,7 +403,7 @@ def _configure_runtime(
     """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
     stack_values = stack_file(stack)
     config = {**project_config(), **stack_values.config}
-    config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
+    config.update({_qualified(k): cli_string(v) for k, v in (overrides or {}).items()})
     monitor = CapturingMonitor(
         AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota, caller_arn, existing_clusters)
     )
