@@ -118,6 +118,23 @@ OFFLINE_ALLOW_LIST_OPTION = "--config 'apiPublicAccessCidrs=[\"<your-ip>/32\"]'"
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the project measured of a model it ships as a default (docs/gpu-end-to-end.md)."""
+
+    hybrid: bool  # layers with Mamba-type state (Qwen3.5's Gated DeltaNet), which vLLM 0.26's NIXL cannot stage on CPU
+    text_weights_gib: float  # vLLM's "Model loading took ... GiB" with languageModelOnly
+    vision_weights_gib: float  # the same with the vision tower
+    # The most GPU memory per replica on which the vision tower left vLLM no KV cache (an L4, 22888 MiB).
+    vision_does_not_fit_mib: int
+
+
+# The default modelSource, measured at its full dimensions on an L4's share of an H200 (docs/gpu-end-to-end.md,
+# sessions B and C): weights 17.66 GiB with the vision tower ("Available KV cache memory: -0.07 GiB"), 16.80 GiB
+# text only; its Gated DeltaNet layers make it hybrid.
+KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
+
+
 class ConfigError(ValueError):
     """One or more stack-config values are invalid; the message lists every one of them."""
 
@@ -634,6 +651,41 @@ def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_
     )
 
 
+def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
+    """Settings the project's own measurements of the model (KNOWN_MODELS) call impossible; other models are the
+    user's word."""
+    facts = KNOWN_MODELS.get(cfg.model_source)
+    if facts is None or cfg.topology is None:
+        return []
+    problems = []
+    if facts.hybrid and cfg.kv_buffer_device == "cpu":
+        resolved = (
+            "" if kv_setting == "cpu" else f" (auto resolves to cpu on {cfg.gpu_node_type}: its EFA has no RDMA read)"
+        )
+        problems.append(
+            f"kvBufferDevice={kv_setting!r} is invalid with modelSource={cfg.model_source!r}{resolved}: the model is "
+            "hybrid (Mamba-type state), and vLLM 0.26's NIXL connector cannot stage its KV cache in host memory; "
+            "allowed is cuda, on a gpuNodeType whose EFA supports RDMA read (g6, g6e, p4d, p5)"
+        )
+    replica_mib = cfg.topology.node.gpu_memory_mib * cfg.topology.gpus_per_replica
+    weights_gib = facts.text_weights_gib if cfg.language_model_only else facts.vision_weights_gib
+    if weights_gib * 1024 > replica_mib:
+        problems.append(
+            f"gpuNodeType={cfg.gpu_node_type!r} is invalid with modelSource={cfg.model_source!r} and "
+            f"tensorParallelSize={cfg.topology.tensor_parallel_size}: a replica gets {replica_mib} MiB of GPU memory, "
+            f"less than the model's {weights_gib} GiB of weights; allowed is a larger GPU or a larger "
+            "tensorParallelSize"
+        )
+    elif not cfg.language_model_only and replica_mib <= facts.vision_does_not_fit_mib:
+        problems.append(
+            f"languageModelOnly=false is invalid with modelSource={cfg.model_source!r} on {replica_mib} MiB of GPU "
+            f"memory per replica: with its vision tower ({facts.vision_weights_gib} GiB of weights) vLLM had no KV "
+            f"cache left on {facts.vision_does_not_fit_mib} MiB (docs/gpu-end-to-end.md); allowed is "
+            "languageModelOnly=true, a larger GPU or a larger tensorParallelSize"
+        )
+    return problems
+
+
 def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
     """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
 
@@ -700,6 +752,7 @@ def load_config(
     topology = _topology(read, shape, prefill, decode)
 
     semver = "a version such as 1.4.0"
+    kv_setting = read.choice("kvBufferDevice", KV_BUFFER_DEVICES)
     client_cidr_list = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
     internet_cidr_list = (
         "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
@@ -776,7 +829,7 @@ def load_config(
         topology=topology,
         serve_autoscaling=serve_autoscaling,
         cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
-        kv_buffer_device=resolve_kv_buffer_device(read.choice("kvBufferDevice", KV_BUFFER_DEVICES), gpu_node_type),
+        kv_buffer_device=resolve_kv_buffer_device(kv_setting, gpu_node_type),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
         serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),
@@ -798,6 +851,7 @@ def load_config(
         _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
         _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
+        *_model_fit_problems(cfg, kv_setting),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))

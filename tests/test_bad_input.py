@@ -267,3 +267,56 @@ def test_aws_provider_settings_take_the_type_the_provider_reads(key, value, allo
 )
 def test_well_typed_aws_provider_settings_are_accepted(key, value):
     load_stack_config({key: value})
+
+
+# --- the default model's measured limits (infra/config.py KNOWN_MODELS, docs/gpu-end-to-end.md) ---
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({"kvBufferDevice": "cpu"}, id="pinned-cpu"),
+        # g5 and g4dn have EFA without RDMA read, where auto takes host memory.
+        pytest.param({"gpuNodeType": "g5.8xlarge"}, id="auto-on-g5"),
+    ],
+)
+def test_host_memory_kv_staging_is_refused_for_the_hybrid_default_model(overrides):
+    """vLLM 0.26's NIXL worker fails for a hybrid model in `initialize_host_xfer_buffer` ("'list' object has no
+    attribute 'shape'": its KV caches are lists per Mamba state, tests/test_smoke.py), which Pulumi.yaml's
+    kvBufferDevice description states."""
+    problems = rejection(overrides).problems
+    assert any(p.startswith("kvBufferDevice=") and "the model is hybrid" in p for p in problems), problems
+
+
+def test_the_default_models_weights_need_more_than_a_t4():
+    """Its text weights alone took 16.80 GiB (vLLM "Model loading took 16.8 GiB memory", docs/gpu-end-to-end.md);
+    a g4dn's T4 has 15360 MiB (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)."""
+    problems = rejection({"gpuNodeType": "g4dn.8xlarge", "kvBufferDevice": "cuda"}).problems
+    assert problems == [
+        "gpuNodeType='g4dn.8xlarge' is invalid with modelSource='Qwen/Qwen3.5-9B' and tensorParallelSize=1: a replica "
+        "gets 15360 MiB of GPU memory, less than the model's 16.8 GiB of weights; allowed is a larger GPU or a "
+        "larger tensorParallelSize"
+    ]
+
+
+def test_the_default_models_vision_tower_is_refused_on_an_l4():
+    """Measured: with the vision tower on an L4's 22888 MiB, "Available KV cache memory: -0.07 GiB" and "No
+    available memory for the cache blocks" (docs/gpu-end-to-end.md, session B)."""
+    (problem,) = rejection({"languageModelOnly": False}).problems
+    assert problem.startswith("languageModelOnly=false is invalid with modelSource='Qwen/Qwen3.5-9B' on 22888 MiB")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({"languageModelOnly": False, "gpuNodeType": "g6e.12xlarge"}, id="vision-on-l40s"),
+        pytest.param(
+            {"languageModelOnly": False, "gpuNodeType": "g6.12xlarge", "tensorParallelSize": 2}, id="vision-on-2-l4s"
+        ),
+        pytest.param(
+            {"gpuNodeType": "g4dn.8xlarge", "modelSource": "meta-llama/Llama-3.2-1B-Instruct"}, id="other-model"
+        ),
+    ],
+)
+def test_settings_the_measurements_do_not_rule_out_are_accepted(overrides):
+    load_stack_config(overrides)
