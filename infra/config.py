@@ -630,6 +630,23 @@ def _collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
     return problems
 
 
+def _system_node_type_problem(
+    system_node_type: str, describe_instance_type: Callable[[str], InstanceShape | None]
+) -> str | None:
+    """A GPU type for the CPU system nodes: EC2's answer says so (a type EC2 does not know is left to the region's
+    offerings check)."""
+    if not INSTANCE_TYPE_PATTERN.fullmatch(system_node_type):
+        return None
+    shape = describe_instance_type(system_node_type)
+    if shape is None or not shape.gpus:
+        return None
+    return (
+        f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
+        "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
+        "instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
+    )
+
+
 def _capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
     if capacity_type != "capacity-block" or not serve_autoscaling:
         return None
@@ -852,6 +869,7 @@ def load_config(
         _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
         *_model_fit_problems(cfg, kv_setting),
+        None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))

@@ -320,3 +320,13 @@ def test_the_default_models_vision_tower_is_refused_on_an_l4():
 )
 def test_settings_the_measurements_do_not_rule_out_are_accepted(overrides):
     load_stack_config(overrides)
+
+
+@pytest.mark.parametrize("instance_type", ["g6.8xlarge", "p5.48xlarge", "g6.xlarge"])
+def test_a_gpu_type_as_the_system_node_type_is_refused(instance_type):
+    """EC2's DescribeInstanceTypes reports its NVIDIA GPUs; the system group's AMI type AL2023_x86_64_STANDARD has no
+    NVIDIA driver, AL2023_x86_64_NVIDIA does (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html,
+    amiType)."""
+    (problem,) = rejection({"systemNodeType": instance_type}).problems
+    assert problem.startswith(f"systemNodeType={instance_type!r} is invalid: it has")
+    assert "NVIDIA GPU(s)" in problem
