@@ -7,6 +7,7 @@ control-plane logging and KMS envelope encryption of Kubernetes secrets.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -38,6 +39,65 @@ def discover_partition(cfg: StackConfig) -> Partition:
     if problems:
         raise ConfigError(problems)
     return partition
+
+
+# An STS assumed-role session ARN: arn:<partition>:sts::<account>:assumed-role/<role name>/<session name>.
+ASSUMED_ROLE_ARN = re.compile(
+    r"arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<name>[\w+=,.@-]+)/.+\Z"
+)
+# An IAM role or user ARN, its path (if any) before the name.
+IAM_PRINCIPAL_ARN = re.compile(
+    r"arn:(?P<partition>[\w-]+):iam::(?P<account>\d{12}):(?P<kind>role|user)/(?:[\w+=,.@/-]*/)?(?P<name>[\w+=,.@-]+)\Z"
+)
+
+
+def _principal(arn: str) -> tuple[str, str, str] | None:
+    """(account, kind, lower-case name) of an IAM role or user, or of the role behind an STS session.
+
+    The session ARN carries the role's name but not its path; IAM names are unique in an account whatever
+    their path and not distinguished by case, so account and name alone say which role it is."""
+    session = ASSUMED_ROLE_ARN.fullmatch(arn)
+    if session:
+        return session["account"], "role", session["name"].lower()
+    principal = IAM_PRINCIPAL_ARN.fullmatch(arn)
+    return (principal["account"], principal["kind"], principal["name"].lower()) if principal else None
+
+
+def deploying_identity_problems(admin_arns: tuple[str, ...], caller_arn: str, creates_cluster: bool) -> list[str]:
+    """`adminPrincipalArns` items EKS would refuse: the identity creating the cluster, and repeats.
+
+    pulumi-eks creates the cluster with `bootstrapClusterCreatorAdminPermissions: true`, so EKS gives its
+    creator an admin access entry; a second entry for the same principal fails with ResourceInUseException."""
+    problems = []
+    caller = _principal(caller_arn)
+    seen: dict[tuple[str, str, str] | str, int] = {}
+    for index, arn in enumerate(admin_arns):
+        principal = _principal(arn) or arn
+        if principal in seen:
+            problems.append(
+                f"adminPrincipalArns[{index}]={arn!r} is invalid: it repeats adminPrincipalArns[{seen[principal]}] "
+                "(the same principal: IAM names are unique in an account, whatever their path or case); allowed is "
+                "each principal once (EKS has one access entry per principal)"
+            )
+            continue
+        seen[principal] = index
+        if creates_cluster and caller is not None and principal == caller:
+            problems.append(
+                f"adminPrincipalArns[{index}]={arn!r} is invalid: it is the identity creating the cluster "
+                f"({caller_arn}), which EKS already makes cluster admin (pulumi-eks sets "
+                "bootstrapClusterCreatorAdminPermissions), so a second access entry would fail with "
+                "ResourceInUseException; allowed is the other principals: remove it from the list"
+            )
+    return problems
+
+
+def check_admin_principals(cfg: StackConfig) -> None:
+    """Asks STS who deploys and EKS whether the cluster exists yet; raises ConfigError before any resource."""
+    caller = aws.get_caller_identity()
+    creates_cluster = cfg.cluster_name not in (aws.eks.get_clusters().names or [])
+    problems = deploying_identity_problems(cfg.admin_principal_arns, caller.arn, creates_cluster)
+    if problems:
+        raise ConfigError(problems)
 
 
 def access_entries(principal_arns: tuple[str, ...], partition: Partition) -> dict[str, eks.AccessEntryArgs]:

@@ -17,25 +17,26 @@ from typing import TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from infra.config_keys import unknown_key_problems
+from infra.config_keys import provider_value_problems, unknown_key_problems
 from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, gpu_node_type_problem
 from infra.regions import dlc_registry, region_problem
+from infra.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.topology import Topology, node_count_problem, topology_problems
 
-REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})$")
-SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+$")
-CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+$")
-ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
-INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
-EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
-NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}$")
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
+KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
+SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
+CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
+ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
+INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
+EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}\Z")
+NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}\Z")
 # RayService names prefix the RayCluster, its pods and `<name>-serve-svc`, which must stay DNS labels.
-RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
-IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
-CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}$")
+RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?\Z")
+DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+\Z")
+IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})\Z")
+CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
@@ -106,9 +107,32 @@ NOT_ON_THE_INTERNET = tuple(
         "240.0.0.0/4",
     )
 )
+IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
+# EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
+# (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+MAX_API_PUBLIC_ACCESS_CIDRS = 40
 API_ALLOW_LIST_COMMAND = "pulumi config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32"
+# The same for the offline render, which reads the stack file without the Pulumi CLI.
+OFFLINE_ALLOW_LIST_OPTION = "--config 'apiPublicAccessCidrs=[\"<your-ip>/32\"]'"
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the project measured of a model it ships as a default (docs/gpu-end-to-end.md)."""
+
+    hybrid: bool  # layers with Mamba-type state (Qwen3.5's Gated DeltaNet), which vLLM 0.26's NIXL cannot stage on CPU
+    text_weights_gib: float  # vLLM's "Model loading took ... GiB" with languageModelOnly
+    vision_weights_gib: float  # the same with the vision tower
+    # The most GPU memory per replica on which the vision tower left vLLM no KV cache (an L4, 22888 MiB).
+    vision_does_not_fit_mib: int
+
+
+# The default modelSource, measured at its full dimensions on an L4's share of an H200 (docs/gpu-end-to-end.md,
+# sessions B and C): weights 17.66 GiB with the vision tower ("Available KV cache memory: -0.07 GiB"), 16.80 GiB
+# text only; its Gated DeltaNet layers make it hybrid.
+KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
 
 
 class ConfigError(ValueError):
@@ -253,13 +277,13 @@ class _Reader:
 
     def text(self, key: str, pattern: re.Pattern[str] | None = None, allowed: str = "") -> str:
         raw = self._raw(key)
-        if pattern is not None and not pattern.match(raw):
+        if pattern is not None and not pattern.fullmatch(raw):
             self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
         return raw
 
     def optional_text(self, key: str, pattern: re.Pattern[str], allowed: str) -> str | None:
         raw = self._raw(key)
-        if raw and not pattern.match(raw):
+        if raw and not pattern.fullmatch(raw):
             self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed} (or empty)")
         return raw or None
 
@@ -293,25 +317,58 @@ class _Reader:
         return raw
 
     def string_list(self, key: str, item: Callable[[str], str], allowed: str) -> tuple[str, ...]:
+        """A JSON list of strings, each checked by `item` (its ValueError says why one is wrong) and given in the
+        normal form `item` returns; a problem names the item by its index, and so does a repeated one."""
         raw = self._raw(key) or "[]"
-
-        def parse(text: str) -> tuple[str, ...]:
+        try:
+            values = json.loads(raw)
+        except json.JSONDecodeError:
+            values = None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is a JSON list of {allowed}")
+            return ()
+        first_index: dict[str, int] = {}
+        for index, value in enumerate(values):
             try:
-                values = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise ValueError(text) from error
-            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                raise ValueError(text)
-            return tuple(item(v) for v in values)
+                normal = item(value)
+            except ValueError as error:
+                self.problems.append(f"{key}[{index}]={value!r} is invalid ({error}): allowed is {allowed}")
+                continue
+            if normal in first_index:
+                self.problems.append(
+                    f"{key}[{index}]={value!r} is invalid: it repeats {key}[{first_index[normal]}]; "
+                    "allowed is each value once"
+                )
+                continue
+            first_index[normal] = index
+        return tuple(first_index)
 
-        return self._check(key, raw, parse, f"a list of {allowed}", ())
+
+def _ipv4_network(text: str) -> ipaddress.IPv4Network:
+    """An IPv4 network in prefix notation with no host bits set. Python's parser also takes a netmask or a
+    hostmask after the slash (10.0.0.0/255.255.0.0), which AWS's CIDR fields do not; it is refused here
+    rather than passed on in a form the check did not see."""
+    if not IPV4_CIDR_PATTERN.fullmatch(text):
+        raise ValueError("not an IPv4 CIDR in a.b.c.d/prefix notation")
+    return ipaddress.IPv4Network(text, strict=True)
 
 
 def _client_cidr(text: str) -> str:
     """A CIDR that real clients can come from: RFC 5737's documentation ranges reach nothing."""
-    network = ipaddress.IPv4Network(text, strict=True)
+    network = _ipv4_network(text)
     if any(network.subnet_of(documentation) for documentation in DOCUMENTATION_RANGES):
-        raise ValueError(text)
+        raise ValueError("an RFC 5737 documentation range, which no real client has")
+    return str(network)
+
+
+def _internet_client_cidr(text: str) -> str:
+    """A CIDR of internet addresses: the public endpoint sees only those; the VPC uses the private one."""
+    network = _ipv4_network(text)
+    if network.prefixlen == 0:
+        raise ValueError("it is the whole internet")
+    for block in NOT_ON_THE_INTERNET:
+        if network.subnet_of(block):
+            raise ValueError(f"it lies in {block}, space no internet client comes from (RFC 6890)")
     return str(network)
 
 
@@ -321,7 +378,7 @@ def _vpc_cidr_problem(value: str) -> str | None:
         "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
     )
     try:
-        network = ipaddress.IPv4Network(value, strict=True)
+        network = _ipv4_network(value)
     except ValueError as error:
         return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
     if not 16 <= network.prefixlen <= 20:
@@ -351,8 +408,8 @@ def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
 
 
 def _iam_principal(text: str) -> str:
-    if not IAM_PRINCIPAL_PATTERN.match(text):
-        raise ValueError(text)
+    if not IAM_PRINCIPAL_PATTERN.fullmatch(text):
+        raise ValueError("not an IAM role or user ARN")
     return text
 
 
@@ -520,6 +577,18 @@ def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | Non
 
 
 def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+    if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
+        return (
+            f"apiPublicAccessCidrs has {len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS} "
+            "(quota 'Public endpoint access CIDR ranges per cluster', not adjustable) and would refuse the cluster "
+            "mid-deploy; allowed is at most 40: list fixed egress addresses (a NAT gateway's, a self-hosted CI "
+            "runner's), not a CI provider's published ranges (docs/policy.md, Deploying from CI)"
+        )
+    if covers_the_internet(cidrs):
+        return (
+            f"apiPublicAccessCidrs={list(cidrs)} is invalid: together they admit every internet address; allowed "
+            "is the public CIDRs `pulumi up`, kubectl and CI connect from"
+        )
     if cidrs or raw not in ("", "[]"):
         return None
     # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
@@ -527,7 +596,8 @@ def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
     return (
         "apiPublicAccessCidrs is empty: EKS would then open the public API endpoint to 0.0.0.0/0. "
         "Allowed is a list of the public CIDRs `pulumi up`, kubectl and CI connect from; add yours with "
-        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`)"
+        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`); offline, without the "
+        f"Pulumi CLI, pass `python -m tools.render ... {OFFLINE_ALLOW_LIST_OPTION}`"
     )
 
 
@@ -540,6 +610,63 @@ def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
     )
 
 
+# Namespaces every cluster already has; Kubernetes reserves the `kube-` prefix for its own
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/).
+EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DNS_LABEL_ALLOWED = (
+    "a DNS label: 1-63 characters of lower-case letters, digits and '-', starting and ending with a letter or digit"
+)
+
+
+def _collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
+    """Names this program creates that another object already holds."""
+    problems = []
+    if namespace in EXISTING_NAMESPACES or namespace.startswith("kube-"):
+        problems.append(
+            f"namespace={namespace!r} is invalid: every cluster already has it or Kubernetes reserves its kube- "
+            "prefix, and the program creates (and on destroy deletes) the namespace it names; allowed is a "
+            "namespace of its own such as 'inference'"
+        )
+    elif namespace == OPERATOR_NAMESPACE:
+        problems.append(
+            f"namespace={namespace!r} is invalid: it is the KubeRay operator's, which its Helm release creates; "
+            "allowed is a namespace of its own such as 'inference'"
+        )
+    if gpu_nodegroup_name == SYSTEM_NODEGROUP_NAME:
+        problems.append(
+            f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
+            "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
+        )
+    return problems
+
+
+def _system_node_type_problem(
+    system_node_type: str, describe_instance_type: Callable[[str], InstanceShape | None]
+) -> str | None:
+    """A GPU type for the CPU system nodes: EC2's answer says so (a type EC2 does not know is left to the region's
+    offerings check)."""
+    if not INSTANCE_TYPE_PATTERN.fullmatch(system_node_type):
+        return None
+    shape = describe_instance_type(system_node_type)
+    if shape is None or not shape.gpus:
+        return None
+    return (
+        f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
+        "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
+        "instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
+    )
+
+
+def _capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
+    if capacity_type != "capacity-block" or not serve_autoscaling:
+        return None
+    return (
+        "serveAutoscaling=true is invalid with gpuCapacityType='capacity-block': a Capacity Block holds a fixed "
+        "number of instances for its window, so the Cluster Autoscaler could add no node beyond it; allowed is "
+        "serveAutoscaling=false with replicas that fill the block"
+    )
+
+
 def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_az: str | None) -> str | None:
     """A Capacity Block is one reservation in one Availability Zone: the node group targets both."""
     if capacity_type != "capacity-block" or (reservation_id and gpu_az):
@@ -549,6 +676,41 @@ def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_
         f"gpuAz (the Availability Zone it was bought in); got capacityReservationId={reservation_id or ''!r}, "
         f"gpuAz={gpu_az or ''!r}"
     )
+
+
+def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
+    """Settings the project's own measurements of the model (KNOWN_MODELS) call impossible; other models are the
+    user's word."""
+    facts = KNOWN_MODELS.get(cfg.model_source)
+    if facts is None or cfg.topology is None:
+        return []
+    problems = []
+    if facts.hybrid and cfg.kv_buffer_device == "cpu":
+        resolved = (
+            "" if kv_setting == "cpu" else f" (auto resolves to cpu on {cfg.gpu_node_type}: its EFA has no RDMA read)"
+        )
+        problems.append(
+            f"kvBufferDevice={kv_setting!r} is invalid with modelSource={cfg.model_source!r}{resolved}: the model is "
+            "hybrid (Mamba-type state), and vLLM 0.26's NIXL connector cannot stage its KV cache in host memory; "
+            "allowed is cuda, on a gpuNodeType whose EFA supports RDMA read (g6, g6e, p4d, p5)"
+        )
+    replica_mib = cfg.topology.node.gpu_memory_mib * cfg.topology.gpus_per_replica
+    weights_gib = facts.text_weights_gib if cfg.language_model_only else facts.vision_weights_gib
+    if weights_gib * 1024 > replica_mib:
+        problems.append(
+            f"gpuNodeType={cfg.gpu_node_type!r} is invalid with modelSource={cfg.model_source!r} and "
+            f"tensorParallelSize={cfg.topology.tensor_parallel_size}: a replica gets {replica_mib} MiB of GPU memory, "
+            f"less than the model's {weights_gib} GiB of weights; allowed is a larger GPU or a larger "
+            "tensorParallelSize"
+        )
+    elif not cfg.language_model_only and replica_mib <= facts.vision_does_not_fit_mib:
+        problems.append(
+            f"languageModelOnly=false is invalid with modelSource={cfg.model_source!r} on {replica_mib} MiB of GPU "
+            f"memory per replica: with its vision tower ({facts.vision_weights_gib} GiB of weights) vLLM had no KV "
+            f"cache left on {facts.vision_does_not_fit_mib} MiB (docs/gpu-end-to-end.md); allowed is "
+            "languageModelOnly=true, a larger GPU or a larger tensorParallelSize"
+        )
+    return problems
 
 
 def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
@@ -586,7 +748,7 @@ def load_config(
     kubernetes_version = read.text("kubernetesVersion")
     vpc_cidr = read.text("vpcCidr")
     gpu_node_type = read.text("gpuNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as g6.8xlarge")
-    gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"), "an Availability Zone name")
+    gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z"), "an Availability Zone name")
     dlc_image = read.optional_text("dlcImage", IMAGE_PATTERN, "an image reference pinned by tag or digest")
     kuberay_version = read.text("kuberayVersion", SEMVER_PATTERN, "a version such as 1.4.0")
     allow_unvalidated_kuberay = read.boolean("allowUnvalidatedKuberayVersion")
@@ -618,7 +780,12 @@ def load_config(
     topology = _topology(read, shape, prefill, decode)
 
     semver = "a version such as 1.4.0"
+    kv_setting = read.choice("kvBufferDevice", KV_BUFFER_DEVICES)
     client_cidr_list = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
+    internet_cidr_list = (
+        "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
+        "in-VPC clients use the private endpoint)"
+    )
     node_group_quota = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
     cfg = StackConfig(
         project=pulumi.get_project(),
@@ -631,7 +798,7 @@ def load_config(
         nat_gateway_per_az=read.boolean("natGatewayPerAz"),
         cluster_name=cluster_name,
         kubernetes_version=kubernetes_version,
-        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _client_cidr, client_cidr_list),
+        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _internet_client_cidr, internet_cidr_list),
         admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
         control_plane_logging=read.boolean("controlPlaneLogging"),
         secrets_encryption=read.boolean("secretsEncryption"),
@@ -672,11 +839,12 @@ def load_config(
         ray_service_name=read.text(
             "rayServiceName",
             RAYSERVICE_NAME_PATTERN,
-            "a DNS label of at most 40 characters (lower-case letters, digits, '-')",
+            "1-40 characters of lower-case letters, digits and '-', starting with a letter and ending with a letter or "
+            "digit (a DNS label that prefixes the RayCluster's own)",
         ),
-        namespace=read.text("namespace", DNS_LABEL_PATTERN, "a DNS label (lower-case letters, digits, '-')"),
-        model_id=read.text("modelId", re.compile(r"^\S+$"), "a non-empty name without spaces"),
-        model_source=read.text("modelSource", re.compile(r"^\S+$"), "a Hugging Face repo id, s3:// or local path"),
+        namespace=read.text("namespace", DNS_LABEL_PATTERN, DNS_LABEL_ALLOWED),
+        model_id=read.text("modelId", re.compile(r"^\S+\Z"), "a non-empty name without spaces"),
+        model_source=read.text("modelSource", re.compile(r"^\S+\Z"), "a Hugging Face repo id, s3:// or local path"),
         max_model_len=read.integer(
             "maxModelLen",
             1,
@@ -689,7 +857,7 @@ def load_config(
         topology=topology,
         serve_autoscaling=serve_autoscaling,
         cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
-        kv_buffer_device=resolve_kv_buffer_device(read.choice("kvBufferDevice", KV_BUFFER_DEVICES), gpu_node_type),
+        kv_buffer_device=resolve_kv_buffer_device(kv_setting, gpu_node_type),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         hf_token_value=hf_token_raw or None,
         serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
@@ -712,10 +880,18 @@ def load_config(
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
         _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
         _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
+        _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
+        *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
+        *_model_fit_problems(cfg, kv_setting),
+        None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))
-    read.problems[:0] = unknown_key_problems(_every_setting(), config.name, read.keys)
+    settings = _every_setting()
+    read.problems[:0] = [
+        *unknown_key_problems(settings, config.name, read.keys),
+        *provider_value_problems(settings),
+    ]
     if read.problems:
         raise ConfigError(read.problems)
     return cfg

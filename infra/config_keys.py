@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib
 import importlib.util
+import json
+import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -19,16 +22,17 @@ from pulumi._types import input_type_py_to_pulumi_names
 
 
 @cache
-def aws_provider_keys() -> frozenset[str]:
-    """The keys pulumi-aws reads: each `__config__.get*('<key>')` of its generated `config/vars.py`.
+def aws_provider_getters() -> dict[str, str]:
+    """The keys pulumi-aws reads, each with the getter it reads it by (`get`, `get_bool`, `get_int`): every
+    `__config__.get*('<key>')` of its generated `config/vars.py`.
 
     Read as source, not imported: importing `pulumi_aws.config.vars` alone trips its circular import.
     """
     spec = importlib.util.find_spec("pulumi_aws.config.vars")
     assert spec is not None and spec.origin is not None, "pulumi_aws is not installed"
     tree = ast.parse(Path(spec.origin).read_text())
-    return frozenset(
-        node.args[0].value
+    return {
+        node.args[0].value: node.func.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -36,7 +40,95 @@ def aws_provider_keys() -> frozenset[str]:
         and node.func.value.id == "__config__"
         and node.args
         and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def aws_provider_keys() -> frozenset[str]:
+    return frozenset(aws_provider_getters())
+
+
+@cache
+def aws_object_fields(key: str) -> frozenset[str] | None:
+    """The fields of an object-valued pulumi-aws setting (`defaultTags` -> {"tags"}): the `@pulumi.getter` names of
+    its class in `pulumi_aws.config.outputs` (DefaultTags, IgnoreTags, Endpoints, ...); None for other keys."""
+    outputs = importlib.import_module("pulumi_aws.config.outputs")
+    settings_type = getattr(outputs, key[:1].upper() + key[1:], None)
+    if not isinstance(settings_type, type):
+        return None
+    return frozenset(
+        member.fget._pulumi_name
+        for member in vars(settings_type).values()
+        if isinstance(member, property) and hasattr(member.fget, "_pulumi_name")
     )
+
+
+@cache
+def aws_list_settings() -> frozenset[str]:
+    """The pulumi-aws settings that are lists of objects (`assumeRoles`, `endpoints`): the provider's own
+    `ProviderArgs` types them `Sequence[...]`."""
+    from pulumi_aws import ProviderArgs
+
+    return frozenset(
+        member.fget._pulumi_name
+        for member in vars(ProviderArgs).values()
+        if isinstance(member, property)
+        and hasattr(member.fget, "_pulumi_name")
+        and "Sequence[" in str(member.fget.__annotations__.get("return", ""))
+    )
+
+
+def _object_problem(key: str, value: str, fields: frozenset[str]) -> str | None:
+    many = key in aws_list_settings()
+    named = (
+        ", ".join(sorted(fields))
+        if len(fields) <= 10
+        else f"the fields of pulumi_aws.config.outputs.{key[:1].upper()}{key[1:]}"
+    )
+    allowed = f"{'a JSON list of objects' if many else 'a JSON object'} of {named}"
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = None
+    items = parsed if many else [parsed]
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        return f"aws:{key}={value!r} is invalid: the aws provider cannot read it; allowed is {allowed}"
+    unknown = sorted({field for item in items for field in item} - fields)
+    if unknown:
+        return (
+            f"aws:{key}={value!r} is invalid: the aws provider does not read {unknown[0]!r} "
+            f"({_closest(unknown[0], fields)}); allowed is {allowed}"
+        )
+    tags = items[0].get("tags") if items else None
+    if unknown:
+        return (
+            f"aws:{key}={value!r} is invalid: the aws provider does not read {unknown[0]!r} "
+            f"({_closest(unknown[0], fields)}); allowed is {allowed}"
+        )
+    if (
+        key == "defaultTags"
+        and tags is not None
+        and not (isinstance(tags, dict) and all(isinstance(v, str) for v in tags.values()))
+    ):
+        return f'aws:{key}={value!r} is invalid: allowed is {{"tags": {{"<key>": "<value>", ...}}}}'
+    return None
+
+
+def provider_value_problems(settings: Mapping[str, str]) -> list[str]:
+    """A problem for each aws provider setting whose value the provider cannot read as the type it reads."""
+    getters = aws_provider_getters()
+    problems = []
+    for key, value in sorted(settings.items()):
+        namespace, _, name = key.rpartition(":")
+        if namespace != "aws" or name not in getters or value == "[secret]":
+            continue
+        getter, fields = getters[name], aws_object_fields(name)
+        if getter == "get_bool" and value not in ("true", "false"):
+            problems.append(f"{key}={value!r} is invalid: the aws provider reads a boolean; allowed is true or false")
+        elif getter == "get_int" and not re.fullmatch(r"-?\d+", value):
+            problems.append(f"{key}={value!r} is invalid: the aws provider reads an integer; allowed is an integer")
+        elif fields is not None and (problem := _object_problem(name, value, fields)):
+            problems.append(problem)
+    return problems
 
 
 @cache
@@ -45,6 +137,10 @@ def kubernetes_provider_keys() -> frozenset[str]:
     from pulumi_kubernetes.provider import ProviderArgs
 
     return frozenset(input_type_py_to_pulumi_names(ProviderArgs).values())
+
+
+# The engine's own settings (pulumi:disable-default-providers, ...), which the CLI may hand the program.
+ENGINE_NAMESPACE = "pulumi"
 
 
 def provider_keys() -> dict[str, frozenset[str]]:
@@ -75,5 +171,11 @@ def unknown_key_problems(settings: Mapping[str, str], project: str, declared: It
             problems.append(
                 f"{key}={shown!r} is not a setting of the {namespace} provider "
                 f"({_closest(name, providers[namespace])}): the provider would ignore it"
+            )
+        elif namespace not in (project, *providers, ENGINE_NAMESPACE):
+            problems.append(
+                f"{key}={shown!r} is in namespace {namespace!r}, which neither this project nor a provider it uses "
+                f"reads ({_closest(namespace, (project, *providers))}): nothing would read it; allowed are "
+                f"{project}:<key> (or a bare <key>), aws:<key> and kubernetes:<key>"
             )
     return problems

@@ -9,9 +9,9 @@ import pulumi
 
 from infra.cluster import Cluster
 from infra.helm import Chart, pinned_release
+from infra.scheduling import OPERATOR_NAMESPACE
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
-OPERATOR_NAMESPACE = "kuberay-system"
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,14 @@ import pulumi_eks as eks
 from infra.cluster import Cluster
 from infra.instance_types import InstanceShape, instance_shape
 from infra.network import Network
-from infra.scheduling import GPU_NODE_LABELS, GPU_TAINT, SYSTEM_NODE_LABELS
+from infra.scheduling import (
+    GPU_NODE_LABELS,
+    GPU_TAINT,
+    SYSTEM_NODE_LABELS,
+    SYSTEM_NODEGROUP_NAME,
+    accelerator_label,
+)
 
-SYSTEM_NODEGROUP_NAME = "system"
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50
@@ -92,7 +97,7 @@ def _managed_node_group(
     parent: pulumi.Resource,
     *,
     node_group_name: str,
-    instance_type: str,
+    instance_type: str | None,
     count: int,
     subnet_ids: list[pulumi.Output[str]],
     egress: list[pulumi.Resource],
@@ -105,7 +110,7 @@ def _managed_node_group(
 ) -> eks.ManagedNodeGroup:
     """A managed node group in private subnets on the cluster's Kubernetes version, created once they have
     egress: fixed (min = max = desired), or from `count` up to `max_count` with the desired size left to the
-    Cluster Autoscaler."""
+    Cluster Autoscaler. `instance_type` None leaves the type to the launch template."""
     most = max_count or count
     return eks.ManagedNodeGroup(
         name,
@@ -113,7 +118,7 @@ def _managed_node_group(
         node_group_name=node_group_name,
         node_role=cluster.node_role,
         subnet_ids=subnet_ids,
-        instance_types=[instance_type],
+        instance_types=[instance_type] if instance_type else None,
         capacity_type=EKS_CAPACITY_TYPES[capacity_type],
         ami_type=ami_type,
         # pulumi-eks sets no version when a launch template is given; without one, a node group stays
@@ -244,7 +249,8 @@ def efa_network_interfaces(
 
 @dataclass(frozen=True)
 class GpuNodesArgs:
-    """The EFA-enabled GPU node group: one AZ, a cluster placement group, one EFA interface per EFA card."""
+    """The EFA-enabled GPU node group: one AZ, one EFA interface per EFA card, and a cluster placement group of
+    its own when no reservation brings one (`uses_own_placement_group`)."""
 
     node_group_name: str
     instance_type: str
@@ -257,7 +263,13 @@ class GpuNodesArgs:
     capacity_type: str = "on-demand"
     # More nodes the Cluster Autoscaler may add, up to this many (None: a fixed `count`).
     max_count: int | None = None
+    gpu_name: str = ""  # EC2's name of the GPU model (InstanceShape.gpu_name), e.g. "L4"
     tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def uses_own_placement_group(args: GpuNodesArgs) -> bool:
+    """Plain On-Demand nodes only: a reservation (an ODCR or a Capacity Block) brings its own placement."""
+    return args.capacity_type == "on-demand" and not args.capacity_reservation_id
 
 
 class GpuNodes(pulumi.ComponentResource):
@@ -285,7 +297,15 @@ class GpuNodes(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
             opts=child,
         )
-        placement_group = aws.ec2.PlacementGroup("gpu-placement", strategy="cluster", tags=args.tags, opts=child)
+        # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
+        # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
+        # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
+        placement_group = (
+            aws.ec2.PlacementGroup("gpu-placement", strategy="cluster", tags=args.tags, opts=child)
+            if uses_own_placement_group(args)
+            else None
+        )
+        capacity_block = args.capacity_type == "capacity-block"
         capacity_reservation = (
             aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
@@ -299,17 +319,20 @@ class GpuNodes(pulumi.ComponentResource):
             "gpu",
             args.tags,
             self,
-            description=f"{args.node_group_name}: EFA, cluster placement, IMDSv2, {args.root_volume_gib} GiB root",
+            description=f"{args.node_group_name}: EFA, {'cluster placement' if placement_group else args.capacity_type}"
+            f", IMDSv2, {args.root_volume_gib} GiB root",
             root_volume_gib=args.root_volume_gib,
             network_interfaces=efa_network_interfaces(
                 args.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
             ),
-            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name),
+            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name) if placement_group else None,
             capacity_reservation_specification=capacity_reservation,
-            # A Capacity Block is used through its own market type, besides its reservation id.
+            # A Capacity Block is used through its own market type, besides its reservation id, and EKS takes its
+            # instance type only from the launch template.
             instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-            if args.capacity_type == "capacity-block"
+            if capacity_block
             else None,
+            instance_type=args.instance_type if capacity_block else None,
         )
         self.node_group_name = args.node_group_name
         self.node_group = _managed_node_group(
@@ -318,7 +341,7 @@ class GpuNodes(pulumi.ComponentResource):
             cluster,
             self,
             node_group_name=args.node_group_name,
-            instance_type=args.instance_type,
+            instance_type=None if capacity_block else args.instance_type,
             count=args.count,
             subnet_ids=[network.private_subnet_ids[args.az]],
             egress=network.private_egress[args.az],
@@ -326,7 +349,7 @@ class GpuNodes(pulumi.ComponentResource):
             capacity_type=args.capacity_type,
             max_count=args.max_count,
             update_strategy=GPU_UPDATE_STRATEGY,
-            labels=GPU_NODE_LABELS,
+            labels={**GPU_NODE_LABELS, **accelerator_label(args.gpu_name)},
             taints=[
                 aws.eks.NodeGroupTaintArgs(
                     key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect=EKS_TAINT_EFFECTS[GPU_TAINT["effect"]]

@@ -7,17 +7,18 @@ from typing import Any
 import pulumi
 
 from infra.changes import settings_by_effect
-from infra.cluster import Cluster, ClusterArgs, discover_partition, update_kubeconfig_command
+from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperatorArgs
 from infra.model_source import check_model_source
 from infra.network import Network, NetworkArgs, discover_placement
-from infra.node_groups import SYSTEM_NODEGROUP_NAME, GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.offerings import check_offerings
 from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
+from infra.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.serve_app import Serving, ServingArgs
 
 
@@ -27,9 +28,10 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     The one place that maps config keys to resources: each component gets a small args object of
     what it needs, so it can be reused in another stack without this project's config.
     """
-    # The lookups can reject the config (partition, gpuAz, Kubernetes version, system node type, the GPU
-    # quota); they run before any resource.
+    # The lookups can reject the config (partition, the deploying identity among the admins, gpuAz, Kubernetes
+    # version, system node type, the GPU quota); they run before any resource.
     partition = discover_partition(cfg)
+    check_admin_principals(cfg)
     placement = discover_placement(cfg)
     addons = check_offerings(cfg)
     check_gpu_vcpu_quota(cfg)
@@ -88,6 +90,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             capacity_reservation_id=cfg.capacity_reservation_id,
             capacity_type=cfg.gpu_capacity_type,
             max_count=cfg.topology.most_gpu_nodes,
+            gpu_name=cfg.topology.node.gpu_name,
             tags=cfg.tags,
         ),
         cluster,

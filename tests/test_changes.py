@@ -32,7 +32,6 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "modelId": {"modelId": "qwen-next"},
     "modelSource": {"modelSource": "Qwen/Qwen3-8B"},
     "maxModelLen": {"maxModelLen": 8192},
-    "languageModelOnly": {"languageModelOnly": False},
     "prefillMaxNumSeqs": {"prefillMaxNumSeqs": 16},
     "decodeMaxNumSeqs": {"decodeMaxNumSeqs": 16},
     "prefillMaxNumBatchedTokens": {"prefillMaxNumBatchedTokens": 4096},

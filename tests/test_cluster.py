@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import OPERATOR_CIDRS
-from tools.offline import DEFAULT_ADDON_BUILDS, run_stack
+from tests.conftest import OPERATOR_CIDRS, rejection
+from tools.offline import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN, run_stack
 
 CLUSTER = "eks:index:Cluster"
 
@@ -226,3 +226,79 @@ def test_cluster_comes_after_the_internet_path_and_goes_before_it(request, stack
         for az in run.outputs["availabilityZones"]
     }
     assert internet_path <= set(run.get("eks:index:Cluster", "eks").dependencies)
+
+
+# --- the deploying identity and the admin list ---
+
+DEPLOYER_ROLE = "arn:aws:iam::123456789012:role/ray-llm-eks-deployer"
+OPERATOR_ROLE = "arn:aws:iam::123456789012:role/platform-admins"
+
+
+@pytest.mark.parametrize(
+    ("caller", "listed"),
+    [
+        pytest.param(DEPLOYER_ARN, DEPLOYER_ROLE, id="assumed-role"),
+        # The session ARN has no role path; the role's name (unique in its account, any case) still names it.
+        pytest.param(DEPLOYER_ARN, "arn:aws:iam::123456789012:role/ci/deploy/ray-llm-eks-deployer", id="role-path"),
+        pytest.param(DEPLOYER_ARN, "arn:aws:iam::123456789012:role/RAY-LLM-EKS-DEPLOYER", id="role-case"),
+        pytest.param(
+            "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_1f9ff11932198c00/mary@example.com",
+            "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_1f9ff11932198c00",
+            id="sso-role",
+        ),
+        pytest.param("arn:aws:iam::123456789012:user/ops/alice", "arn:aws:iam::123456789012:user/ops/alice", id="user"),
+    ],
+)
+def test_the_identity_creating_the_cluster_is_refused_as_an_admin(caller, listed):
+    """pulumi/pulumi-eks `nodejs/eks/cluster/cluster.ts` creates the cluster with
+    `bootstrapClusterCreatorAdminPermissions: true`, so EKS gives the creator an admin access entry, and an
+    explicit entry for the same principal fails (pulumi/pulumi-eks#2373; the error, ResourceInUseException "The
+    specified access entry resource is already in use": terraform-aws-modules/terraform-aws-eks#2969). STS
+    GetCallerIdentity answers an assumed role as `arn:aws:sts::<account>:assumed-role/<role-name>/<session>`
+    (https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html), without the role's path, so
+    the role's path cannot be recovered from it; IAM role names "must be unique within the account" and "are not
+    distinguished by case" (https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html, RoleName), so
+    account and name identify it."""
+    error = rejection({"adminPrincipalArns": [OPERATOR_ROLE, listed]}, caller_arn=caller)
+    (problem,) = error.problems
+    assert problem.startswith(f"adminPrincipalArns[1]={listed!r} is invalid: it is the identity creating the cluster")
+    assert "ResourceInUseException" in problem
+
+
+def test_the_deploying_identity_is_an_admin_like_any_other_once_the_cluster_exists():
+    """Only the creator gets EKS's bootstrap entry: an operator listed in the admins who later runs `pulumi up`
+    on the existing cluster has an entry of this program's and keeps it."""
+    run = run_stack(
+        {"adminPrincipalArns": [OPERATOR_ROLE]},
+        caller_arn="arn:aws:sts::123456789012:assumed-role/platform-admins/bob",
+        existing_clusters=("other", "ray-llm-multinode"),
+    )
+    assert [e["principalArn"] for e in cluster_inputs(run)["accessEntries"].values()] == [OPERATOR_ROLE]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param("arn:aws:iam::123456789012:role/ray-llm-eks-deployer-2", id="longer-name"),
+        pytest.param("arn:aws:iam::210987654321:role/ray-llm-eks-deployer", id="other-account"),
+        pytest.param("arn:aws:iam::123456789012:user/ray-llm-eks-deployer", id="user-of-that-name"),
+    ],
+)
+def test_principals_that_only_resemble_the_deploying_identity_are_kept(other):
+    run = run_stack({"adminPrincipalArns": [other]})
+    assert [e["principalArn"] for e in cluster_inputs(run)["accessEntries"].values()] == [other]
+
+
+@pytest.mark.parametrize(
+    "again",
+    [
+        OPERATOR_ROLE,
+        "arn:aws:iam::123456789012:role/teams/platform-admins",
+        "arn:aws:iam::123456789012:role/Platform-Admins",
+    ],
+)
+def test_the_same_admin_twice_is_refused(again):
+    """EKS keeps one access entry per principal (CreateAccessEntry: ResourceInUseException for an existing one,
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html)."""
+    (problem,) = rejection({"adminPrincipalArns": [OPERATOR_ROLE, again]}).problems
+    assert problem.startswith(f"adminPrincipalArns[1]={again!r} is invalid: it repeats adminPrincipalArns[0]")

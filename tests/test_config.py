@@ -196,8 +196,8 @@ BAD_VALUES = [
     ("natGatewayPerAz", "yes", "true or false"),
     ("apiPublicAccessCidrs", ["10.0.0.300/24"], "IPv4 CIDRs"),
     # RFC 5737 reserves 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24 for documentation.
-    ("apiPublicAccessCidrs", ["198.51.100.0/24"], "RFC 5737 documentation ranges reach no one"),
-    ("apiPublicAccessCidrs", ["203.0.113.7/32"], "RFC 5737 documentation ranges reach no one"),
+    ("apiPublicAccessCidrs", ["198.51.100.0/24"], "it lies in 198.51.100.0/24, space no internet client comes from"),
+    ("apiPublicAccessCidrs", ["203.0.113.7/32"], "it lies in 203.0.113.0/24, space no internet client comes from"),
     ("adminPrincipalArns", ["admin"], "IAM role or user ARNs"),
     ("dlcImage", "example.com/ray/llm:latest", "'latest' is not a pinned tag"),
     ("dlcImage", "example.com/ray/llm", "pinned by tag or digest"),
@@ -384,6 +384,10 @@ def test_plain_text_token_is_not_echoed():
     assert "hf_plain" not in str(rejected.value)
 
 
+# A model of attention layers only, whose KV cache vLLM's NIXL connector can stage in host memory.
+PURE_ATTENTION_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
 @pytest.mark.parametrize(
     ("gpu_node_type", "device"),
     [("g6.8xlarge", "cuda"), ("g6e.12xlarge", "cuda"), ("p5.48xlarge", "cuda"), ("g5.8xlarge", "cpu")],
@@ -393,10 +397,13 @@ def test_kv_buffer_device_auto_follows_the_instance_types_rdma_read(gpu_node_typ
     (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types): g6.8xlarge (Nitro v4) has
     "RDMA read support: Yes", g5 (Nitro v3) "No". libfabric's EFA provider
     (ofiwg/libfabric prov/efa/src/efa_hmem.c, efa_hmem_info_check_p2p_support_cuda) registers CUDA memory
-    with the EFA device itself, so NIXL's LIBFABRIC backend can read GPU-resident KV directly there."""
-    assert load_stack_config({"gpuNodeType": gpu_node_type}).kv_buffer_device == device
+    with the EFA device itself, so NIXL's LIBFABRIC backend can read GPU-resident KV directly there. (A model
+    without Mamba-type state: the default one cannot take cpu, tests/test_bad_input.py.)"""
+    overrides = {"gpuNodeType": gpu_node_type, "modelSource": PURE_ATTENTION_MODEL}
+    assert load_stack_config(overrides).kv_buffer_device == device
 
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
 def test_kv_buffer_device_can_be_pinned(device):
-    assert load_stack_config({"gpuNodeType": "g5.8xlarge", "kvBufferDevice": device}).kv_buffer_device == device
+    overrides = {"gpuNodeType": "g5.8xlarge", "kvBufferDevice": device, "modelSource": PURE_ATTENTION_MODEL}
+    assert load_stack_config(overrides).kv_buffer_device == device

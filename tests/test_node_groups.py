@@ -61,7 +61,11 @@ def test_gpu_nodes_live_in_one_private_subnet_of_the_gpu_az(dev):
 
 def test_gpu_nodes_are_labelled_and_tainted_for_gpu_work_only(dev):
     gpu = gpu_group(dev)
-    assert gpu["labels"] == {"role": "gpu-worker", "nvidia.com/gpu.present": "true"}
+    assert gpu["labels"] == {
+        "role": "gpu-worker",
+        "nvidia.com/gpu.present": "true",
+        "k8s.amazonaws.com/accelerator": "nvidia-l4",
+    }
     assert gpu["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
 
 
@@ -123,6 +127,65 @@ def test_efa_security_group_lets_all_traffic_flow_between_members(dev):
 def test_gpu_nodes_share_a_cluster_placement_group(dev):
     assert dev.get("aws:ec2/placementGroup:PlacementGroup", "gpu-placement").inputs["strategy"] == "cluster"
     assert gpu_template(dev)["placement"] == {"groupName": "gpu-placement-pg"}
+
+
+CAPACITY_BLOCK = {
+    "gpuCapacityType": "capacity-block",
+    "capacityReservationId": "cr-02168da1478b509e0",
+    "gpuAz": "sa-east-1a",
+}
+RESERVATIONS = {
+    "odcr": {"capacityReservationId": "cr-0123456789abcdef0"},
+    "capacity-block": CAPACITY_BLOCK,
+}
+
+
+@pytest.mark.parametrize("reservation", sorted(RESERVATIONS))
+def test_reserved_gpu_nodes_get_no_placement_group_of_the_stacks(reservation):
+    """A reservation's placement is fixed when it is made: "To reserve capacity in a placement group, you must
+    create the Capacity Reservation in the placement group" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    cr-cpg.html), so a group the stack creates never holds an ODCR. eksctl lost reserved instances to the
+    placement group it added (eksctl-io/eksctl#7949: 11 of 16) and stopped adding one with a reservation
+    (eksctl-io/eksctl#8220); AWS ParallelCluster refuses a placement group with a Capacity Block
+    (aws/aws-parallelcluster#6311, `cli/src/pcluster/validators/ec2_validators.py`), whose instances EC2 already
+    places together (awslabs/awsome-distributed-ai#353, an AWS engineer: "Capacity block is time based ODCR with
+    instances placed by default in a placement group cluster")."""
+    run = run_stack(RESERVATIONS[reservation])
+    assert run.of_type("aws:ec2/placementGroup:PlacementGroup") == []
+    assert "placement" not in gpu_template(run)
+
+
+def test_a_capacity_block_takes_its_instance_type_from_the_launch_template_only():
+    """EKS user guide `capacity-blocks-mng.html`: managed node groups with Capacity Blocks "can only be created
+    with custom launch templates", whose LaunchTemplateData must include the InstanceType, besides the market type
+    and reservation; "If … any of the above required launch template values are missing, then the create request
+    will be rejected". EKS API CreateNodegroup `instanceTypes`: "If however, you specify an instance type in your
+    launch template and specify any instanceTypes, the node group deployment will fail"
+    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)."""
+    run = run_stack({**CAPACITY_BLOCK, "gpuNodeType": "p5.48xlarge"})
+    assert gpu_template(run)["instanceType"] == "p5.48xlarge"
+    assert "instanceTypes" not in gpu_group(run)
+
+
+def test_on_demand_gpu_nodes_name_their_type_on_the_node_group_only(dev):
+    """The same CreateNodegroup rule, the other way round: the type in one place, the node group's."""
+    assert gpu_group(dev)["instanceTypes"] == ["g6.8xlarge"]
+    assert "instanceType" not in gpu_template(dev)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "accelerator"),
+    [("g6.8xlarge", "nvidia-l4"), ("g6e.24xlarge", "nvidia-l40s"), ("p5.48xlarge", "nvidia-h100")],
+)
+def test_gpu_nodes_carry_cluster_autoscalers_accelerator_label(instance_type, accelerator):
+    """kubernetes/autoscaler `cluster-autoscaler/cloudprovider/aws/README.md`, "Special note on GPU instances": the
+    device plugin "can take some time to advertise the GPU resource to the cluster. This may cause Cluster
+    Autoscaler to unnecessarily scale out multiple times"; label the GPU nodes before they join with
+    `k8s.amazonaws.com/accelerator=<gpu-type>` (Cluster Autoscaler >= 1.15), `<gpu-type>` such as
+    `nvidia-tesla-k80`. EKS applies a managed node group's `labels` when the node registers. The GPU model is
+    EC2's own name for it (DescribeInstanceTypes GpuInfo.Gpus[].Name)."""
+    labels = gpu_group(run_stack({"gpuNodeType": instance_type}))["labels"]
+    assert labels["k8s.amazonaws.com/accelerator"] == accelerator
 
 
 @pytest.mark.parametrize("template", ["system", "gpu"])

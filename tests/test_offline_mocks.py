@@ -23,6 +23,8 @@ from tools.offline import PROJECT_DIR, AwsMocks
 # fails with "'module' object is not callable".
 INVOKES = {
     "aws:index/getPartition:getPartition": ("pulumi_aws", "GetPartitionResult", {}),
+    "aws:index/getCallerIdentity:getCallerIdentity": ("pulumi_aws", "GetCallerIdentityResult", {}),
+    "aws:eks/getClusters:getClusters": ("pulumi_aws.eks", "GetClustersResult", {}),
     "aws:index/getAvailabilityZones:getAvailabilityZones": (
         "pulumi_aws",
         "GetAvailabilityZonesResult",

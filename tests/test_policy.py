@@ -231,9 +231,16 @@ OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERN
 INTERNET_FACING = {"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]}
 
 
-def _set_load_balancer_ranges(ranges: list[str]) -> Callable[[CapturedStack], None]:
+def _set_ranges(
+    ranges: list[str], inputs: Callable[[CapturedStack], dict], *path: str
+) -> Callable[[CapturedStack], None]:
+    """An edit that sets the CIDR list at `path` in a captured resource's inputs."""
+
     def edit(captured: CapturedStack) -> None:
-        SERVE_LB(captured)["spec"]["loadBalancerSourceRanges"] = list(ranges)
+        holder = inputs(captured)
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = list(ranges)
 
     return edit
 
@@ -335,7 +342,7 @@ BREAKAGES = [
             MANDATORY,
             "serveSourceCidrs",
             overrides=INTERNET_FACING,
-            edit=_set_load_balancer_ranges(ranges),
+            edit=_set_ranges(ranges, SERVE_LB, "spec", "loadBalancerSourceRanges"),
         )
         for name, ranges in OPEN_TO_THE_INTERNET
     ),
@@ -370,7 +377,7 @@ BREAKAGES = [
             ADVISORY,
             "apiPublicAccessCidrs",
             stack="prod",
-            overrides={"apiPublicAccessCidrs": ranges},
+            edit=_set_ranges(ranges, EKS_CLUSTER, "publicAccessCidrs"),
         )
         for name, ranges in OPEN_TO_THE_INTERNET
     ),

@@ -161,7 +161,8 @@ def test_each_side_serves_text_only_so_the_default_model_fits_an_l4(args, side):
 
 
 def test_a_multimodal_stack_keeps_the_vision_tower_on_both_sides():
-    args = pd_args(run_stack({"languageModelOnly": False}))
+    # On an L40S: the default model's vision tower does not fit an L4 (tests/test_bad_input.py).
+    args = pd_args(run_stack({"languageModelOnly": False, "gpuNodeType": "g6e.12xlarge"}))
     assert [args[f"{side}_config"]["engine_kwargs"]["language_model_only"] for side in ("prefill", "decode")] == [
         False,
         False,

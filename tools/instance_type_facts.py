@@ -27,9 +27,11 @@ class InstanceTypeFacts:
     network_performance: str
 
 
-L4, A10G, L40S, A100, H100 = ("L4", 22888), ("A10G", 24576), ("L40S", 45776), ("A100", 40960), ("H100", 81920)
+T4, L4, A10G, L40S = ("T4", 15360), ("L4", 22888), ("A10G", 24576), ("L40S", 45776)
+A100, H100 = ("A100", 40960), ("H100", 81920)
 INSTANCE_TYPES = {
     # GPU types with EFA
+    "g4dn.8xlarge": InstanceTypeFacts(32, 131072, 1, *T4, 1, 1, "50 Gigabit"),
     "g5.8xlarge": InstanceTypeFacts(32, 131072, 1, *A10G, 1, 1, "25 Gigabit"),
     "g6.8xlarge": InstanceTypeFacts(32, 131072, 1, *L4, 1, 1, "25 Gigabit"),
     "g6.12xlarge": InstanceTypeFacts(48, 196608, 4, *L4, 1, 1, "40 Gigabit"),
@@ -42,6 +44,7 @@ INSTANCE_TYPES = {
     "g6.xlarge": InstanceTypeFacts(4, 16384, 1, *L4, 0, 1, "Up to 10 Gigabit"),
     "c5n.18xlarge": InstanceTypeFacts(72, 196608, 0, "", 0, 1, 1, "100 Gigabit"),
     "m7i.xlarge": InstanceTypeFacts(4, 16384, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
+    "m7i.2xlarge": InstanceTypeFacts(8, 32768, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
 }
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
@@ -27,20 +26,14 @@ from infra.config import SECRET_SETTINGS, StackConfig, load_config
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
+from tools.stack_yaml import StackFileError, cli_string, read_stack_file
 from tools.tiny_model import SHAPES, SPECIAL_TOKENS, model_config
 
 ACCOUNT_ID = "123456789012"
+# Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
+DEPLOYER_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/ray-llm-eks-deployer/offline"
 # An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
 DEFAULT_VCPU_QUOTA = 768.0
-
-
-def config_string(value: Any) -> str:
-    """The string the CLI hands the program for a YAML config value."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value)
-    return str(value)
 
 
 def _qualified(key: str) -> str:
@@ -49,55 +42,25 @@ def _qualified(key: str) -> str:
 
 def project_config() -> dict[str, str]:
     """Project-level config of Pulumi.yaml: `default` of typed keys, the value of namespaced ones."""
-    return {_qualified(key): config_string(default) for key, default in declared_defaults().items()}
-
-
-class StackFileError(ValueError):
-    """A stack file the CLI would not read as meant; the message is one line: `<file>:<line>: <problem>`."""
+    return {_qualified(key): cli_string(default) for key, default in declared_defaults().items()}
 
 
 def _is_encrypted(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
 
-def _config_node(path: Path, text: str) -> yaml.MappingNode | None:
-    """The `config:` mapping of a stack file, parsed with line numbers; None when the file sets nothing."""
-    try:
-        document = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark else 1
-        raise StackFileError(f"{path.name}:{line}: not valid YAML: {error.problem or error.context}") from error
-    if document is None:
-        return None
-    if not isinstance(document, yaml.MappingNode):
-        raise StackFileError(f"{path.name}:{document.start_mark.line + 1}: a stack file is a mapping with `config:`")
-    for key, value in document.value:
-        if key.value == "config":
-            if isinstance(value, yaml.MappingNode):
-                return value
-            if isinstance(value, yaml.ScalarNode) and value.tag.endswith(":null"):
-                return None
-            raise StackFileError(f"{path.name}:{value.start_mark.line + 1}: `config:` must map keys to values")
-    return None
-
-
 def _stack_file_values(stack: str) -> dict[str, Any]:
-    """`Pulumi.<stack>.yaml`'s `config:`; raises StackFileError naming the file and line of what is wrong."""
+    """`Pulumi.<stack>.yaml`'s `config:` as the CLI decodes it (tools/stack_yaml.py); raises StackFileError naming
+    the file and line of what is wrong, or of a key only `hfToken` may be: encrypted."""
     path = PROJECT_DIR / f"Pulumi.{stack}.yaml"
     if not path.exists():
         return {}
-    text = path.read_text()
-    node = _config_node(path, text)
-    if node is None:
-        return {}
-    values = yaml.safe_load(text)["config"]
-    for key_node, _ in node.value:
-        key = key_node.value
-        if _is_encrypted(values[key]) and key.removeprefix(f"{PROJECT}:") not in SECRET_SETTINGS:
+    values, lines = read_stack_file(path, PROJECT)
+    for key, value in values.items():
+        if _is_encrypted(value) and key.removeprefix(f"{PROJECT}:") not in SECRET_SETTINGS:
             raise StackFileError(
-                f"{path.name}:{key_node.start_mark.line + 1}: {key} is encrypted (secure:) but is not a secret "
-                f"setting; only {', '.join(sorted(SECRET_SETTINGS))} may be (`pulumi config set {key} <value>`)"
+                f"{path.name}:{lines[key]}: {key} is encrypted (secure:) but is not a secret setting; only "
+                f"{', '.join(sorted(SECRET_SETTINGS))} may be (`pulumi config set {key} <value>`)"
             )
     return values
 
@@ -116,7 +79,7 @@ def stack_file(stack: str) -> StackFile:
     values = _stack_file_values(stack)
     return StackFile(
         config={
-            key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else config_string(value)
+            key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else cli_string(value)
             for key, value in values.items()
         },
         secret_keys={key for key, value in values.items() if _is_encrypted(value)},
@@ -247,11 +210,20 @@ def hub_fetch(url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
-    def __init__(self, region: str, gpu_offering_azs: list[str] | None, vcpu_quota: float = DEFAULT_VCPU_QUOTA) -> None:
+    def __init__(
+        self,
+        region: str,
+        gpu_offering_azs: list[str] | None,
+        vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+        caller_arn: str = DEPLOYER_ARN,
+        existing_clusters: tuple[str, ...] = (),
+    ) -> None:
         self.region = region
         self.azs = region_azs(region)
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
         self.vcpu_quota = vcpu_quota
+        self.caller_arn = caller_arn
+        self.existing_clusters = existing_clusters
 
     def service_quota(self, service_code: str, quota_code: str) -> dict:
         """A Service Quotas answer in pulumi-aws's GetServiceQuotaResult shape (camelCase)."""
@@ -286,6 +258,16 @@ class AwsMocks(pulumi.runtime.Mocks):
         request = dict(args.args)
         if args.token == "aws:index/getPartition:getPartition":
             return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            # An assumed role's UserId is the role's unique id (AROA...) and the session name.
+            return {
+                "accountId": ACCOUNT_ID,
+                "arn": self.caller_arn,
+                "id": ACCOUNT_ID,
+                "userId": f"AROA3XFRBF535PLBIFPI4:{self.caller_arn.rsplit('/', 1)[-1]}",
+            }
+        if args.token == "aws:eks/getClusters:getClusters":
+            return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
             return {
@@ -520,12 +502,16 @@ def _configure_runtime(
     gpu_offering_azs: list[str] | None,
     preview: bool,
     vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+    caller_arn: str = DEPLOYER_ARN,
+    existing_clusters: tuple[str, ...] = (),
 ) -> CapturingMonitor:
     """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
     stack_values = stack_file(stack)
     config = {**project_config(), **stack_values.config}
-    config.update({_qualified(k): config_string(v) for k, v in (overrides or {}).items()})
-    monitor = CapturingMonitor(AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota))
+    config.update({_qualified(k): cli_string(v) for k, v in (overrides or {}).items()})
+    monitor = CapturingMonitor(
+        AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota, caller_arn, existing_clusters)
+    )
     model_source.https_get = hub_fetch  # no network: the model preflight asks the offline Hub
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
@@ -549,13 +535,18 @@ def run_stack(
     gpu_offering_azs: list[str] | None = None,
     preview: bool = False,
     vcpu_quota: float = DEFAULT_VCPU_QUOTA,
+    caller_arn: str = DEPLOYER_ARN,
+    existing_clusters: tuple[str, ...] = (),
     program_file: Path = PROJECT_DIR / "__main__.py",
 ) -> StackRun:
     """Runs a Pulumi program (the project's `__main__.py`) with the given stack's config; returns what it declared.
 
-    `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota.
+    `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota, `caller_arn` what STS
+    answers for the deploying identity, `existing_clusters` the EKS clusters the region already has.
     """
-    monitor = _configure_runtime(overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota)
+    monitor = _configure_runtime(
+        overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota, caller_arn, existing_clusters
+    )
     run = StackRun(resources=monitor.captured)
 
     async def resolve_outputs() -> None:

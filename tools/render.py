@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from infra.config import ConfigError
+from infra.config import SECRET_SETTINGS, ConfigError
 from tools.offline import (
     Resource,
     StackFileError,
@@ -69,6 +69,7 @@ KEY_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "aws:ec2/placementGroup:PlacementGroup": (("strategy", "strategy"),),
     "aws:ec2/launchTemplate:LaunchTemplate": (
+        ("instance type", "instanceType"),
         ("network interfaces", "networkInterfaces.*.interfaceType"),
         ("root GiB", "blockDeviceMappings.*.ebs.volumeSize"),
         ("root volume", "blockDeviceMappings.*.ebs.volumeType"),
@@ -443,6 +444,16 @@ def parse_args(argv: Sequence[str] | None) -> tuple[RenderRequest, Path]:
         secrets=_assignments(args.secret, "--secret", parser),
         gpu_offering_azs=gpu_azs,
     )
+    # The flag at fault, not the stack file's rule the program would otherwise report.
+    for key in request.secrets:
+        if _unqualified(key) not in SECRET_SETTINGS:
+            parser.error(
+                f"--secret {key}=...: {key} is not a secret setting; pass it with --config (secret: "
+                f"{', '.join(sorted(SECRET_SETTINGS))})"
+            )
+    for key in request.config:
+        if _unqualified(key) in SECRET_SETTINGS:
+            parser.error(f"--config {key}=...: {key} is a secret setting; pass it with --secret, never in plain text")
     if args.stack not in SHIPPED_STACKS:
         parser.error(
             f"--stack {args.stack}: there is no Pulumi.{args.stack}.yaml (stacks: {', '.join(SHIPPED_STACKS)})"

@@ -883,8 +883,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 # The API allow-list shapes the cluster's endpoint, never the serve config; a stack file that has none yet (the
-# shipped ones: each user adds their own address) still builds the app, on a private range that reaches nothing.
-ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["10.0.0.0/8"]}
+# shipped ones: each user adds their own address) still builds the app, on a stand-in range that is never applied:
+# 192.88.99.0/24, the 6to4 relay anycast prefix RFC 7526 deprecated (an internet range, so the config accepts it).
+ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["192.88.99.0/24"]}
 
 
 def serve_stack_config(stack: str) -> StackConfig:

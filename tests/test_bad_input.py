@@ -1,0 +1,332 @@
+"""Bad values a new user types, by class: each is refused before any resource, naming the key (and the list item),
+the value and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import rejection
+from tools.offline import load_stack_config
+from tools.project import declared_config
+
+# 41 distinct /32s of one public /24: one more than EKS takes.
+FORTY_ONE = [f"100.24.10.{host}/32" for host in range(1, 42)]
+
+
+@pytest.mark.parametrize("count", [1, 40])
+def test_up_to_forty_api_cidrs_are_accepted(count):
+    assert len(load_stack_config({"apiPublicAccessCidrs": FORTY_ONE[:count]}).api_public_access_cidrs) == count
+
+
+def test_more_than_forty_api_cidrs_are_refused_before_eks_refuses_the_cluster():
+    """EKS quota "Public endpoint access CIDR ranges per cluster": 40, adjustable "No"
+    (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html; aws/containers-roadmap#2174 asks for
+    more). CreateCluster would fail mid-deploy, after the VPC and IAM role exist."""
+    (problem,) = rejection({"apiPublicAccessCidrs": FORTY_ONE}).problems
+    assert problem.startswith("apiPublicAccessCidrs has 41 CIDRs: EKS allows at most 40")
+    assert "docs/policy.md" in problem
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "reason"),
+    [
+        pytest.param(["0.0.0.0/0"], "[0]='0.0.0.0/0' is invalid (it is the whole internet)", id="everything"),
+        # RFC 1918, RFC 6598 shared, loopback, link-local, multicast, reserved: RFC 6890 marks none of them
+        # globally reachable, so no internet client reaches the public endpoint from there.
+        pytest.param(["10.0.0.0/8"], "[0]='10.0.0.0/8' is invalid (it lies in 10.0.0.0/8", id="rfc1918-10"),
+        pytest.param(["172.20.1.0/24"], "[0]='172.20.1.0/24' is invalid (it lies in 172.16.0.0/12", id="rfc1918-172"),
+        pytest.param(["192.168.7.9/32"], "(it lies in 192.168.0.0/16", id="rfc1918-192"),
+        pytest.param(["100.64.3.0/24"], "(it lies in 100.64.0.0/10", id="shared-cgnat"),
+        pytest.param(["127.0.0.1/32"], "(it lies in 127.0.0.0/8", id="loopback"),
+        pytest.param(["169.254.169.254/32"], "(it lies in 169.254.0.0/16", id="link-local"),
+        pytest.param(["239.1.1.1/32"], "(it lies in 224.0.0.0/4", id="multicast"),
+        pytest.param(["250.0.0.0/8"], "(it lies in 240.0.0.0/4", id="reserved"),
+        pytest.param(["100.24.10.0/24", "10.1.0.0/16"], "apiPublicAccessCidrs[1]='10.1.0.0/16'", id="second-item"),
+    ],
+)
+def test_api_cidrs_must_be_internet_ranges(cidrs, reason):
+    """EKS's public endpoint is reached from the internet; with endpointPrivateAccess on, requests from inside
+    the VPC use the private endpoint (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html), so a
+    private or reserved range admits no one and 0.0.0.0/0 admits everyone."""
+    (problem,) = rejection({"apiPublicAccessCidrs": cidrs}).problems
+    assert reason in problem
+    assert "allowed is public IPv4 CIDRs" in problem
+
+
+@pytest.mark.parametrize(
+    "cidrs",
+    [
+        ["0.0.0.0/1", "128.0.0.0/1"],
+        ["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/2"],
+        # Every public address, with the private and reserved blocks carved out.
+        ["1.0.0.0/8", "2.0.0.0/7", "4.0.0.0/6", "8.0.0.0/5", "16.0.0.0/4", "32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/1"],
+    ],
+    ids=["halves", "quarters", "all-but-private"],
+)
+def test_api_cidrs_that_together_admit_the_internet_are_refused(cidrs):
+    (problem,) = rejection({"apiPublicAccessCidrs": cidrs}).problems
+    assert problem.startswith(f"apiPublicAccessCidrs={cidrs} is invalid: together they admit every internet address")
+
+
+def test_a_public_range_that_overlaps_private_space_is_still_an_internet_range():
+    """8.0.0.0/5 holds 10.0.0.0/8 but also public addresses; it is wide, not wrong."""
+    assert load_stack_config({"apiPublicAccessCidrs": ["8.0.0.0/5"]}).api_public_access_cidrs == ("8.0.0.0/5",)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("vpcCidr", "10.0.0.0/255.255.0.0"),
+        ("vpcCidr", "10.0.0.0/0.0.255.255"),
+        ("vpcCidr", "10.0.0.0/16\n"),
+        ("vpcCidr", "10.0.0.0"),
+        ("apiPublicAccessCidrs", ["100.24.0.0/255.255.0.0"]),
+        ("apiPublicAccessCidrs", ["100.24.10.7"]),
+        ("apiPublicAccessCidrs", ["100.24.10.0/24\n"]),
+        ("serveSourceCidrs", ["10.0.0.0/255.0.0.0"]),
+    ],
+)
+def test_cidrs_are_taken_in_prefix_notation_only(key, value):
+    """Python's ipaddress also reads a netmask or hostmask after the slash; AWS's CIDR fields take a prefix
+    length (EC2 CreateVpc CidrBlock "The IPv4 network range for the VPC, in CIDR notation. For example,
+    10.0.0.0/16", https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateVpc.html), so the value would
+    be checked in one form and passed on in another."""
+    problems = rejection({key: value}).problems
+    assert any("not an IPv4 CIDR in a.b.c.d/prefix notation" in p and p.startswith(key) for p in problems)
+
+
+@pytest.mark.parametrize("key", ["apiPublicAccessCidrs", "serveSourceCidrs"])
+def test_a_repeated_cidr_is_named_with_the_item_it_repeats(key):
+    (problem,) = rejection({key: ["100.24.10.0/24", "100.24.20.0/24", "100.24.10.0/24"]}).problems
+    assert problem.startswith(f"{key}[2]='100.24.10.0/24' is invalid: it repeats {key}[0]")
+
+
+@pytest.mark.parametrize("value", ['"100.24.10.0/24"', "[100.24.10.0/24]", "[1, 2]", '{"a": "b"}'])
+def test_a_list_key_that_is_not_a_json_list_of_strings_says_so(value):
+    (problem,) = rejection({"apiPublicAccessCidrs": value}).problems
+    assert problem.startswith(f"apiPublicAccessCidrs={value!r} is invalid: allowed is a JSON list of public IPv4")
+
+
+# --- a trailing newline (`re.match` with `$` matches before a final "\n"; the checks use fullmatch / \Z) ---
+
+# A valid value for each string key whose default is empty; a key with a default uses the default.
+EXAMPLES = {
+    "vpcCniVersion": "v1.21.1-eksbuild.1",
+    "corednsVersion": "v1.13.2-eksbuild.1",
+    "kubeProxyVersion": "v1.35.0-eksbuild.2",
+    "gpuAz": "sa-east-1a",
+    "capacityReservationId": "cr-0123456789abcdef0",
+    "dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2.58.0",
+    "owner": "ml-platform",
+    "costCenter": "ml-dev",
+}
+# hfToken's value is never shown or checked beyond being a secret.
+STRING_KEYS = sorted(
+    key
+    for key, spec in declared_config().items()
+    if isinstance(spec, dict) and spec["type"] == "string" and key != "hfToken"
+)
+
+
+def example(key: str) -> str:
+    return EXAMPLES.get(key) or declared_config()[key]["default"]
+
+
+def test_every_string_key_has_an_example():
+    assert all(example(key) for key in STRING_KEYS)
+
+
+@pytest.mark.parametrize("key", STRING_KEYS)
+def test_each_example_is_accepted(key):
+    load_stack_config({key: example(key)})
+
+
+@pytest.mark.parametrize("key", STRING_KEYS)
+def test_a_trailing_newline_is_refused_for_every_string_key(key):
+    """Python's `re` docs: "$ Matches the end of the string or just before the newline at the end of the
+    string", `\\Z` "only at the end of the string" (https://docs.python.org/3/library/re.html)."""
+    value = example(key) + "\n"
+    problems = rejection({key: value}).problems
+    assert any(problem.startswith(f"{key}={value!r} is invalid") for problem in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("adminPrincipalArns", ["arn:aws:iam::123456789012:role/platform-admins\n"]),
+        ("aws:region", "sa-east-1\n"),
+    ],
+)
+def test_a_trailing_newline_is_refused_in_list_items_and_provider_keys(key, value):
+    problems = rejection({key: value}).problems
+    assert any(problem.startswith(key) and "invalid" in problem for problem in problems), problems
+
+
+# --- names that collide with what the cluster already has ---
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease", "default", "kube-inference"])
+def test_a_namespace_every_cluster_has_or_kubernetes_reserves_is_refused(namespace):
+    """Kubernetes starts every cluster with default, kube-node-lease, kube-public and kube-system, and "Avoid
+    creating namespaces with the prefix kube-, since it is reserved for Kubernetes system namespaces"
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/). The program creates the
+    namespace and deletes it on destroy."""
+    (problem,) = rejection({"namespace": namespace}).problems
+    assert problem.startswith(f"namespace={namespace!r} is invalid: every cluster already has it")
+
+
+def test_the_kuberay_operators_namespace_is_refused():
+    (problem,) = rejection({"namespace": "kuberay-system"}).problems
+    assert problem.startswith("namespace='kuberay-system' is invalid: it is the KubeRay operator's")
+
+
+def test_a_gpu_node_group_named_like_the_system_group_is_refused():
+    """EKS CreateNodegroup `nodegroupName`: "The unique name to give your node group"
+    (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)."""
+    (problem,) = rejection({"gpuNodegroupName": "system"}).problems
+    assert problem.startswith("gpuNodegroupName='system' is invalid: it is the system node group's name")
+
+
+# --- documented limits ---
+
+
+def test_autoscaling_on_a_capacity_block_is_refused():
+    """A Capacity Block reserves a fixed number of instances for a fixed window; instances beyond it cannot
+    launch into it (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html: "Launching an
+    instance into a Capacity Block reduces the available capacity by the number of instances launched")."""
+    overrides = {
+        "gpuCapacityType": "capacity-block",
+        "capacityReservationId": "cr-02168da1478b509e0",
+        "gpuAz": "sa-east-1a",
+        "serveAutoscaling": True,
+        "prefillMaxReplicas": 2,
+        "decodeMaxReplicas": 2,
+        "prefillTargetOngoingRequests": 4,
+        "decodeTargetOngoingRequests": 4,
+    }
+    (problem,) = rejection(overrides).problems
+    assert problem.startswith("serveAutoscaling=true is invalid with gpuCapacityType='capacity-block'")
+
+
+# --- messages that say which rule a value breaks ---
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "rule"),
+    [
+        ("namespace", "a" * 64, "1-63 characters"),
+        ("namespace", "-inference", "starting and ending with a letter or digit"),
+        ("namespace", "inference-", "starting and ending with a letter or digit"),
+        ("rayServiceName", "r" * 41, "1-40 characters"),
+        ("rayServiceName", "1ray", "starting with a letter"),
+    ],
+)
+def test_a_dns_label_message_states_its_length_and_start_end_rules(key, value, rule):
+    """RFC 1123 DNS labels as Kubernetes validates names (at most 63 characters, alphanumeric start and end:
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names)."""
+    (problem,) = rejection({key: value}).problems
+    assert problem.startswith(f"{key}={value!r} is invalid")
+    assert rule in problem
+
+
+# --- provider settings: the name is checked, and so is the value ---
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("aws:skipMetadataApiCheck", "yes", "the aws provider reads a boolean; allowed is true or false"),
+        ("aws:useFipsEndpoint", "on", "the aws provider reads a boolean; allowed is true or false"),
+        ("aws:maxRetries", "three", "the aws provider reads an integer"),
+        ("aws:defaultTags", '{"tag": {"team": "ml"}}', "does not read 'tag' (did you mean 'tags'?)"),
+        ("aws:defaultTags", '{"tags": {"team": 1}}', 'allowed is {"tags": {"<key>": "<value>", ...}}'),
+        ("aws:defaultTags", "team=ml", "allowed is a JSON object of tags"),
+        ("aws:ignoreTags", '["team"]', "allowed is a JSON object of keyPrefixes, keys"),
+        ("aws:assumeRoles", '{"roleArn": "arn:aws:iam::123456789012:role/x"}', "allowed is a JSON list of objects"),
+    ],
+)
+def test_aws_provider_settings_take_the_type_the_provider_reads(key, value, allowed):
+    """pulumi-aws `config/vars.py` reads each setting with `__config__.get_bool`, `get_int` or `get` (objects as
+    JSON, typed by `config/outputs.py`: DefaultTags has `tags`, a map of strings); `ProviderArgs` (provider.py)
+    types `assumeRoles` and `endpoints` as lists. pulumi/pulumi `sdk/python/lib/pulumi/config.py` `get_bool`
+    raises ConfigTypeError for anything but true/True/false/False; the program asks for the lower-case form
+    its own booleans take."""
+    (problem,) = rejection({key: value}).problems
+    assert problem.startswith(f"{key}={value!r} is invalid")
+    assert allowed in problem
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("aws:skipMetadataApiCheck", "true"),
+        ("aws:maxRetries", "5"),
+        ("aws:defaultTags", '{"tags": {"team": "ml"}}'),
+        ("aws:assumeRoles", '[{"roleArn": "arn:aws:iam::123456789012:role/x"}]'),
+    ],
+)
+def test_well_typed_aws_provider_settings_are_accepted(key, value):
+    load_stack_config({key: value})
+
+
+# --- the default model's measured limits (infra/config.py KNOWN_MODELS, docs/gpu-end-to-end.md) ---
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({"kvBufferDevice": "cpu"}, id="pinned-cpu"),
+        # g5 and g4dn have EFA without RDMA read, where auto takes host memory.
+        pytest.param({"gpuNodeType": "g5.8xlarge"}, id="auto-on-g5"),
+    ],
+)
+def test_host_memory_kv_staging_is_refused_for_the_hybrid_default_model(overrides):
+    """vLLM 0.26's NIXL worker fails for a hybrid model in `initialize_host_xfer_buffer` ("'list' object has no
+    attribute 'shape'": its KV caches are lists per Mamba state, tests/test_smoke.py), which Pulumi.yaml's
+    kvBufferDevice description states."""
+    problems = rejection(overrides).problems
+    assert any(p.startswith("kvBufferDevice=") and "the model is hybrid" in p for p in problems), problems
+
+
+def test_the_default_models_weights_need_more_than_a_t4():
+    """Its text weights alone took 16.80 GiB (vLLM "Model loading took 16.8 GiB memory", docs/gpu-end-to-end.md);
+    a g4dn's T4 has 15360 MiB (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)."""
+    problems = rejection({"gpuNodeType": "g4dn.8xlarge", "kvBufferDevice": "cuda"}).problems
+    assert problems == [
+        "gpuNodeType='g4dn.8xlarge' is invalid with modelSource='Qwen/Qwen3.5-9B' and tensorParallelSize=1: a replica "
+        "gets 15360 MiB of GPU memory, less than the model's 16.8 GiB of weights; allowed is a larger GPU or a "
+        "larger tensorParallelSize"
+    ]
+
+
+def test_the_default_models_vision_tower_is_refused_on_an_l4():
+    """Measured: with the vision tower on an L4's 22888 MiB, "Available KV cache memory: -0.07 GiB" and "No
+    available memory for the cache blocks" (docs/gpu-end-to-end.md, session B)."""
+    (problem,) = rejection({"languageModelOnly": False}).problems
+    assert problem.startswith("languageModelOnly=false is invalid with modelSource='Qwen/Qwen3.5-9B' on 22888 MiB")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({"languageModelOnly": False, "gpuNodeType": "g6e.12xlarge"}, id="vision-on-l40s"),
+        pytest.param(
+            {"languageModelOnly": False, "gpuNodeType": "g6.12xlarge", "tensorParallelSize": 2}, id="vision-on-2-l4s"
+        ),
+        pytest.param(
+            {"gpuNodeType": "g4dn.8xlarge", "modelSource": "meta-llama/Llama-3.2-1B-Instruct"}, id="other-model"
+        ),
+    ],
+)
+def test_settings_the_measurements_do_not_rule_out_are_accepted(overrides):
+    load_stack_config(overrides)
+
+
+@pytest.mark.parametrize("instance_type", ["g6.8xlarge", "p5.48xlarge", "g6.xlarge"])
+def test_a_gpu_type_as_the_system_node_type_is_refused(instance_type):
+    """EC2's DescribeInstanceTypes reports its NVIDIA GPUs; the system group's AMI type AL2023_x86_64_STANDARD has no
+    NVIDIA driver, AL2023_x86_64_NVIDIA does (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html,
+    amiType)."""
+    (problem,) = rejection({"systemNodeType": instance_type}).problems
+    assert problem.startswith(f"systemNodeType={instance_type!r} is invalid: it has")
+    assert "NVIDIA GPU(s)" in problem

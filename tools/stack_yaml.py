@@ -1,0 +1,239 @@
+"""A stack file (`Pulumi.<stack>.yaml`) read as the Pulumi CLI reads it, or refused where the CLI refuses it or would
+silently drop what it says.
+
+What the CLI does (pulumi/pulumi `sdk/go/common/workspace/loaders.go` `LoadProjectStackBytes`):
+- it decodes the file with gopkg.in/yaml.v3 (`sdk/go/common/encoding/marshal.go`), non-strictly: a top-level key
+  other than the fields of `ProjectStack` (`project.go`: secretsprovider, encryptedkey, encryptionsalt, config,
+  environment) is ignored, so a `confg:` section would drop every setting; it is refused here;
+- yaml.v3 refuses a mapping key defined twice (`decode.go`: "mapping key ... already defined at line ...");
+- a config key without a namespace gets the project's (`stackConfigNamespacedWithProject`); a key is
+  `<namespace>:<name>` or the old `<namespace>:config:<name>`, anything else is refused (`resource/config/key.go`
+  `ParseKey`); a key given both bare and namespaced would collide in one map, and is refused here;
+- each value reaches the program as a string (`resource/config/object.go` `MarshalString`): a string as is, a bool,
+  int or float as its JSON text, a list or map as JSON; a null as "" with a warning (`checkForEmptyConfig`).
+
+yaml.v3 resolves plain scalars by its own rules (go-yaml/yaml v3 `resolve.go` `resolve`), not PyYAML's YAML 1.1
+ones: only true/True/TRUE and false/False/FALSE are booleans (yes, no, on, off stay strings); ~, null, Null, NULL
+and the empty scalar are null; an integer is what Go's `strconv.ParseInt(text, 0, 64)` reads once underscores are
+removed (0x hex, 0o and a leading 0 octal, 0b binary), then `ParseUint`; then a float by `yamlStyleFloat`;
+.inf/.nan; an unquoted date or time is a timestamp (`parseTimestamp`), which the CLI would hand the program as Go's
+`time.Time.String()` text and is refused here, as are NaN and infinities, which Go's JSON encoder cannot write.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+STACK_SECTIONS = ("secretsprovider", "encryptedkey", "encryptionsalt", "config", "environment")
+YAML_TRUE = ("true", "True", "TRUE")
+YAML_FALSE = ("false", "False", "FALSE")
+YAML_NULL = ("", "~", "null", "Null", "NULL")
+YAML_SPECIAL_FLOATS = {
+    **{text: math.nan for text in (".nan", ".NaN", ".NAN")},
+    **{text: math.inf for text in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
+    **{text: -math.inf for text in ("-.inf", "-.Inf", "-.INF")},
+}
+# Go's strconv.ParseInt(s, 0, 64) syntax: an optional sign, then 0x/0o/0b with digits, 0 and octal digits, or decimal.
+GO_INTEGER = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
+# yaml.v3's yamlStyleFloat.
+YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+# The start of what yaml.v3's parseTimestamp reads (2006-1-2, with an optional time).
+YAML_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?")
+INT64 = (-(2**63), 2**63 - 1)
+UINT64_MAX = 2**64 - 1
+STR_TAG = "tag:yaml.org,2002:str"
+
+
+class StackFileError(ValueError):
+    """A stack file the CLI would not read as meant; the message is one line: `<file>:<line>: <problem>`."""
+
+
+class Timestamp(str):
+    """An unquoted date or time, which yaml.v3 reads as a timestamp."""
+
+
+def _go_integer(text: str) -> int | None:
+    match = GO_INTEGER.fullmatch(text)
+    if not match:
+        return None
+    sign, body = match.groups()
+    if body[:2].lower() in ("0x", "0o", "0b"):
+        value = int(body, 0)
+    elif body[0] == "0" and len(body) > 1:  # a leading 0: octal, as Go's base 0 reads it
+        value = int(body, 8)
+    else:
+        value = int(body)
+    value = -value if sign == "-" else value
+    if INT64[0] <= value <= INT64[1] or (not sign and value <= UINT64_MAX):
+        return value
+    return None
+
+
+def resolve_plain(text: str) -> Any:
+    """The value yaml.v3 gives an untagged plain scalar."""
+    if text in YAML_TRUE:
+        return True
+    if text in YAML_FALSE:
+        return False
+    if text in YAML_NULL:
+        return None
+    if text in YAML_SPECIAL_FLOATS:
+        return YAML_SPECIAL_FLOATS[text]
+    hint = text[0]
+    if hint == ".":
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if hint in "+-0123456789":
+        if YAML_TIMESTAMP.fullmatch(text):
+            return Timestamp(text)
+        plain = text.replace("_", "")
+        integer = _go_integer(plain)
+        if integer is not None:
+            return integer
+        if YAML_STYLE_FLOAT.fullmatch(plain):
+            return float(plain)
+    return text
+
+
+def go_json_float(value: float) -> str:
+    """Go's encoding/json text of a float64 (encode.go floatEncoder): shortest digits, fixed notation from 1e-6 up
+    to 1e21, exponent notation outside it with `e-07` written `e-7`."""
+    size = abs(value)
+    if size != 0 and (size < 1e-6 or size >= 1e21):
+        return re.sub(r"e([-+])0(\d)$", r"e\1\2", repr(value))
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
+def cli_string(value: Any) -> str:
+    """The string the CLI hands the program for a decoded top-level config value."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_json_float(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, node: yaml.Node, problem: str) -> StackFileError:
+        return StackFileError(f"{self.path.name}:{node.start_mark.line + 1}: {problem}")
+
+    def mapping(self, node: yaml.MappingNode) -> list[tuple[yaml.ScalarNode, yaml.Node]]:
+        """The key/value nodes of a mapping, refusing a key defined twice (yaml.v3 compares the keys' text)."""
+        seen: dict[str, yaml.Node] = {}
+        for key, _ in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                raise self.fail(key, "a mapping key must be a plain string")
+            if key.tag == "tag:yaml.org,2002:merge":
+                raise self.fail(key, "`<<` merge keys are not read offline; write the keys out")
+            if key.value in seen:
+                raise self.fail(
+                    key, f"mapping key {key.value!r} already defined at line {seen[key.value].start_mark.line + 1}"
+                )
+            seen[key.value] = key
+        return node.value
+
+    def value(self, node: yaml.Node, where: str) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return {key.value: self.value(item, f"{where}.{key.value}") for key, item in self.mapping(node)}
+        if isinstance(node, yaml.SequenceNode):
+            return [self.value(item, f"{where}[{index}]") for index, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        if node.style is not None or (node.tag == STR_TAG and self._explicit(node)):
+            return node.value
+        if self._explicit(node):
+            raise self.fail(node, f"{where}: the explicit YAML tag {node.tag} is not read offline; remove it")
+        value = resolve_plain(node.value)
+        if isinstance(value, Timestamp):
+            raise self.fail(
+                node,
+                f"{where}={node.value} is an unquoted date, which the CLI hands the program as Go's time text "
+                f"(e.g. '{node.value} 00:00:00 +0000 UTC'); quote it",
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(node, f"{where}={node.value} is not a number the CLI can pass on (JSON has no NaN or Inf)")
+        return value
+
+    @staticmethod
+    def _explicit(node: yaml.ScalarNode) -> bool:
+        """Whether the node's tag was written in the file rather than resolved from a plain scalar."""
+        return node.tag != yaml.SafeLoader.resolve(yaml.SafeLoader, yaml.ScalarNode, node.value, (True, False))
+
+
+def read_stack_file(path: Path, project: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The `config:` of a stack file, each key namespaced and each value as the CLI decodes it (a string, bool,
+    int, float, list, map, or an encrypted `{"secure": ...}`), and the line of each key; raises StackFileError
+    naming the file and line."""
+    text = path.read_text()
+    try:
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else 1
+        raise StackFileError(f"{path.name}:{line}: not valid YAML: {error.problem or error.context}") from error
+    if document is None or (isinstance(document, yaml.ScalarNode) and resolve_plain(document.value) is None):
+        return {}, {}
+    reader = _Reader(path)
+    if not isinstance(document, yaml.MappingNode):
+        raise reader.fail(document, "a stack file is a mapping with `config:`")
+    config_node = None
+    for key, value in reader.mapping(document):
+        if key.value not in STACK_SECTIONS:
+            raise reader.fail(
+                key,
+                f"{key.value!r} is not a section the Pulumi CLI reads (it reads {', '.join(STACK_SECTIONS)}) and "
+                "would be ignored with everything in it",
+            )
+        if key.value == "config":
+            config_node = value
+    if config_node is None or (isinstance(config_node, yaml.ScalarNode) and resolve_plain(config_node.value) is None):
+        return {}
+    if not isinstance(config_node, yaml.MappingNode):
+        raise reader.fail(config_node, "`config:` must map keys to values")
+    values: dict[str, Any] = {}
+    written_as: dict[str, yaml.Node] = {}
+    for key_node, value_node in reader.mapping(config_node):
+        key = _namespaced(reader, key_node, project)
+        if key in written_as:
+            raise reader.fail(
+                key_node,
+                f"{key_node.value!r} is {key}, which line {written_as[key].start_mark.line + 1} sets too "
+                f"({written_as[key].value!r}); the CLI would keep one of them",
+            )
+        written_as[key] = key_node
+        values[key] = reader.value(value_node, key)
+    return values, {key: node.start_mark.line + 1 for key, node in written_as.items()}
+
+
+def _namespaced(reader: _Reader, key_node: yaml.ScalarNode, project: str) -> str:
+    """`ParseKey` after `stackConfigNamespacedWithProject`: <namespace>:<name>, <namespace>:config:<name>, or a
+    bare <name> of the project."""
+    key = key_node.value
+    parts = key.split(":")
+    if len(parts) == 1:
+        return f"{project}:{key}"
+    if len(parts) == 2:
+        return key
+    if len(parts) == 3 and parts[1] == "config" and parts[0] and parts[2]:
+        return f"{parts[0]}:{parts[2]}"
+    raise reader.fail(
+        key_node,
+        f"could not parse {key} as a configuration key (configuration keys should be of the form `<namespace>:<name>`)",
+    )
