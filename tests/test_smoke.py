@@ -11,6 +11,7 @@ import json
 import logging
 import logging.config
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -561,3 +562,41 @@ def test_metric_names_and_pd_samples_are_written_scrape_by_scrape(tmp_path):
         'moved - 3 ray_vllm_time_to_first_token_seconds_bucket{le="0.1",model_name="m"}',
         'same  3 3 ray_vllm_time_to_first_token_seconds_count{model_name="m"}',
     ]
+
+
+SERVE_DETAILS = Path(__file__).parent / "fixtures" / "serve_details"
+
+
+def recorded(name):
+    return json.loads((SERVE_DETAILS / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("stage", "submitted", "verdict"),
+    [
+        ("running-v1", "v1", "ready"),
+        ("deploying", "good", "waiting"),
+        ("deploy-failed", "broken", "failed"),
+        ("running-rollback", "v1", "ready"),
+        # Read between KubeRay's submit and Serve's answer, the previous config's RUNNING is not the new one's.
+        ("running-v1", "good", "waiting"),
+        ("running-rollback", "broken", "waiting"),
+    ],
+)
+def test_the_rollout_verdict_on_the_dashboards_recorded_answers(stage, submitted, verdict):
+    """Recorded on one H200 by `tools.smoke --update-scenario` (tests/fixtures/serve_details/README.md); Ray 2.58.0
+    `ray.serve.schema.ServeInstanceDetails` is the response schema of `GET /api/serve/applications/` (its
+    docstring; `extra="forbid"`), so each file is in the real API's shape. The verdicts are those measured there."""
+    from ray.serve.schema import ServeInstanceDetails
+
+    details = recorded(f"serve-details-{stage}")
+    ServeInstanceDetails.model_validate(details)
+    assert smoke.serve_verdict(details, recorded(f"serve-config-{submitted}")["applications"]).state == verdict
+
+
+def test_the_failed_verdict_names_the_deployment_and_serves_own_message():
+    details = recorded("serve-details-deploy-failed")
+    message = smoke.serve_verdict(details, recorded("serve-config-broken")["applications"]).message
+    assert "application ray-llm is DEPLOY_FAILED" in message
+    assert "deployment Prefill:qwen3_5-9b DEPLOY_FAILED, 0/1 replicas running" in message
+    assert "Failed to create vLLM engine config" in message

@@ -7,8 +7,11 @@ needs; each change is printed by name. It then starts Ray, deploys the app throu
 REST API (the call KubeRay makes), waits for RUNNING, lists the models, times a streamed chat
 completion, checks the logs for the NIXL backend and a prefill→decode KV transfer, stops Ray and
 exits 0 only when every step passed. `--aggregated` serves the same model without disaggregation
-(`build_openai_app`, one replica, one GPU) as the baseline; `--dry-run` only builds, prints and
-validates the config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
+(`build_openai_app`, one replica, one GPU) as the baseline; `--share-gpu` puts prefill and decode on one
+GPU; `--update-scenario OUT.json` then replays KubeRay's in-place update (a good change, a broken one, the
+rollback) under traffic and judges each with the stack's rollout verdict (`infra.rollout_status`);
+`--metrics-out FILE` scrapes Ray's metrics export; `--dry-run` only builds, prints and validates the
+config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import copy
 import ctypes
 import importlib.util
 import json
+import logging
 import re
 import shutil
 import statistics
@@ -1320,6 +1324,9 @@ def serve_stack_config(stack: str) -> StackConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Once Ray is imported, its root logger prints every request of the OpenAI client (httpx) at INFO: a line per
+    # request of the update scenario's traffic (measured), whose results are recorded anyway.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     if not (args.model_dir / "config.json").is_file():
         print(f"{args.model_dir} holds no config.json: make one with `python -m tools.tiny_model DIR`")
         return 2
