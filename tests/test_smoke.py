@@ -11,6 +11,7 @@ import json
 import logging
 import logging.config
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -444,3 +445,158 @@ def test_run_requests_fails_when_the_model_is_not_served(serve_url):
     report = smoke.Report()
     smoke.run_requests(report, MODEL, max_tokens=8, count=2)
     assert [(check.name, check.result.passed) for check in report.checks] == [("models", False), ("chat", True)]
+
+
+def test_share_gpu_puts_both_engines_on_half_a_gpu_each(cfg, tmp_path):
+    """Measured on one H200 (../shared/notes/serve-updates.md): PD served with each side's
+    `placement_group_config` {bundles: [{GPU: 0.5, CPU: 1}]} (Ray 2.58 PlacementGroupConfig takes `bundles`,
+    ray/llm/_internal/common/placement.py) and VLLM_RAY_PER_WORKER_GPUS "0.5" (vLLM's Ray executor asks
+    for that many GPUs per worker, vllm/v1/executor/ray_executor_v2.py `_get_actor_resource_kwargs`)."""
+    production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, share_gpu=True), NO_EFA)
+    assert smoke.unexplained_changes(production, config, overrides) == set()
+    assert {o.name for o in overrides} == PD_OVERRIDES | {"share_gpu_bundle", "share_gpu_worker_gpus"}
+    ports = set()
+    for engine in smoke.engine_configs(config):
+        assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.5, "CPU": 1}]}
+        assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.5"
+        assert engine["engine_kwargs"]["gpu_memory_utilization"] == 0.3
+        ports.add(engine["runtime_env"]["env_vars"]["VLLM_DP_MASTER_PORT"])
+    assert ports == {"29500", "31500"}
+    smoke.validate_with_ray(config)
+
+
+def test_share_gpu_refuses_the_baseline_and_more_than_its_half_of_memory(tmp_path):
+    for argv in (["--share-gpu", "--aggregated"], ["--share-gpu", "--gpu-memory-utilization", "0.6"]):
+        with pytest.raises(SystemExit):
+            smoke.parse_args(["--model-dir", str(tmp_path), *argv])
+
+
+def test_update_steps_are_a_good_change_a_broken_one_and_the_rollback(cfg, tmp_path):
+    _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA)
+    missing = smoke.missing_model_dir(tmp_path / "model")
+    good, broken, rollback = smoke.update_steps(config, missing)
+    assert [s.expected for s in (good, broken, rollback)] == [smoke.READY, smoke.FAILED, smoke.READY]
+    assert smoke.changed_paths(config, good.config) == {
+        ("applications", 0, "args", f"{side}_config", "engine_kwargs", "max_model_len")
+        for side in ("prefill", "decode")
+    }
+    assert {e["engine_kwargs"]["max_model_len"] for e in smoke.engine_configs(good.config)} == {1024}
+    assert {e["model_loading_config"]["model_source"] for e in smoke.engine_configs(broken.config)} == {str(missing)}
+    assert smoke.changed_paths(good.config, broken.config) == {
+        ("applications", 0, "args", f"{side}_config", "model_loading_config", "model_source")
+        for side in ("prefill", "decode")
+    }
+    assert rollback.config == config
+
+
+def traffic(*oks):
+    return [smoke.TrafficResult(t_s=i * 0.5, ok=ok, latency_s=0.1) for i, ok in enumerate(oks)]
+
+
+def test_the_longest_outage_runs_from_the_first_failure_to_the_next_success():
+    assert smoke.longest_outage(traffic(True, False, False, True, False, True), 3.0) == (1.0, False)
+    assert smoke.longest_outage(traffic(True, True), 1.0) == (0.0, False)
+    assert smoke.longest_outage(traffic(True, False, False), 4.0) == (3.5, True)
+
+
+def test_an_update_step_polls_the_verdict_under_traffic_until_it_is_final(serve_url, monkeypatch):
+    """A rehearsal of the loop against the local OpenAI server and dashboard answers in Serve's shape."""
+    app = {"name": "ray-llm", "import_path": "ray.serve.llm:build_pd_openai_app", "args": {}}
+    config = {"applications": [app]}
+    deployment = {"status": "HEALTHY", "target_num_replicas": 1, "replicas": [{"state": "RUNNING"}]}
+    answers = iter(
+        [
+            {"applications": {"ray-llm": {"status": "DEPLOYING", "deployed_app_config": app, "deployments": {}}}},
+            {
+                "applications": {
+                    "ray-llm": {"status": "RUNNING", "deployed_app_config": app, "deployments": {"d": deployment}}
+                }
+            },
+        ]
+    )
+    puts = []
+    monkeypatch.setattr(smoke, "_http", lambda method, url, body=None, timeout=30: puts.append(body) or (200, ""))
+    monkeypatch.setattr(smoke, "serve_details", lambda: next(answers))
+    monkeypatch.setattr(smoke, "VERDICT_INTERVAL_S", 0.3)
+    step = smoke.UpdateStep("good", "a change", config, smoke.READY)
+    record = smoke.run_update_step(step, MODEL, timeout_s=30, settle_s=0.6)
+    summary = record.summary()
+    assert puts == [config]
+    assert [(p["state"], p["app_status"]) for p in summary["verdict_timeline"]] == [
+        ("waiting", "DEPLOYING"),
+        ("ready", "RUNNING"),
+    ]
+    assert summary["verdict"] == "ready" and summary["final_app_status"] == "RUNNING"
+    assert summary["requests_ok"] >= 2 and summary["requests_failed"] == 0
+    assert all(request["max_tokens"] == smoke.TRAFFIC_MAX_TOKENS for request in serve_url.requests)
+
+
+def test_metric_names_and_pd_samples_are_written_scrape_by_scrape(tmp_path):
+    exposition = "\n".join(
+        [
+            "# HELP ray_vllm_time_to_first_token_seconds Histogram of time to first token in seconds.",
+            "# TYPE ray_vllm_time_to_first_token_seconds histogram",
+            'ray_vllm_time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 3.0',
+            'ray_vllm_time_to_first_token_seconds_count{model_name="m"} 3.0',
+            'ray_serve_num_http_requests_total{route="/{x}"} 7.0',
+            "ray_node_cpu_count 16.0",
+        ]
+    )
+    samples = smoke.parse_metric_samples(exposition)
+    assert samples['ray_serve_num_http_requests_total{route="/{x}"}'] == 7.0
+    before = {key: value for key, value in samples.items() if "bucket" not in key}
+    path = tmp_path / "names.txt"
+    smoke.write_metrics(path, {"running": before, "after-requests": samples})
+    names = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    assert names == sorted(
+        {
+            "ray_vllm_time_to_first_token_seconds_bucket",
+            "ray_vllm_time_to_first_token_seconds_count",
+            "ray_serve_num_http_requests_total",
+            "ray_node_cpu_count",
+        }
+    )
+    rows = [line for line in (tmp_path / "names-pd-samples.txt").read_text().splitlines() if not line.startswith("#")]
+    assert rows == [
+        'same  7 7 ray_serve_num_http_requests_total{route="/{x}"}',
+        'moved - 3 ray_vllm_time_to_first_token_seconds_bucket{le="0.1",model_name="m"}',
+        'same  3 3 ray_vllm_time_to_first_token_seconds_count{model_name="m"}',
+    ]
+
+
+SERVE_DETAILS = Path(__file__).parent / "fixtures" / "serve_details"
+
+
+def recorded(name):
+    return json.loads((SERVE_DETAILS / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("stage", "submitted", "verdict"),
+    [
+        ("running-v1", "v1", "ready"),
+        ("deploying", "good", "waiting"),
+        ("deploy-failed", "broken", "failed"),
+        ("running-rollback", "v1", "ready"),
+        # Read between KubeRay's submit and Serve's answer, the previous config's RUNNING is not the new one's.
+        ("running-v1", "good", "waiting"),
+        ("running-rollback", "broken", "waiting"),
+    ],
+)
+def test_the_rollout_verdict_on_the_dashboards_recorded_answers(stage, submitted, verdict):
+    """Recorded on one H200 by `tools.smoke --update-scenario` (tests/fixtures/serve_details/README.md); Ray 2.58.0
+    `ray.serve.schema.ServeInstanceDetails` is the response schema of `GET /api/serve/applications/` (its
+    docstring; `extra="forbid"`), so each file is in the real API's shape. The verdicts are those measured there."""
+    from ray.serve.schema import ServeInstanceDetails
+
+    details = recorded(f"serve-details-{stage}")
+    ServeInstanceDetails.model_validate(details)
+    assert smoke.serve_verdict(details, recorded(f"serve-config-{submitted}")["applications"]).state == verdict
+
+
+def test_the_failed_verdict_names_the_deployment_and_serves_own_message():
+    details = recorded("serve-details-deploy-failed")
+    message = smoke.serve_verdict(details, recorded("serve-config-broken")["applications"]).message
+    assert "application ray-llm is DEPLOY_FAILED" in message
+    assert "deployment Prefill:qwen3_5-9b DEPLOY_FAILED, 0/1 replicas running" in message
+    assert "Failed to create vLLM engine config" in message

@@ -7,8 +7,11 @@ needs; each change is printed by name. It then starts Ray, deploys the app throu
 REST API (the call KubeRay makes), waits for RUNNING, lists the models, times a streamed chat
 completion, checks the logs for the NIXL backend and a prefill→decode KV transfer, stops Ray and
 exits 0 only when every step passed. `--aggregated` serves the same model without disaggregation
-(`build_openai_app`, one replica, one GPU) as the baseline; `--dry-run` only builds, prints and
-validates the config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
+(`build_openai_app`, one replica, one GPU) as the baseline; `--share-gpu` puts prefill and decode on one
+GPU; `--update-scenario OUT.json` then replays KubeRay's in-place update (a good change, a broken one, the
+rollback) under traffic and judges each with the stack's rollout verdict (`infra.rollout_status`);
+`--metrics-out FILE` scrapes Ray's metrics export; `--dry-run` only builds, prints and validates the
+config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
 """
 
 from __future__ import annotations
@@ -18,22 +21,27 @@ import copy
 import ctypes
 import importlib.util
 import json
+import logging
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import openai
 
+from infra.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
 from tools.offline import load_stack_config, stack_file
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
@@ -48,6 +56,15 @@ SERVE_URL = "http://127.0.0.1:8000"
 # vLLM 0.26 puts a TCPStore on VLLM_DP_MASTER_PORT + 100 in every engine: two engines on one host
 # collide on the default unless each side gets its own (on EKS they are on separate pods).
 DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
+# Both engines on one GPU (measured in ../shared/notes/serve-updates.md): each replica's one bundle holds half
+# of it (Ray 2.58 PlacementGroupConfig takes `bundles` or `bundle_per_worker`, ray/llm/_internal/common/
+# placement.py), and vLLM's Ray executor asks for the same half per worker: it requests
+# VLLM_RAY_PER_WORKER_GPUS (default 1.0) GPUs per worker (vllm/v1/executor/ray_executor_v2.py,
+# `_get_actor_resource_kwargs`), which a half-GPU bundle cannot hold.
+SHARED_GPU_FRACTION = 0.5
+SHARED_GPU_BUNDLES = {"bundles": [{"GPU": SHARED_GPU_FRACTION, "CPU": 1}]}
+# The two engines' gpu_memory_utilization together must leave room for both on the one GPU.
+SHARED_GPU_MAX_MEMORY_UTILIZATION = 0.45
 KV_ROLE_CHOICES = {
     "both": {"prefill": "kv_both", "decode": "kv_both"},
     "producer-consumer": KV_ROLES,
@@ -135,6 +152,7 @@ class SmokeOptions:
     enforce_eager: bool = True
     unset_env: tuple[str, ...] = ()  # env vars the stack sets that this run leaves out (to show why)
     logging_config_path: Path | None = None  # NIXL debug logging for the KV-transfer proof
+    share_gpu: bool = False  # prefill and decode on one GPU, half of it each
 
 
 @dataclass(frozen=True)
@@ -368,6 +386,22 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
             role = KV_ROLE_CHOICES[opts.kv_roles][side]
             if engine_kwargs["kv_transfer_config"]["kv_role"] != role:
                 overrides.append(Override("kv_role", (*kv, "kv_role"), role, f"{side}: --kv-roles {opts.kv_roles}"))
+        if opts.share_gpu:
+            overrides += [
+                Override(
+                    "share_gpu_bundle",
+                    (*llm, "placement_group_config"),
+                    SHARED_GPU_BUNDLES,
+                    f"{side}: --share-gpu, prefill and decode on one GPU, half of it for this replica",
+                ),
+                Override(
+                    "share_gpu_worker_gpus",
+                    (*env, "VLLM_RAY_PER_WORKER_GPUS"),
+                    str(SHARED_GPU_FRACTION),
+                    f"{side}: --share-gpu, vLLM's Ray worker asks for the bundle's half GPU, not a whole one "
+                    "(Ray 2.58 derives the same from the bundle when unset; set as measured)",
+                ),
+            ]
         if opts.logging_config_path is not None:
             overrides.append(
                 Override(
@@ -472,10 +506,14 @@ def validate_with_ray(smoke: dict[str, Any]) -> None:
     from ray.serve.schema import ServeDeploySchema
 
     ServeDeploySchema.model_validate(smoke)
-    args = smoke["applications"][0]["args"]
-    engines = args["llm_configs"] if "llm_configs" in args else [args[f"{side}_config"] for side in PD_SIDES]
-    for engine in engines:
+    for engine in engine_configs(smoke):
         LLMConfig.model_validate(copy.deepcopy(engine))
+
+
+def engine_configs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The LLMConfigs of a serve config: prefill and decode, or the baseline's one (the documents themselves)."""
+    args = config["applications"][0]["args"]
+    return args["llm_configs"] if "llm_configs" in args else [args[f"{side}_config"] for side in PD_SIDES]
 
 
 # --- running it -------------------------------------------------------------------------------
@@ -766,6 +804,343 @@ def run_bench(report: Report, model_id: str, model_dir: Path, args: argparse.Nam
         report.record(f"bench_c{concurrency}", CheckResult(passed, summary))
 
 
+# --- updating the running app (issue 19) --------------------------------------------------------
+# KubeRay 1.4.0 applies a `serveConfigV2`-only change in place: it PUTs the whole new config to the
+# dashboard's /api/serve/applications/ (ray-operator/controllers/ray/utils/dashboardclient,
+# UpdateDeployments), the call `deploy_and_wait` makes. The scenario replays three such changes while a
+# client keeps calling the app, and judges each with the verdict the stack's rollout wait uses.
+TRAFFIC_INTERVAL_S = 0.5
+TRAFFIC_TIMEOUT_S = 5.0
+TRAFFIC_MAX_TOKENS = 4
+VERDICT_INTERVAL_S = 2.0
+
+
+@dataclass(frozen=True)
+class UpdateStep:
+    name: str  # also the stem of its files
+    change: str  # what the step changes, in words
+    config: dict[str, Any]  # the whole serve config PUT to the dashboard
+    expected: str  # the verdict it should end with (rollout_status READY or FAILED)
+
+
+def missing_model_dir(model_dir: Path) -> Path:
+    """Where the broken change points the engines: beside the model, a directory that is not there."""
+    return model_dir.with_name(f"{model_dir.name}-missing")
+
+
+def update_steps(smoke: dict[str, Any], missing_model_dir: Path) -> list[UpdateStep]:
+    """A good change, a broken one on top of it, and the rollback to the config that ran first."""
+    good = copy.deepcopy(smoke)
+    lengths = set()
+    for engine in engine_configs(good):
+        lengths.add(engine["engine_kwargs"]["max_model_len"])
+        engine["engine_kwargs"]["max_model_len"] *= 2
+    broken = copy.deepcopy(good)
+    for engine in engine_configs(broken):
+        engine["model_loading_config"]["model_source"] = str(missing_model_dir)
+    (length,) = lengths
+    return [
+        UpdateStep("good", f"each side's engine_kwargs.max_model_len {length} -> {2 * length}", good, READY),
+        UpdateStep("broken", f"each side's model_source -> {missing_model_dir} (does not exist)", broken, FAILED),
+        UpdateStep(
+            "rollback", "the config that ran first, again (pulumi up with the previous stack config)", smoke, READY
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class TrafficResult:
+    t_s: float  # when it was sent, seconds after the step's PUT
+    ok: bool
+    latency_s: float
+    error: str = ""
+
+
+class Traffic:
+    """A client calling the app all through a step: a short chat completion every interval, each recorded."""
+
+    def __init__(
+        self, model_id: str, start: float, interval_s: float = TRAFFIC_INTERVAL_S, timeout_s: float = TRAFFIC_TIMEOUT_S
+    ) -> None:
+        self.model_id, self.start, self.interval_s, self.timeout_s = model_id, start, interval_s, timeout_s
+        self.results: list[TrafficResult] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="update-traffic", daemon=True)
+
+    def __enter__(self) -> Traffic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        api = client(f"{SERVE_URL}/v1", self.timeout_s)
+        due = time.monotonic()
+        while not self._stop.is_set():
+            sent = time.monotonic()
+            try:
+                stream_chat(api, self.model_id, "Are you there?", TRAFFIC_MAX_TOKENS, extra_body={"ignore_eos": True})
+                ok, error = True, ""
+            except (openai.OpenAIError, httpx.HTTPError, EmptyCompletion) as failure:
+                ok, error = False, f"{type(failure).__name__}: {str(failure)[-300:]}"
+            self.results.append(
+                TrafficResult(round(sent - self.start, 2), ok, round(time.monotonic() - sent, 3), error)
+            )
+            due = max(due + self.interval_s, time.monotonic())
+            self._stop.wait(due - time.monotonic())
+
+
+def longest_outage(results: list[TrafficResult], end_s: float) -> tuple[float, bool]:
+    """(the longest stretch of failing requests, from the first failure's send to the next success's send or to
+    the step's end; whether requests were still failing at the end)."""
+    longest, failing_since = 0.0, None
+    for result in results:
+        if not result.ok and failing_since is None:
+            failing_since = result.t_s
+        elif result.ok and failing_since is not None:
+            longest, failing_since = max(longest, result.t_s - failing_since), None
+    if failing_since is not None:
+        return max(longest, end_s - failing_since), True
+    return longest, False
+
+
+@dataclass
+class VerdictPoll:
+    t_s: float
+    state: str
+    app_status: str
+    message: str
+
+
+@dataclass
+class StepRecord:
+    name: str
+    change: str
+    expected: str
+    put_status: int
+    verdicts: list[VerdictPoll] = field(default_factory=list)  # every poll whose verdict or app status changed
+    final: VerdictPoll | None = None
+    traffic: list[TrafficResult] = field(default_factory=list)
+    end_s: float = 0.0
+    # Raw `GET /api/serve/applications/` answers: the first poll, the first with a failed app, the last.
+    first_details: dict[str, Any] | None = None
+    failed_details: dict[str, Any] | None = None
+    final_details: dict[str, Any] | None = None
+
+    def first_time(self, state: str) -> float | None:
+        return next((poll.t_s for poll in self.verdicts if poll.state == state), None)
+
+    def summary(self) -> dict[str, Any]:
+        outage, still_failing = longest_outage(self.traffic, self.end_s)
+        ready_at = self.first_time(READY)
+        final = self.final or VerdictPoll(self.end_s, WAITING, "", "no answer from the dashboard")
+        return {
+            "step": self.name,
+            "change": self.change,
+            "put_status": self.put_status,
+            "expected_verdict": self.expected,
+            "verdict": final.state,
+            "verdict_at_s": final.t_s,
+            "verdict_message": final.message,
+            "final_app_status": final.app_status,
+            "seconds_to_final_state": final.t_s,
+            "verdict_right_after_put": asdict(self.verdicts[0]) if self.verdicts else None,
+            "first_ready_s": ready_at,
+            "first_failed_s": self.first_time(FAILED),
+            "requests_ok": sum(r.ok for r in self.traffic),
+            "requests_failed": sum(not r.ok for r in self.traffic),
+            "requests_failed_after_ready": sum(
+                not r.ok for r in self.traffic if ready_at is not None and r.t_s >= ready_at
+            ),
+            "longest_outage_s": round(outage, 1),
+            "still_failing_at_end": still_failing,
+            "last_error": next((r.error for r in reversed(self.traffic) if not r.ok), ""),
+            "verdict_timeline": [asdict(poll) for poll in self.verdicts],
+            "traffic": [asdict(r) for r in self.traffic],
+        }
+
+
+def serve_details() -> dict[str, Any] | None:
+    code, text = _http("GET", f"{DASHBOARD_URL}/api/serve/applications/")
+    return json.loads(text) if code == 200 else None
+
+
+def judge(details: dict[str, Any] | None, applications: list[dict[str, Any]]) -> tuple[Verdict, str]:
+    """The stack's verdict on one dashboard answer, and the application's status in it."""
+    if details is None:
+        return Verdict(WAITING, "the dashboard did not answer"), ""
+    app = (details.get("applications") or {}).get(applications[0]["name"]) or {}
+    return serve_verdict(details, applications), app.get("status", "")
+
+
+def run_update_step(step: UpdateStep, model_id: str, timeout_s: float, settle_s: float) -> StepRecord:
+    """PUT the step's config (as KubeRay does) under traffic and poll the verdict until it is final or times out;
+    then `settle_s` more of traffic, to see whether requests come back."""
+    applications = step.config["applications"]
+    start = time.monotonic()
+    with Traffic(model_id, start) as traffic:
+        code, text = _http("PUT", f"{DASHBOARD_URL}/api/serve/applications/", step.config, timeout=120)
+        record = StepRecord(step.name, step.change, step.expected, code)
+        if code != 200:
+            print(f"  update {step.name}: PUT refused ({code}): {text[:500]}", flush=True)
+        while code == 200:
+            t_s = round(time.monotonic() - start, 1)
+            details = serve_details()
+            verdict, app_status = judge(details, applications)
+            poll = VerdictPoll(t_s, verdict.state, app_status, verdict.message[-600:])
+            if not record.verdicts or (poll.state, poll.app_status) != (
+                record.verdicts[-1].state,
+                record.verdicts[-1].app_status,
+            ):
+                record.verdicts.append(poll)
+                print(
+                    f"  update {step.name} [{t_s:5.0f}s] {app_status}: {verdict.state}: {poll.message[:300]}",
+                    flush=True,
+                )
+            record.first_details = record.first_details or details
+            if app_status in FAILED_APP_STATUSES and record.failed_details is None:
+                record.failed_details = details
+            record.final, record.final_details = poll, details
+            if verdict.state != WAITING or t_s >= timeout_s:
+                break
+            time.sleep(VERDICT_INTERVAL_S)
+        time.sleep(settle_s)
+        record.end_s = round(time.monotonic() - start, 1)
+    record.traffic = list(traffic.results)
+    return record
+
+
+def run_update_scenario(
+    report: Report, smoke: dict[str, Any], model_id: str, missing_model_dir: Path, args: argparse.Namespace
+) -> None:
+    """The three updates, their records in `args.update_scenario` and the raw dashboard answers beside it."""
+    out_dir = args.update_scenario.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if missing_model_dir.exists():
+        raise ValueError(f"{missing_model_dir} exists; the broken change needs a model source that does not")
+    steps = update_steps(smoke, missing_model_dir)
+
+    def save(stage: str, details: dict[str, Any] | None) -> None:
+        if details is not None:
+            (out_dir / f"serve-details-{stage}.json").write_text(json.dumps(details, indent=2, sort_keys=True))
+
+    save("running-v1", serve_details())
+    for step in steps[:2]:
+        (out_dir / f"serve-config-{step.name}.json").write_text(json.dumps(step.config, indent=2))
+    (out_dir / "serve-config-v1.json").write_text(json.dumps(smoke, indent=2))
+    summaries = []
+    for step in steps:
+        print(f"  update {step.name}: {step.change}", flush=True)
+        record = run_update_step(step, model_id, args.update_step_timeout, args.update_settle)
+        summary = record.summary()
+        summaries.append(summary)
+        if step.name == "good":
+            save("deploying", record.first_details)
+        if step.name == "broken":
+            save("deploy-failed", record.failed_details)
+        if step.name == "rollback" and summary["verdict"] == READY:
+            save("running-rollback", record.final_details)
+        report.record(
+            f"update_{step.name}",
+            CheckResult(
+                summary["verdict"] == step.expected,
+                f"{step.change}: verdict {summary['verdict']} after {summary['verdict_at_s']} s "
+                f"(expected {step.expected}), app {summary['final_app_status']}; right after the PUT: "
+                f"{(summary['verdict_right_after_put'] or {}).get('state')}; requests {summary['requests_ok']} ok, "
+                f"{summary['requests_failed']} failed, longest outage {summary['longest_outage_s']} s"
+                + (" (still failing at the end)" if summary["still_failing_at_end"] else ""),
+            ),
+        )
+    args.update_scenario.write_text(json.dumps({"command": sys.argv, "steps": summaries}, indent=2))
+    print(f"  update scenario written to {args.update_scenario}", flush=True)
+
+
+# --- what Ray exports (issue 22) ----------------------------------------------------------------
+# `ray start --metrics-export-port` serves every node's metrics in Prometheus' text format; the Serve and
+# engine metrics reach it from the processes on each report interval (10 s by default).
+METRICS_PORT = 8080
+METRICS_URL = f"http://127.0.0.1:{METRICS_PORT}/metrics"
+METRICS_REPORT_WAIT_S = 20.0
+# A sample line: name, optional {labels} (quoted values may hold braces), value.
+METRIC_SAMPLE_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)')
+# What prefill/decode metrics are named after.
+PD_METRIC_WORDS = ("nixl", "kv", "ttft", "time_to_first_token", "request")
+
+
+def parse_metric_samples(text: str) -> dict[str, float]:
+    """`name{labels}` -> value for each sample of a Prometheus text exposition."""
+    samples = {}
+    for line in text.splitlines():
+        match = METRIC_SAMPLE_LINE.match(line)
+        if match and not line.startswith("#"):
+            samples[match.group(1) + (match.group(2) or "")] = float(match.group(3))
+    return samples
+
+
+def sample_name(sample: str) -> str:
+    return sample.split("{", 1)[0]
+
+
+def scrape_metrics() -> dict[str, float]:
+    code, text = _http("GET", METRICS_URL)
+    if code != 200:
+        print(f"  metrics: {METRICS_URL} answered {code}: {text[:200]}", flush=True)
+        return {}
+    return parse_metric_samples(text)
+
+
+def package_versions() -> str:
+    found = []
+    for package in ("ray", "vllm", "nixl-cu13"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{package} not installed")
+    return ", ".join(found)
+
+
+def write_metrics(path: Path, scrapes: dict[str, dict[str, float]]) -> None:
+    """The sorted exposition names of every scrape, and beside them the PD-related samples scrape by scrape."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = [
+        f"# Metric names on {METRICS_URL} (ray start --metrics-export-port={METRICS_PORT}), {package_versions()}",
+        f"# command: python -m tools.smoke {' '.join(sys.argv[1:])}",
+        f"# union of the scrapes: {', '.join(f'{stage} ({len(s)} samples)' for stage, s in scrapes.items())}",
+    ]
+    names = sorted({sample_name(sample) for samples in scrapes.values() for sample in samples})
+    path.write_text("\n".join([*header, *names]) + "\n")
+    stages = list(scrapes)
+    related = sorted(
+        {
+            sample
+            for samples in scrapes.values()
+            for sample in samples
+            if any(w in sample_name(sample).lower() for w in PD_METRIC_WORDS)
+        }
+    )
+    rows = []
+    for sample in related:
+        values = [scrapes[stage].get(sample) for stage in stages]
+        moved = len({v for v in values if v is not None}) > 1 or None in values
+        cells = " ".join("-" if v is None else f"{v:g}" for v in values)
+        rows.append(f"{'moved' if moved else 'same '} {cells} {sample}")
+    samples_path = path.with_name(f"{path.stem}-pd-samples.txt")
+    samples_path.write_text(
+        "\n".join(
+            [
+                *header,
+                f"# samples whose name holds one of {', '.join(PD_METRIC_WORDS)}; columns: moved/same, "
+                f"{' '.join(stages)} ('-': not exported then), name{{labels}}",
+                *rows,
+            ]
+        )
+        + "\n"
+    )
+    print(f"  metrics: {len(names)} names written to {path}, {len(rows)} PD samples to {samples_path}", flush=True)
+
+
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
     args = smoke["applications"][0]["args"]
@@ -787,18 +1162,34 @@ def gpu_count() -> int:
 
 def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespace) -> Report:
     report = Report()
-    needed = 1 if opts.aggregated else len(PD_SIDES)
+    needed = 1 if opts.aggregated or opts.share_gpu else len(PD_SIDES)
     gpus = gpu_count()
     if not report.record("gpus", CheckResult(gpus >= needed, f"{gpus} NVIDIA GPU(s), {needed} needed")):
         return report
     ray_temp_dir = Path(args.ray_temp_dir)
     start = time.monotonic()
+    metrics_port = [f"--metrics-export-port={METRICS_PORT}"] if args.metrics_out else []
     started = _ray_cli(
-        "start", "--head", "--temp-dir", str(ray_temp_dir), "--dashboard-host", "127.0.0.1", "--disable-usage-stats"
+        "start",
+        "--head",
+        "--temp-dir",
+        str(ray_temp_dir),
+        "--dashboard-host",
+        "127.0.0.1",
+        "--disable-usage-stats",
+        *metrics_port,
     )
     if not report.record("ray_start", CheckResult(started.returncode == 0, f"{time.monotonic() - start:.1f} s")):
         print(started.stdout[-3000:], started.stderr[-3000:], sep="\n")
         return report
+    scrapes: dict[str, dict[str, float]] = {}
+
+    def scrape(stage: str) -> None:
+        if args.metrics_out:
+            if stage != "running":  # let the processes report what the load just did
+                time.sleep(METRICS_REPORT_WAIT_S)
+            scrapes[stage] = scrape_metrics()
+
     try:
         dashboard = wait_for(
             "the dashboard", lambda: _http("GET", f"{DASHBOARD_URL}/api/serve/applications/")[0] == 200, 120
@@ -812,13 +1203,20 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
         served = served_engine(smoke)
         report_engine_memory(ray_temp_dir)
         model_id = served["model_loading_config"]["model_id"]
+        scrape("running")
         run_requests(report, model_id, args.max_tokens, args.requests)
         if not opts.aggregated:
             backend = served["engine_kwargs"]["kv_transfer_config"]["kv_connector_extra_config"]["backends"][0]
             check_nixl_logs(report, ray_temp_dir, backend)
         if args.bench:
             run_bench(report, model_id, opts.model_dir, args)
+        scrape("after-requests")
+        if args.update_scenario and report.ok:
+            run_update_scenario(report, smoke, model_id, missing_model_dir(opts.model_dir), args)
+            scrape("after-update")
     finally:
+        if scrapes:
+            write_metrics(args.metrics_out, scrapes)
         stopped = _ray_cli("stop")
         last_line = (stopped.stdout + stopped.stderr).strip().splitlines()[-1:] or [""]
         report.record("ray_stop", CheckResult(stopped.returncode == 0, ANSI_ESCAPE.sub("", last_line[0])))
@@ -878,8 +1276,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=5, help="timed completions after the first")
     parser.add_argument("--deploy-timeout", type=float, default=600, help="seconds to wait for RUNNING")
     parser.add_argument("--ray-temp-dir", default="/tmp/ray", help="Ray's temp dir; its logs are checked")
+    parser.add_argument(
+        "--share-gpu",
+        action="store_true",
+        help="prefill and decode on one GPU: a half-GPU placement bundle each (PD app only)",
+    )
+    parser.add_argument(
+        "--update-scenario",
+        type=Path,
+        metavar="OUT.json",
+        help="after the checks, replay KubeRay's in-place update three times (a good change, a broken one, the "
+        "rollback) under traffic; the record goes to OUT.json, the dashboard's raw answers beside it",
+    )
+    parser.add_argument("--update-step-timeout", type=float, default=300, help="seconds one update step may take")
+    parser.add_argument(
+        "--update-settle", type=float, default=5, help="seconds of traffic after an update step's final verdict"
+    )
+    parser.add_argument(
+        "--metrics-out",
+        type=Path,
+        metavar="FILE",
+        help=f"start Ray with --metrics-export-port={METRICS_PORT}, scrape it before and after the load, write the "
+        "metric names to FILE and the PD-related samples to FILE's stem + '-pd-samples.txt'",
+    )
     parser.add_argument("--dry-run", action="store_true", help="build, print and validate the config; start nothing")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.share_gpu and args.aggregated:
+        parser.error("--share-gpu puts prefill and decode on one GPU; the aggregated baseline has one engine")
+    if args.share_gpu and args.gpu_memory_utilization > SHARED_GPU_MAX_MEMORY_UTILIZATION:
+        parser.error(
+            f"--share-gpu runs two engines on one GPU: --gpu-memory-utilization at most "
+            f"{SHARED_GPU_MAX_MEMORY_UTILIZATION} each"
+        )
+    return args
 
 
 # The API allow-list shapes the cluster's endpoint, never the serve config; a stack file that has none yet (the
@@ -896,6 +1325,9 @@ def serve_stack_config(stack: str) -> StackConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Once Ray is imported, its root logger prints every request of the OpenAI client (httpx) at INFO: a line per
+    # request of the update scenario's traffic (measured), whose results are recorded anyway.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     if not (args.model_dir / "config.json").is_file():
         print(f"{args.model_dir} holds no config.json: make one with `python -m tools.tiny_model DIR`")
         return 2
@@ -913,6 +1345,7 @@ def main(argv: list[str] | None = None) -> int:
         enforce_eager=args.enforce_eager,
         unset_env=tuple(args.unset_env),
         logging_config_path=None if args.aggregated else logging_config,
+        share_gpu=args.share_gpu,
     )
     host = detect_host()
     libfabric = ".".join(map(str, host.libfabric)) if host.libfabric else "missing"
@@ -931,6 +1364,10 @@ def main(argv: list[str] | None = None) -> int:
     (work_dir / "serve-config.json").write_text(json.dumps(smoke, indent=2))
     validate_with_ray(smoke)
     print(f"config valid for Ray's ServeDeploySchema and LLMConfig; written to {work_dir / 'serve-config.json'}")
+    if args.update_scenario:
+        for step in update_steps(smoke, missing_model_dir(opts.model_dir)):
+            validate_with_ray(step.config)
+            print(f"update {step.name} ({step.change}): config valid, expected verdict {step.expected}")
     if args.dry_run:
         print(json.dumps(smoke, indent=2))
         return 0
