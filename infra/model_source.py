@@ -32,6 +32,8 @@ from typing import Any
 
 HUB = "https://huggingface.co"
 HUB_TIMEOUT_S = 20
+# The Hub's X-Error-Message for a bad token (huggingface_hub utils/_http.py hf_raise_for_status).
+INVALID_TOKEN = "Invalid credentials in Authorization header"
 REGISTRY = Path(__file__).resolve().parent.parent / "vendor" / "vllm-0.26.0" / "registry.py"
 # vLLM 0.26's keys for a model's maximum length, in its own order (derive_max_model_len_and_key).
 MAX_LENGTH_KEYS = (
@@ -80,6 +82,8 @@ def s3_get_object_text(bucket: str, key: str) -> str:
 
 def _hub_problem(repo: str, answer: HttpAnswer, with_token: bool) -> str:
     code = answer.headers.get("X-Error-Code") or answer.headers.get("x-error-code") or ""
+    if (answer.headers.get("X-Error-Message") or answer.headers.get("x-error-message")) == INVALID_TOKEN:
+        return "hfToken is not a valid Hugging Face token (huggingface.co: Invalid credentials in Authorization header)"
     token_hint = (
         "the hfToken given has no access to it" if with_token else "set `pulumi config set --secret hfToken hf_…`"
     )

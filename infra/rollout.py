@@ -8,13 +8,16 @@ RayService, grouped by what changing them does (`infra.changes`), so `pulumi pre
 settings change and what that costs a running stack.
 
 Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
-provider uses too) and the Kubernetes API server's service proxy to Ray's dashboard, the path KubeRay's own
-dashboard client takes (`ray-operator/controllers/ray/utils/dashboard_httpclient.go`, `InitClient`).
+provider uses too) and the Kubernetes API server's service proxy to the Ray dashboard on the RayCluster's head
+Service, as KubeRay's own dashboard client does when it runs with `useKubernetesProxy`
+(`ray-operator/controllers/ray/utils/dashboard_httpclient.go`, `InitClient`). Each new verdict is written to
+stderr, which the engine shows for a dynamic provider (`pulumi/log.py` falls back to it there).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +26,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from infra.rollout_status import ClusterRefused, await_rollout
+
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
 POLL_SECONDS = 10.0
@@ -30,44 +35,47 @@ POLL_SECONDS = 10.0
 TOKEN_REFRESH_SECONDS = 5 * 60
 # Not an error while the cluster comes up: no such object yet, or the dashboard behind the proxy not answering.
 NOT_THERE_YET = (404, 502, 503)
+# A read refused for good: the identity's credentials or RBAC.
+REFUSED = (400, 401, 403, 405)
+REQUEST_TIMEOUT_SECONDS = 30
 
 
 @dataclass(frozen=True)
 class ServeRolloutArgs:
     """What to wait for and how long.
 
-    namespace, name: the RayService. head_service: KubeRay's `<name>-head-svc`, in front of the active
-    cluster's head (`utils.GenerateHeadServiceName`). pod_selector: a label selector of the RayService's pods,
+    namespace, name: the RayService. pod_selector: a label selector of the RayService's pods,
     read only to say at the deadline which of them cannot be scheduled. applications: `serveConfigV2`'s
     `applications`, as submitted. spec_sha256: a digest of the whole RayService spec, so any change to it waits
-    again. rayservice_version: the RayService's resourceVersion as Pulumi last wrote it, which moves with every
-    update Pulumi makes (a rollback to the config the rollout last saw included, so it waits then too).
+    again. rayservice_generation: the RayService's metadata.generation as Pulumi last wrote it, which moves with
+    every spec change Pulumi makes (a rollback to the config the rollout last saw included, so it waits then
+    too), and not with KubeRay's status writes, so a `pulumi refresh` leaves it.
     changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
     """
 
     kubeconfig: pulumi.Input[str]
     namespace: str
     name: str
-    head_service: str
     pod_selector: str
     applications: Sequence[Mapping[str, Any]]
     spec_sha256: str
     timeout_seconds: int
     changes: Mapping[str, Mapping[str, Any]]
-    rayservice_version: pulumi.Input[str] = ""
+    rayservice_generation: pulumi.Input[int] = 0
 
 
 class KubernetesReader:
     """The reads `infra.rollout_status` makes, as raw JSON from the Kubernetes API.
 
     Paths are written out, not built by the generated client: its proxy call quotes the path parameter
-    (`api%2Fserve%2Fapplications%2F`, `ray-llm-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The
-    client is rebuilt every few minutes, so `aws eks get-token` is asked again before its 15-minute token lapses."""
+    (`api%2Fserve%2Fapplications%2F`, `…-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The client
+    is rebuilt every few minutes (it also refreshes an exec token itself, `config/kube_config.py`
+    refresh_api_key_hook); each request has a timeout, so a hung read cannot outlast the deadline."""
 
-    def __init__(self, kubeconfig: str, namespace: str, name: str, head_service: str, pod_selector: str) -> None:
+    def __init__(self, kubeconfig: str, namespace: str, name: str, pod_selector: str) -> None:
         self._kubeconfig = json.loads(kubeconfig)
         self._built_at = -TOKEN_REFRESH_SECONDS
-        self.namespace, self.name, self.head_service, self.pod_selector = namespace, name, head_service, pod_selector
+        self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
         from kubernetes import config
@@ -82,21 +90,26 @@ class KubernetesReader:
             header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"],
         )
-        response = self._api.call_api(method, url, header_params=headers)
+        response = self._api.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT_SECONDS)
         response.read()
         if response.status in NOT_THERE_YET:
             return None
+        answer = f"GET {path}: HTTP {response.status} {response.data[:300]!r}"
+        if response.status in REFUSED:
+            raise ClusterRefused(answer)
         if not 200 <= response.status <= 299:
-            raise RuntimeError(f"GET {path}: HTTP {response.status} {response.data[:300]!r}")
+            raise ConnectionError(answer)  # 5xx, 429: ask again at the next poll
         return json.loads(response.data)
 
     def rayservice(self) -> Mapping[str, Any] | None:
         return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}")
 
-    def serve_details(self) -> Mapping[str, Any] | None:
-        return self._get(
-            f"/api/v1/namespaces/{self.namespace}/services/{self.head_service}:dashboard/proxy/api/serve/applications/"
-        )
+    def serve_details(self, cluster: str) -> Mapping[str, Any] | None:
+        # KubeRay names a RayCluster's head Service `<cluster>-head-svc` (utils/util.go GenerateHeadServiceName, no
+        # HeadService name in our spec); it exists as soon as the cluster does, the RayService's own only once a
+        # cluster is ready.
+        service = f"{cluster}-head-svc:dashboard"
+        return self._get(f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy/api/serve/applications/")
 
     def pods(self) -> Mapping[str, Any]:
         return self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", self.pod_selector)]) or {}
@@ -106,9 +119,11 @@ Reader = Callable[[Mapping[str, Any]], Any]
 
 
 def kubernetes_reader(props: Mapping[str, Any]) -> KubernetesReader:
-    return KubernetesReader(
-        props["kubeconfig"], props["namespace"], props["name"], props["headService"], props["podSelector"]
-    )
+    return KubernetesReader(props["kubeconfig"], props["namespace"], props["name"], props["podSelector"])
+
+
+def report_to_stderr(message: str) -> None:
+    print(f"ServeRollout: {message}", file=sys.stderr, flush=True)
 
 
 class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
@@ -120,10 +135,12 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
         self._poll_seconds = poll_seconds
 
     def _wait(self, props: dict[str, Any]) -> dict[str, Any]:
-        from infra.rollout_status import await_rollout
-
         verdict = await_rollout(
-            self._reader(props), props["applications"], float(props["timeoutSeconds"]), poll_s=self._poll_seconds
+            self._reader(props),
+            props["applications"],
+            float(props["timeoutSeconds"]),
+            poll_s=self._poll_seconds,
+            report=report_to_stderr,
         )
         outs = {key: value for key, value in props.items() if key != "kubeconfig"}
         outs["verdict"] = verdict.message
@@ -157,11 +174,10 @@ class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRol
             "kubeconfig": pulumi.Output.secret(args.kubeconfig),
             "namespace": args.namespace,
             "name": args.name,
-            "headService": args.head_service,
             "podSelector": args.pod_selector,
             "applications": [dict(app) for app in args.applications],
             "specSha256": args.spec_sha256,
-            "rayserviceVersion": args.rayservice_version,
+            "rayserviceGeneration": args.rayservice_generation,
             "timeoutSeconds": args.timeout_seconds,
             "changes": {effect: dict(settings) for effect, settings in args.changes.items()},
             "verdict": None,

@@ -20,25 +20,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-WAITING, READY, FAILED = "waiting", "ready", "failed"
-# Ray Serve's ApplicationStatus values from which an application does not recover by itself
-# (ray/serve/schema.py ApplicationStatus; DEPLOY_FAILED stays until a new config is applied, measured in
-# ../shared/notes/serve-updates.md).
+WAITING, READY, FAILED, UNHEALTHY = "waiting", "ready", "failed", "unhealthy"
+# DEPLOY_FAILED stays until a new config is applied (measured: ../shared/notes/serve-updates.md and
+# docs/gpu-end-to-end.md); UNHEALTHY is recomputed from the deployments on every controller loop and Serve replaces
+# unhealthy replicas (ray/serve/_private/application_state.py), so it fails the rollout only when it lasts.
 FAILED_APP_STATUSES = ("DEPLOY_FAILED", "UNHEALTHY")
+UNHEALTHY_GRACE_S = 300.0
 HEALTHY_DEPLOYMENT = "HEALTHY"
 RUNNING_REPLICA = "RUNNING"
 # Serve's messages carry whole tracebacks; the end names the cause.
 MESSAGE_TAIL_CHARS = 1200
 ROLLBACK_HINT = (
-    "To roll back, set the previous values again (e.g. `git checkout HEAD~1 -- Pulumi.<stack>.yaml`) and run "
-    "`pulumi up`: Serve deploys the previous config in place"
+    "To roll back, set the previous values again (`pulumi config set KEY OLD_VALUE`, or restore "
+    "Pulumi.<stack>.yaml from version control) and run `pulumi up`: Serve deploys the previous config in place"
 )
 
 
 @dataclass(frozen=True)
 class Verdict:
-    state: str  # WAITING, READY or FAILED
+    state: str  # WAITING, READY, FAILED or UNHEALTHY
     message: str
+    cluster: str = ""  # the RayCluster whose Serve apps decide, once KubeRay names one
 
 
 def _tail(text: str) -> str:
@@ -64,28 +66,43 @@ def config_matches(submitted: Any, deployed: Any) -> bool:
 
 
 def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
-    """What KubeRay's status says: READY once it has seen this generation and one RayCluster serves."""
+    """What KubeRay's status says: READY with the RayCluster to read Serve on, once KubeRay has seen this
+    generation and names one cluster.
+
+    KubeRay 1.4.0 starts every RayService's first cluster as the *pending* one, and makes it active only once its
+    apps run (rayservice_controller.go shouldPrepareNewCluster, calculateStatus): on a first create, and after a
+    replacement, the pending cluster is the one to read. Both at once is KubeRay's zero-downtime upgrade, which
+    `upgradeStrategy: None` keeps from happening: wait it out."""
     generation = rayservice.get("metadata", {}).get("generation", 0)
     status = rayservice.get("status") or {}
     observed = status.get("observedGeneration", 0)
     if observed < generation:
         return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed})")
     pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
-    if pending:
-        return Verdict(WAITING, f"KubeRay is starting a second RayCluster {pending} beside the active one")
     active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
-    if not active:
-        return Verdict(WAITING, "no RayCluster of this RayService is ready yet")
-    return Verdict(READY, f"RayCluster {active} is active")
+    if pending and active:
+        return Verdict(WAITING, f"KubeRay is starting a second RayCluster {pending} beside the active {active}")
+    if not (pending or active):
+        return Verdict(WAITING, "KubeRay has not created a RayCluster for this RayService yet")
+    cluster = pending or active
+    return Verdict(READY, f"RayCluster {cluster} {'is starting' if pending else 'is active'}", cluster=cluster)
 
 
 def _deployment_problems(app: Mapping[str, Any]) -> list[str]:
+    """Deployments short of what they should run: their target, or for an autoscaling deployment its minimum
+    (Serve reports UPSCALING while it asks for more, which may wait on a new GPU node)."""
     problems = []
     for name, deployment in sorted((app.get("deployments") or {}).items()):
         status = deployment.get("status", "")
         running = sum(1 for r in deployment.get("replicas") or [] if r.get("state") == RUNNING_REPLICA)
-        target = deployment.get("target_num_replicas", 0)
-        if status != HEALTHY_DEPLOYMENT or running < target:
+        autoscaling = (deployment.get("deployment_config") or {}).get("autoscaling_config")
+        if autoscaling:
+            target = int(autoscaling.get("min_replicas") or 0)
+            short = status in ("UNHEALTHY", "DEPLOY_FAILED") or running < target
+        else:
+            target = deployment.get("target_num_replicas", 0)
+            short = status != HEALTHY_DEPLOYMENT or running < target
+        if short:
             message = _tail(deployment.get("message") or "")
             summary = f"deployment {name} {status}, {running}/{target} replicas running"
             problems.append(summary + (f": {message}" if message else ""))
@@ -110,7 +127,7 @@ def serve_verdict(serve_details: Mapping[str, Any], applications: Sequence[Mappi
         if status in FAILED_APP_STATUSES:
             message = _tail(live.get("message") or "")
             parts = [f"application {name} is {status}" + (f": {message}" if message else ""), *details]
-            return Verdict(FAILED, "; ".join(parts) + ". " + ROLLBACK_HINT)
+            return Verdict(FAILED if status == "DEPLOY_FAILED" else UNHEALTHY, "; ".join(parts) + ". " + ROLLBACK_HINT)
         if status != "RUNNING" or details:
             waiting.append(f"application {name} is {status}" + (f" ({'; '.join(details)})" if details else ""))
     if waiting:
@@ -128,29 +145,58 @@ def unschedulable_pods(pods: Mapping[str, Any]) -> list[str]:
     return found
 
 
+class ClusterRefused(RuntimeError):
+    """The API server refused a read for good (401, 403, another 4xx): credentials or RBAC, not a slow cluster."""
+
+
 class RayServiceReader(Protocol):
-    """The three reads the wait makes, each answering the API's own JSON (or None where it is not there yet)."""
+    """The reads the wait makes, each answering the API's own JSON (or None where it is not there yet). Any error
+    but ClusterRefused counts as the cluster not answering this time."""
 
     def rayservice(self) -> Mapping[str, Any] | None: ...
-    def serve_details(self) -> Mapping[str, Any] | None: ...
+    def serve_details(self, cluster: str) -> Mapping[str, Any] | None: ...
     def pods(self) -> Mapping[str, Any]: ...
 
 
+class _NoAnswer(Exception):
+    pass
+
+
+def _read(read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except ClusterRefused:
+        raise
+    except Exception as error:  # connection, TLS, timeout, 5xx, 429: the next poll asks again
+        raise _NoAnswer(f"the cluster did not answer ({type(error).__name__}: {error})") from error
+
+
 def current_verdict(reader: RayServiceReader, applications: Sequence[Mapping[str, Any]]) -> Verdict:
-    rayservice = reader.rayservice()
-    if rayservice is None:
-        return Verdict(WAITING, "the RayService does not exist yet")
-    cluster = cluster_verdict(rayservice)
-    if cluster.state != READY:
-        return cluster
-    details = reader.serve_details()
+    try:
+        rayservice = _read(reader.rayservice)
+        if rayservice is None:
+            return Verdict(WAITING, "the RayService does not exist yet")
+        cluster = cluster_verdict(rayservice)
+        if cluster.state != READY:
+            return cluster
+        details = _read(lambda: reader.serve_details(cluster.cluster))
+    except _NoAnswer as no_answer:
+        return Verdict(WAITING, str(no_answer))
     if details is None:
-        return Verdict(WAITING, "Ray's dashboard does not answer yet")
+        return Verdict(WAITING, f"Ray's dashboard on RayCluster {cluster.cluster} does not answer yet")
     return serve_verdict(details, applications)
 
 
 class RolloutFailed(RuntimeError):
     """The applied config did not come up: Serve's own words, or what was still missing at the deadline."""
+
+
+def _unplaced(reader: RayServiceReader) -> str:
+    try:
+        stuck = unschedulable_pods(reader.pods())
+    except Exception:  # the deadline's message must not be lost to a failed extra read
+        return ""
+    return f"; pods the scheduler cannot place: {'; '.join(stuck)}" if stuck else ""
 
 
 def await_rollout(
@@ -160,24 +206,35 @@ def await_rollout(
     poll_s: float = 10.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    report: Callable[[str], None] = lambda _message: None,
 ) -> Verdict:
-    """Polls until every application runs the applied config; raises RolloutFailed on a failed application or
-    at the deadline, naming what it last saw (and the pods that cannot be scheduled, if any)."""
+    """Polls until every application runs the applied config; raises RolloutFailed on DEPLOY_FAILED, on UNHEALTHY
+    that lasts UNHEALTHY_GRACE_S, on a refused read, or at the deadline, naming what it last saw (and the pods
+    that cannot be scheduled). `report` hears each new verdict: the progress `pulumi up` shows."""
     deadline = clock() + timeout_s
+    unhealthy_since: float | None = None
+    last = ""
     while True:
         try:
             verdict = current_verdict(reader, applications)
-        except OSError as error:  # the API server or the dashboard proxy did not answer this time
-            verdict = Verdict(WAITING, f"the cluster did not answer ({error})")
+        except ClusterRefused as refused:
+            raise RolloutFailed(f"the cluster refused the rollout's read: {refused}") from refused
+        if verdict.message != last:
+            report(verdict.message)
+            last = verdict.message
         if verdict.state == READY:
             return verdict
         if verdict.state == FAILED:
             raise RolloutFailed(verdict.message)
+        if verdict.state != UNHEALTHY:
+            unhealthy_since = None
+        elif unhealthy_since is None:
+            unhealthy_since = clock()
+        if unhealthy_since is not None and clock() - unhealthy_since >= UNHEALTHY_GRACE_S:
+            raise RolloutFailed(f"unhealthy for {UNHEALTHY_GRACE_S / 60:g} minutes: {verdict.message}")
         if clock() >= deadline:
-            stuck = unschedulable_pods(reader.pods())
-            extra = f"; pods the scheduler cannot place: {'; '.join(stuck)}" if stuck else ""
             raise RolloutFailed(
-                f"not ready after {timeout_s / 60:g} minutes (serveReadyTimeoutMinutes): {verdict.message}{extra}. "
-                + ROLLBACK_HINT
+                f"not ready after {timeout_s / 60:g} minutes (serveReadyTimeoutMinutes): {verdict.message}"
+                f"{_unplaced(reader)}. " + ROLLBACK_HINT
             )
         sleep(poll_s)

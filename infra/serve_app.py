@@ -39,7 +39,7 @@ class ServingArgs:
 
 
 def rollout_args(
-    args: ServingArgs, kubeconfig: pulumi.Input[str], rayservice_version: pulumi.Input[str] = ""
+    args: ServingArgs, kubeconfig: pulumi.Input[str], rayservice_generation: pulumi.Input[int] = 0
 ) -> ServeRolloutArgs:
     """What the ServeRollout waits for, all read off the RayService manifest."""
     manifest = args.rayservice
@@ -48,13 +48,12 @@ def rollout_args(
         kubeconfig=kubeconfig,
         namespace=manifest["metadata"]["namespace"],
         name=name,
-        head_service=f"{name}-head-svc",  # KubeRay's own head Service of a RayService (GenerateHeadServiceName)
         pod_selector=f"{INSTANCE_LABEL}={name}",
         applications=yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"],
         spec_sha256=hashlib.sha256(json.dumps(manifest["spec"], sort_keys=True).encode()).hexdigest(),
         timeout_seconds=args.ready_timeout_seconds,
         changes=args.changes,
-        rayservice_version=rayservice_version,
+        rayservice_generation=rayservice_generation,
     )
 
 
@@ -107,12 +106,12 @@ class Serving(pulumi.ComponentResource):
                 ),
             ),
         )
-        applied_version = pulumi.Output.from_input(rayservice.metadata).apply(
-            lambda metadata: (metadata or {}).get("resourceVersion", "")
+        applied_generation = pulumi.Output.from_input(rayservice.metadata).apply(
+            lambda metadata: (metadata or {}).get("generation", 0)
         )
         ServeRollout(
             "rollout",
-            rollout_args(args, cluster.kubeconfig, applied_version),
+            rollout_args(args, cluster.kubeconfig, applied_generation),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[rayservice]),
         )
 

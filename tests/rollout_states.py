@@ -14,7 +14,7 @@ def rayservice_status(
     observed: int, active: str = "ray-llm-abcde", pending: str = "", app_status: str = "RUNNING"
 ) -> dict[str, Any]:
     """A RayService's status as KubeRay 1.4.0 writes it (rayservice_controller.go calculateStatus and
-    calculateConditions)."""
+    calculateConditions). A first cluster is pending until its apps run: `active=""` with `pending` set."""
     return {
         "observedGeneration": observed,
         "numServeEndpoints": 1 if active else 0,

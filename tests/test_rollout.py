@@ -24,7 +24,10 @@ from infra.rollout import KubernetesReader, ServeRolloutProvider
 from infra.rollout_status import (
     FAILED,
     READY,
+    UNHEALTHY,
+    UNHEALTHY_GRACE_S,
     WAITING,
+    ClusterRefused,
     RolloutFailed,
     await_rollout,
     cluster_verdict,
@@ -81,7 +84,8 @@ class Reader:
         self.current = next(self.states, self.current)
         return self.current[0]
 
-    def serve_details(self) -> dict[str, Any] | None:
+    def serve_details(self, cluster: str) -> dict[str, Any] | None:
+        self.asked_cluster = cluster
         return self.current[1]
 
     def pods(self) -> dict[str, Any]:
@@ -152,12 +156,21 @@ def test_a_second_cluster_beside_the_active_one_is_waited_for(dev):
     assert verdict.state == WAITING and "ray-llm-fghij" in verdict.message
 
 
-def test_no_active_cluster_is_waited_for(dev):
+def test_a_first_cluster_is_read_while_it_is_still_pending(dev):
+    """KubeRay 1.4.0 starts a RayService's first cluster as the pending one (rayservice_controller.go
+    shouldPrepareNewCluster: neither active nor pending → prepare one; calculateStatus names it in
+    pendingServiceStatus) and makes it active only once its apps run: a create, or a replacement, is judged there."""
+    verdict = cluster_verdict(live(dev, generation=1, observed=1, active="", pending="ray-llm-abcde"))
+    assert (verdict.state, verdict.cluster) == (READY, "ray-llm-abcde")
+
+
+def test_no_cluster_yet_is_waited_for(dev):
     assert cluster_verdict(live(dev, generation=1, observed=1, active="")).state == WAITING
 
 
 def test_an_active_cluster_of_this_generation_passes_to_serve(dev):
-    assert cluster_verdict(live(dev, generation=2, observed=2)).state == READY
+    verdict = cluster_verdict(live(dev, generation=2, observed=2))
+    assert (verdict.state, verdict.cluster) == (READY, "ray-llm-abcde")
 
 
 # --- what Ray's dashboard says ---
@@ -191,8 +204,8 @@ def test_a_deployment_short_of_its_replicas_is_waited_for(applications):
     assert serve_verdict(details, applications).state == WAITING
 
 
-@pytest.mark.parametrize("status", ["DEPLOY_FAILED", "UNHEALTHY"])
-def test_a_failed_application_fails_with_serves_own_words(applications, status):
+@pytest.mark.parametrize(("status", "state"), [("DEPLOY_FAILED", FAILED), ("UNHEALTHY", UNHEALTHY)])
+def test_a_failed_application_is_judged_with_serves_own_words(applications, status, state):
     """Measured: a broken model source reached DEPLOY_FAILED and stayed there, every request 503
     (../shared/notes/serve-updates.md): nothing waits it out."""
     details = serve_details(
@@ -202,7 +215,7 @@ def test_a_failed_application_fails_with_serves_own_words(applications, status):
         deployments=(("Decode", "DEPLOY_FAILED", 0, 1, "Replica failed to start: FileNotFoundError"),),
     )
     verdict = serve_verdict(details, applications)
-    assert verdict.state == FAILED
+    assert verdict.state == state
     assert f"application ray-llm is {status}: {FAILED_MESSAGE}" in verdict.message
     assert "deployment Decode DEPLOY_FAILED, 0/1 replicas running: Replica failed to start" in verdict.message
     assert "To roll back, set the previous values again" in verdict.message
@@ -251,24 +264,89 @@ def test_the_wait_fails_at_once_on_a_failed_deploy(dev, applications):
 
 def test_the_deadline_names_what_was_missing_and_the_pods_that_cannot_be_placed(dev, applications):
     clock = Clock()
-    reader = Reader(
-        [(live(dev, generation=1, observed=1, active=""), None)], pods=pod_list({"ray-llm-w-1": INSUFFICIENT_GPU})
-    )
+    first = live(dev, generation=1, observed=1, active="", pending="ray-llm-abcde")
+    reader = Reader([(first, None)], pods=pod_list({"ray-llm-w-1": INSUFFICIENT_GPU}))
     with pytest.raises(RolloutFailed) as failed:
         await_rollout(reader, applications, timeout_s=300, clock=clock, sleep=clock.sleep)
     message = str(failed.value)
-    assert message.startswith("not ready after 5 minutes (serveReadyTimeoutMinutes): no RayCluster")
+    assert message.startswith(
+        "not ready after 5 minutes (serveReadyTimeoutMinutes): Ray's dashboard on RayCluster ray-llm-abcde"
+    )
     assert f"pod ray-llm-w-1: {INSUFFICIENT_GPU}" in message
 
 
-def test_a_cluster_that_does_not_answer_is_waited_for(dev, applications):
+def test_a_first_deploy_that_fails_fails_at_once(dev, applications):
+    """The reviewer's case: the first cluster is pending and Serve's app on it DEPLOY_FAILED; the wait reads the
+    pending cluster's dashboard (`<cluster>-head-svc`) and fails without waiting out the deadline."""
+    clock = Clock()
+    first = live(dev, generation=1, observed=1, active="", pending="ray-llm-abcde")
+    failed = serve_details(applications[0], status="DEPLOY_FAILED", message=FAILED_MESSAGE)
+    reader = Reader([(first, failed)])
+    with pytest.raises(RolloutFailed, match="application ray-llm is DEPLOY_FAILED"):
+        await_rollout(reader, applications, timeout_s=600, clock=clock, sleep=clock.sleep)
+    assert (clock.now, reader.asked_cluster) == (0, "ray-llm-abcde")
+
+
+def test_unhealthy_fails_only_when_it_lasts(dev, applications):
+    """Serve recomputes an app's status from its deployments every loop and replaces unhealthy replicas
+    (ray/serve/_private/application_state.py): a replica lost for a moment must not fail `pulumi up`."""
+    unhealthy = serve_details(applications[0], status="UNHEALTHY", message="replica died")
+    recovered = Reader(
+        [(live(dev, generation=1, observed=1), unhealthy)] * 3
+        + [(live(dev, generation=1, observed=1), serve_details(applications[0]))]
+    )
+    clock = Clock()
+    assert await_rollout(recovered, applications, timeout_s=3600, clock=clock, sleep=clock.sleep).state == READY
+    lasting = Reader([(live(dev, generation=1, observed=1), unhealthy)])
+    clock = Clock()
+    with pytest.raises(RolloutFailed, match="unhealthy for 5 minutes: application ray-llm is UNHEALTHY"):
+        await_rollout(lasting, applications, timeout_s=3600, clock=clock, sleep=clock.sleep)
+    assert clock.now == UNHEALTHY_GRACE_S
+
+
+def test_an_autoscaling_side_asking_for_more_replicas_counts_at_its_minimum(applications):
+    """With serveAutoscaling Serve reports UPSCALING while it asks for replicas that may wait on a new GPU node;
+    the applied config runs once each deployment has its `min_replicas` (DeploymentDetails.deployment_config)."""
+    details = serve_details(applications[0], deployments=(("Decode", "UPSCALING", 1, 3, ""),))
+    details["applications"]["ray-llm"]["deployments"]["Decode"]["deployment_config"] = {
+        "name": "Decode",
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 8},
+    }
+    ServeInstanceDetails.model_validate(details)
+    assert serve_verdict(details, applications).state == READY
+
+
+def test_each_new_verdict_is_reported(dev, applications):
+    heard: list[str] = []
+    clock = Clock()
+    reader = Reader(
+        [
+            (live(dev, generation=2, observed=1), None),
+            (live(dev, generation=2, observed=2), serve_details(applications[0])),
+        ]
+    )
+    await_rollout(reader, applications, timeout_s=600, clock=clock, sleep=clock.sleep, report=heard.append)
+    assert heard == [
+        "KubeRay has not reconciled generation 2 yet (observed 1)",
+        "application ray-llm RUNNING the applied config",
+    ]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ConnectionResetError("connection reset by peer"), ConnectionError("HTTP 500"), TimeoutError("read timed out")],
+)
+def test_a_cluster_that_does_not_answer_is_waited_for(dev, applications, error):
+    """Ray's dashboard answers 500 for any handler exception (ray/dashboard/optional_utils.py), e.g. while the Serve
+    controller restarts; urllib3 and the kubernetes client raise their own errors for resets and timeouts."""
+
     class Flaky(Reader):
         calls = 0
 
         def rayservice(self) -> dict[str, Any] | None:
             self.calls += 1
             if self.calls == 1:
-                raise ConnectionResetError("connection reset by peer")
+                raise error
             return super().rayservice()
 
     clock = Clock()
@@ -332,8 +410,6 @@ def test_the_rollout_waits_for_the_rayservices_own_applications(dev):
     manifest = rayservice(dev)
     assert inputs["applications"] == yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
     assert (inputs["namespace"], inputs["name"]) == (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
-    # KubeRay names a RayService's own head Service `<name>-head-svc` (utils/util.go GenerateHeadServiceName).
-    assert inputs["headService"] == "ray-llm-head-svc"
 
 
 def test_the_rollout_reaches_the_cluster_with_a_secret_kubeconfig(dev):
@@ -415,9 +491,10 @@ def eks_kubeconfig() -> str:
 
 
 def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
-    """Ray's dashboard through the API server's service proxy on the head Service's `dashboard` port, as KubeRay
-    1.4.0's own client does (`utils/dashboard_httpclient.go` InitClient: `/api/v1/namespaces/<ns>/services/
-    <head-svc>:dashboard/proxy` + `/api/serve/applications/`); the RayService from ray.io/v1; the pods by label."""
+    """Ray's dashboard through the API server's service proxy on the RayCluster's head Service and its `dashboard`
+    port, as KubeRay 1.4.0's client does with useKubernetesProxy (`utils/dashboard_httpclient.go` InitClient:
+    `/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy` + `/api/serve/applications/`); the head Service is
+    `<cluster>-head-svc` (`utils/util.go` GenerateHeadServiceName); the RayService from ray.io/v1; pods by label."""
     from kubernetes.client import rest
 
     asked = []
@@ -427,36 +504,48 @@ def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
         return rest.RESTResponse(SimpleNamespace(status=200, reason="OK", data=b"{}", headers={}))
 
     monkeypatch.setattr(rest.RESTClientObject, "request", request)
-    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "ray-llm-head-svc", "app=ray-llm")
-    reader.rayservice(), reader.serve_details(), reader.pods()
+    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "app=ray-llm")
+    reader.rayservice(), reader.serve_details("ray-llm-abcde"), reader.pods()
     assert asked == [
         ("GET", "/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm"),
-        ("GET", "/api/v1/namespaces/inference/services/ray-llm-head-svc:dashboard/proxy/api/serve/applications/"),
+        ("GET", "/api/v1/namespaces/inference/services/ray-llm-abcde-head-svc:dashboard/proxy/api/serve/applications/"),
         ("GET", "/api/v1/namespaces/inference/pods?labelSelector=app%3Dray-llm"),
     ]
 
 
-@pytest.mark.parametrize(("status", "outcome"), [(404, None), (503, None), (403, "HTTP 403")])
-def test_an_object_not_there_yet_is_none_and_a_refusal_is_an_error(monkeypatch, status, outcome):
-    """404 (no RayService yet) and 502/503 (the proxy's backend, Ray's dashboard, not up yet) mean wait; any other
-    refusal (403: the identity lacks RBAC for the service proxy) fails the rollout with the API's answer."""
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        (404, None),
+        (503, None),
+        (500, ConnectionError),
+        (429, ConnectionError),
+        (403, ClusterRefused),
+        (401, ClusterRefused),
+    ],
+)
+def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_fails(monkeypatch, status, outcome):
+    """404 (no RayService yet) and 502/503 (the proxy's backend, Ray's dashboard, not up yet) mean not there yet;
+    5xx and 429 are asked again at the next poll; 401/403 (credentials, RBAC for the service proxy) fail."""
     from kubernetes.client import rest
 
     def request(self, method, url, **kwargs):
         return rest.RESTResponse(SimpleNamespace(status=status, reason="", data=b'{"kind":"Status"}', headers={}))
 
     monkeypatch.setattr(rest.RESTClientObject, "request", request)
-    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "ray-llm-head-svc", "app=ray-llm")
+    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "app=ray-llm")
     if outcome is None:
-        assert reader.serve_details() is None
+        assert reader.serve_details("ray-llm-abcde") is None
     else:
-        with pytest.raises(RuntimeError, match=outcome):
-            reader.serve_details()
+        with pytest.raises(outcome, match=f"HTTP {status}"):
+            reader.serve_details("ray-llm-abcde")
 
 
-def test_the_rollout_waits_again_whenever_pulumi_writes_the_rayservice(dev):
-    """The rollout's inputs carry the RayService's resourceVersion as Pulumi last wrote it (the API server gives
-    every write a new one, https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions). After a
-    failed update the rollout's state still holds the config before it; a rollback to that config then differs
-    from it only there, and without it `pulumi up` would not wait for the rolled-back app."""
-    assert dev.get(ROLLOUT, "rollout").inputs["rayserviceVersion"] == "1"
+def test_the_rollout_waits_again_whenever_pulumi_changes_the_rayservice_spec(dev):
+    """The rollout's inputs carry the RayService's metadata.generation as Pulumi last wrote it: the API server
+    moves it on every spec change and never on status writes (https://kubernetes.io/docs/reference/using-api/
+    api-concepts/, metadata.generation), so a `pulumi refresh` after KubeRay's status writes leaves the rollout
+    unchanged. After a failed update the engine keeps the rollout's previous state (pulumi pkg/resource/deploy/
+    step.go UpdateStep.Apply returns before recording outputs); a rollback to that config then differs from it only
+    here, and without it `pulumi up` would not wait for the rolled-back app."""
+    assert dev.get(ROLLOUT, "rollout").inputs["rayserviceGeneration"] == 1

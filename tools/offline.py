@@ -195,13 +195,14 @@ S3_TEXT_TYPES = ("text/", "application/json")
 def hub_fetch(url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
     """huggingface.co's answers for a file of a repo: 200 and the file, or the status and `X-Error-Code` the Hub
     sends (huggingface_hub `utils/_http.py` `hf_raise_for_status`): 401 RepoNotFound for a repo it does not
-    show this caller, 403 GatedRepo for a gated repo without an accepted token, 404 EntryNotFound for a file."""
+    show this caller, 401 GatedRepo for a gated repo asked without a token, 404 EntryNotFound for a file."""
     repo, _, filename = url.removeprefix(f"{model_source.HUB}/").partition("/resolve/main/")
     if repo not in HUB_CONFIGS:
         return model_source.HttpAnswer(401, {"X-Error-Code": "RepoNotFound"}, b'{"error":"Repository not found"}')
     if repo in GATED_REPOS and "Authorization" not in headers:
+        # Anonymous: 401 (a signed-in user who has not accepted the conditions gets 403), both with GatedRepo.
         message = f"Access to model {repo} is restricted. You must have access to it and be authenticated."
-        return model_source.HttpAnswer(403, {"X-Error-Code": "GatedRepo"}, json.dumps({"error": message}).encode())
+        return model_source.HttpAnswer(401, {"X-Error-Code": "GatedRepo"}, json.dumps({"error": message}).encode())
     if filename != "config.json":
         return model_source.HttpAnswer(404, {"X-Error-Code": "EntryNotFound"}, b'{"error":"Entry not found"}')
     return model_source.HttpAnswer(200, {"Content-Type": "application/json"}, json.dumps(HUB_CONFIGS[repo]).encode())
@@ -405,8 +406,8 @@ class AwsMocks(pulumi.runtime.Mocks):
                 clusterSecurityGroupId="sg-eks-cluster",
             )
         if args.typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
-            # The API server stamps every object it stores with a resourceVersion.
-            state["metadata"] = {**state["metadata"], "resourceVersion": "1"}
+            # The API server stamps every object it stores with a resourceVersion and a generation.
+            state["metadata"] = {**state["metadata"], "resourceVersion": "1", "generation": 1}
         if args.typ == "kubernetes:core/v1:Service":
             state["status"] = {
                 "loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}
