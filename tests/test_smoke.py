@@ -465,10 +465,33 @@ def test_share_gpu_puts_both_engines_on_half_a_gpu_each(cfg, tmp_path):
     smoke.validate_with_ray(config)
 
 
-def test_share_gpu_refuses_the_baseline_and_more_than_its_half_of_memory(tmp_path):
-    for argv in (["--share-gpu", "--aggregated"], ["--share-gpu", "--gpu-memory-utilization", "0.6"]):
-        with pytest.raises(SystemExit):
-            smoke.parse_args(["--model-dir", str(tmp_path), *argv])
+def test_share_gpu_refuses_the_baseline(tmp_path):
+    with pytest.raises(SystemExit):
+        smoke.parse_args(["--model-dir", str(tmp_path), "--share-gpu", "--aggregated"])
+
+
+@pytest.mark.parametrize(
+    ("settings", "most"), [([], "0.45"), (["--config", "prefillReplicas=2", "--config", "decodeReplicas=2"], "0.23")]
+)
+def test_share_gpu_refuses_more_than_the_engines_share_of_memory(tiny_model_dir, capsys, settings, most):
+    """vLLM's default 0.9 of a GPU's memory (vllm/config/cache.py), split among the engines that share it."""
+    argv = ["--model-dir", str(tiny_model_dir), "--share-gpu", "--gpu-memory-utilization", "0.46", "--dry-run"]
+    assert smoke.main([*argv, *settings]) == 2
+    assert f"--gpu-memory-utilization at most {most} each" in capsys.readouterr().out
+
+
+def test_share_gpu_gives_each_of_more_replicas_its_share_and_its_own_executor_ports(tmp_path):
+    """Two replicas a side on one GPU: a quarter each, and the classic Ray executor, since vLLM 0.26's RayExecutorV2
+    starts every engine's TCPStore port search at one port (infra/serve_config.py SHARED_POD_ENGINE_ENV)."""
+    cfg = smoke.serve_stack_config("dev", {"prefillReplicas": "2", "decodeReplicas": "2"})
+    production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, share_gpu=True), NO_EFA)
+    assert smoke.unexplained_changes(production, config, overrides) == set()
+    for engine in smoke.engine_configs(config):
+        assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.25, "CPU": 1}]}
+        assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.25"
+        assert engine["runtime_env"]["env_vars"]["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] == "0"
+        assert engine["deployment_config"] == {"num_replicas": 2}
+    smoke.validate_with_ray(config)
 
 
 def test_update_steps_are_a_good_change_a_broken_one_and_the_rollback(cfg, tmp_path):
@@ -600,3 +623,9 @@ def test_the_failed_verdict_names_the_deployment_and_serves_own_message():
     assert "application ray-llm is DEPLOY_FAILED" in message
     assert "deployment Prefill:qwen3_5-9b DEPLOY_FAILED, 0/1 replicas running" in message
     assert "Failed to create vLLM engine config" in message
+
+
+def test_update_steps_can_be_chosen_and_unknown_ones_are_refused(tmp_path):
+    assert smoke.parse_args(["--model-dir", str(tmp_path), "--update-steps", "good"]).update_steps == ("good",)
+    with pytest.raises(SystemExit):
+        smoke.parse_args(["--model-dir", str(tmp_path), "--update-steps", "good,worse"])

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,14 @@ def config_default(key: str) -> Any:
 
 
 PROJECT = project_file()["name"]
+
+
+def key_value_pairs(items: Sequence[str], option: str, parser: argparse.ArgumentParser) -> dict[str, str]:
+    """`KEY=VALUE` command-line settings (render's and smoke's `--config`), or a usage error naming the option."""
+    pairs = {}
+    for item in items:
+        key, separator, value = item.partition("=")
+        if not separator or not key:
+            parser.error(f"{option} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs

@@ -35,7 +35,7 @@ from tools.offline import (
     run_stack,
     stack_file,
 )
-from tools.project import PROJECT, SHIPPED_STACKS
+from tools.project import PROJECT, SHIPPED_STACKS, key_value_pairs
 
 REDACTED = "<redacted>"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -394,16 +394,6 @@ def write_files(out: Path, files: Mapping[str, str]) -> None:
     listing.write_text("".join(f"{path}\n" for path in sorted(files)))
 
 
-def _assignments(items: Sequence[str], option: str, parser: argparse.ArgumentParser) -> dict[str, str]:
-    pairs = {}
-    for item in items:
-        key, separator, value = item.partition("=")
-        if not separator or not key:
-            parser.error(f"{option} {item!r}: expected KEY=VALUE")
-        pairs[key] = value
-    return pairs
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.render",
@@ -440,8 +430,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[RenderRequest, Path]:
     gpu_azs = None if args.gpu_azs is None else [az.strip() for az in args.gpu_azs.split(",") if az.strip()]
     request = RenderRequest(
         stack=args.stack,
-        config=_assignments(args.config, "--config", parser),
-        secrets=_assignments(args.secret, "--secret", parser),
+        config=key_value_pairs(args.config, "--config", parser),
+        secrets=key_value_pairs(args.secret, "--secret", parser),
         gpu_offering_azs=gpu_azs,
     )
     # The flag at fault, not the stack file's rule the program would otherwise report.

@@ -32,7 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -40,12 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
+import yaml
 
 from infra.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
 from tools.offline import load_stack_config, stack_file
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
-from tools.project import PROJECT
+from tools.project import PROJECT, key_value_pairs
 
 if TYPE_CHECKING:
     from infra.config import StackConfig
@@ -61,10 +62,10 @@ DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
 # placement.py), and vLLM's Ray executor asks for the same half per worker: it requests
 # VLLM_RAY_PER_WORKER_GPUS (default 1.0) GPUs per worker (vllm/v1/executor/ray_executor_v2.py,
 # `_get_actor_resource_kwargs`), which a half-GPU bundle cannot hold.
-SHARED_GPU_FRACTION = 0.5
-SHARED_GPU_BUNDLES = {"bundles": [{"GPU": SHARED_GPU_FRACTION, "CPU": 1}]}
+# vLLM's default share of a GPU's memory (vllm/config/cache.py gpu_memory_utilization), split among the engines
+# that share one GPU.
+SHARED_GPU_TOTAL_MEMORY_UTILIZATION = 0.9
 # The two engines' gpu_memory_utilization together must leave room for both on the one GPU.
-SHARED_GPU_MAX_MEMORY_UTILIZATION = 0.45
 KV_ROLE_CHOICES = {
     "both": {"prefill": "kv_both", "decode": "kv_both"},
     "producer-consumer": KV_ROLES,
@@ -363,6 +364,29 @@ def _engine_overrides(
     return overrides
 
 
+def side_config(cfg_doc: dict[str, Any], side: str) -> dict[str, Any]:
+    return cfg_doc["applications"][0]["args"][f"{side}_config"]
+
+
+def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
+    """A side's replicas as the stack deploys them: fixed, or an autoscaling side's minimum."""
+    deployment = side_config(cfg_doc, side)["deployment_config"]
+    return int(deployment.get("num_replicas") or deployment["autoscaling_config"]["min_replicas"])
+
+
+def env_of(cfg_doc: dict[str, Any], side: str) -> dict[str, str]:
+    return side_config(cfg_doc, side).get("runtime_env", {}).get("env_vars", {})
+
+
+def engines_of(cfg_doc: dict[str, Any]) -> int:
+    return sum(side_replicas(cfg_doc, side) for side in PD_SIDES)
+
+
+def shared_gpu_bundles(fraction: float) -> dict[str, Any]:
+    """Ray 2.58's PlacementGroupConfig (`bundles`): one bundle of the GPU share and a CPU per replica."""
+    return {"bundles": [{"GPU": fraction, "CPU": 1}]}
+
+
 def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
     overrides: list[Override] = []
     for side in PD_SIDES:
@@ -387,21 +411,36 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
             if engine_kwargs["kv_transfer_config"]["kv_role"] != role:
                 overrides.append(Override("kv_role", (*kv, "kv_role"), role, f"{side}: --kv-roles {opts.kv_roles}"))
         if opts.share_gpu:
+            fraction = 1 / engines_of(cfg_doc)
             overrides += [
                 Override(
                     "share_gpu_bundle",
                     (*llm, "placement_group_config"),
-                    SHARED_GPU_BUNDLES,
-                    f"{side}: --share-gpu, prefill and decode on one GPU, half of it for this replica",
+                    shared_gpu_bundles(fraction),
+                    f"{side}: --share-gpu, every engine on one GPU, {fraction:g} of it for each replica",
                 ),
                 Override(
                     "share_gpu_worker_gpus",
                     (*env, "VLLM_RAY_PER_WORKER_GPUS"),
-                    str(SHARED_GPU_FRACTION),
-                    f"{side}: --share-gpu, vLLM's Ray worker asks for the bundle's half GPU, not a whole one "
+                    f"{fraction:g}",
+                    f"{side}: --share-gpu, vLLM's Ray worker asks for the bundle's share of the GPU, not a whole one "
                     "(Ray 2.58 derives the same from the bundle when unset; set as measured)",
                 ),
             ]
+            if (
+                side_replicas(cfg_doc, side) > 1
+                and env_of(cfg_doc, side).get("VLLM_USE_RAY_V2_EXECUTOR_BACKEND") != "0"
+            ):
+                overrides.append(
+                    Override(
+                        "share_gpu_executor",
+                        (*env, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND"),
+                        "0",
+                        f"{side}: --share-gpu puts this side's replicas on one host, where vLLM 0.26's RayExecutorV2 "
+                        "starts every engine's TCPStore port search at the same port (infra/serve_config.py "
+                        "SHARED_POD_ENGINE_ENV, which the stack sets where replicas share a pod)",
+                    )
+                )
         if opts.logging_config_path is not None:
             overrides.append(
                 Override(
@@ -828,6 +867,9 @@ def missing_model_dir(model_dir: Path) -> Path:
     return model_dir.with_name(f"{model_dir.name}-missing")
 
 
+UPDATE_STEP_NAMES = ("good", "broken", "rollback")
+
+
 def update_steps(smoke: dict[str, Any], missing_model_dir: Path) -> list[UpdateStep]:
     """A good change, a broken one on top of it, and the rollback to the config that ran first."""
     good = copy.deepcopy(smoke)
@@ -1020,7 +1062,7 @@ def run_update_scenario(
     out_dir.mkdir(parents=True, exist_ok=True)
     if missing_model_dir.exists():
         raise ValueError(f"{missing_model_dir} exists; the broken change needs a model source that does not")
-    steps = update_steps(smoke, missing_model_dir)
+    steps = [step for step in update_steps(smoke, missing_model_dir) if step.name in args.update_steps]
 
     def save(stage: str, details: dict[str, Any] | None) -> None:
         if details is not None:
@@ -1290,6 +1332,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--update-step-timeout", type=float, default=300, help="seconds one update step may take")
     parser.add_argument(
+        "--update-steps",
+        type=lambda text: tuple(text.split(",")),
+        default=UPDATE_STEP_NAMES,
+        help=f"which of the update steps to run, in order (default {','.join(UPDATE_STEP_NAMES)})",
+    )
+    parser.add_argument(
         "--update-settle", type=float, default=5, help="seconds of traffic after an update step's final verdict"
     )
     parser.add_argument(
@@ -1299,15 +1347,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"start Ray with --metrics-export-port={METRICS_PORT}, scrape it before and after the load, write the "
         "metric names to FILE and the PD-related samples to FILE's stem + '-pd-samples.txt'",
     )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a stack setting changed for this run, as `pulumi config set` would (e.g. prefillReplicas=2)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="build, print and validate the config; start nothing")
     args = parser.parse_args(argv)
     if args.share_gpu and args.aggregated:
         parser.error("--share-gpu puts prefill and decode on one GPU; the aggregated baseline has one engine")
-    if args.share_gpu and args.gpu_memory_utilization > SHARED_GPU_MAX_MEMORY_UTILIZATION:
-        parser.error(
-            f"--share-gpu runs two engines on one GPU: --gpu-memory-utilization at most "
-            f"{SHARED_GPU_MAX_MEMORY_UTILIZATION} each"
-        )
+    args.config = key_value_pairs(args.config, "--config", parser)
+    unknown_steps = set(args.update_steps) - set(UPDATE_STEP_NAMES)
+    if unknown_steps:
+        parser.error(f"--update-steps {','.join(sorted(unknown_steps))}: allowed are {','.join(UPDATE_STEP_NAMES)}")
     return args
 
 
@@ -1317,10 +1371,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["192.88.99.0/24"]}
 
 
-def serve_stack_config(stack: str) -> StackConfig:
-    """The stack's validated config for building the serve app; the allow-list stood in for where the file has none."""
+def serve_stack_config(stack: str, settings: Mapping[str, str] | None = None) -> StackConfig:
+    """The stack's validated config for building the serve app, with `settings` changed (`--config`, as strings the
+    CLI would hand over); the allow-list stood in for where the file has none."""
     has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_file(stack).config
-    return load_stack_config(None if has_allow_list else ALLOW_LIST_STAND_IN, stack=stack)
+    overrides: dict[str, Any] = {} if has_allow_list else dict(ALLOW_LIST_STAND_IN)
+    overrides.update({key: yaml.safe_load(value) for key, value in (settings or {}).items()})
+    return load_stack_config(overrides, stack=stack)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1353,7 +1410,13 @@ def main(argv: list[str] | None = None) -> int:
         f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}, "
         f"libfabric {libfabric}"
     )
-    production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack), opts, host)
+    production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack, args.config), opts, host)
+    if opts.share_gpu and opts.gpu_memory_utilization * engines_of(production) > SHARED_GPU_TOTAL_MEMORY_UTILIZATION:
+        print(
+            f"--share-gpu runs {engines_of(production)} engines on one GPU: --gpu-memory-utilization at most "
+            f"{SHARED_GPU_TOTAL_MEMORY_UTILIZATION / engines_of(production):.2f} each"
+        )
+        return 2
     print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
     for override in overrides:
         print(f"  override {override.describe()}")
