@@ -216,6 +216,11 @@ class StackConfig:
     serve_ready_timeout_minutes: int
     # Check the model source before the RayService changes (infra/model_source.py).
     model_preflight: bool
+    # observability (infra/observability.py)
+    observability: bool
+    kube_prometheus_stack_version: str
+    dcgm_exporter_version: str
+    ttft_p99_objective_ms: int
     # governance
     owner: str
     cost_center: str
@@ -869,6 +874,10 @@ def load_config(
             maximum=MAX_SERVE_READY_MINUTES,
         ),
         model_preflight=read.boolean("modelPreflight"),
+        observability=read.boolean("observability"),
+        kube_prometheus_stack_version=read.text("kubePrometheusStackVersion", CHART_VERSION_PATTERN, semver),
+        dcgm_exporter_version=read.text("dcgmExporterVersion", CHART_VERSION_PATTERN, semver),
+        ttft_p99_objective_ms=read.integer("ttftP99ObjectiveMs", 1, " milliseconds"),
         owner=read.text("owner", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         cost_center=read.text("costCenter", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         protect_resources=read.boolean("protectResources"),

@@ -14,11 +14,39 @@ CHART_VALUES_FILES = {
     "aws-efa-k8s-device-plugin": Path("aws-efa-k8s-device-plugin-v0.5.30/values.yaml"),
     "kuberay-operator": Path("kuberay-v1.4.0/kuberay-operator-values.yaml"),
     "cluster-autoscaler": Path("cluster-autoscaler-chart-9.59.0/values.yaml"),
+    "kube-prometheus-stack": Path("kube-prometheus-stack-88.5.3/values.yaml"),
+    "dcgm-exporter": Path("dcgm-exporter-4.8.2/values.yaml"),
+}
+# A chart's values under a subchart's key reach that subchart, whose own values.yaml declares the rest
+# (Helm's subchart docs, https://helm.sh/docs/chart_template_guide/subcharts_and_globals/).
+SUBCHART_VALUES_FILES = {
+    "kube-prometheus-stack": {
+        "grafana": Path("kube-prometheus-stack-88.5.3/grafana-values.yaml"),
+        "kube-state-metrics": Path("kube-prometheus-stack-88.5.3/kube-state-metrics-values.yaml"),
+    }
 }
 
 
+def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override` over `base`, map by map, as Helm coalesces a parent's values over a subchart's."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged[key] = _merged(base[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return yaml.safe_load((schemas_dir() / path).read_text())
+
+
 def chart_defaults(chart: str) -> dict[str, Any]:
-    return yaml.safe_load((schemas_dir() / CHART_VALUES_FILES[chart]).read_text())
+    defaults = _load(CHART_VALUES_FILES[chart])
+    for subchart, path in SUBCHART_VALUES_FILES.get(chart, {}).items():
+        defaults[subchart] = _merged(_load(path), defaults.get(subchart) or {})
+    return defaults
 
 
 def unknown_value_keys(values: dict[str, Any], defaults: dict[str, Any], prefix: str = "") -> list[str]:

@@ -14,6 +14,8 @@ VENDORED_CHARTS = {
     "nvidiaDevicePluginVersion": ("nvidia-device-plugin-", "Chart.yaml"),
     "efaDevicePluginVersion": ("aws-efa-k8s-device-plugin-", "Chart.yaml"),
     "clusterAutoscalerVersion": ("cluster-autoscaler-chart-", "Chart.yaml"),
+    "kubePrometheusStackVersion": ("kube-prometheus-stack-", "Chart.yaml"),
+    "dcgmExporterVersion": ("dcgm-exporter-", "Chart.yaml"),
 }
 UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 # Vendored sources that pin no chart: vLLM's model registry at the version Ray 2.58.0's `ray[llm]` pins, read by
