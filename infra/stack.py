@@ -6,20 +6,23 @@ from typing import Any
 
 import pulumi
 
+from infra.alerts import AlertArgs
 from infra.changes import settings_by_effect
 from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
-from infra.kuberay import KubeRayOperatorArgs
+from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.model_source import check_model_source
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.observability import Observability, ObservabilityArgs, observability_outputs
 from infra.offerings import check_offerings
 from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
 from infra.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.serve_app import Serving, ServingArgs
+from infra.serve_config import application_name
 
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
@@ -136,6 +139,24 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         system_nodes,
         device_plugins,
     )
+    if cfg.observability:
+        Observability(
+            "observability",
+            ObservabilityArgs(
+                stack_version=cfg.kube_prometheus_stack_version,
+                dcgm_version=cfg.dcgm_exporter_version,
+                ray_namespace=cfg.namespace,
+                kuberay_namespace=OPERATOR_NAMESPACE,
+                alerts=AlertArgs(
+                    application=application_name(cfg),
+                    namespace=cfg.namespace,
+                    ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
+                ),
+            ),
+            cluster,
+            system_nodes.node_group,
+            gpu_nodes.node_group,
+        )
 
     outputs: dict[str, Any] = {
         "region": cfg.region,
@@ -150,6 +171,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,
         **endpoint_outputs(cfg),
+        **(observability_outputs() if cfg.observability else {}),
     }
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname

@@ -122,14 +122,21 @@ def _kubernetes_definitions(kubernetes_version: str) -> Registry:
 
 
 @cache
+def custom_resource_validator(
+    crd_path: Path, version: str = "v1", kubernetes_version: str = KUBERNETES_SCHEMA_VERSION
+) -> jsonschema.Validator:
+    """Validates a custom resource of one CRD file strictly; its metadata is held to Kubernetes' ObjectMeta."""
+    schema = strict_schema(crd_schema(crd_path, version))
+    # A CRD says only `metadata: {type: object}`: the API server checks it as ObjectMeta.
+    schema["properties"]["metadata"] = {"$ref": OBJECT_META_REF}
+    return jsonschema.Draft202012Validator(schema, registry=_kubernetes_definitions(kubernetes_version))
+
+
 def rayservice_validator(
     kuberay_version: str = SHIPPED_KUBERAY_VERSION, kubernetes_version: str = KUBERNETES_SCHEMA_VERSION
 ) -> jsonschema.Validator:
-    """Validates a RayService manifest; its metadata is held to Kubernetes' strict ObjectMeta."""
-    schema = strict_schema(rayservice_crd_schema(kuberay_version))
-    # The CRD says only `metadata: {type: object}`: the API server checks it as ObjectMeta.
-    schema["properties"]["metadata"] = {"$ref": OBJECT_META_REF}
-    return jsonschema.Draft202012Validator(schema, registry=_kubernetes_definitions(kubernetes_version))
+    """Validates a RayService manifest, as the KubeRay operator's CRD defines it."""
+    return custom_resource_validator(kuberay_dir(kuberay_version) / "ray.io_rayservices.yaml", "v1", kubernetes_version)
 
 
 def _located(error: jsonschema.ValidationError) -> str:

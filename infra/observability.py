@@ -1,0 +1,215 @@
+"""Metrics, dashboards and alerts: kube-prometheus-stack on the system nodes, NVIDIA's DCGM exporter on the
+GPU nodes, PodMonitors for Ray and the KubeRay operator, Ray's and our Grafana dashboards, the alert rules.
+
+Prometheus finds monitors and rules by the chart's release label (kube-prometheus-stack values.yaml,
+`*SelectorNilUsesHelmValues: true`), the same label KubeRay's own PodMonitors carry
+(ray-project/kuberay config/prometheus/podMonitor.yaml).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.alerts import AlertArgs, prometheus_rule
+from infra.cluster import Cluster
+from infra.dashboards import dashboard_config_maps
+from infra.helm import Chart, pinned_release
+from infra.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
+
+PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
+# NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").
+DCGM_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
+NAMESPACE = "monitoring"
+STACK_RELEASE = "kube-prometheus-stack"
+RELEASE_LABEL = {"release": STACK_RELEASE}
+# The Grafana subchart's Service: `<release>-grafana`, port 80 (grafana-community/helm-charts charts/grafana
+# templates/service.yaml, values.yaml service.port); its admin password is generated into the Secret of the
+# same name (templates/_helpers.tpl `randAlphaNum 40`) since the values set none.
+GRAFANA_SERVICE = f"{STACK_RELEASE}-grafana"
+PROMETHEUS_SERVICE = f"{STACK_RELEASE}-prometheus"
+# The label (and value) kube-prometheus-stack sets for Grafana's dashboard sidecar, which loads every
+# ConfigMap carrying it from any namespace (values.yaml grafana.sidecar.dashboards: label, labelValue,
+# searchNamespace: ALL).
+DASHBOARD_SIDECAR_LABEL = {"grafana_dashboard": "1"}
+
+# KubeRay labels each Ray pod with its node type and cluster (ray-operator/controllers/ray/utils/constant.go,
+# RayNodeTypeLabelKey, RayClusterLabelKey) and adds the container port "metrics" (8080) where Ray exports
+# its metrics (ray-operator/controllers/ray/common/pod.go, MetricsPortName, DefaultMetricsPort).
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+RAY_METRICS_PORT = "metrics"
+# Ray's Grafana dashboards filter on `ray_io_cluster`, which KubeRay's PodMonitors copy from the pod's
+# ray.io/cluster label (config/prometheus/podMonitor.yaml).
+RAY_CLUSTER_RELABELING = {
+    "action": "replace",
+    "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
+    "targetLabel": "ray_io_cluster",
+}
+# The kuberay-operator chart's pod carries app.kubernetes.io/name: kuberay-operator and serves /metrics on
+# its container port "http" (helm-chart/kuberay-operator templates/deployment.yaml, _helpers.tpl labels).
+KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
+KUBERAY_METRICS_PORT = "http"
+
+# What the metrics stack reserves on the system nodes (the chart sets no requests): 525m CPU and 2 GiB, so
+# the default stack, and the one with serveAutoscaling (the head's autoscaler sidecar), still fit one
+# m7i.xlarge (tests/test_observability.py adds up every system pod). CPU limits are left off: Prometheus may
+# burst while it compacts.
+PROMETHEUS_RESOURCES = {"requests": {"cpu": "300m", "memory": "1536Mi"}, "limits": {"memory": "3Gi"}}
+GRAFANA_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
+OPERATOR_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
+KUBE_STATE_METRICS_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
+ALERTMANAGER_RESOURCES = {"requests": {"cpu": "25m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+# Prometheus keeps its TSDB in an emptyDir on the system node's 50 GiB root volume: bounded in size.
+RETENTION = "7d"
+RETENTION_SIZE = "10GB"
+
+
+@dataclass(frozen=True)
+class ObservabilityArgs:
+    """Chart versions, where the Ray pods and the KubeRay operator run, and what the alerts watch."""
+
+    stack_version: str  # of the kube-prometheus-stack chart
+    dcgm_version: str  # of the dcgm-exporter chart
+    ray_namespace: str
+    kuberay_namespace: str
+    alerts: AlertArgs
+
+
+def stack_values() -> dict[str, Any]:
+    on_system = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    return {
+        "prometheusOperator": {
+            **on_system,
+            "resources": OPERATOR_RESOURCES,
+            "admissionWebhooks": {"patch": dict(on_system)},
+        },
+        "prometheus": {
+            "prometheusSpec": {
+                **on_system,
+                "resources": PROMETHEUS_RESOURCES,
+                "retention": RETENTION,
+                "retentionSize": RETENTION_SIZE,
+            }
+        },
+        "alertmanager": {"alertmanagerSpec": {**on_system, "resources": ALERTMANAGER_RESOURCES}},
+        "grafana": {**on_system, "resources": GRAFANA_RESOURCES},
+        "kube-state-metrics": {**on_system, "resources": KUBE_STATE_METRICS_RESOURCES},
+        # EKS runs the scheduler, controller manager and etcd off the cluster's nodes: nothing to scrape,
+        # and their default targets would only raise the chart's "...Down" alerts.
+        "kubeControllerManager": {"enabled": False},
+        "kubeScheduler": {"enabled": False},
+        "kubeEtcd": {"enabled": False},
+    }
+
+
+def dcgm_values() -> dict[str, Any]:
+    # The chart's ServiceMonitor needs the release label for Prometheus to select it.
+    return {**gpu_node_scheduling(), "serviceMonitor": {"additionalLabels": dict(RELEASE_LABEL)}}
+
+
+def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoint: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(RELEASE_LABEL)},
+        "spec": {
+            "jobLabel": name,
+            "namespaceSelector": {"matchNames": [namespace]},
+            "selector": {"matchLabels": dict(selector)},
+            "podMetricsEndpoints": [endpoint],
+        },
+    }
+
+
+def pod_monitors(ray_namespace: str, kuberay_namespace: str) -> list[dict[str, Any]]:
+    """The Ray head, every Ray worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
+    ray_endpoint = {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING]}
+    return [
+        _pod_monitor("ray-head", ray_namespace, {RAY_NODE_TYPE_LABEL: "head"}, ray_endpoint),
+        _pod_monitor("ray-workers", ray_namespace, {RAY_NODE_TYPE_LABEL: "worker"}, ray_endpoint),
+        _pod_monitor("kuberay-operator", kuberay_namespace, KUBERAY_OPERATOR_SELECTOR, {"port": KUBERAY_METRICS_PORT}),
+    ]
+
+
+def monitoring_objects(args: ObservabilityArgs) -> list[dict[str, Any]]:
+    """Everything besides the charts: the PodMonitors, the alert rules and the dashboards."""
+    return [
+        *pod_monitors(args.ray_namespace, args.kuberay_namespace),
+        prometheus_rule("ray-llm-eks", NAMESPACE, dict(RELEASE_LABEL), args.alerts),
+        *dashboard_config_maps(args.alerts.application, NAMESPACE, dict(DASHBOARD_SIDECAR_LABEL)),
+    ]
+
+
+def grafana_port_forward_command() -> str:
+    return f"kubectl -n {NAMESPACE} port-forward svc/{GRAFANA_SERVICE} 3000:80"
+
+
+def grafana_password_command() -> str:
+    return f"kubectl -n {NAMESPACE} get secret {GRAFANA_SERVICE} -o jsonpath='{{.data.admin-password}}' | base64 -d"
+
+
+def prometheus_port_forward_command() -> str:
+    return f"kubectl -n {NAMESPACE} port-forward svc/{PROMETHEUS_SERVICE} 9090:9090"
+
+
+def observability_outputs() -> dict[str, str]:
+    """How to open Grafana (user admin) and Prometheus from a machine with the cluster's kubeconfig."""
+    return {
+        "grafanaPortForwardCommand": grafana_port_forward_command(),
+        "grafanaPasswordCommand": grafana_password_command(),
+        "prometheusPortForwardCommand": prometheus_port_forward_command(),
+    }
+
+
+class Observability(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        args: ObservabilityArgs,
+        cluster: Cluster,
+        system_nodes: pulumi.Resource,
+        gpu_nodes: pulumi.Resource,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
+        stack = pinned_release(
+            STACK_RELEASE,
+            Chart("kube-prometheus-stack", PROMETHEUS_COMMUNITY_REPO, args.stack_version),
+            NAMESPACE,
+            stack_values(),
+            cluster.provider,
+            self,
+            [system_nodes],
+        )
+        # After the stack: the exporter's ServiceMonitor needs the CRDs the stack installs.
+        pinned_release(
+            "dcgm-exporter",
+            Chart("dcgm-exporter", DCGM_REPO, args.dcgm_version),
+            NAMESPACE,
+            dcgm_values(),
+            cluster.provider,
+            self,
+            [stack, gpu_nodes],
+        )
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[stack])
+        for manifest in monitoring_objects(args):
+            _declare(manifest, in_cluster)
+        self.register_outputs({})
+
+
+def _declare(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    name = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+    if manifest["kind"] == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=opts,
+    )

@@ -1,0 +1,89 @@
+"""PromQL for the prefill/decode questions, shared by our dashboard, the alerts and `tools.verify`.
+
+Metric names are the ones Ray 2.58 exports: Ray prefixes every metric of `ray.util.metrics` with `ray_`
+(Serve's `serve_deployment_request_counter` is `ray_serve_deployment_request_counter_total`), and vLLM's
+Ray stat logger re-registers vLLM's metrics through Ray with `vllm:` made `vllm_`
+(vllm/v1/metrics/ray_wrappers.py `_get_sanitized_opentelemetry_name`), so `vllm:time_to_first_token_seconds`
+is scraped as `ray_vllm_time_to_first_token_seconds_bucket`. docs/metrics/ lists the names that exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# Ray Serve LLM's PD builder names the two LLM deployments "Prefill:<model>" and "Decode:<model>"
+# (ray/llm/_internal/serve/serving_patterns/prefill_decode/builder.py, name_prefix).
+SIDE_DEPLOYMENTS: Mapping[str, str] = {"prefill": "Prefill:.*", "decode": "Decode:.*"}
+PD_DEPLOYMENTS = "|".join(SIDE_DEPLOYMENTS.values())
+# Serve's application status gauge: 0=UNKNOWN, 1=DEPLOY_FAILED, 2=UNHEALTHY, 3=NOT_STARTED, 4=DELETING,
+# 5=DEPLOYING, 6=RUNNING (ray/serve/_private/application_state.py, serve_application_status).
+APP_STATUS = "ray_serve_application_status"
+APP_RUNNING = 6
+APP_DEPLOY_FAILED = 1
+REQUESTS = "ray_serve_deployment_request_counter_total"
+# Per replica 1/0, or per deployment the healthy count, depending on Ray's high-cardinality flag; a sum is
+# the healthy replicas either way (ray/serve/_private/deployment_state.py, serve_deployment_replica_healthy).
+HEALTHY_REPLICAS = "ray_serve_deployment_replica_healthy"
+TTFT = "ray_vllm_time_to_first_token_seconds"
+TPOT = "ray_vllm_request_time_per_output_token_seconds"
+KV_CACHE_USAGE = "ray_vllm_kv_cache_usage_perc"
+WAITING = "ray_vllm_num_requests_waiting"
+RUNNING = "ray_vllm_num_requests_running"
+# vLLM 0.26's NIXL connector stats (vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py): the side
+# that reads the KV cache (decode, in pull mode) records each transfer.
+KV_XFER_TIME = "ray_vllm_nixl_xfer_time_seconds"
+KV_BYTES = "ray_vllm_nixl_bytes_transferred"
+KV_FAILED_TRANSFERS = "ray_vllm_nixl_num_failed_transfers_total"
+KV_FAILED_NOTIFICATIONS = "ray_vllm_nixl_num_failed_notifications_total"
+RATE_WINDOW = "5m"
+
+
+def app_selector(app: str, deployments: str = PD_DEPLOYMENTS) -> str:
+    return f'application="{app}", deployment=~"{deployments}"'
+
+
+def with_deployment(expr: str, app: str) -> str:
+    """`expr` (a vLLM engine series) labelled with the Serve deployment of its replica.
+
+    vLLM's series carry the Ray worker of the replica that runs the engine, not the deployment; the replica's
+    request counter carries both. Ray's own Serve LLM dashboard joins them the same way
+    (ray/dashboard/modules/metrics/dashboards/serve_llm_dashboard_panels.py, `* on(WorkerId) group_left`).
+    """
+    replicas = f"max by (WorkerId, deployment) ({REQUESTS}{{{app_selector(app)}}} * 0 + 1)"
+    return f"({expr}) * on (WorkerId) group_left (deployment) {replicas}"
+
+
+def requests_per_side(app: str) -> str:
+    return f"sum by (deployment) (rate({REQUESTS}{{{app_selector(app)}}}[{RATE_WINDOW}]))"
+
+
+def healthy_replicas(app: str, side: str | None = None) -> str:
+    deployments = SIDE_DEPLOYMENTS[side] if side else PD_DEPLOYMENTS
+    return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app, deployments)}}})"
+
+
+def quantile_per_side(histogram: str, quantile: float, app: str) -> str:
+    buckets = with_deployment(f"rate({histogram}_bucket[{RATE_WINDOW}])", app)
+    return f"histogram_quantile({quantile}, sum by (le, deployment) ({buckets}))"
+
+
+def mean_per_side(histogram: str, app: str) -> str:
+    total = with_deployment(f"rate({histogram}_sum[{RATE_WINDOW}])", app)
+    count = with_deployment(f"rate({histogram}_count[{RATE_WINDOW}])", app)
+    return f"sum by (deployment) ({total}) / sum by (deployment) ({count})"
+
+
+def rate_per_side(counter: str, app: str) -> str:
+    return f"sum by (deployment) ({with_deployment(f'rate({counter}[{RATE_WINDOW}])', app)})"
+
+
+def gauge_per_side(gauge: str, app: str, aggregate: str = "sum") -> str:
+    return f"{aggregate} by (deployment) ({with_deployment(gauge, app)})"
+
+
+def kv_transfers_per_side(app: str) -> str:
+    return rate_per_side(f"{KV_XFER_TIME}_count", app)
+
+
+def kv_bytes_per_side(app: str) -> str:
+    return rate_per_side(f"{KV_BYTES}_sum", app)

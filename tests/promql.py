@@ -1,0 +1,72 @@
+"""PromQL in the dashboards and rules: every expression, parsed by promql-parser, and the metrics it reads.
+
+The metric lists a name is checked against, by the exporter that makes it:
+- Ray and vLLM (`ray_...`): docs/metrics/ray-2.58.0-vllm-0.26.0-metric-names.txt, one name a line;
+- DCGM (`DCGM_...`): the fields dcgm-exporter 4.8.2 exports by default (its chart's metrics ConfigMap);
+- kube-state-metrics (`kube_...`): the pod metrics kube-state-metrics v2.20.0 documents.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import promql_parser
+
+from tests.schemas import schemas_dir
+from tools.project import PROJECT_DIR
+
+RAY_VLLM_METRICS = PROJECT_DIR / "docs" / "metrics" / "ray-2.58.0-vllm-0.26.0-metric-names.txt"
+DCGM_COUNTERS = Path("dcgm-exporter-4.8.2/metrics-configmap.yaml")
+KUBE_STATE_METRICS_POD_METRICS = Path("kube-prometheus-stack-88.5.3/kube-state-metrics-pod-metrics.md")
+# Grafana template variables in a range (`[$interval]`, `[$__rate_interval]`) are durations only once Grafana
+# fills them in; any duration parses the same.
+RANGE_VARIABLE = re.compile(r"\[\s*\$\{?\w+\}?\s*\]")
+
+
+def parse(expr: str) -> promql_parser.Expr:
+    """The expression's syntax tree; ValueError when Prometheus would reject it."""
+    return promql_parser.parse(RANGE_VARIABLE.sub("[5m]", expr))
+
+
+def dashboard_expressions(dashboard: dict[str, Any]) -> Iterator[str]:
+    """The query of every panel target, rows' nested panels included."""
+    for panel in dashboard.get("panels", []):
+        for target in panel.get("targets", []):
+            if target.get("expr"):
+                yield target["expr"]
+        yield from dashboard_expressions(panel)
+
+
+@cache
+def known_metrics() -> frozenset[str]:
+    ray_vllm = {line for line in RAY_VLLM_METRICS.read_text().split() if not line.startswith("#")}
+    dcgm = set(re.findall(r"^\s*(DCGM_FI_\w+),", (schemas_dir() / DCGM_COUNTERS).read_text(), re.MULTILINE))
+    kube = set(re.findall(r"^\| (kube_\w+) ", (schemas_dir() / KUBE_STATE_METRICS_POD_METRICS).read_text(), re.M))
+    return frozenset(ray_vllm | dcgm | kube)
+
+
+def metrics_read(expr: str) -> set[str]:
+    """The metric names the expression selects; a `__name__` regex stands for the known names it matches, or
+    for itself when it matches none."""
+    names: set[str] = set()
+
+    def visit(node: promql_parser.Expr) -> None:
+        if not isinstance(node, promql_parser.VectorSelector):
+            return
+        if node.name:
+            names.add(node.name)
+        for matcher in node.matchers.matchers:
+            if matcher.name == "__name__":
+                matches = {name for name in known_metrics() if re.fullmatch(matcher.value, name)}
+                names.update(matches or {matcher.value})
+
+    promql_parser.walk(parse(expr), visit)
+    return names
+
+
+def unknown_metrics(exprs: list[str]) -> set[str]:
+    return {name for expr in exprs for name in metrics_read(expr)} - known_metrics()

@@ -1,0 +1,171 @@
+"""The Grafana dashboards and the alert rules: Ray's own dashboards as Ray 2.58 generates them, DCGM's verbatim,
+ours; every query parses and reads metrics that exist."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.alerts import AlertArgs, alert_rules
+from infra.dashboards import DASHBOARDS_DIR, pd_health_dashboard, shipped_dashboards
+from infra.observability import DASHBOARD_SIDECAR_LABEL, NAMESPACE
+from tests.chart_values import chart_defaults
+from tests.promql import dashboard_expressions, known_metrics, parse, unknown_metrics
+from tests.schemas import schemas_dir
+from tools.ray_dashboards import RAY_DASHBOARDS, generated_dashboards
+
+APP = "ray-llm"
+ALERTS = AlertArgs(application=APP, namespace="inference", ttft_p99_objective_seconds=2.0)
+DASHBOARDS = {name: json.loads(text) for name, text in shipped_dashboards(APP).items()}
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+# What Ray's and DCGM's dashboards read that docs/metrics' list does not hold, dashboard by dashboard. They are
+# shipped as their authors made them; when the list changes (the scraped list replaces the provisional one),
+# this table changes with it, so nobody is surprised by an empty upstream panel.
+UPSTREAM_PANELS_WITHOUT_METRICS = {
+    "dcgm-exporter.json": set(),
+    "ray-serve-deployment.json": set(),
+    # autoscaler_*: the autoscaler's own port (44217), which the head pod does not name, so nothing scrapes it;
+    # ray_object_store_memory, ray_resources: Ray core's C++ metrics, not in the provisional list.
+    "ray-serve.json": {
+        "autoscaler_active_nodes",
+        "autoscaler_cluster_resources",
+        "autoscaler_pending_nodes",
+        "autoscaler_recently_failed_nodes",
+        "ray_object_store_memory",
+        "ray_resources",
+    },
+    # kv_offload_*: vLLM's CPU offloading connector, which this stack does not run; num_requests_swapped: a
+    # vLLM V0 gauge V1 no longer has; nixl_num_failed_transfers: Ray's panel leaves off the counter's _total.
+    "ray-serve-llm.json": {
+        "ray_vllm_kv_offload_cpu_cache_read_usage_perc",
+        "ray_vllm_kv_offload_cpu_cache_usage_perc",
+        "ray_vllm_kv_offload_cpu_cache_write_usage_perc",
+        "ray_vllm_kv_offload_load_bytes_total",
+        "ray_vllm_kv_offload_load_size_count",
+        "ray_vllm_kv_offload_load_time_total",
+        "ray_vllm_kv_offload_lookup_sync_delay_seconds_bucket",
+        "ray_vllm_kv_offload_lookup_sync_delay_seconds_count",
+        "ray_vllm_kv_offload_store_bytes_total",
+        "ray_vllm_kv_offload_store_size_count",
+        "ray_vllm_kv_offload_store_time_total",
+        "ray_vllm_nixl_num_failed_transfers",
+        "ray_vllm_num_requests_swapped",
+    },
+}
+
+
+def test_ray_dashboards_are_what_ray_generates():
+    """Ray's Serve, Serve deployment and Serve LLM dashboards, from the installed Ray 2.58's own generator
+    (ray/dashboard/modules/metrics/grafana_dashboard_factory.py); `python -m tools.ray_dashboards` rewrites them."""
+    committed = {name: (DASHBOARDS_DIR / name).read_text() for name in RAY_DASHBOARDS}
+    assert generated_dashboards() == committed
+
+
+def test_ray_dashboards_are_tagged_with_the_clusters_ray_version():
+    for name in RAY_DASHBOARDS:
+        assert "rayVersion:2.58.0" in DASHBOARDS[name]["tags"]
+
+
+def test_the_gpu_dashboard_is_dcgms_upstream_file():
+    shipped = (DASHBOARDS_DIR / "dcgm-exporter.json").read_bytes()
+    assert shipped == (schemas_dir() / "dcgm-exporter-4.8.2" / "dcgm-exporter-dashboard.json").read_bytes()
+
+
+def test_every_dashboard_ships_with_a_unique_uid():
+    uids = [dashboard["uid"] for dashboard in DASHBOARDS.values()]
+    assert len(set(uids)) == len(uids) == 5
+
+
+def test_dashboards_carry_the_label_grafanas_sidecar_loads(dev):
+    """kube-prometheus-stack's Grafana sidecar loads the ConfigMaps labelled `grafana_dashboard: "1"` from every
+    namespace (values.yaml grafana.sidecar.dashboards)."""
+    sidecar = chart_defaults("kube-prometheus-stack")["grafana"]["sidecar"]["dashboards"]
+    assert DASHBOARD_SIDECAR_LABEL == {sidecar["label"]: sidecar["labelValue"]}
+    assert sidecar["enabled"] is True and sidecar["searchNamespace"] == "ALL"
+    maps = [r for r in dev.of_type(CONFIG_MAP) if r.inputs["metadata"]["labels"] == DASHBOARD_SIDECAR_LABEL]
+    assert sorted(name for m in maps for name in m.inputs["data"]) == sorted(DASHBOARDS)
+    assert {m.inputs["metadata"]["namespace"] for m in maps} == {NAMESPACE}
+
+
+def test_a_dashboard_fits_in_a_config_map():
+    """A ConfigMap holds at most 1 MiB (https://kubernetes.io/docs/concepts/configuration/configmap/)."""
+    assert max(len(text.encode()) for text in shipped_dashboards(APP).values()) < 1024 * 1024
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_panel_query_parses(name):
+    exprs = list(dashboard_expressions(DASHBOARDS[name]))
+    assert exprs
+    for expr in exprs:
+        parse(expr)
+
+
+def test_every_alert_expression_parses():
+    for rule in alert_rules(ALERTS):
+        parse(rule["expr"])
+
+
+def test_a_broken_query_would_be_caught():
+    with pytest.raises(ValueError):
+        parse("sum(rate(ray_serve_deployment_request_counter_total[5m])")
+
+
+def test_our_dashboard_reads_only_metrics_that_exist():
+    """Ray 2.58 and vLLM 0.26 names (docs/metrics/), DCGM's default fields, kube-state-metrics' pod metrics."""
+    assert unknown_metrics(list(dashboard_expressions(pd_health_dashboard(APP)))) == set()
+
+
+def test_the_alerts_read_only_metrics_that_exist():
+    assert unknown_metrics([rule["expr"] for rule in alert_rules(ALERTS)]) == set()
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_PANELS_WITHOUT_METRICS))
+def test_upstream_dashboards_miss_exactly_the_recorded_metrics(name):
+    assert unknown_metrics(list(dashboard_expressions(DASHBOARDS[name]))) == UPSTREAM_PANELS_WITHOUT_METRICS[name]
+
+
+def test_a_misspelt_metric_would_be_caught():
+    assert unknown_metrics(["rate(ray_vllm_time_to_first_token_second_bucket[5m])"]) == {
+        "ray_vllm_time_to_first_token_second_bucket"
+    }
+
+
+def test_the_metric_lists_are_read():
+    """Each source contributes: the PD metrics, a DCGM field and the kube-state-metrics restart counter."""
+    assert {
+        "ray_vllm_nixl_xfer_time_seconds_bucket",
+        "ray_serve_application_status",
+        "DCGM_FI_DEV_FB_USED",
+        "kube_pod_container_status_restarts_total",
+    } <= known_metrics()
+
+
+def test_pd_dashboard_answers_each_pd_question():
+    titles = {panel["title"] for panel in pd_health_dashboard(APP)["panels"]}
+    assert {
+        "Requests per side",
+        "Time to first token per side",
+        "Time per output token per side",
+        "KV transfers per second",
+        "KV bytes per second",
+        "KV transfer time",
+        "KV transfer failures per second",
+        "KV cache usage per side",
+        "Queue length per side",
+    } <= titles
+
+
+def test_pd_dashboard_splits_every_engine_metric_by_deployment():
+    """vLLM's series carry no Serve deployment; each engine panel joins it in (infra/pd_queries.with_deployment)."""
+    for expr in dashboard_expressions(pd_health_dashboard(APP)):
+        assert "deployment" in expr
+
+
+def test_pd_dashboard_panels_do_not_overlap():
+    cells = set()
+    for panel in pd_health_dashboard(APP)["panels"]:
+        grid = panel["gridPos"]
+        area = {(grid["x"] + dx, grid["y"] + dy) for dx in range(grid["w"]) for dy in range(grid["h"])}
+        assert not cells & area, panel["title"]
+        cells |= area

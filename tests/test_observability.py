@@ -1,0 +1,295 @@
+"""The metrics stack: pinned charts with values the real charts have, on the right nodes, the PodMonitors and
+rules valid against the prometheus-operator CRDs and selected by Prometheus, the Grafana outputs, the off switch,
+and room for it all on the system node."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from infra.alerts import HEAD_CONTAINER
+from infra.kuberay import OPERATOR_NAMESPACE
+from infra.observability import RELEASE_LABEL
+from tests.chart_values import chart_defaults, unknown_value_keys
+from tests.schemas import custom_resource_validator, schema_errors, schemas_dir
+from tools.offline import run_stack
+from tools.project import PROJECT_DIR
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
+PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+CHARTS = {
+    "kube-prometheus-stack": (
+        "kube-prometheus-stack",
+        "https://prometheus-community.github.io/helm-charts",
+        "88.5.3",
+    ),
+    "dcgm-exporter": ("dcgm-exporter", "https://nvidia.github.io/dcgm-exporter/helm-charts", "4.8.2"),
+}
+STACK_DIR = "kube-prometheus-stack-88.5.3"
+SYSTEM = {"role": "system"}
+# Where kube-prometheus-stack's workloads take their nodeSelector (values.yaml; grafana and kube-state-metrics
+# are subcharts, whose values.yaml has it at the top).
+SYSTEM_WORKLOADS = (
+    ("prometheusOperator",),
+    ("prometheusOperator", "admissionWebhooks", "patch"),
+    ("prometheus", "prometheusSpec"),
+    ("alertmanager", "alertmanagerSpec"),
+    ("grafana",),
+    ("kube-state-metrics",),
+)
+
+
+def _at(values, path):
+    for key in path:
+        values = values[key]
+    return values
+
+
+def _stack_values(run):
+    return run.get(RELEASE, "kube-prometheus-stack").inputs["values"]
+
+
+@pytest.mark.parametrize(("release", "chart"), CHARTS.items())
+def test_chart_is_pinned_from_its_repository(dev, release, chart):
+    inputs = dev.get(RELEASE, release).inputs
+    assert (inputs["chart"], inputs["repositoryOpts"]["repo"], inputs["version"]) == chart
+
+
+@pytest.mark.parametrize("release", CHARTS)
+def test_every_value_key_exists_in_the_real_chart(dev, release):
+    inputs = dev.get(RELEASE, release).inputs
+    assert unknown_value_keys(inputs["values"], chart_defaults(inputs["chart"])) == []
+
+
+def test_a_misspelt_subchart_key_would_be_caught():
+    defaults = chart_defaults("kube-prometheus-stack")
+    assert unknown_value_keys({"grafana": {"nodeSelectr": {}}}, defaults) == ["grafana.nodeSelectr"]
+    assert unknown_value_keys({"grafana": {"nodeSelector": {}, "sidecar": {"dashboards": {}}}}, defaults) == []
+
+
+def test_the_vendored_subcharts_are_the_versions_the_stack_depends_on():
+    """Helm installs the subchart versions the parent's Chart.yaml `dependencies` name."""
+    folder = schemas_dir() / STACK_DIR
+    dependencies = {
+        d["name"]: d["version"] for d in yaml.safe_load((folder / "Chart.yaml").read_text())["dependencies"]
+    }
+    for subchart in ("grafana", "kube-state-metrics"):
+        assert yaml.safe_load((folder / f"{subchart}-Chart.yaml").read_text())["version"] == dependencies[subchart]
+
+
+@pytest.mark.parametrize("path", SYSTEM_WORKLOADS, ids=".".join)
+def test_metrics_stack_runs_on_the_system_nodes(dev, path):
+    assert _at(_stack_values(dev), path)["nodeSelector"] == SYSTEM
+
+
+def test_dcgm_exporter_runs_on_the_gpu_nodes_only(dev):
+    values = dev.get(RELEASE, "dcgm-exporter").inputs["values"]
+    assert values["nodeSelector"] == {"role": "gpu-worker"}
+    assert values["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_dcgm_exporter_waits_for_the_stack_and_the_gpu_nodes(dev):
+    """Its ServiceMonitor (the chart default, values.yaml serviceMonitor.enabled) needs the stack's CRDs."""
+    dependencies = dev.get(RELEASE, "dcgm-exporter").dependencies
+    assert dev.get(RELEASE, "kube-prometheus-stack").urn in dependencies
+    assert dev.get("eks:index:ManagedNodeGroup", "gpu").urn in dependencies
+    assert chart_defaults("dcgm-exporter")["serviceMonitor"]["enabled"] is True
+
+
+def test_prometheus_selects_our_monitors_and_rules_by_the_release_label(dev):
+    """With `*SelectorNilUsesHelmValues: true` (the defaults) the chart's Prometheus selects monitors and rules
+    labelled `release: <release name>` only (templates/prometheus/prometheus.yaml)."""
+    spec = chart_defaults("kube-prometheus-stack")["prometheus"]["prometheusSpec"]
+    for kind in ("podMonitor", "serviceMonitor", "rule"):
+        assert spec[f"{kind}SelectorNilUsesHelmValues"] is True
+    release = {"release": dev.get(RELEASE, "kube-prometheus-stack").inputs["name"]}
+    assert RELEASE_LABEL == release
+    for monitor in [*dev.of_type(POD_MONITOR), *dev.of_type(PROMETHEUS_RULE)]:
+        assert monitor.inputs["metadata"]["labels"] == release
+    assert dev.get(RELEASE, "dcgm-exporter").inputs["values"]["serviceMonitor"]["additionalLabels"] == release
+
+
+@pytest.mark.parametrize(
+    ("kind", "crd"), [(POD_MONITOR, "crd-podmonitors.yaml"), (PROMETHEUS_RULE, "crd-prometheusrules.yaml")]
+)
+def test_custom_resources_are_valid_against_the_crds_the_stack_installs(dev, kind, crd):
+    validator = custom_resource_validator(schemas_dir() / STACK_DIR / crd)
+    resources = dev.of_type(kind)
+    assert resources
+    for resource in resources:
+        manifest = {key: resource.inputs[key] for key in ("apiVersion", "kind", "metadata", "spec")}
+        assert schema_errors(validator, manifest) == [], resource.name
+
+
+def test_a_misspelt_pod_monitor_field_would_be_caught(dev):
+    validator = custom_resource_validator(schemas_dir() / STACK_DIR / "crd-podmonitors.yaml")
+    monitor = dev.get(POD_MONITOR, "podmonitor-ray-head").inputs
+    broken = {**monitor, "spec": {**monitor["spec"], "podMetricEndpoints": monitor["spec"]["podMetricsEndpoints"]}}
+    broken = {key: broken[key] for key in ("apiVersion", "kind", "metadata", "spec")}
+    assert any("podMetricEndpoints" in error for error in schema_errors(validator, broken))
+
+
+@pytest.mark.parametrize(("monitor", "node_type"), [("ray-head", "head"), ("ray-workers", "worker")])
+def test_ray_pod_monitors_scrape_the_port_kuberay_adds_to_every_ray_pod(dev, monitor, node_type):
+    """KubeRay 1.4.0 labels each Ray pod `ray.io/node-type: head|worker` and `ray.io/cluster`, adds the container
+    port `metrics` (8080) and starts Ray with `--metrics-export-port=8080` (ray-operator/controllers/ray/utils/
+    constant.go, common/pod.go); its own PodMonitors select and relabel them so (config/prometheus/podMonitor.yaml)."""
+    spec = dev.get(POD_MONITOR, f"podmonitor-{monitor}").inputs["spec"]
+    assert spec["namespaceSelector"] == {"matchNames": ["inference"]}
+    assert spec["selector"] == {"matchLabels": {"ray.io/node-type": node_type}}
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics"
+    assert endpoint["relabelings"] == [
+        {
+            "action": "replace",
+            "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
+            "targetLabel": "ray_io_cluster",
+        }
+    ]
+
+
+def test_operator_pod_monitor_scrapes_the_operators_metrics_port(dev):
+    """The kuberay-operator chart's pod: label app.kubernetes.io/name=kuberay-operator, /metrics on port `http`
+    (helm-chart/kuberay-operator templates/deployment.yaml, templates/servicemonitor.yaml at v1.4.0)."""
+    spec = dev.get(POD_MONITOR, "podmonitor-kuberay-operator").inputs["spec"]
+    assert spec["namespaceSelector"] == {"matchNames": [dev.get(RELEASE, "kuberay-operator").inputs["namespace"]]}
+    assert spec["namespaceSelector"] == {"matchNames": [OPERATOR_NAMESPACE]}
+    assert spec["selector"] == {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}
+    assert spec["podMetricsEndpoints"] == [{"port": "http"}]
+    assert chart_defaults("kuberay-operator")["metrics"]["enabled"] is True
+
+
+def _rules(run):
+    (rule,) = run.of_type(PROMETHEUS_RULE)
+    return {r["alert"]: r for group in rule.inputs["spec"]["groups"] for r in group["rules"]}
+
+
+def test_the_alerts_an_operator_must_act_on(dev):
+    assert sorted(_rules(dev)) == sorted(
+        [
+            "ServeAppDeployFailed",
+            "ServeAppNotRunning",
+            "PrefillNoHealthyReplica",
+            "DecodeNoHealthyReplica",
+            "KvTransferFailures",
+            "TtftP99OverObjective",
+            "GpuMemoryExhausted",
+            "RayHeadRestarted",
+        ]
+    )
+
+
+def test_each_alert_has_its_runbook_section(dev):
+    runbook = (PROJECT_DIR / "docs" / "runbook.md").read_text()
+    sections = {heading.lower() for heading in re.findall(r"^## (\S+)$", runbook, re.MULTILINE)}
+    for name, rule in _rules(dev).items():
+        path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert (path, anchor) == ("docs/runbook.md", name.lower())
+        assert anchor in sections
+
+
+def test_serve_app_alerts_watch_the_deployed_application(dev):
+    """Serve's status gauge: 1=DEPLOY_FAILED, 6=RUNNING (ray/serve/_private/application_state.py)."""
+    rules = _rules(dev)
+    assert rules["ServeAppDeployFailed"]["expr"] == 'ray_serve_application_status{application="ray-llm"} == 1'
+    assert 'ray_serve_application_status{application="ray-llm"} != 6' in rules["ServeAppNotRunning"]["expr"]
+
+
+def test_side_alerts_watch_the_deployments_rays_pd_builder_names(dev):
+    """Ray Serve LLM's PD builder names them Prefill:<model> and Decode:<model>
+    (ray/llm/_internal/serve/serving_patterns/prefill_decode/builder.py)."""
+    rules = _rules(dev)
+    assert 'deployment=~"Prefill:.*"' in rules["PrefillNoHealthyReplica"]["expr"]
+    assert 'deployment=~"Decode:.*"' in rules["DecodeNoHealthyReplica"]["expr"]
+
+
+def test_ttft_objective_is_the_configured_one():
+    assert _rules(run_stack({"ttftP99ObjectiveMs": 1500}))["TtftP99OverObjective"]["expr"].endswith("> 1.5")
+
+
+def test_head_restart_alert_watches_the_rayservice_head_container(dev):
+    (rayservice,) = dev.of_type("kubernetes:ray.io/v1:RayService")
+    head = rayservice.inputs["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["name"] == HEAD_CONTAINER
+    assert f'container="{HEAD_CONTAINER}"' in _rules(dev)["RayHeadRestarted"]["expr"]
+    assert 'namespace="inference"' in _rules(dev)["RayHeadRestarted"]["expr"]
+
+
+def test_outputs_open_the_grafana_and_prometheus_services_the_chart_creates(dev):
+    """The release name is the chart's name, so the chart's fullname is the release name
+    (templates/_helpers.tpl kube-prometheus-stack.fullname); Grafana's Service is `<release>-grafana` on port 80
+    (grafana chart values.yaml service.port), Prometheus' `<fullname>-prometheus` on 9090."""
+    release = dev.get(RELEASE, "kube-prometheus-stack").inputs["name"]
+    assert dev.outputs["grafanaPortForwardCommand"] == (
+        f"kubectl -n monitoring port-forward svc/{release}-grafana 3000:80"
+    )
+    assert f"secret {release}-grafana " in dev.outputs["grafanaPasswordCommand"]
+    assert dev.outputs["prometheusPortForwardCommand"] == (
+        f"kubectl -n monitoring port-forward svc/{release}-prometheus 9090:9090"
+    )
+    grafana = chart_defaults("kube-prometheus-stack")["grafana"]
+    assert grafana["service"]["port"] == 80 and "adminPassword" not in grafana
+
+
+def test_observability_off_declares_none_of_it():
+    run = run_stack({"observability": False})
+    assert [r.name for r in run.of_type(RELEASE) if r.name in CHARTS] == []
+    assert run.of_type(POD_MONITOR) == run.of_type(PROMETHEUS_RULE) == []
+    assert not [key for key in run.outputs if "grafana" in key or "prometheus" in key]
+
+
+# One m7i.xlarge: 4 vCPUs less what the EKS AMI reserves for the kubelet (6% of the first core, 1% of the
+# second, 0.5% of each of the next two: 80m; awslabs/amazon-eks-ami, nodeadm kubelet config) = 3920m.
+M7I_XLARGE_ALLOCATABLE_MILLICPU = 4000 - 60 - 10 - 5 - 5
+# The EKS add-ons' pods on the node, by their manifests' requests: two CoreDNS replicas (100m each),
+# kube-proxy (100m), aws-node (vpc-cni, 25m).
+ADDON_MILLICPU = 2 * 100 + 100 + 25
+
+
+def _millicpu(quantity: str) -> int:
+    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+def _requests(resources) -> int:
+    """CPU requests; a container with only a limit is given its limit as request (Kubernetes' defaulting)."""
+    return _millicpu((resources.get("requests") or resources["limits"])["cpu"])
+
+
+def _system_millicpu(run) -> int:
+    stack = _stack_values(run)
+    metrics = sum(
+        _requests(_at(stack, path)["resources"]) for path in SYSTEM_WORKLOADS if "resources" in _at(stack, path)
+    )
+    (rayservice,) = run.of_type("kubernetes:ray.io/v1:RayService")
+    cluster = rayservice.inputs["spec"]["rayClusterConfig"]
+    head = sum(_requests(c["resources"]) for c in cluster["headGroupSpec"]["template"]["spec"]["containers"])
+    autoscaler = _requests(cluster["autoscalerOptions"]["resources"]) if "autoscalerOptions" in cluster else 0
+    operator = _requests(run.get(RELEASE, "kuberay-operator").inputs["values"]["resources"])
+    return metrics + head + autoscaler + operator + ADDON_MILLICPU
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {
+            "serveAutoscaling": True,
+            **{
+                "prefillMaxReplicas": 2,
+                "decodeMaxReplicas": 2,
+                "prefillTargetOngoingRequests": 4,
+                "decodeTargetOngoingRequests": 4,
+            },
+        },
+    ],
+    ids=["default", "serveAutoscaling"],
+)
+def test_the_system_pods_fit_one_default_system_node(overrides):
+    """Everything the stack schedules on the system node group, metrics stack included, fits the default single
+    m7i.xlarge's allocatable CPU (the binding resource: memory leaves several GiB)."""
+    run = run_stack(overrides)
+    assert run.get("eks:index:ManagedNodeGroup", "system").inputs["scalingConfig"]["desiredSize"] == 1
+    assert _system_millicpu(run) <= M7I_XLARGE_ALLOCATABLE_MILLICPU
