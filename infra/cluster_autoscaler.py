@@ -20,6 +20,7 @@ import pulumi_aws as aws
 
 from infra.cluster import Cluster
 from infra.helm import Chart, pinned_release
+from infra.irsa import service_account_trust
 from infra.scheduling import SYSTEM_NODE_SELECTOR
 
 CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
@@ -59,27 +60,6 @@ def autoscaler_policy() -> dict[str, Any]:
     }
 
 
-def service_account_trust(oidc_provider_arn: str, oidc_issuer: str) -> dict[str, Any]:
-    """Only the autoscaler's service account, through the cluster's OIDC provider, may assume the role
-    (https://docs.aws.amazon.com/eks/latest/userguide/associate-service-account-role.html)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{oidc_issuer}:sub": f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
-                        f"{oidc_issuer}:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        ],
-    }
-
-
 def cluster_autoscaler_values(args: ClusterAutoscalerArgs, role_arn: pulumi.Input[str]) -> dict[str, Any]:
     return {
         "cloudProvider": "aws",
@@ -102,7 +82,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(*oidc))
+            lambda oidc: json.dumps(service_account_trust(*oidc, NAMESPACE, SERVICE_ACCOUNT))
         )
         role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
         aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy()), opts=child)

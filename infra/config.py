@@ -37,6 +37,10 @@ DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+\Z")
 IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})\Z")
 CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
+# A workspace's Prometheus endpoint (the console's "Endpoint - remote write URL" without api/v1/remote_write).
+AMP_WORKSPACE_PATTERN = re.compile(
+    r"^https://aps-workspaces\.([a-z]{2}(-gov)?-[a-z]+-\d)\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/\Z"
+)
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
@@ -221,6 +225,7 @@ class StackConfig:
     kube_prometheus_stack_version: str
     dcgm_exporter_version: str
     ttft_p99_objective_ms: int
+    amp_workspace_url: str | None
     # governance
     owner: str
     cost_center: str
@@ -718,6 +723,22 @@ def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
     return problems
 
 
+def _remote_write_problem(observability: bool, workspace_url: str | None) -> str | None:
+    if observability or not workspace_url:
+        return None
+    return (
+        f"ampWorkspaceUrl={workspace_url!r} is invalid with observability=false: the Prometheus that would "
+        "remote-write is installed only with observability; set observability to true, or ampWorkspaceUrl to empty"
+    )
+
+
+def amp_workspace_region(workspace_url: str) -> str:
+    """The workspace's region, which SigV4 signs the remote writes for."""
+    match = AMP_WORKSPACE_PATTERN.match(workspace_url)
+    assert match is not None, workspace_url
+    return match.group(1)
+
+
 def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
     """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
 
@@ -878,6 +899,11 @@ def load_config(
         kube_prometheus_stack_version=read.text("kubePrometheusStackVersion", CHART_VERSION_PATTERN, semver),
         dcgm_exporter_version=read.text("dcgmExporterVersion", CHART_VERSION_PATTERN, semver),
         ttft_p99_objective_ms=read.integer("ttftP99ObjectiveMs", 1, " milliseconds"),
+        amp_workspace_url=read.optional_text(
+            "ampWorkspaceUrl",
+            AMP_WORKSPACE_PATTERN,
+            "a workspace endpoint such as https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-<id>/",
+        ),
         owner=read.text("owner", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         cost_center=read.text("costCenter", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
         protect_resources=read.boolean("protectResources"),
@@ -893,6 +919,7 @@ def load_config(
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
         *_model_fit_problems(cfg, kv_setting),
         None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
+        _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
     ]
     read.problems.extend(p for p in problems if p)
     read.problems.extend(_encrypted_setting_problems(config, read.keys))

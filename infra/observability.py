@@ -8,17 +8,20 @@ Prometheus finds monitors and rules by the chart's release label (kube-prometheu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra.alerts import AlertArgs, prometheus_rule
 from infra.cluster import Cluster
 from infra.dashboards import dashboard_config_maps
 from infra.helm import Chart, pinned_release
+from infra.irsa import service_account_trust
 from infra.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
@@ -32,6 +35,12 @@ RELEASE_LABEL = {"release": STACK_RELEASE}
 # same name (templates/_helpers.tpl `randAlphaNum 40`) since the values set none.
 GRAFANA_SERVICE = f"{STACK_RELEASE}-grafana"
 PROMETHEUS_SERVICE = f"{STACK_RELEASE}-prometheus"
+# Prometheus' service account: `<fullname>-prometheus` (templates/_helpers.tpl
+# kube-prometheus-stack.prometheus.serviceAccountName), the one its IAM role for remote writes trusts.
+PROMETHEUS_SERVICE_ACCOUNT = f"{STACK_RELEASE}-prometheus"
+# The AWS managed policy that allows aps:RemoteWrite only
+# (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonPrometheusRemoteWriteAccess.html).
+REMOTE_WRITE_POLICY = "AmazonPrometheusRemoteWriteAccess"
 # The label (and value) kube-prometheus-stack sets for Grafana's dashboard sidecar, which loads every
 # ConfigMap carrying it from any namespace (values.yaml grafana.sidecar.dashboards: label, labelValue,
 # searchNamespace: ALL).
@@ -69,18 +78,47 @@ RETENTION_SIZE = "10GB"
 
 
 @dataclass(frozen=True)
+class RemoteWrite:
+    """An Amazon Managed Service for Prometheus workspace Prometheus also writes to: its endpoint (ending in
+    `/`), its region (SigV4 signs for it) and the ARN of the managed policy that allows the writes."""
+
+    workspace_url: str
+    region: str
+    policy_arn: str
+
+
+@dataclass(frozen=True)
 class ObservabilityArgs:
-    """Chart versions, where the Ray pods and the KubeRay operator run, and what the alerts watch."""
+    """Chart versions, where the Ray pods and the KubeRay operator run, what the alerts watch, and an optional
+    managed Prometheus to remote-write to."""
 
     stack_version: str  # of the kube-prometheus-stack chart
     dcgm_version: str  # of the dcgm-exporter chart
     ray_namespace: str
     kuberay_namespace: str
     alerts: AlertArgs
+    remote_write: RemoteWrite | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def stack_values() -> dict[str, Any]:
+def remote_write_values(remote_write: RemoteWrite, role_arn: pulumi.Input[str]) -> dict[str, Any]:
+    """Prometheus' service account assumes the role (IRSA) and signs each write with SigV4 for the workspace's
+    region, as the AMP guide configures a Prometheus on EKS
+    (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-ingest-metrics-existing-Prometheus.html)."""
+    return {
+        "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "prometheusSpec": {
+            "remoteWrite": [
+                {"url": f"{remote_write.workspace_url}api/v1/remote_write", "sigv4": {"region": remote_write.region}}
+            ]
+        },
+    }
+
+
+def stack_values(remote_write: dict[str, Any] | None = None) -> dict[str, Any]:
+    """kube-prometheus-stack's values; `remote_write` (remote_write_values) adds the managed Prometheus."""
     on_system = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    remote_write = remote_write or {"prometheusSpec": {}}
     return {
         "prometheusOperator": {
             **on_system,
@@ -88,12 +126,14 @@ def stack_values() -> dict[str, Any]:
             "admissionWebhooks": {"patch": dict(on_system)},
         },
         "prometheus": {
+            **remote_write,
             "prometheusSpec": {
                 **on_system,
                 "resources": PROMETHEUS_RESOURCES,
                 "retention": RETENTION,
                 "retentionSize": RETENTION_SIZE,
-            }
+                **remote_write["prometheusSpec"],
+            },
         },
         "alertmanager": {"alertmanagerSpec": {**on_system, "resources": ALERTMANAGER_RESOURCES}},
         "grafana": {**on_system, "resources": GRAFANA_RESOURCES},
@@ -176,11 +216,14 @@ class Observability(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
+        remote_write = None
+        if args.remote_write is not None:
+            remote_write = remote_write_values(args.remote_write, self._remote_write_role(name, args, cluster).arn)
         stack = pinned_release(
             STACK_RELEASE,
             Chart("kube-prometheus-stack", PROMETHEUS_COMMUNITY_REPO, args.stack_version),
             NAMESPACE,
-            stack_values(),
+            stack_values(remote_write),
             cluster.provider,
             self,
             [system_nodes],
@@ -199,6 +242,18 @@ class Observability(pulumi.ComponentResource):
         for manifest in monitoring_objects(args):
             _declare(manifest, in_cluster)
         self.register_outputs({})
+
+    def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
+        assert args.remote_write is not None
+        child = pulumi.ResourceOptions(parent=self)
+        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
+            lambda oidc: json.dumps(service_account_trust(*oidc, NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT))
+        )
+        role = aws.iam.Role(f"{name}-remote-write", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        aws.iam.RolePolicyAttachment(
+            f"{name}-remote-write", role=role.name, policy_arn=args.remote_write.policy_arn, opts=child
+        )
+        return role
 
 
 def _declare(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:

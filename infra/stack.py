@@ -10,13 +10,19 @@ from infra.alerts import AlertArgs
 from infra.changes import settings_by_effect
 from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.config import StackConfig
+from infra.config import StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.model_source import check_model_source
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
-from infra.observability import Observability, ObservabilityArgs, observability_outputs
+from infra.observability import (
+    REMOTE_WRITE_POLICY,
+    Observability,
+    ObservabilityArgs,
+    RemoteWrite,
+    observability_outputs,
+)
 from infra.offerings import check_offerings
 from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
@@ -152,6 +158,14 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
                     namespace=cfg.namespace,
                     ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
                 ),
+                remote_write=RemoteWrite(
+                    workspace_url=cfg.amp_workspace_url,
+                    region=amp_workspace_region(cfg.amp_workspace_url),
+                    policy_arn=partition.managed_policy_arn(REMOTE_WRITE_POLICY),
+                )
+                if cfg.amp_workspace_url
+                else None,
+                tags=cfg.tags,
             ),
             cluster,
             system_nodes.node_group,

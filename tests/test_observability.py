@@ -4,8 +4,11 @@ and room for it all on the system node."""
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 
+import jsonschema
 import pytest
 import yaml
 
@@ -13,7 +16,8 @@ from infra.alerts import HEAD_CONTAINER
 from infra.kuberay import OPERATOR_NAMESPACE
 from infra.observability import RELEASE_LABEL
 from tests.chart_values import chart_defaults, unknown_value_keys
-from tests.schemas import custom_resource_validator, schema_errors, schemas_dir
+from tests.conftest import rejection
+from tests.schemas import crd_schema, custom_resource_validator, schema_errors, schemas_dir, strict_schema
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
@@ -293,3 +297,64 @@ def test_the_system_pods_fit_one_default_system_node(overrides):
     run = run_stack(overrides)
     assert run.get("eks:index:ManagedNodeGroup", "system").inputs["scalingConfig"]["desiredSize"] == 1
     assert _system_millicpu(run) <= M7I_XLARGE_ALLOCATABLE_MILLICPU
+
+
+AMP_WORKSPACE = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d/"
+# The console's "remote write URL", where the key wants the workspace's endpoint.
+AMP_REMOTE_WRITE_URL = f"{AMP_WORKSPACE}api/v1/remote_write"
+
+
+@functools.cache
+def _amp_run():
+    return run_stack({"ampWorkspaceUrl": AMP_WORKSPACE})
+
+
+def test_prometheus_remote_writes_to_the_workspace_signed_for_its_region():
+    """The workspace's remote-write URL is its endpoint + api/v1/remote_write, signed with SigV4 for the workspace's
+    region (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-ingest-metrics-existing-Prometheus.html)."""
+    remote_write = _stack_values(_amp_run())["prometheus"]["prometheusSpec"]["remoteWrite"]
+    assert remote_write == [{"url": f"{AMP_WORKSPACE}api/v1/remote_write", "sigv4": {"region": "us-east-1"}}]
+
+
+def test_remote_write_is_valid_against_the_prometheus_crd():
+    """kube-prometheus-stack passes prometheusSpec.remoteWrite to the Prometheus resource's spec.remoteWrite."""
+    schema = crd_schema(schemas_dir() / STACK_DIR / "crd-prometheuses.yaml")
+    item = strict_schema(schema["properties"]["spec"]["properties"]["remoteWrite"]["items"])
+    for remote_write in _stack_values(_amp_run())["prometheus"]["prometheusSpec"]["remoteWrite"]:
+        assert schema_errors(jsonschema.Draft202012Validator(item), remote_write) == []
+
+
+def test_prometheus_writes_through_a_role_only_its_service_account_assumes():
+    """IRSA on the chart's Prometheus service account, `<fullname>-prometheus` (templates/_helpers.tpl), with the
+    AWS managed policy that allows aps:RemoteWrite only."""
+    run = _amp_run()
+    prometheus = _stack_values(run)["prometheus"]
+    role_arn = prometheus["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]
+    assert role_arn.startswith("arn:aws:iam:") and role_arn.endswith(":observability-remote-write")
+    role = run.get("aws:iam/role:Role", "observability-remote-write").inputs
+    (statement,) = json.loads(role["assumeRolePolicy"])["Statement"]
+    (sub,) = [value for key, value in statement["Condition"]["StringEquals"].items() if key.endswith(":sub")]
+    assert sub == "system:serviceaccount:monitoring:kube-prometheus-stack-prometheus"
+    attachment = run.get("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-remote-write").inputs
+    assert attachment["policyArn"] == "arn:aws:iam::aws:policy/AmazonPrometheusRemoteWriteAccess"
+
+
+def test_no_remote_write_without_a_workspace(dev):
+    assert "remoteWrite" not in _stack_values(dev)["prometheus"]["prometheusSpec"]
+    assert "serviceAccount" not in _stack_values(dev)["prometheus"]
+    assert [r for r in dev.of_type("aws:iam/role:Role") if "remote-write" in r.name] == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"ampWorkspaceUrl": AMP_REMOTE_WRITE_URL},
+            f"ampWorkspaceUrl={AMP_REMOTE_WRITE_URL!r} is invalid",
+        ),
+        ({"ampWorkspaceUrl": AMP_WORKSPACE, "observability": False}, "is invalid with observability=false"),
+    ],
+    ids=["remote-write-url-instead-of-the-endpoint", "without-observability"],
+)
+def test_a_bad_workspace_setting_is_rejected(overrides, message):
+    assert message in str(rejection(overrides))

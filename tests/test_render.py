@@ -11,7 +11,7 @@ import yaml
 
 from infra.config import OFFLINE_ALLOW_LIST_OPTION
 from tests.conftest import API_ALLOW_LIST_KEY, OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
-from tests.schemas import core_object_errors, rayservice_errors
+from tests.schemas import core_object_errors, custom_resource_validator, rayservice_errors, schema_errors, schemas_dir
 from tools import offline, render
 from tools.offline import StackRun
 from tools.project import PROJECT_DIR, SHIPPED_STACKS
@@ -75,9 +75,13 @@ def test_shipped_stack_renders_every_file(shipped_render):
         "helm/kuberay-operator.values.yaml",
         "helm/nvidia-device-plugin.values.yaml",
         "helm/efa-device-plugin.values.yaml",
+        "helm/kube-prometheus-stack.values.yaml",
+        "helm/dcgm-exporter.values.yaml",
     }
     kinds = [manifest["kind"] for manifest in manifests(shipped_render)]
-    assert (kinds[0], kinds[-1]) == ("Namespace", "RayService")
+    assert (kinds[0], kinds[-1]) == ("Namespace", "PrometheusRule")
+    # The monitoring objects need the CRDs the kube-prometheus-stack release installs: after the serving ones.
+    assert kinds.index("RayService") < kinds.index("ConfigMap") < kinds.index("PodMonitor")
 
 
 def test_every_object_is_rendered_in_apply_order(full_render):
@@ -87,13 +91,29 @@ def test_every_object_is_rendered_in_apply_order(full_render):
         "02-secret-hf-token.yaml",
         "03-service-ray-llm-serve-lb.yaml",
         "04-rayservice-ray-llm.yaml",
+        "05-configmap-dashboard-dcgm-exporter.yaml",
+        "05-configmap-dashboard-pd-health.yaml",
+        "05-configmap-dashboard-ray-serve-deployment.yaml",
+        "05-configmap-dashboard-ray-serve-llm.yaml",
+        "05-configmap-dashboard-ray-serve.yaml",
+        "06-podmonitor-kuberay-operator.yaml",
+        "06-podmonitor-ray-head.yaml",
+        "06-podmonitor-ray-workers.yaml",
+        "07-prometheusrule-ray-llm-eks.yaml",
     ]
+
+
+# The prometheus-operator CRDs kube-prometheus-stack 88.5.3 installs.
+MONITORING_CRDS = {"PodMonitor": "crd-podmonitors.yaml", "PrometheusRule": "crd-prometheusrules.yaml"}
 
 
 def assert_every_object_validates(out: Path) -> None:
     for manifest in manifests(out):
         if manifest["kind"] == "RayService":
             assert rayservice_errors(manifest) == [], "RayService against the KubeRay 1.4.0 CRD"
+        elif manifest["kind"] in MONITORING_CRDS:
+            crd = schemas_dir() / "kube-prometheus-stack-88.5.3" / MONITORING_CRDS[manifest["kind"]]
+            assert schema_errors(custom_resource_validator(crd), manifest) == [], manifest["kind"]
         else:
             assert core_object_errors(manifest) == [], f"{manifest['kind']} against Kubernetes 1.35"
 

@@ -6,7 +6,8 @@ The stack is evaluated by `tools.offline.run_stack`, the same mock run the tests
 are taken from the resources it captured, so nothing here can drift from the program:
 
     plan.md                                  every AWS and Kubernetes resource with its key settings
-    manifests/NN-<kind>-<name>.yaml          Namespace, Secret (redacted), Service, RayService
+    manifests/NN-<kind>-<name>.yaml          Namespace, Secret (redacted), Service, RayService, and with observability
+                                             the dashboards' ConfigMaps, PodMonitors and the PrometheusRule
     serve-config.yaml                        the RayService's serveConfigV2, the whole application
     helm/<release>.values.yaml               the values of each Helm release, headed by its install command
 
@@ -42,8 +43,9 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 # Objects of these types are the stack's plumbing, not something to apply to a cluster.
 NOT_MANIFESTS = frozenset({HELM_RELEASE, "pulumi:providers:kubernetes"})
-# `kubectl apply -f manifests/` goes in file-name order: the namespace first, the RayService last.
-APPLY_ORDER = ("Namespace", "Secret", "Service", "RayService")
+# `kubectl apply -f manifests/` goes in file-name order: the namespace first, then the RayService, then the
+# monitoring objects (their namespace and CRDs come with the kube-prometheus-stack release, installed before).
+APPLY_ORDER = ("Namespace", "Secret", "Service", "RayService", "ConfigMap", "PodMonitor", "PrometheusRule")
 # Secret values shorter than this are too likely to occur by chance to search for.
 MIN_SEARCHED_SECRET_LENGTH = 4
 RENDERED_LIST = ".rendered-files"
