@@ -100,8 +100,8 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                     "KV transfer failures per second",
                     "ops",
                     [
-                        (q.rate_per_side(q.KV_FAILED_TRANSFERS, app), f"transfers {side}"),
-                        (q.rate_per_side(q.KV_FAILED_NOTIFICATIONS, app), f"notifications {side}"),
+                        (q.counter_per_side(q.KV_FAILED_TRANSFERS, app), f"transfers {side}"),
+                        (q.counter_per_side(q.KV_FAILED_NOTIFICATIONS, app), f"notifications {side}"),
                     ],
                     "Failed NIXL transfers and failed notifications; any is an alert (KvTransferFailures).",
                 ),

@@ -35,6 +35,7 @@ RELEASE_LABEL = {"release": STACK_RELEASE}
 # same name (templates/_helpers.tpl `randAlphaNum 40`) since the values set none.
 GRAFANA_SERVICE = f"{STACK_RELEASE}-grafana"
 PROMETHEUS_SERVICE = f"{STACK_RELEASE}-prometheus"
+PROMETHEUS_PORT = 9090  # values.yaml prometheus.service.port
 # Prometheus' service account: `<fullname>-prometheus` (templates/_helpers.tpl
 # kube-prometheus-stack.prometheus.serviceAccountName), the one its IAM role for remote writes trusts.
 PROMETHEUS_SERVICE_ACCOUNT = f"{STACK_RELEASE}-prometheus"
@@ -193,7 +194,7 @@ def grafana_password_command() -> str:
 
 
 def prometheus_port_forward_command() -> str:
-    return f"kubectl -n {NAMESPACE} port-forward svc/{PROMETHEUS_SERVICE} 9090:9090"
+    return f"kubectl -n {NAMESPACE} port-forward svc/{PROMETHEUS_SERVICE} {PROMETHEUS_PORT}:{PROMETHEUS_PORT}"
 
 
 def observability_outputs() -> dict[str, str]:
@@ -202,6 +203,8 @@ def observability_outputs() -> dict[str, str]:
         "grafanaPortForwardCommand": grafana_port_forward_command(),
         "grafanaPasswordCommand": grafana_password_command(),
         "prometheusPortForwardCommand": prometheus_port_forward_command(),
+        # In-cluster, like serveEndpoint: tools.verify port-forwards to it and reads the PD figures.
+        "prometheusEndpoint": f"http://{PROMETHEUS_SERVICE}.{NAMESPACE}.svc.cluster.local:{PROMETHEUS_PORT}",
     }
 
 

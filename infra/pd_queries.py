@@ -53,8 +53,14 @@ def with_deployment(expr: str, app: str) -> str:
     return f"({expr}) * on (WorkerId) group_left (deployment) {replicas}"
 
 
-def requests_per_side(app: str) -> str:
-    return f"sum by (deployment) (rate({REQUESTS}{{{app_selector(app)}}}[{RATE_WINDOW}]))"
+def _over(series: str, window: str | None) -> str:
+    """The series' rate over `window`, or (None) its value since each replica started: `tools.verify` reads those,
+    since one request makes a counter but a rate needs two samples that differ."""
+    return f"rate({series}[{window}])" if window else series
+
+
+def requests_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
+    return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app)}}}', window)})"
 
 
 def healthy_replicas(app: str, side: str | None = None) -> str:
@@ -62,28 +68,28 @@ def healthy_replicas(app: str, side: str | None = None) -> str:
     return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app, deployments)}}})"
 
 
-def quantile_per_side(histogram: str, quantile: float, app: str) -> str:
-    buckets = with_deployment(f"rate({histogram}_bucket[{RATE_WINDOW}])", app)
+def quantile_per_side(histogram: str, quantile: float, app: str, window: str | None = RATE_WINDOW) -> str:
+    buckets = with_deployment(_over(f"{histogram}_bucket", window), app)
     return f"histogram_quantile({quantile}, sum by (le, deployment) ({buckets}))"
 
 
-def mean_per_side(histogram: str, app: str) -> str:
-    total = with_deployment(f"rate({histogram}_sum[{RATE_WINDOW}])", app)
-    count = with_deployment(f"rate({histogram}_count[{RATE_WINDOW}])", app)
+def mean_per_side(histogram: str, app: str, window: str | None = RATE_WINDOW) -> str:
+    total = with_deployment(_over(f"{histogram}_sum", window), app)
+    count = with_deployment(_over(f"{histogram}_count", window), app)
     return f"sum by (deployment) ({total}) / sum by (deployment) ({count})"
 
 
-def rate_per_side(counter: str, app: str) -> str:
-    return f"sum by (deployment) ({with_deployment(f'rate({counter}[{RATE_WINDOW}])', app)})"
+def counter_per_side(counter: str, app: str, window: str | None = RATE_WINDOW) -> str:
+    return f"sum by (deployment) ({with_deployment(_over(counter, window), app)})"
 
 
 def gauge_per_side(gauge: str, app: str, aggregate: str = "sum") -> str:
     return f"{aggregate} by (deployment) ({with_deployment(gauge, app)})"
 
 
-def kv_transfers_per_side(app: str) -> str:
-    return rate_per_side(f"{KV_XFER_TIME}_count", app)
+def kv_transfers_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
+    return counter_per_side(f"{KV_XFER_TIME}_count", app, window)
 
 
-def kv_bytes_per_side(app: str) -> str:
-    return rate_per_side(f"{KV_BYTES}_sum", app)
+def kv_bytes_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
+    return counter_per_side(f"{KV_BYTES}_sum", app, window)

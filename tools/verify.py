@@ -12,7 +12,11 @@ It automates the sample's manual checks from the stack's outputs (`pulumi stack 
        chat completion returns tokens: time to first token and tokens/s are printed;
     4. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
        fallback at TCP speed, fails the check;
-    5. optional (`--nccl`): an NCCL all-reduce between two worker pods reports bus bandwidth and the
+    5. with the stack's Prometheus (`observability`): through a port-forward to it (or `--prometheus-url`),
+       each PD side's requests, TTFT and TPOT percentiles and NIXL KV transfers (count, bytes, time,
+       failures) since its replicas started; a side that served nothing, no KV transfer, or a failed
+       transfer fails the check (waiting up to `--metrics-wait` seconds for the scrapes to see check 3);
+    6. optional (`--nccl`): an NCCL all-reduce between two worker pods reports bus bandwidth and the
        libfabric provider NCCL picked. It does not change the verdict.
 
 Exit status: 0 every required check passed, 1 one failed, 2 it could not start (outputs unreadable).
@@ -49,6 +53,7 @@ from kubernetes.stream import stream
 
 from infra.rollout_status import FAILED_APP_STATUSES, READY, cluster_verdict
 from infra.serve_config import NIXL_EFA_BACKEND, PD_SIDES
+from tools.pd_metrics import PdFigures, PrometheusError, read_figures
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT_DIR
 
@@ -106,6 +111,7 @@ class StackOutputs:
     gpu_node_group_name: str
     serve_endpoint: str
     kubeconfig: str | None = None
+    prometheus_endpoint: str | None = None  # with observability
 
     REQUIRED = ("namespace", "rayServiceName", "modelId", "gpuNodeGroupName", "serveEndpoint")
 
@@ -124,6 +130,7 @@ class StackOutputs:
             gpu_node_group_name=outputs["gpuNodeGroupName"],
             serve_endpoint=outputs["serveEndpoint"],
             kubeconfig=kubeconfig or None,
+            prometheus_endpoint=outputs.get("prometheusEndpoint") or None,
         )
 
     @property
@@ -134,6 +141,13 @@ class StackOutputs:
     @property
     def serve_port(self) -> int:
         return urlparse(self.serve_endpoint).port or 80
+
+    @property
+    def prometheus_service(self) -> tuple[str, str, int]:
+        """Namespace, Service and port of the stack's Prometheus, from its in-cluster endpoint."""
+        endpoint = urlparse(self.prometheus_endpoint or "")
+        service, namespace = (endpoint.hostname or "").split(".")[:2]
+        return namespace, service, endpoint.port or 80
 
 
 def read_outputs(stack: str, outputs_file: Path | None) -> StackOutputs:
@@ -237,9 +251,9 @@ def _pass_lines(source: TextIO | None, lines: queue.Queue[str]) -> None:
 
 @contextmanager
 def port_forward(
-    namespace: str, service: str, port: int, kubeconfig: str | None, kubectl: str = "kubectl"
+    namespace: str, service: str, port: int, kubeconfig: str | None, kubectl: str = "kubectl", path: str = "/v1"
 ) -> Iterator[str]:
-    """`kubectl port-forward` to the service on a free local port; yields the API base URL."""
+    """`kubectl port-forward` to the service on a free local port; yields its base URL (the OpenAI API's by default)."""
     command = [kubectl, *(["--kubeconfig", kubeconfig] if kubeconfig else []), "port-forward"]
     command += ["-n", namespace, f"svc/{service}", f":{port}"]
     try:
@@ -257,7 +271,7 @@ def port_forward(
             except queue.Empty:
                 ready = None
             if ready:
-                yield f"http://127.0.0.1:{ready.group(1)}/v1"
+                yield f"http://127.0.0.1:{ready.group(1)}{path}"
                 return
             if process.poll() is not None or time.monotonic() > deadline:
                 problem = (process.stderr.read() if process.poll() is not None and process.stderr else "").strip()
@@ -280,12 +294,20 @@ class VerifyContext:
     """What every check reads; the RayService is fetched once and shared."""
 
     def __init__(
-        self, outputs: StackOutputs, cluster: Cluster, open_endpoint: EndpointOpener, timeout_s: float
+        self,
+        outputs: StackOutputs,
+        cluster: Cluster,
+        open_endpoint: EndpointOpener,
+        timeout_s: float,
+        open_prometheus: EndpointOpener | None = None,
+        metrics_wait_s: float = 0.0,
     ) -> None:
         self.outputs = outputs
         self.cluster = cluster
         self.open_endpoint = open_endpoint
         self.timeout_s = timeout_s
+        self.open_prometheus = open_prometheus
+        self.metrics_wait_s = metrics_wait_s
 
     @cached_property
     def rayservice(self) -> dict[str, Any] | None:
@@ -493,6 +515,37 @@ def check_nccl(ctx: VerifyContext) -> CheckResult:
     return CheckResult(providers == ["efa"], summary, tuple(details))
 
 
+METRICS_POLL_S = 5.0
+
+
+def check_pd_metrics(ctx: VerifyContext) -> CheckResult:
+    """The PD figures from Prometheus, polled until healthy or `metrics_wait_s` has passed: Prometheus scrapes
+    every 30 s (kube-prometheus-stack's default scrapeInterval), so check 3's request shows up after a while."""
+    assert ctx.open_prometheus is not None
+    # The Serve application is named after the RayService (infra/serve_config.py application_name).
+    app = ctx.outputs.ray_service_name
+    deadline = time.monotonic() + ctx.metrics_wait_s
+    try:
+        with ctx.open_prometheus() as base_url:
+            while True:
+                figures = read_figures(base_url, app, ctx.timeout_s)
+                problems = figures.problems()
+                if not problems or time.monotonic() >= deadline:
+                    break
+                time.sleep(METRICS_POLL_S)
+    except (ConnectionError, PrometheusError) as error:
+        return CheckResult(False, f"Prometheus did not answer: {error}")
+    return CheckResult(not problems, "; ".join(problems) or _pd_summary(figures), tuple(figures.lines()))
+
+
+def _pd_summary(figures: PdFigures) -> str:
+    return (
+        f"decode TTFT p50 {figures.get('decode', 'ttft_p50_s'):.3f} s, TPOT p50 "
+        f"{figures.get('decode', 'tpot_p50_s'):.4f} s; {figures.get('decode', 'kv_transfers'):g} KV transfers "
+        f"on decode, {figures.get('prefill', 'kv_transfers'):g} on prefill, none failed"
+    )
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -506,6 +559,9 @@ REQUIRED_CHECKS = (
     Check("rayservice", "RayService is Running and its serve Service exists", check_rayservice),
     Check("completion", "OpenAI API lists the model and streams a chat completion", check_completion),
     Check("nixl_backend", f"NIXL instantiated the {NIXL_EFA_BACKEND} backend on every worker", check_nixl_backend),
+)
+PD_METRICS_CHECK = Check(
+    "pd_metrics", "Prometheus: each PD side's requests, TTFT, TPOT and KV transfers", check_pd_metrics
 )
 NCCL_CHECK = Check("nccl", "NCCL all-reduce between two GPU nodes (optional)", check_nccl, required=False)
 
@@ -565,6 +621,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for each API response (default: 120)"
     )
+    parser.add_argument(
+        "--prometheus-url", help="Prometheus base URL to read instead of a port-forward, e.g. http://127.0.0.1:9090"
+    )
+    parser.add_argument(
+        "--metrics-wait",
+        type=float,
+        default=120.0,
+        help="seconds to wait for Prometheus to show a healthy PD pair (default: 120)",
+    )
     parser.add_argument("--nccl", action="store_true", help="also run the optional NCCL all-reduce between two workers")
     return parser
 
@@ -588,8 +653,27 @@ def main(argv: Sequence[str] | None = None, connect: Callable[[str | None], Clus
         except kubernetes_config.ConfigException as error:
             print(f"error: no usable kubeconfig: {error}", file=sys.stderr)
             return 2
-        ctx = VerifyContext(outputs, cluster, open_endpoint, args.timeout)
-        checks = [*REQUIRED_CHECKS, *([NCCL_CHECK] if args.nccl else [])]
+
+        def open_prometheus() -> AbstractContextManager[str]:
+            if args.prometheus_url:
+                return nullcontext(args.prometheus_url)
+            namespace, service, port = outputs.prometheus_service
+            return port_forward(namespace, service, port, kubeconfig, args.kubectl, path="")
+
+        with_prometheus = bool(outputs.prometheus_endpoint or args.prometheus_url)
+        ctx = VerifyContext(
+            outputs,
+            cluster,
+            open_endpoint,
+            args.timeout,
+            open_prometheus if with_prometheus else None,
+            args.metrics_wait,
+        )
+        checks = [
+            *REQUIRED_CHECKS,
+            *([PD_METRICS_CHECK] if with_prometheus else []),
+            *([NCCL_CHECK] if args.nccl else []),
+        ]
         return 0 if verify(ctx, checks, sys.stdout) else 1
 
 
