@@ -16,6 +16,7 @@ RUNBOOK = "docs/runbook.md"
 HEAD_CONTAINER = "ray-head"
 # vLLM takes gpu_memory_utilization (0.9 by default) of each GPU up front; above this the GPU has no room left.
 GPU_MEMORY_EXHAUSTED = 0.97
+KV_FAILURE_COUNTERS = (q.KV_FAILED_TRANSFERS, q.KV_FAILED_NOTIFICATIONS)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
     side_alerts = [
         _alert(
             f"{side.capitalize()}NoHealthyReplica",
-            f"({q.healthy_replicas(app, side)} or vector(0)) < 1",
+            f"{q.side_healthy_replicas(app, side)} < 1",
             "10m",
             "critical",
             f"The {side} side of Serve app {app} has no healthy replica: requests cannot complete.",
@@ -68,7 +69,8 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
         *side_alerts,
         _alert(
             "KvTransferFailures",
-            f"sum(increase({q.KV_FAILED_TRANSFERS}[10m])) + sum(increase({q.KV_FAILED_NOTIFICATIONS}[10m])) > 0",
+            # Each counter may not exist until its first failure: a missing one counts 0, not "no result".
+            " + ".join(f"(sum(increase({counter}[10m])) or vector(0))" for counter in KV_FAILURE_COUNTERS) + " > 0",
             "0m",
             "warning",
             "NIXL KV-cache transfers between prefill and decode failed in the last 10 minutes.",

@@ -157,8 +157,8 @@ def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoin
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(RELEASE_LABEL)},
+        # No jobLabel (a pod label to take the job name from): the job is "monitoring/<name>", per monitor.
         "spec": {
-            "jobLabel": name,
             "namespaceSelector": {"matchNames": [namespace]},
             "selector": {"matchLabels": dict(selector)},
             "podMetricsEndpoints": [endpoint],

@@ -63,9 +63,14 @@ def requests_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
     return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app)}}}', window)})"
 
 
-def healthy_replicas(app: str, side: str | None = None) -> str:
-    deployments = SIDE_DEPLOYMENTS[side] if side else PD_DEPLOYMENTS
-    return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app, deployments)}}})"
+def healthy_replicas(app: str) -> str:
+    return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app)}}})"
+
+
+def side_healthy_replicas(app: str, side: str) -> str:
+    """The side's healthy replicas as one label-less number, 0 when Serve reports none: `or vector(0)` fills in
+    only a result with the same (empty) label set."""
+    return f"(sum({HEALTHY_REPLICAS}{{{app_selector(app, SIDE_DEPLOYMENTS[side])}}}) or vector(0))"
 
 
 def quantile_per_side(histogram: str, quantile: float, app: str, window: str | None = RATE_WINDOW) -> str:

@@ -9,6 +9,7 @@ import json
 import re
 
 import jsonschema
+import promql_parser
 import pytest
 import yaml
 
@@ -17,6 +18,7 @@ from infra.kuberay import OPERATOR_NAMESPACE
 from infra.observability import RELEASE_LABEL
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.conftest import rejection
+from tests.promql import parse
 from tests.schemas import crd_schema, custom_resource_validator, schema_errors, schemas_dir, strict_schema
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
@@ -208,6 +210,27 @@ def test_side_alerts_watch_the_deployments_rays_pd_builder_names(dev):
     rules = _rules(dev)
     assert 'deployment=~"Prefill:.*"' in rules["PrefillNoHealthyReplica"]["expr"]
     assert 'deployment=~"Decode:.*"' in rules["DecodeNoHealthyReplica"]["expr"]
+
+
+@pytest.mark.parametrize("alert", ["PrefillNoHealthyReplica", "DecodeNoHealthyReplica"])
+def test_no_healthy_replica_alerts_count_zero_only_when_none_is_reported(dev, alert):
+    """`a or vector(0)` adds the 0 only where `a` has no series of the same labels (Prometheus' `or`,
+    https://prometheus.io/docs/prometheus/latest/querying/operators/#logical-set-binary-operators): the count must
+    carry no labels, as `vector(0)` does, or the alert would fire beside every healthy side."""
+    comparison = parse(_rules(dev)[alert]["expr"])
+    either = comparison.lhs.expr
+    assert str(either.op) == "or"
+    assert isinstance(either.lhs, promql_parser.AggregateExpr) and either.lhs.modifier is None
+    assert str(either.rhs) == "vector(0)"
+
+
+def test_kv_failure_alert_counts_a_missing_counter_as_zero(dev):
+    """A sum of an absent counter is no result, and `x + <no result>` is no result: each term falls back to 0."""
+    terms = _rules(dev)["KvTransferFailures"]["expr"].removesuffix(" > 0").split(" + ")
+    assert terms == [
+        f"(sum(increase({counter}[10m])) or vector(0))"
+        for counter in ("ray_vllm_nixl_num_failed_transfers_total", "ray_vllm_nixl_num_failed_notifications_total")
+    ]
 
 
 def test_ttft_objective_is_the_configured_one():

@@ -607,3 +607,11 @@ def test_preview_unknowns_do_not_stop_the_rules(engine: OfflinePolicyEngine, pro
         interface["securityGroups"] = [UNKNOWN_STRING_VALUE, UNKNOWN_STRING_VALUE]
     captured.outputs["kubeconfig"] = UNKNOWN_STRING_VALUE
     assert preview(engine, captured) == []
+
+
+def test_remote_write_to_amp_passes(engine: OfflinePolicyEngine) -> None:
+    """The remote-write role (observability with ampWorkspaceUrl) is held to the same policies."""
+    workspace = "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/"
+    run = run_stack({"ampWorkspaceUrl": workspace}, stack="dev")
+    assert run.get("aws:iam/role:Role", "observability-remote-write")
+    assert preview(engine, CapturedStack.of(run, "dev")) == []
