@@ -48,6 +48,12 @@ CHART_ROLLED = Effect(
     "helm upgrades the chart in place; its DaemonSet or Deployment rolls",
     "no change expected: running pods keep their GPUs and EFA devices",
 )
+MONITORING = Effect(
+    "monitoring",
+    "the metrics stack changes (infra/observability.py): helm installs, upgrades or removes its charts, the "
+    "PodMonitors, alert rules and dashboards are updated in place; the serving objects are untouched",
+    "no change; Prometheus and Grafana restart while their chart upgrades",
+)
 SYSTEM_NODES_SCALED = Effect("system-nodes-scaled", "the system node group's size changes in place", "no change")
 GPU_NODES_SCALED = Effect(
     "gpu-nodes-scaled", "the GPU node group's size changes in place (nodes added, or removed)", "see the RayService"
@@ -136,8 +142,8 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
     "kuberayVersion": (CHART_ROLLED,),
     "allowUnvalidatedKuberayVersion": (NOTHING_RUNNING,),
     "rayVersion": (RAYSERVICE_REPLACED,),
-    "rayServiceName": (RAYSERVICE_REPLACED, LOAD_BALANCER),
-    "namespace": (RAYSERVICE_REPLACED, LOAD_BALANCER),
+    "rayServiceName": (RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
+    "namespace": (RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
     "modelId": _SERVE_ONLY,
     "modelSource": _SERVE_ONLY,
     "maxModelLen": _SERVE_ONLY,
@@ -162,6 +168,11 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
     "serveSourceCidrs": (LOAD_BALANCER,),
     "serveReadyTimeoutMinutes": (NOTHING_RUNNING,),
     "modelPreflight": (NOTHING_RUNNING,),
+    "observability": (MONITORING,),
+    "kubePrometheusStackVersion": (MONITORING,),
+    "dcgmExporterVersion": (MONITORING,),
+    "ttftP99ObjectiveMs": (MONITORING,),
+    "ampWorkspaceUrl": (MONITORING,),
     "owner": (AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
     "costCenter": (AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
     "protectResources": (AWS_IN_PLACE,),
@@ -189,6 +200,7 @@ ALL_EFFECTS = (
     LOAD_BALANCER,
     ADDON_ROLLED,
     CHART_ROLLED,
+    MONITORING,
     SYSTEM_NODES_SCALED,
     GPU_NODES_SCALED,
     SERVE_IN_PLACE,

@@ -17,6 +17,7 @@ from tools.project import PROJECT_DIR, declared_config
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
 SECRET = "kubernetes:core/v1:Secret"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 # Resources each effect may move (type, name); the rollout moves on every change, since its inputs carry the settings.
 MOVES = {
     changes.NOTHING_RUNNING.name: set(),
@@ -26,6 +27,22 @@ MOVES = {
     changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu")},
     changes.GPU_NODES_ROLLED.name: {(LAUNCH_TEMPLATE, "gpu")},
     changes.GPU_NODES_REPLACED.name: {(NODE_GROUP, "gpu"), (LAUNCH_TEMPLATE, "gpu")},
+    changes.MONITORING.name: {
+        ("ray-llm-eks:observability:Observability", "observability"),
+        (RELEASE, "kube-prometheus-stack"),
+        (RELEASE, "dcgm-exporter"),
+        ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "prometheusrule-ray-llm-eks"),
+        *(
+            ("kubernetes:monitoring.coreos.com/v1:PodMonitor", f"podmonitor-{name}")
+            for name in ("ray-head", "ray-workers", "kuberay-operator")
+        ),
+        *(
+            ("kubernetes:core/v1:ConfigMap", f"configmap-dashboard-{name}")
+            for name in ("ray-serve", "ray-serve-deployment", "ray-serve-llm", "dcgm-exporter", "pd-health")
+        ),
+        ("aws:iam/role:Role", "observability-remote-write"),
+        ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-remote-write"),
+    },
 }
 # A valid new value for each setting tried, as a user would change it in the stack file.
 NEW_VALUES: dict[str, dict[str, Any]] = {
@@ -44,6 +61,9 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "quotaPreflight": {"quotaPreflight": False},
     "modelPreflight": {"modelPreflight": False},
     "gpuNodeCount": {"gpuNodeCount": 2},
+    "observability": {"observability": False},
+    "ttftP99ObjectiveMs": {"ttftP99ObjectiveMs": 1500},
+    "ampWorkspaceUrl": {"ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/"},
 }
 
 
