@@ -119,6 +119,7 @@ EXAMPLES = {
     "dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2.58.0",
     "owner": "ml-platform",
     "costCenter": "ml-dev",
+    "ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/",
 }
 # hfToken's value is never shown or checked beyond being a secret.
 STRING_KEYS = sorted(

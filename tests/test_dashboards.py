@@ -19,24 +19,36 @@ APP = "ray-llm"
 ALERTS = AlertArgs(application=APP, namespace="inference", ttft_p99_objective_seconds=2.0)
 DASHBOARDS = {name: json.loads(text) for name, text in shipped_dashboards(APP).items()}
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-# What Ray's and DCGM's dashboards read that docs/metrics' list does not hold, dashboard by dashboard. They are
-# shipped as their authors made them; when the list changes (the scraped list replaces the provisional one),
-# this table changes with it, so nobody is surprised by an empty upstream panel.
+# What Ray's and DCGM's dashboards read that the scraped list (docs/metrics/) does not hold, dashboard by dashboard.
+# They are shipped as their authors made them; when the list changes this table changes with it, so nobody is
+# surprised by an empty upstream panel.
 UPSTREAM_PANELS_WITHOUT_METRICS = {
     "dcgm-exporter.json": set(),
-    "ray-serve-deployment.json": set(),
+    # Serve's model multiplexing, which the PD app does not use.
+    "ray-serve-deployment.json": {
+        "ray_serve_multiplexed_get_model_requests_counter_total",
+        "ray_serve_multiplexed_model_load_latency_ms_bucket",
+        "ray_serve_multiplexed_model_unload_latency_ms_bucket",
+        "ray_serve_multiplexed_models_load_counter_total",
+        "ray_serve_multiplexed_models_unload_counter_total",
+        "ray_serve_num_multiplexed_models",
+        "ray_serve_registered_multiplexed_model_id",
+    },
     # autoscaler_*: the autoscaler's own port (44217), which the head pod does not name, so nothing scrapes it;
-    # ray_object_store_memory, ray_resources: Ray core's C++ metrics, not in the provisional list.
+    # the gRPC proxy's metrics: the app serves HTTP only.
     "ray-serve.json": {
         "autoscaler_active_nodes",
         "autoscaler_cluster_resources",
         "autoscaler_pending_nodes",
         "autoscaler_recently_failed_nodes",
-        "ray_object_store_memory",
-        "ray_resources",
+        "ray_serve_grpc_request_latency_ms_bucket",
+        "ray_serve_num_grpc_error_requests_total",
+        "ray_serve_num_grpc_requests_total",
+        "ray_serve_num_ongoing_grpc_requests",
     },
     # kv_offload_*: vLLM's CPU offloading connector, which this stack does not run; num_requests_swapped: a
-    # vLLM V0 gauge V1 no longer has; nixl_num_failed_transfers: Ray's panel leaves off the counter's _total.
+    # vLLM V0 gauge V1 no longer has; nixl_num_failed_transfers: Ray's panel leaves off the counter's _total;
+    # nixl_num_kv_expired_reqs_total, prefix_cache_*_total: counters the scraped run never incremented.
     "ray-serve-llm.json": {
         "ray_vllm_kv_offload_cpu_cache_read_usage_perc",
         "ray_vllm_kv_offload_cpu_cache_usage_perc",
@@ -50,7 +62,10 @@ UPSTREAM_PANELS_WITHOUT_METRICS = {
         "ray_vllm_kv_offload_store_size_count",
         "ray_vllm_kv_offload_store_time_total",
         "ray_vllm_nixl_num_failed_transfers",
+        "ray_vllm_nixl_num_kv_expired_reqs_total",
         "ray_vllm_num_requests_swapped",
+        "ray_vllm_prefix_cache_hits_total",
+        "ray_vllm_prefix_cache_queries_total",
     },
 }
 
