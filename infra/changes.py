@@ -61,8 +61,8 @@ GPU_NODES_SCALED = Effect(
 SERVE_IN_PLACE = Effect(
     "serve-in-place",
     "KubeRay sends the new serve config to the running cluster; Serve restarts the engines of the changed deployments",
-    "about 2 minutes without answers per side with one replica (measured 106 s); a broken config leaves the "
-    "app DEPLOY_FAILED and `pulumi up` fails: roll back",
+    "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with more replicas not "
+    "measured; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
 )
 SECRET_UPDATED = Effect(
     "secret-updated",
