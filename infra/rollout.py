@@ -2,7 +2,7 @@
 
 A small waiting resource (a Pulumi dynamic resource) after the RayService: its create and update poll the
 cluster until `infra.rollout_status` gives its verdict, so a `pulumi up` that changes the serve config waits
-for the new engines, fails with Serve's own message on DEPLOY_FAILED/UNHEALTHY, and fails at
+for the new engines, fails with Serve's own message on DEPLOY_FAILED (on UNHEALTHY that lasts), and fails at
 `serveReadyTimeoutMinutes` naming what was still missing. Its inputs carry the stack settings that shape the
 RayService, grouped by what changing them does (`infra.changes`), so `pulumi preview --diff` shows which
 settings change and what that costs a running stack.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +30,6 @@ from infra.rollout_status import ClusterRefused, await_rollout
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
 POLL_SECONDS = 10.0
-# `aws eks get-token`'s token is valid for 15 minutes (AWS CLI reference, eks get-token).
-TOKEN_REFRESH_SECONDS = 5 * 60
 # Not an error while the cluster comes up: no such object yet, or the dashboard behind the proxy not answering.
 NOT_THERE_YET = (404, 502, 503)
 # A read refused for good: the identity's credentials or RBAC.
@@ -68,21 +65,19 @@ class KubernetesReader:
     """The reads `infra.rollout_status` makes, as raw JSON from the Kubernetes API.
 
     Paths are written out, not built by the generated client: its proxy call quotes the path parameter
-    (`api%2Fserve%2Fapplications%2F`, `…-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The client
-    is rebuilt every few minutes (it also refreshes an exec token itself, `config/kube_config.py`
-    refresh_api_key_hook); each request has a timeout, so a hung read cannot outlast the deadline."""
+    (`api%2Fserve%2Fapplications%2F`, `…-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The exec
+    token (`aws eks get-token`, valid 15 minutes, with its expirationTimestamp) is renewed by the client itself
+    before a request once it has expired (kubernetes `config/kube_config.py` `_set_config`,
+    refresh_api_key_hook), so a wait of 45 minutes keeps one client; each request has a timeout, so a hung read
+    cannot outlast the deadline."""
 
     def __init__(self, kubeconfig: str, namespace: str, name: str, pod_selector: str) -> None:
-        self._kubeconfig = json.loads(kubeconfig)
-        self._built_at = -TOKEN_REFRESH_SECONDS
+        from kubernetes import config
+
+        self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
         self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
-        from kubernetes import config
-
-        if time.monotonic() - self._built_at >= TOKEN_REFRESH_SECONDS:
-            self._api = config.new_client_from_config_dict(self._kubeconfig)
-            self._built_at = time.monotonic()
         method, url, headers, _, _ = self._api.param_serialize(
             "GET",
             path,
