@@ -26,6 +26,7 @@ from infra import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
+from tests.conftest import EXPOSED_SECRET_KEYS, exposed
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 
@@ -228,7 +229,7 @@ SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without t
 # Ranges that let the whole internet in: config validation rejects both (infra/config.py covers_the_internet);
 # the policies guard stacks built some other way.
 OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERNET))
-INTERNET_FACING = {"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]}
+INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
 
 
 def _set_ranges(
@@ -342,6 +343,7 @@ BREAKAGES = [
             MANDATORY,
             "serveSourceCidrs",
             overrides=INTERNET_FACING,
+            secret_keys=EXPOSED_SECRET_KEYS,
             edit=_set_ranges(ranges, SERVE_LB, "spec", "loadBalancerSourceRanges"),
         )
         for name, ranges in OPEN_TO_THE_INTERNET
