@@ -252,6 +252,22 @@ def _make_internet_facing_without_ranges(captured: CapturedStack) -> None:
     service["spec"].pop("loadBalancerSourceRanges")
 
 
+TLS_CERT = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
+TLS_PORTS = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+
+
+def _add_plain_port(captured: CapturedStack) -> None:
+    SERVE_LB(captured)["spec"]["ports"].append({"name": "http", "port": 80, "targetPort": 8000, "protocol": "TCP"})
+
+
+def _without_auth_ingress(captured: CapturedStack) -> None:
+    spec = RAYSERVICE(captured)["spec"]
+    config = yaml.safe_load(spec["serveConfigV2"])
+    for app in config["applications"]:
+        del app["args"]["ingress_cls_config"]
+    spec["serveConfigV2"] = yaml.safe_dump(config)
+
+
 BREAKAGES = [
     Breakage("lt-no-efa", "gpu-nodes-efa", MANDATORY, "gpuNodeType", edit=_set_interfaces(interfaceType="interface")),
     Breakage(
@@ -355,6 +371,51 @@ BREAKAGES = [
         "serveSourceCidrs",
         stack="prod",
         edit=_make_internet_facing_without_ranges,
+    ),
+    Breakage(
+        "lb-no-certificate",
+        "serve-endpoint-tls",
+        MANDATORY,
+        "serveCertificateArn",
+        stack="prod",
+        edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].pop(TLS_CERT),
+    ),
+    Breakage(
+        "lb-plain-port", "serve-endpoint-tls", MANDATORY, "serveCertificateArn", stack="prod", edit=_add_plain_port
+    ),
+    Breakage(
+        "lb-tls-ports-elsewhere",
+        "serve-endpoint-tls",
+        MANDATORY,
+        "serveCertificateArn",
+        stack="prod",
+        edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].update({TLS_PORTS: "8443"}),
+    ),
+    Breakage(
+        "internet-facing-no-keys",
+        "serve-endpoint-authenticated",
+        MANDATORY,
+        "serveApiKeyAuth",
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_without_auth_ingress,
+    ),
+    Breakage(
+        "internal-no-keys",
+        "serve-endpoint-authenticated-internal",
+        ADVISORY,
+        "serveApiKeyAuth",
+        stack="prod",
+        overrides={"serveApiKeyAuth": False, "serveApiKeys": ""},
+    ),
+    Breakage(
+        "api-key-in-a-plain-output",
+        "credentials-not-in-outputs",
+        MANDATORY,
+        "serveApiKeys",
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_add_output("clientKey", lambda c: c.outputs["serveApiKey"]),
     ),
     Breakage(
         "hf-token-output",
@@ -617,3 +678,15 @@ def test_remote_write_to_amp_passes(engine: OfflinePolicyEngine) -> None:
     run = run_stack({"ampWorkspaceUrl": workspace}, stack="dev")
     assert run.get("aws:iam/role:Role", "observability-remote-write")
     assert preview(engine, CapturedStack.of(run, "dev")) == []
+
+
+def test_pack_and_program_name_the_same_auth_ingress_and_tls_annotations() -> None:
+    """The pack cannot import infra/: the names it looks for are held to the ones the program writes."""
+    from infra import rayservice, serve_auth
+    from policy.ray_llm_policies import serving as pack_serving
+
+    assert pack_serving.AUTH_INGRESS_CLS == serve_auth.INGRESS_CLS
+    assert (pack_serving.TLS_CERT_ANNOTATION, pack_serving.TLS_PORTS_ANNOTATION) == (
+        rayservice.TLS_CERT_ANNOTATION,
+        rayservice.TLS_PORTS_ANNOTATION,
+    )
