@@ -69,6 +69,12 @@ SECRET_UPDATED = Effect(
     "the Kubernetes Secret is updated in place; pods read it when they start, so it is used from the next restart",
     "no change",
 )
+KEYS_RELOADED = Effect(
+    "keys-reloaded",
+    "the API keys Secret is updated in place; the pods see it as a mounted file, which the kubelet refreshes "
+    "(about a minute) and the ingress re-reads every 10 s: no restart",
+    "a new key works, and a removed key is refused, about a minute after `pulumi up`",
+)
 RAYSERVICE_REPLACED = Effect(
     "rayservice-replaced",
     "the RayService is deleted and created again (KubeRay would otherwise build a second cluster the GPU nodes "
@@ -164,8 +170,11 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
     "clusterAutoscalerVersion": (CHART_ROLLED,),
     "kvBufferDevice": _SERVE_ONLY,
     "hfToken": (SECRET_UPDATED, RAYSERVICE_REPLACED),
-    "serveExposure": (LOAD_BALANCER,),
+    "serveExposure": (LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
     "serveSourceCidrs": (LOAD_BALANCER,),
+    "serveApiKeys": (KEYS_RELOADED,),
+    "serveApiKeyAuth": (SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+    "serveCertificateArn": (LOAD_BALANCER,),
     "serveReadyTimeoutMinutes": (NOTHING_RUNNING,),
     "modelPreflight": (NOTHING_RUNNING,),
     "observability": (MONITORING,),
@@ -182,6 +191,11 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
 CHANGE_NOTES: Mapping[str, str] = {
     "tensorParallelSize": "the RayService is replaced and the node group resized only when the GPU node count changes",
     "hfToken": "a new value updates the Secret only; adding or removing the token replaces the RayService",
+    "serveExposure": "the RayService is replaced only when API keys come or go with the exposure (to or from none, "
+    "with serveApiKeyAuth true): its pods mount the keys; between internal and internet-facing only the load "
+    "balancer changes",
+    "serveApiKeyAuth": "only with serveExposure internal or internet-facing; with none nothing changes",
+    "serveApiKeys": "only while the endpoint asks for keys (serveExposure not none, serveApiKeyAuth true)",
     "owner": "tags reach the node launch templates, so both node groups roll",
     "costCenter": "tags reach the node launch templates, so both node groups roll",
     "kubernetesVersion": "EKS upgrades one minor version at a time; a downgrade is refused by EKS",
@@ -197,6 +211,7 @@ ALL_EFFECTS = (
     NOTHING_RUNNING,
     AWS_IN_PLACE,
     SECRET_UPDATED,
+    KEYS_RELOADED,
     LOAD_BALANCER,
     ADDON_ROLLED,
     CHART_ROLLED,

@@ -46,7 +46,19 @@ GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 MIN_KUBERNETES_MINOR = 29
 # Keys whose value is a credential: the only ones a stack file may hold encrypted (`secure:`).
-SECRET_SETTINGS = frozenset({"hfToken"})
+SECRET_SETTINGS = frozenset({"hfToken", "serveApiKeys"})
+# The serve endpoint's API keys: one secret setting whose value is a JSON list, so that several keys can be
+# valid at once while one is rotated (`pulumi config set --secret serveApiKeys '["<new>", "<old>"]'`).
+API_KEYS_SETTING = "serveApiKeys"
+# A key travels in an HTTP header and sits on a line of the keys file: printable ASCII, no space; long enough
+# that guessing is hopeless (`openssl rand -hex 32` makes 64 characters).
+API_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{32,256}\Z")
+API_KEY_COMMAND = 'pulumi config set --secret serveApiKeys "[\\"$(openssl rand -hex 32)\\"]"'
+# An ACM certificate: the NLB's TLS listener names it; ACM certificates are regional and a load balancer takes
+# one of its own region (https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html).
+CERTIFICATE_ARN_PATTERN = re.compile(
+    r"^arn:aws[a-z-]*:acm:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}\Z"
+)
 
 # The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
 DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
@@ -217,6 +229,12 @@ class StackConfig:
     hf_token_value: str | None = field(repr=False)
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
+    # API keys on the serve endpoint: on whenever it is exposed (serveApiKeyAuth, default true).
+    serve_api_key_auth: bool
+    # The keys as one Pulumi secret (the Kubernetes Secret's file, one key a line) and the first key, for the
+    # `serveApiKey` output; None when auth is off.
+    serve_api_keys: pulumi.Output[list[str]] | None
+    serve_certificate_arn: str | None
     serve_ready_timeout_minutes: int
     # Check the model source before the RayService changes (infra/model_source.py).
     model_preflight: bool
@@ -462,6 +480,70 @@ def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
     if not token or is_config_secret(config.full_key("hfToken")):
         return None
     return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
+
+
+def _api_keys(read: _Reader, config: pulumi.Config) -> tuple[str, ...]:
+    """The serve endpoint's keys, each checked without ever being shown: a problem names a key by its index."""
+    raw = read.plain(API_KEYS_SETTING)
+    if not raw:
+        return ()
+    if not is_config_secret(config.full_key(API_KEYS_SETTING)):
+        read.problems.append(
+            f"{API_KEYS_SETTING} is set in plain text: set it with `{API_KEY_COMMAND}` (a JSON list of keys)"
+        )
+        return ()
+    try:
+        keys = json.loads(raw)
+    except json.JSONDecodeError:
+        keys = None
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        read.problems.append(f"{API_KEYS_SETTING} is invalid: allowed is a JSON list of keys, e.g. `{API_KEY_COMMAND}`")
+        return ()
+    for index, key in enumerate(keys):
+        if not API_KEY_PATTERN.fullmatch(key):
+            read.problems.append(
+                f"{API_KEYS_SETTING}[{index}] is invalid: allowed is 32 to 256 printable ASCII characters without "
+                "spaces (`openssl rand -hex 32`)"
+            )
+        elif key in keys[:index]:
+            read.problems.append(
+                f"{API_KEYS_SETTING}[{index}] is invalid: it repeats {API_KEYS_SETTING}[{keys.index(key)}]; "
+                "allowed is each key once"
+            )
+    return tuple(keys)
+
+
+def _serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
+    """An endpoint that leaves the cluster takes only HTTPS and, unless switched off on an internal one, a key."""
+    if cfg.serve_exposure == "none":
+        return []
+    problems = []
+    if cfg.serve_certificate_arn is None:
+        problems.append(
+            f"serveExposure={cfg.serve_exposure!r} needs serveCertificateArn: the load balancer serves HTTPS only; "
+            "allowed is the ARN of an ACM certificate in the stack's region for the DNS name clients use "
+            "(`aws acm request-certificate --domain-name <name> --validation-method DNS`)"
+        )
+    else:
+        match = CERTIFICATE_ARN_PATTERN.fullmatch(cfg.serve_certificate_arn)
+        if match and cfg.region and match.group("region") != cfg.region:
+            problems.append(
+                f"serveCertificateArn={cfg.serve_certificate_arn!r} is invalid: it is in {match.group('region')}, "
+                f"and a load balancer takes only a certificate of its own region; allowed is an ACM certificate "
+                f"in {cfg.region}"
+            )
+    if not cfg.serve_api_key_auth:
+        if cfg.serve_exposure == "internet-facing":
+            problems.append(
+                "serveApiKeyAuth=false is invalid with serveExposure='internet-facing': an endpoint on the internet "
+                "must ask for a key; allowed is true (or serveExposure internal)"
+            )
+    elif not keys:
+        problems.append(
+            f"serveExposure={cfg.serve_exposure!r} needs serveApiKeys (serveApiKeyAuth is true): set at least one "
+            f"key with `{API_KEY_COMMAND}`"
+        )
+    return problems
 
 
 def _serve_side(read: _Reader, side: str, autoscaling: bool) -> ServeSide:
@@ -780,6 +862,7 @@ def load_config(
     allow_unvalidated_kuberay = read.boolean("allowUnvalidatedKuberayVersion")
     ray_version = read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0")
     hf_token_raw = read.plain("hfToken")
+    api_keys = _api_keys(read, config)
     problems = [
         _vpc_cidr_problem(vpc_cidr),
         _kubernetes_version_problem(kubernetes_version),
@@ -812,6 +895,9 @@ def load_config(
         "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
         "in-VPC clients use the private endpoint)"
     )
+    # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
+    serve_exposure = read.choice("serveExposure", SERVE_EXPOSURES)
+    serve_api_key_auth = read.boolean("serveApiKeyAuth") and serve_exposure != "none"
     node_group_quota = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
     cfg = StackConfig(
         project=pulumi.get_project(),
@@ -886,8 +972,15 @@ def load_config(
         kv_buffer_device=resolve_kv_buffer_device(kv_setting, gpu_node_type),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         hf_token_value=hf_token_raw or None,
-        serve_exposure=read.choice("serveExposure", SERVE_EXPOSURES),
+        serve_exposure=serve_exposure,
         serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),
+        serve_api_key_auth=serve_api_key_auth,
+        serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
+        serve_certificate_arn=read.optional_text(
+            "serveCertificateArn",
+            CERTIFICATE_ARN_PATTERN,
+            "an ACM certificate ARN such as arn:aws:acm:<region>:<account>:certificate/<uuid>",
+        ),
         serve_ready_timeout_minutes=read.integer(
             "serveReadyTimeoutMinutes",
             5,
@@ -912,6 +1005,7 @@ def load_config(
     problems = [
         _api_allow_list_problem(cfg.api_public_access_cidrs, read.plain("apiPublicAccessCidrs") or ""),
         _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
+        *_serve_auth_problems(cfg, api_keys),
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
         _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
         _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),

@@ -6,12 +6,21 @@ from typing import Any
 
 import yaml
 
+from infra import serve_auth
 from infra.config import StackConfig
 from infra.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.serve_config import build_serve_config
 from infra.topology import worker_cpu, worker_memory_gib
 
 SERVE_PORT = 8000
+# The serve load balancer's one listener: TLS on 443 (cloud-provider-aws annotations), TCP to the pods' 8000.
+HTTPS_PORT = 443
+TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
+TLS_PORTS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+TLS_POLICY_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"
+# TLS 1.3 and 1.2 only. Without a policy a listener made through the API gets ELBSecurityPolicy-2016-08, which
+# still takes TLS 1.0 (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html).
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 DASHBOARD_PORT = 8265
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"
@@ -49,7 +58,26 @@ def _env(with_hf_token: bool, extra: dict[str, str]) -> list[dict[str, Any]]:
     return env
 
 
+def serve_auth_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The auth code (ConfigMap) and the API keys (Secret) as files, in every pod: Serve may place the ingress,
+    and the app's runtime_env reaches every replica, on any node. A Secret or ConfigMap volume (no subPath) is
+    updated in place when the object changes (Kubernetes docs, Secrets: "Mounted Secrets are updated
+    automatically"), which is how a rotated key arrives without a restart."""
+    if not cfg.serve_api_key_auth:
+        return [], []
+    volumes = [
+        {"name": "serve-auth-code", "configMap": {"name": serve_auth.CODE_CONFIGMAP}},
+        {"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}},
+    ]
+    mounts = [
+        {"name": "serve-auth-code", "mountPath": serve_auth.CODE_MOUNT, "readOnly": True},
+        {"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True},
+    ]
+    return volumes, mounts
+
+
 def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
+    volumes, mounts = serve_auth_volumes(cfg)
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0"},
@@ -69,8 +97,10 @@ def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
                         ],
                         "resources": HEAD_RESOURCES,
                         "env": _env(with_hf_token, {}),
+                        **({"volumeMounts": mounts} if mounts else {}),
                     }
                 ],
+                **({"volumes": volumes} if volumes else {}),
             },
         },
     }
@@ -86,6 +116,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
         "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }
     env = _env(with_hf_token, EFA_ENV)
+    auth_volumes, auth_mounts = serve_auth_volumes(cfg)
     # NIXL and vLLM advertise this address to the other side of the KV transfer.
     env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     return {
@@ -106,10 +137,13 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
                         "env": env,
                         # EFA registers pinned memory: libfabric needs to lock it.
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *auth_mounts],
                     }
                 ],
-                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}],
+                "volumes": [
+                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+                    *auth_volumes,
+                ],
             },
         },
     }
@@ -142,15 +176,27 @@ def build_rayservice(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
 
 
 def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
-    """An NLB in front of the pods that serve, for clients outside the cluster (serveExposure)."""
-    annotations = {"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
+    """An NLB in front of the pods that serve, for clients outside the cluster (serveExposure): HTTPS only.
+
+    EKS's cloud provider builds it (no AWS Load Balancer Controller runs): for an `nlb` Service, a port listed in
+    `aws-load-balancer-ssl-ports` with an `aws-load-balancer-ssl-cert` gets a TLS listener with that certificate
+    and the `aws-load-balancer-ssl-negotiation-policy` as its SslPolicy, and forwards TCP to the pods
+    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, EnsureLoadBalancer's NLB port mappings). The one port
+    is that TLS port, so nothing answers in the clear; TLS ends at the NLB and the hop to the pod stays in the VPC.
+    """
+    annotations = {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+        TLS_CERT_ANNOTATION: cfg.serve_certificate_arn or "",
+        TLS_PORTS_ANNOTATION: str(HTTPS_PORT),
+        TLS_POLICY_ANNOTATION: TLS_POLICY,
+    }
     if cfg.serve_exposure == "internal":
         annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] = "true"
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
         # KubeRay marks the pods whose Serve proxy is healthy with ray.io/serve=true.
         "selector": {INSTANCE_LABEL: cfg.ray_service_name, "ray.io/serve": "true"},
-        "ports": [{"name": "serve", "port": SERVE_PORT, "targetPort": SERVE_PORT, "protocol": "TCP"}],
+        "ports": [{"name": "https", "port": HTTPS_PORT, "targetPort": SERVE_PORT, "protocol": "TCP"}],
     }
     if cfg.serve_source_cidrs:
         spec["loadBalancerSourceRanges"] = list(cfg.serve_source_cidrs)
@@ -166,12 +212,17 @@ def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
+# The header a client sends when the endpoint asks for a key, its value read from the stack's secret output.
+API_KEY_HEADER = "Authorization: Bearer $(pulumi stack output --show-secrets serveApiKey)"
+
+
 def endpoint_outputs(cfg: StackConfig) -> dict[str, str]:
     """How to reach the OpenAI-compatible API once the RayService is ready."""
     service = serve_service_name(cfg)
+    key_header = f' --header "{API_KEY_HEADER}"' if cfg.serve_api_key_auth else ""
     return {
         "serveEndpoint": f"http://{service}.{cfg.namespace}.svc.cluster.local:{SERVE_PORT}/v1",
         "portForwardCommand": f"kubectl port-forward -n {cfg.namespace} svc/{service} {SERVE_PORT}:{SERVE_PORT}",
         "modelId": cfg.model_id,
-        "curlModelsCommand": f"curl --silent http://127.0.0.1:{SERVE_PORT}/v1/models",
+        "curlModelsCommand": f"curl --silent{key_header} http://127.0.0.1:{SERVE_PORT}/v1/models",
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from infra import serve_auth
 from infra.cluster import Cluster
 from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, INSTANCE_LABEL
@@ -32,6 +34,8 @@ class ServingArgs:
     operator: KubeRayOperatorArgs
     rayservice: Mapping[str, Any]
     hf_token: pulumi.Input[str] | None = None
+    # The serve endpoint's API keys (a secret list) when the RayService asks for them (infra/serve_auth.py).
+    api_keys: pulumi.Input[list[str]] | None = None
     load_balancer: Mapping[str, Any] | None = None  # a Service in front of the serve pods
     ready_timeout_seconds: int = 45 * 60  # how long `pulumi up` waits for the applied config to run
     # Settings grouped by what a change to them does (infra.changes.settings_by_effect), for the preview's diff.
@@ -55,6 +59,30 @@ def rollout_args(
         changes=args.changes,
         rayservice_generation=rayservice_generation,
     )
+
+
+def serve_auth_objects(
+    args: ServingArgs, in_cluster: pulumi.ResourceOptions, namespace: pulumi.Resource
+) -> list[pulumi.Resource]:
+    """The auth package as a ConfigMap (the zip its `py_modules` URI names) and the keys as a Secret (one a line),
+    both mounted into the Ray pods (infra/rayservice.py serve_auth_volumes)."""
+    opts = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
+    code = k8s.core.v1.ConfigMap(
+        "serve-auth-code",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.CODE_CONFIGMAP, namespace=args.namespace),
+        binary_data={serve_auth.package_zip_name(): base64.b64encode(serve_auth.package_zip()).decode()},
+        opts=opts,
+    )
+    keys = k8s.core.v1.Secret(
+        "serve-api-keys",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.KEYS_SECRET, namespace=args.namespace),
+        type="Opaque",
+        string_data={
+            serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)
+        },
+        opts=opts,
+    )
+    return [code, keys]
 
 
 class Serving(pulumi.ComponentResource):
@@ -89,6 +117,9 @@ class Serving(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
                 )
             )
+
+        if args.api_keys is not None:
+            rayservice_deps.extend(serve_auth_objects(args, in_cluster, namespace))
 
         manifest = args.rayservice
         rayservice = k8s.apiextensions.CustomResource(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra import serve_auth
 from infra.config import ServeSide, StackConfig
 
 PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
@@ -91,13 +92,13 @@ def application_name(cfg: StackConfig) -> str:
 
 
 def build_serve_config(cfg: StackConfig) -> dict[str, Any]:
-    return {
-        "applications": [
-            {
-                "name": application_name(cfg),
-                "import_path": PD_IMPORT_PATH,
-                "route_prefix": "/",
-                "args": {f"{side}_config": llm_config(cfg, side) for side in PD_SIDES},
-            }
-        ]
+    """The app; with API keys on, the PD builder's ingress is ours (infra/serve_auth.py), loaded from the zip the
+    app's runtime_env names, on top of what the image has."""
+    app: dict[str, Any] = {"name": application_name(cfg), "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
+    if cfg.serve_api_key_auth:
+        app["runtime_env"] = {"py_modules": [serve_auth.package_uri()]}
+    app["args"] = {
+        **{f"{side}_config": llm_config(cfg, side) for side in PD_SIDES},
+        **(serve_auth.ingress_args() if cfg.serve_api_key_auth else {}),
     }
+    return {"applications": [app]}

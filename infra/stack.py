@@ -137,6 +137,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             operator=KubeRayOperatorArgs(version=cfg.kuberay_version),
             rayservice=build_rayservice(cfg, with_hf_token=cfg.hf_token is not None),
             hf_token=cfg.hf_token,
+            api_keys=cfg.serve_api_keys,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
             ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
             changes=settings_by_effect(cfg.settings),
@@ -189,4 +190,9 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     }
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
+        # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).
+        outputs["serveLoadBalancerEndpoint"] = pulumi.Output.concat("https://", serving.load_balancer_hostname, "/v1")
+    if cfg.serve_api_keys is not None:
+        # The first key, for the operator's own calls (tools.verify, the README's curl); a secret output.
+        outputs["serveApiKey"] = cfg.serve_api_keys.apply(lambda keys: keys[0])
     return outputs

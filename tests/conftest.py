@@ -24,21 +24,52 @@ os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
 # The public range a test operator deploys from (global unicast, not an RFC 5737 documentation range).
 OPERATOR_CIDRS = ["100.24.10.0/24"]
 API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
+# What the README's first steps add to a stack whose endpoint leaves the cluster: the ACM certificate of its DNS
+# name, and the API keys as one secret (the stack file holds it encrypted; offline reads a stand-in key).
+CERTIFICATE_KEY = f"{PROJECT}:serveCertificateArn"
+API_KEYS_KEY = f"{PROJECT}:serveApiKeys"
+OPERATOR_CERTIFICATE = "arn:aws:acm:{region}:123456789012:certificate/0f6e5d4c-3b2a-4190-8877-665544332211"
+# Two API keys as `openssl rand -hex 32` makes them, and the settings that expose dev's endpoint with them.
+API_KEYS = ["3f1c" * 16, "9a7e" * 16]
+EXPOSED_SECRET_KEYS = ("serveApiKeys",)
+
+
+def exposed(exposure: str = "internal", **settings: Any) -> dict[str, Any]:
+    """Overrides that expose dev's endpoint as a user would (certificate of dev's region, the keys as a secret);
+    pass EXPOSED_SECRET_KEYS as the run's secret_keys."""
+    return {
+        "serveExposure": exposure,
+        "serveCertificateArn": OPERATOR_CERTIFICATE.format(region="sa-east-1"),
+        "serveApiKeys": API_KEYS,
+        **settings,
+    }
+
+
 # The stack files' values as shipped, for the tests of what a fresh clone does before its user adds an address.
 SHIPPED_STACK_FILE_VALUES = offline._stack_file_values
 
 
 @pytest.fixture(scope="session", autouse=True)
 def operator_allow_list() -> Iterator[None]:
-    """Every stack file as a new user has it after the README's first step, which adds their address.
+    """Every stack file as a new user has it after the README's first steps, which add their address and, for a
+    stack whose endpoint leaves the cluster, its certificate and API keys.
 
     No shipped stack carries an API allow-list (a real one is the user's own address); the step
-    `pulumi config set --path 'apiPublicAccessCidrs[0]' <ip>/32` writes it into Pulumi.<stack>.yaml.
+    `pulumi config set --path 'apiPublicAccessCidrs[0]' <ip>/32` writes it into Pulumi.<stack>.yaml, and
+    `pulumi config set --secret serveApiKeys ...` writes the keys there encrypted.
     """
     stack_file_values = offline._stack_file_values
 
     def with_allow_list(stack: str) -> dict[str, Any]:
-        return {API_ALLOW_LIST_KEY: OPERATOR_CIDRS, **stack_file_values(stack)}
+        values = stack_file_values(stack)
+        exposed = {}
+        if values.get(f"{PROJECT}:serveExposure", "none") != "none":
+            region = values.get("aws:region", offline.project_config()["aws:region"])
+            exposed = {
+                CERTIFICATE_KEY: OPERATOR_CERTIFICATE.format(region=region),
+                API_KEYS_KEY: {"secure": "v1:AAAAencryptedkeysAAAA"},
+            }
+        return {API_ALLOW_LIST_KEY: OPERATOR_CIDRS, **exposed, **values}
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(offline, "_stack_file_values", with_allow_list)

@@ -1,4 +1,6 @@
-"""A real local OpenAI-compatible server for the tools' tests: what Ray Serve LLM's ingress answers."""
+"""A real local OpenAI-compatible server for the tools' tests: what Ray Serve LLM's ingress answers, and, with
+`api_keys` set, what the stack's API-key ingress answers a request without one of them (serve_ext/ray_llm_eks_auth:
+401 with OpenAI's invalid_api_key error)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,32 @@ class OpenAIHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _refused(self) -> bool:
+        """Answers 401 as the auth ingress does when keys are on and the request has none of them."""
+        if not self.server.api_keys or self.headers.get("Authorization") in {
+            f"Bearer {key}" for key in self.server.api_keys
+        }:
+            return False
+        body = json.dumps(
+            {
+                "error": {
+                    "message": "invalid key",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            }
+        ).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
+
     def do_GET(self) -> None:
+        if self._refused():
+            return
         if self.path != "/v1/models":
             self.send_error(404)
             return
@@ -38,6 +65,8 @@ class OpenAIHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self._refused():
+            return
         self.server.requests.append(request)
         if self.path != "/v1/chat/completions" or not request.get("stream"):
             self.send_error(400)
@@ -71,6 +100,7 @@ class OpenAIServer(ThreadingHTTPServer):
         self.models = [MODEL]
         self.tokens = list(REPLY)
         self.requests: list[dict[str, Any]] = []
+        self.api_keys: list[str] = []  # none: every request is answered
 
     @property
     def base_url(self) -> str:

@@ -120,12 +120,14 @@ EXAMPLES = {
     "owner": "ml-platform",
     "costCenter": "ml-dev",
     "ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/",
+    "serveCertificateArn": "arn:aws:acm:sa-east-1:123456789012:certificate/0f6e5d4c-3b2a-4190-8877-665544332211",
 }
-# hfToken's value is never shown or checked beyond being a secret.
+# The secret settings' values are never shown: hfToken is checked only for being a secret, serveApiKeys's keys in
+# tests/test_serve_endpoint.py.
 STRING_KEYS = sorted(
     key
     for key, spec in declared_config().items()
-    if isinstance(spec, dict) and spec["type"] == "string" and key != "hfToken"
+    if isinstance(spec, dict) and spec["type"] == "string" and key not in ("hfToken", "serveApiKeys")
 )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from infra import changes
 from infra.changes import CHANGE_EFFECTS, RAYSERVICE_REPLACED, SERVE_IN_PLACE, settings_by_effect
+from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tools.change_reference import BEGIN_MARKER, END_MARKER, markdown_table
 from tools.offline import StackRun, run_stack
@@ -22,8 +23,15 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 MOVES = {
     changes.NOTHING_RUNNING.name: set(),
     changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "rayservice")},
-    changes.RAYSERVICE_REPLACED.name: {(RAYSERVICE, "rayservice"), (SECRET, "hf-token")},
+    changes.RAYSERVICE_REPLACED.name: {
+        (RAYSERVICE, "rayservice"),
+        (SECRET, "hf-token"),
+        (SECRET, "serve-api-keys"),
+        ("kubernetes:core/v1:ConfigMap", "serve-auth-code"),
+    },
     changes.SECRET_UPDATED.name: {(SECRET, "hf-token")},
+    changes.KEYS_RELOADED.name: {(SECRET, "serve-api-keys")},
+    changes.LOAD_BALANCER.name: {("kubernetes:core/v1:Service", "serve-load-balancer")},
     changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu")},
     changes.GPU_NODES_ROLLED.name: {(LAUNCH_TEMPLATE, "gpu")},
     changes.GPU_NODES_REPLACED.name: {(NODE_GROUP, "gpu"), (LAUNCH_TEMPLATE, "gpu")},
@@ -148,3 +156,35 @@ def test_the_readme_table_is_generated_from_the_change_model():
     assert readme[readme.index(BEGIN_MARKER) : readme.index(END_MARKER) + len(END_MARKER)] == markdown_table(), (
         "README's change table is stale: python -m tools.change_reference --write"
     )
+
+
+# Changes of the exposed endpoint's settings, from an exposed dev (tests/conftest.py `exposed`).
+EXPOSED_CHANGES: dict[str, dict[str, Any]] = {
+    "serveCertificateArn": exposed(
+        serveCertificateArn="arn:aws:acm:sa-east-1:123456789012:certificate/11111111-2222-4333-8444-555555555555"
+    ),
+    "serveApiKeyAuth": {**exposed(serveApiKeyAuth=False), "serveApiKeys": ""},
+    "serveExposure": exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"]),
+    "serveApiKeys": exposed(serveApiKeys=[API_KEYS[1]]),
+}
+
+
+@pytest.fixture(scope="module")
+def exposed_baseline() -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r.type, r.name): r.inputs for r in run_stack(exposed(), secret_keys=EXPOSED_SECRET_KEYS).resources}
+
+
+@pytest.mark.parametrize("key", sorted(EXPOSED_CHANGES))
+def test_an_exposed_endpoints_change_moves_only_what_its_effects_allow(exposed_baseline, key):
+    overrides = EXPOSED_CHANGES[key]
+    run = run_stack(overrides, secret_keys=EXPOSED_SECRET_KEYS if overrides["serveApiKeys"] else ())
+    allowed = {(ROLLOUT, "rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
+    assert moved(exposed_baseline, run) <= allowed
+
+
+def test_exposing_the_endpoint_replaces_the_rayservice_for_its_keys(dev):
+    """The pods mount the keys and the auth code (infra/rayservice.py serve_auth_volumes), a rayClusterConfig
+    change (infra/serve_app.py REPLACE_ON_CHANGES)."""
+    run = run_stack(exposed(), secret_keys=EXPOSED_SECRET_KEYS)
+    assert rayservice(run)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
+    assert RAYSERVICE_REPLACED in CHANGE_EFFECTS["serveExposure"]

@@ -120,7 +120,6 @@ def test_region_override_moves_the_default_image():
         ("apiPublicAccessCidrs", ["100.24.30.0/24"], "api_public_access_cidrs", ("100.24.30.0/24",)),
         ("gpuRootVolumeGiB", 400, "gpu_root_volume_gib", 400),
         ("capacityReservationId", "cr-0123456789abcdef0", "capacity_reservation_id", "cr-0123456789abcdef0"),
-        ("serveExposure", "internal", "serve_exposure", "internal"),
         ("serveReadyTimeoutMinutes", 90, "serve_ready_timeout_minutes", 90),
     ],
 )

@@ -26,6 +26,7 @@ from infra import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
+from tests.conftest import EXPOSED_SECRET_KEYS, exposed
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 
@@ -228,7 +229,7 @@ SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without t
 # Ranges that let the whole internet in: config validation rejects both (infra/config.py covers_the_internet);
 # the policies guard stacks built some other way.
 OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERNET))
-INTERNET_FACING = {"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]}
+INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
 
 
 def _set_ranges(
@@ -249,6 +250,22 @@ def _make_internet_facing_without_ranges(captured: CapturedStack) -> None:
     service = SERVE_LB(captured)
     service["metadata"]["annotations"].pop("service.beta.kubernetes.io/aws-load-balancer-internal")
     service["spec"].pop("loadBalancerSourceRanges")
+
+
+TLS_CERT = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
+TLS_PORTS = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+
+
+def _add_plain_port(captured: CapturedStack) -> None:
+    SERVE_LB(captured)["spec"]["ports"].append({"name": "http", "port": 80, "targetPort": 8000, "protocol": "TCP"})
+
+
+def _without_auth_ingress(captured: CapturedStack) -> None:
+    spec = RAYSERVICE(captured)["spec"]
+    config = yaml.safe_load(spec["serveConfigV2"])
+    for app in config["applications"]:
+        del app["args"]["ingress_cls_config"]
+    spec["serveConfigV2"] = yaml.safe_dump(config)
 
 
 BREAKAGES = [
@@ -342,6 +359,7 @@ BREAKAGES = [
             MANDATORY,
             "serveSourceCidrs",
             overrides=INTERNET_FACING,
+            secret_keys=EXPOSED_SECRET_KEYS,
             edit=_set_ranges(ranges, SERVE_LB, "spec", "loadBalancerSourceRanges"),
         )
         for name, ranges in OPEN_TO_THE_INTERNET
@@ -353,6 +371,51 @@ BREAKAGES = [
         "serveSourceCidrs",
         stack="prod",
         edit=_make_internet_facing_without_ranges,
+    ),
+    Breakage(
+        "lb-no-certificate",
+        "serve-endpoint-tls",
+        MANDATORY,
+        "serveCertificateArn",
+        stack="prod",
+        edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].pop(TLS_CERT),
+    ),
+    Breakage(
+        "lb-plain-port", "serve-endpoint-tls", MANDATORY, "serveCertificateArn", stack="prod", edit=_add_plain_port
+    ),
+    Breakage(
+        "lb-tls-ports-elsewhere",
+        "serve-endpoint-tls",
+        MANDATORY,
+        "serveCertificateArn",
+        stack="prod",
+        edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].update({TLS_PORTS: "8443"}),
+    ),
+    Breakage(
+        "internet-facing-no-keys",
+        "serve-endpoint-authenticated",
+        MANDATORY,
+        "serveApiKeyAuth",
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_without_auth_ingress,
+    ),
+    Breakage(
+        "internal-no-keys",
+        "serve-endpoint-authenticated-internal",
+        ADVISORY,
+        "serveApiKeyAuth",
+        stack="prod",
+        overrides={"serveApiKeyAuth": False, "serveApiKeys": ""},
+    ),
+    Breakage(
+        "api-key-in-a-plain-output",
+        "credentials-not-in-outputs",
+        MANDATORY,
+        "serveApiKeys",
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_add_output("clientKey", lambda c: c.outputs["serveApiKey"]),
     ),
     Breakage(
         "hf-token-output",
@@ -615,3 +678,15 @@ def test_remote_write_to_amp_passes(engine: OfflinePolicyEngine) -> None:
     run = run_stack({"ampWorkspaceUrl": workspace}, stack="dev")
     assert run.get("aws:iam/role:Role", "observability-remote-write")
     assert preview(engine, CapturedStack.of(run, "dev")) == []
+
+
+def test_pack_and_program_name_the_same_auth_ingress_and_tls_annotations() -> None:
+    """The pack cannot import infra/: the names it looks for are held to the ones the program writes."""
+    from infra import rayservice, serve_auth
+    from policy.ray_llm_policies import serving as pack_serving
+
+    assert pack_serving.AUTH_INGRESS_CLS == serve_auth.INGRESS_CLS
+    assert (pack_serving.TLS_CERT_ANNOTATION, pack_serving.TLS_PORTS_ANNOTATION) == (
+        rayservice.TLS_CERT_ANNOTATION,
+        rayservice.TLS_PORTS_ANNOTATION,
+    )

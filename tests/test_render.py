@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -10,7 +11,13 @@ import pytest
 import yaml
 
 from infra.config import OFFLINE_ALLOW_LIST_OPTION
-from tests.conftest import API_ALLOW_LIST_KEY, OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
+from tests.conftest import (
+    API_ALLOW_LIST_KEY,
+    API_KEYS,
+    OPERATOR_CERTIFICATE,
+    OPERATOR_CIDRS,
+    SHIPPED_STACK_FILE_VALUES,
+)
 from tests.schemas import core_object_errors, custom_resource_validator, rayservice_errors, schema_errors, schemas_dir
 from tools import offline, render
 from tools.offline import StackRun
@@ -26,6 +33,10 @@ EVERY_OBJECT = [
     "serveExposure=internet-facing",
     "--config",
     'serveSourceCidrs=["100.24.20.0/24"]',
+    "--config",
+    f"serveCertificateArn={OPERATOR_CERTIFICATE.format(region='sa-east-1')}",
+    "--secret",
+    f"serveApiKeys={json.dumps(API_KEYS)}",
 ]
 
 
@@ -89,6 +100,7 @@ def test_every_object_is_rendered_in_apply_order(full_render):
     assert names == [
         "01-namespace-inference.yaml",
         "02-secret-hf-token.yaml",
+        "02-secret-serve-api-keys.yaml",
         "03-service-ray-llm-serve-lb.yaml",
         "04-rayservice-ray-llm.yaml",
         "05-configmap-dashboard-dcgm-exporter.yaml",
@@ -96,6 +108,8 @@ def test_every_object_is_rendered_in_apply_order(full_render):
         "05-configmap-dashboard-ray-serve-deployment.yaml",
         "05-configmap-dashboard-ray-serve-llm.yaml",
         "05-configmap-dashboard-ray-serve.yaml",
+        # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
+        "05-configmap-serve-auth-code.yaml",
         "06-podmonitor-kuberay-operator.yaml",
         "06-podmonitor-ray-head.yaml",
         "06-podmonitor-ray-workers.yaml",
@@ -182,6 +196,21 @@ def test_secrets_are_never_written(full_render):
     assert "kubectl create secret generic hf-token -n inference" in files["manifests/02-secret-hf-token.yaml"]
     assert "| hfToken | [secret] | --secret |" in files["plan.md"]
     assert "| kubeconfig | [secret] |" in files["plan.md"]
+
+
+def test_api_keys_are_never_written(full_render):
+    """Each key of the list stays out of every file: the keys Secret is redacted, the key output shown as secret."""
+    files = rendered(full_render)
+    assert not [path for path, text in files.items() if any(key in text for key in API_KEYS)]
+    secret = yaml.safe_load(files["manifests/02-secret-serve-api-keys.yaml"])
+    assert secret["stringData"] == {"keys": REDACTED}
+    assert "| serveApiKeys | [secret] | --secret |" in files["plan.md"]
+    assert "| serveApiKey | [secret] |" in files["plan.md"]
+
+
+def test_a_key_of_the_list_would_stop_the_write():
+    files = {"plan.md": f"key: {API_KEYS[1]}"}
+    assert render.leaked_secrets(files, [json.dumps(API_KEYS)]) == ["plan.md"]
 
 
 def test_a_secret_that_would_leak_stops_the_write():

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from tests.chart_values import chart_defaults, unknown_value_keys
+from tests.conftest import EXPOSED_SECRET_KEYS, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
 from tests.schemas import kuberay_dir, rayservice_errors
 from tools.offline import run_stack
@@ -237,7 +238,7 @@ def test_load_balancer_selects_pods_the_rayservice_labels(prod):
 
 
 def test_internet_facing_load_balancer_is_public_but_restricted():
-    run = run_stack({"serveExposure": "internet-facing", "serveSourceCidrs": ["100.24.20.0/24"]})
+    run = run_stack(exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"]), secret_keys=EXPOSED_SECRET_KEYS)
     service = run.get(SERVICE, "serve-load-balancer").inputs
     assert "service.beta.kubernetes.io/aws-load-balancer-internal" not in service["metadata"]["annotations"]
     assert service["spec"]["loadBalancerSourceRanges"] == ["100.24.20.0/24"]

@@ -427,3 +427,47 @@ def test_a_pending_second_cluster_fails(cluster, api, capsys):
     cluster.rayservice["status"]["pendingServiceStatus"] = {"rayClusterName": "ray-llm-fghij"}
     assert run_verify(cluster, base_url=api.base_url) == 1
     assert "[FAIL] rayservice: KubeRay is starting a second RayCluster ray-llm-fghij" in capsys.readouterr().out
+
+
+# --- an endpoint that asks for API keys ---
+
+KEY = "5b2d" * 16
+
+
+def outputs_with_key(tmp_path: Path) -> Path:
+    """The recorded outputs plus the secret `serveApiKey`, as `pulumi stack output --show-secrets` prints it."""
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({**load("outputs.json"), "serveApiKey": KEY}))
+    return path
+
+
+def run_verify_with_key(cluster: RecordedCluster, api, tmp_path: Path) -> int:
+    outputs = outputs_with_key(tmp_path)
+    return main(["--outputs-file", str(outputs), "--base-url", api.base_url], connect=lambda kubeconfig: cluster)
+
+
+def test_the_stacks_key_is_sent_and_a_keyless_request_must_be_refused(cluster, api, tmp_path, capsys):
+    api.api_keys = [KEY]
+    assert run_verify_with_key(cluster, api, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "without a key: 401" in out
+    assert KEY not in out
+    (chat,) = api.requests
+    assert chat["model"] == MODEL
+
+
+def test_an_endpoint_that_answers_without_a_key_fails(cluster, api, tmp_path, capsys):
+    assert run_verify_with_key(cluster, api, tmp_path) == 1  # the server asks for no key
+    assert "a request without an API key got 200, not 401" in capsys.readouterr().out
+
+
+def test_a_key_the_endpoint_does_not_take_fails(cluster, api, tmp_path, capsys):
+    api.api_keys = ["6c3e" * 16]
+    assert run_verify_with_key(cluster, api, tmp_path) == 1
+    out = capsys.readouterr().out
+    assert "the endpoint refused the stack's API key (401)" in out
+    assert KEY not in out
+
+
+def test_the_key_is_not_shown_with_the_outputs():
+    assert KEY not in repr(StackOutputs.from_json({**load("outputs.json"), "serveApiKey": KEY}))

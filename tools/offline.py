@@ -22,7 +22,7 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 
 from infra import model_source, node_groups
-from infra.config import SECRET_SETTINGS, StackConfig, load_config
+from infra.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig, load_config
 from infra.quota import ON_DEMAND_VCPU_QUOTAS
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
@@ -75,11 +75,18 @@ class StackFile:
     secret_keys: set[str]
 
 
+def _encrypted_placeholder(key: str, stack: str) -> str:
+    """What offline shows for a value it cannot decrypt, in the setting's own shape (the keys are a JSON list)."""
+    if key == f"{PROJECT}:{API_KEYS_SETTING}":
+        return json.dumps([f"<encrypted:Pulumi.{stack}.yaml:offline-stand-in>"])  # a key's length, no spaces
+    return f"<encrypted in Pulumi.{stack}.yaml>"
+
+
 def stack_file(stack: str) -> StackFile:
     values = _stack_file_values(stack)
     return StackFile(
         config={
-            key: f"<encrypted in Pulumi.{stack}.yaml>" if _is_encrypted(value) else cli_string(value)
+            key: _encrypted_placeholder(key, stack) if _is_encrypted(value) else cli_string(value)
             for key, value in values.items()
         },
         secret_keys={key for key, value in values.items() if _is_encrypted(value)},

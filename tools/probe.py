@@ -41,9 +41,10 @@ class ChatTiming:
         return (self.completion_tokens - 1) / max(self.total_s - self.ttft_s, 1e-9)
 
 
-def client(base_url: str, timeout_s: float) -> openai.OpenAI:
-    """A client of the serve endpoint (`.../v1`); the endpoint takes no key, and a failure is reported, not retried."""
-    return openai.OpenAI(base_url=base_url, api_key="unused", timeout=timeout_s, max_retries=0)
+def client(base_url: str, timeout_s: float, api_key: str | None = None) -> openai.OpenAI:
+    """A client of the serve endpoint (`.../v1`), with the stack's API key when it asks for one (`serveApiKey`);
+    a failure is reported, not retried."""
+    return openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout_s, max_retries=0)
 
 
 def model_ids(api: openai.OpenAI) -> list[str]:

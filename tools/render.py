@@ -19,6 +19,7 @@ Exit status: 0 rendered, 1 invalid configuration (the message names every bad ke
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -377,9 +378,20 @@ def rendered_files(run: StackRun, request: RenderRequest) -> dict[str, str]:
     return files
 
 
+def secret_parts(value: str) -> list[str]:
+    """A secret setting's value and, for a JSON list (serveApiKeys), each item: any one of them must stay out."""
+    try:
+        items = json.loads(value)
+    except ValueError:
+        items = None
+    return [value, *(item for item in items if isinstance(item, str))] if isinstance(items, list) else [value]
+
+
 def leaked_secrets(files: Mapping[str, str], secret_values: Sequence[str]) -> list[str]:
-    """Files that contain one of the secret values: a bug of the render, never to be written."""
-    searched = [value for value in secret_values if len(value) >= MIN_SEARCHED_SECRET_LENGTH]
+    """Files that contain one of the secret values (or an item of one that is a list): a bug of the render, never
+    to be written."""
+    parts = [part for value in secret_values for part in secret_parts(value)]
+    searched = [value for value in parts if len(value) >= MIN_SEARCHED_SECRET_LENGTH]
     return sorted(path for path, text in files.items() if any(value in text for value in searched))
 
 

@@ -9,7 +9,8 @@ It automates the sample's manual checks from the stack's outputs (`pulumi stack 
     2. the RayService is Running (Ready), no application is DEPLOY_FAILED or UNHEALTHY (KubeRay keeps Ready
        over them), no second cluster is pending, and KubeRay's serve Service exists;
     3. through `kubectl port-forward` (or `--base-url`), /v1/models lists the model and a streamed
-       chat completion returns tokens: time to first token and tokens/s are printed;
+       chat completion returns tokens: time to first token and tokens/s are printed; when the stack has
+       API keys, the calls send `serveApiKey` and a request without a key must get 401;
     4. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
        fallback at TCP speed, fails the check;
     5. with the stack's Prometheus (`observability`): through a port-forward to it (or `--prometheus-url`),
@@ -35,10 +36,12 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -112,6 +115,7 @@ class StackOutputs:
     serve_endpoint: str
     kubeconfig: str | None = None
     prometheus_endpoint: str | None = None  # with observability
+    api_key: str | None = field(default=None, repr=False)  # serveApiKey, when the endpoint asks for keys
 
     REQUIRED = ("namespace", "rayServiceName", "modelId", "gpuNodeGroupName", "serveEndpoint")
 
@@ -131,6 +135,7 @@ class StackOutputs:
             serve_endpoint=outputs["serveEndpoint"],
             kubeconfig=kubeconfig or None,
             prometheus_endpoint=outputs.get("prometheusEndpoint") or None,
+            api_key=outputs.get("serveApiKey") or None,
         )
 
     @property
@@ -405,12 +410,26 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
     return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
 
 
+def keyless_status(base_url: str, timeout_s: float) -> int:
+    """The HTTP status of GET /v1/models sent without an Authorization header."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def check_completion(ctx: VerifyContext) -> CheckResult:
     model = ctx.outputs.model_id
     details: list[str] = []
     try:
         with ctx.open_endpoint() as base_url:
-            api = client(base_url, ctx.timeout_s)
+            if ctx.outputs.api_key:
+                status = keyless_status(base_url, ctx.timeout_s)
+                if status != 401:
+                    return CheckResult(False, f"a request without an API key got {status}, not 401", tuple(details))
+                details.append("without a key: 401")
+            api = client(base_url, ctx.timeout_s, ctx.outputs.api_key)
             models = model_ids(api)
             details += [f"endpoint {base_url}", f"models: {', '.join(models) or '(none)'}"]
             if model not in models:
@@ -418,7 +437,9 @@ def check_completion(ctx: VerifyContext) -> CheckResult:
             timing, reply = stream_chat(api, model, PROMPT, MAX_TOKENS)
     except EmptyCompletion as error:
         return CheckResult(False, str(error), tuple(details))
-    except (ConnectionError, openai.OpenAIError) as error:
+    except openai.AuthenticationError:
+        return CheckResult(False, "the endpoint refused the stack's API key (401): is serveApiKey one of serveApiKeys?")
+    except (OSError, openai.OpenAIError) as error:
         return CheckResult(False, f"the endpoint did not answer: {error}")
     details.append(f"reply: {reply.strip()[:80]!r}")
     summary = (

@@ -39,6 +39,9 @@ TAGGABLE_TYPES = frozenset(
 )
 # The only output allowed to carry a kubeconfig: the program exports it as a secret.
 KUBECONFIG_OUTPUTS = frozenset({"kubeconfig"})
+# The one output that may carry a Secret's value: the first API key, exported as a secret for the operator's own
+# calls, from the keys Secret (the Pulumi resource the program names so).
+KEY_OUTPUTS = {"serveApiKey": "serve-api-keys"}
 # Shorter Secret values ("true", a port) would match innocent outputs by chance.
 MIN_CREDENTIAL_LENGTH = 8
 
@@ -69,14 +72,18 @@ def _missing_ownership_tags(resource: Inspected) -> Iterator[str]:
 
 
 def _secret_values(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
-    """The values of the stack's Kubernetes Secrets (the HF token), as given and base64-decoded."""
+    """The values of the stack's Kubernetes Secrets (the HF token, the API keys), as given and base64-decoded, and
+    each line of a value of several (the keys file holds one key a line)."""
     for secret in of_type(resources, KUBERNETES_SECRET):
-        yield from ((secret, value) for value in known_strings(get(secret.props, "stringData", default={})))
+        values = list(known_strings(get(secret.props, "stringData", default={})))
         for encoded in known_strings(get(secret.props, "data", default={})):
             try:
-                yield secret, base64.b64decode(encoded, validate=True).decode()
+                values.append(base64.b64decode(encoded, validate=True).decode())
             except (binascii.Error, UnicodeDecodeError):
                 continue
+        for value in values:
+            lines = [line.strip() for line in value.splitlines() if line.strip()]
+            yield from ((secret, part) for part in dict.fromkeys([value, *lines]))
 
 
 def _parse_document(text: str) -> Any:
@@ -108,9 +115,10 @@ def _credentials_in_outputs(resources: Sequence[PolicyResource]) -> Iterator[tup
 
     A policy cannot tell a secret output from a plain one: pulumi_policy hands every secret over
     decrypted and unmarked (pulumi/pulumi-policy#241). So the rule is stricter than "not plain": no
-    output may carry a Kubernetes Secret's value (nothing outside the cluster needs the HF token),
-    and a kubeconfig may leave only through the output the program marks secret. That this output is
-    secret is proven by the tests, where the mock runner sees secrecy.
+    output may carry a Kubernetes Secret's value (nothing outside the cluster needs the HF token) but
+    serveApiKey a key of the keys Secret, and a kubeconfig may leave only through the output the
+    program marks secret. That these outputs are secret is proven by the tests, where the mock runner
+    sees secrecy.
     """
     credentials = [
         (secret, value) for secret, value in _secret_values(resources) if len(value) >= MIN_CREDENTIAL_LENGTH
@@ -123,12 +131,15 @@ def _credentials_in_outputs(resources: Sequence[PolicyResource]) -> Iterator[tup
                 continue  # known only after the update; the policy runs again then
             strings = list(known_strings(value))
             for secret, credential in credentials:
+                if KEY_OUTPUTS.get(output_name) == secret.name:
+                    continue  # its own secret output; that it is secret is proven by the tests
                 if any(credential in text for text in strings):
                     yield (
                         stack,
                         f"stack output '{output_name}' contains a value of Kubernetes Secret '{secret.name}'. "
                         "Fix: remove the export; Secret values stay in the cluster (the pods read the Hugging Face "
-                        "token from it; set it only with `pulumi config set --secret hfToken <token>`).",
+                        "token from it; set it only with `pulumi config set --secret hfToken <token>`), and an API "
+                        "key of serveApiKeys leaves it only as the secret output serveApiKey.",
                     )
             if output_name not in KUBECONFIG_OUTPUTS and _holds_kubeconfig(value):
                 yield (
@@ -148,7 +159,8 @@ OWNERSHIP_TAGS_PRESENT = resource_policy(
 )
 CREDENTIALS_NOT_IN_OUTPUTS = stack_policy(
     "credentials-not-in-outputs",
-    "No stack output carries a credential in the clear: the HF token never, a kubeconfig only as the secret output.",
+    "No stack output carries a credential in the clear: the HF token never, a kubeconfig and an API key only as "
+    "their secret outputs (kubeconfig, serveApiKey).",
     EnforcementLevel.MANDATORY,
     _credentials_in_outputs,
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,14 @@ IMAGE_DIGEST_MARKER = "@sha256:"
 # The in-tree/cloud-controller annotation, and the AWS Load Balancer Controller's scheme annotation.
 INTERNAL_LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-internal"
 LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
+# EKS's cloud provider makes a TLS listener of a port with this certificate when the ports annotation lists it by
+# number or name, or is absent or "*" (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go getPortSets and
+# EnsureLoadBalancer); any other port is plain TCP.
+TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
+TLS_PORTS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+# The ingress class that asks every request for an API key (serve_ext/ray_llm_eks_auth; the pack cannot import
+# infra/, a test holds this equal to infra/serve_auth.py INGRESS_CLS).
+AUTH_INGRESS_CLS = "ray_llm_eks_auth.ingress:ApiKeyIngress"
 
 
 class ServeConfigError(ValueError):
@@ -220,6 +228,79 @@ def _open_load_balancers(resource: Inspected) -> Iterator[str]:
         )
 
 
+def _load_balancer_annotations(resource: Inspected) -> Mapping[str, Any] | None:
+    """A LoadBalancer Service's annotations; None for any other Service."""
+    if get(resource.props, "spec", "type") != "LoadBalancer":
+        return None
+    return get(resource.props, "metadata", "annotations", default={}) or {}
+
+
+def _plain_text_ports(resource: Inspected) -> Iterator[str]:
+    annotations = _load_balancer_annotations(resource)
+    if annotations is None:
+        return
+    fix = "Fix: set serveCertificateArn to an ACM certificate of the stack's region (the stack then listens on 443)."
+    if not get(annotations, TLS_CERT_ANNOTATION):
+        yield (
+            f"Service '{resource.name}' is a load balancer without a TLS certificate: the model API is plain HTTP. "
+            f"{fix}"
+        )
+        return
+    listed = str(get(annotations, TLS_PORTS_ANNOTATION, default="*") or "*")
+    if listed == "*":
+        return
+    names = set(listed.split(","))
+    for port in mappings(get(resource.props, "spec", "ports", default=[])):
+        number = as_number(get(port, "port"))
+        if str(get(port, "name", default="")) not in names and (number is None or str(int(number)) not in names):
+            yield (
+                f"Service '{resource.name}' serves port {get(port, 'port')} in plain text: "
+                f"{TLS_PORTS_ANNOTATION} ({listed}) leaves it out. {fix}"
+            )
+
+
+def _selects(service: PolicyResource, rayservice: PolicyResource) -> bool:
+    """Whether the Service's selector picks the RayService's pods (KubeRay's own ray.io/* labels aside)."""
+    if get(service.props, "metadata", "namespace") != get(rayservice.props, "metadata", "namespace"):
+        return False
+    selector = get(service.props, "spec", "selector", default={}) or {}
+    labels = get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", "template", "metadata", "labels")
+    wanted = {key: value for key, value in selector.items() if not str(key).startswith("ray.io/")}
+    return bool(wanted) and all(get(labels, key) == value for key, value in wanted.items())
+
+
+def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
+    text = get(rayservice.props, "spec", "serveConfigV2")
+    try:
+        document = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return []  # unreadable: prefill-decode-consistent reports it
+    return [
+        str(get(app, "name", default=""))
+        for app in mappings(get(document, "applications") if isinstance(document, Mapping) else None)
+        if get(app, "args", "ingress_cls_config", "ingress_cls") != AUTH_INGRESS_CLS
+    ]
+
+
+def _exposed_without_keys(internet_facing: bool) -> Callable[[Sequence[PolicyResource]], Iterator[tuple]]:
+    def check(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+        for service in of_type(resources, KUBERNETES_SERVICE):
+            annotations = _load_balancer_annotations(service)
+            if annotations is None or _is_internal_load_balancer(annotations) is internet_facing:
+                continue
+            for rayservice in of_type(resources, RAY_SERVICE):
+                apps = _unauthenticated_apps(rayservice) if _selects(service, rayservice) else []
+                if apps:
+                    yield (
+                        rayservice,
+                        f"RayService '{rayservice.name}' is reached through load balancer '{service.name}' and its "
+                        f"application(s) {', '.join(apps)} take requests without an API key. Fix: set "
+                        "serveApiKeyAuth to true and serveApiKeys (`pulumi config set --secret serveApiKeys ...`).",
+                    )
+
+    return check
+
+
 NIXL_LIBFABRIC_ON_EFA = stack_policy(
     "nixl-libfabric-on-efa",
     "With EFA on, the RayService's NIXL KV transfer uses the LIBFABRIC backend (UCX would run at TCP speed).",
@@ -249,8 +330,27 @@ IMAGES_PINNED = resource_policy(
 )
 SERVE_ENDPOINT_NOT_OPEN = resource_policy(
     "serve-endpoint-not-open",
-    "The serve endpoint is not internet-facing without source CIDRs: the model API has no authentication.",
+    "The serve endpoint is not internet-facing without source CIDRs, a gate in front of its API keys.",
     EnforcementLevel.MANDATORY,
     {KUBERNETES_SERVICE},
     _open_load_balancers,
+)
+SERVE_ENDPOINT_TLS = resource_policy(
+    "serve-endpoint-tls",
+    "A load balancer in front of the model API listens for TLS only: a certificate, on every port.",
+    EnforcementLevel.MANDATORY,
+    {KUBERNETES_SERVICE},
+    _plain_text_ports,
+)
+SERVE_ENDPOINT_AUTHENTICATED = stack_policy(
+    "serve-endpoint-authenticated",
+    "A RayService behind an internet-facing load balancer asks every request for an API key (the auth ingress).",
+    EnforcementLevel.MANDATORY,
+    _exposed_without_keys(internet_facing=True),
+)
+SERVE_ENDPOINT_AUTHENTICATED_INTERNAL = stack_policy(
+    "serve-endpoint-authenticated-internal",
+    "A RayService behind an internal load balancer asks for an API key (serveApiKeyAuth false turns it off).",
+    EnforcementLevel.ADVISORY,
+    _exposed_without_keys(internet_facing=False),
 )
