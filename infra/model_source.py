@@ -16,6 +16,8 @@ Then `max_model_len` must fit the model's own limit, which vLLM derives from the
 (`vllm/config/model.py`, `_get_and_verify_max_len`: "User-specified max_model_len … is greater than the derived
 max_model_len"), and the architecture should be one vLLM registers (`vllm/model_executor/models/registry.py`,
 vendored from vLLM 0.26.0; others fall to its Transformers backend, so that is a warning).
+It also reads the bytes of the tensors vLLM will load from the safetensors headers, which the capacity estimate
+(infra/capacity.py) needs with the config.
 """
 
 from __future__ import annotations
