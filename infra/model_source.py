@@ -16,6 +16,8 @@ Then `max_model_len` must fit the model's own limit, which vLLM derives from the
 (`vllm/config/model.py`, `_get_and_verify_max_len`: "User-specified max_model_len … is greater than the derived
 max_model_len"), and the architecture should be one vLLM registers (`vllm/model_executor/models/registry.py`,
 vendored from vLLM 0.26.0; others fall to its Transformers backend, so that is a warning).
+It also reads the bytes of the tensors vLLM will load from the safetensors headers, which the capacity estimate
+(infra/capacity.py) needs with the config.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ MAX_LENGTH_KEYS = (
 )
 
 
+# huggingface_hub constants.py: the file names of a safetensors checkpoint and the longest header it parses;
+# hf_api.py parse_safetensors_file_metadata fetches a header's first 100,000 bytes at once.
+SAFETENSORS_SINGLE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+SAFETENSORS_MAX_HEADER_LENGTH = 25_000_000
+SAFETENSORS_HEADER_PREFETCH = 100_000
+# The checkpoint names of a vision tower vLLM 0.26 leaves unbuilt with language_model_only (Qwen3.5/Qwen3-VL).
+TOWER_PREFIXES = ("model.visual.",)
+
+
 class ModelSourceError(RuntimeError):
     """The model source cannot be fetched or loaded as configured; the message says why and what to do."""
 
@@ -65,7 +77,11 @@ ReadS3Object = Callable[[str, str], str]
 
 
 def https_get(url: str, headers: Mapping[str, str]) -> HttpAnswer:
-    request = urllib.request.Request(url, headers=dict(headers))
+    request = urllib.request.Request(url)
+    for name, value in headers.items():
+        # Not passed on through a redirect: the Hub sends weights from a CDN's signed URL, and huggingface_hub's
+        # client (httpx) drops Authorization on a redirect to another host too.
+        request.add_unredirected_header(name, value)
     try:
         with urllib.request.urlopen(request, timeout=HUB_TIMEOUT_S) as response:
             return HttpAnswer(response.status, dict(response.headers), response.read())
@@ -192,24 +208,89 @@ def config_problems(source: str, config: Mapping[str, Any], max_model_len: int) 
     return errors, warnings
 
 
-def check_model_source(
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the preflight read: the config (None where it could not be read) and the weights' bytes vLLM loads
+    (None where they could not be read), with warnings about what it could not tell."""
+
+    config: Mapping[str, Any] | None
+    weight_bytes: int | None
+    warnings: tuple[str, ...]
+
+
+def _safetensors_header_bytes(
+    source: str, filename: str, answer: HttpAnswer, fetch_rest: Callable[[int], bytes]
+) -> dict[str, int]:
+    """A safetensors file's tensors -> bytes: an 8-byte little-endian header length, then the JSON header whose
+    entries give each tensor's `data_offsets` (huggingface_hub `hf_api.py` `parse_safetensors_file_metadata`)."""
+    size = int.from_bytes(answer.body[:8], "little")
+    if size > SAFETENSORS_MAX_HEADER_LENGTH:
+        raise ModelSourceError(f"modelSource={source!r}: {filename} has a safetensors header of {size} bytes")
+    header = answer.body[8 : 8 + size] if size <= len(answer.body) - 8 else fetch_rest(size)
+    entries = json.loads(header)
+    return {
+        name: entry["data_offsets"][1] - entry["data_offsets"][0]
+        for name, entry in entries.items()
+        if name != "__metadata__"
+    }
+
+
+def hub_weight_bytes(repo: str, token: str | None, language_model_only: bool, fetch: Fetch | None = None) -> int | None:
+    """The bytes of the tensors vLLM loads, from the safetensors headers on the Hub, as huggingface_hub's
+    `get_safetensors_metadata` reads them: `model.safetensors` alone, or `model.safetensors.index.json`'s shards;
+    each header by a Range request of its first 100,000 bytes, and the rest where the header is longer. With
+    `language_model_only` the vision tower's tensors are left out (vLLM 0.26 does not build it:
+    `interfaces.py` `_mark_tower_model`; Qwen3.5's tower is `model.visual`, `models/qwen3_5.py`). None where the
+    repo has no safetensors weights."""
+    get = fetch or https_get
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def ask(filename: str, byte_range: str | None = None) -> HttpAnswer:
+        headers = {**auth, **({"Range": f"bytes={byte_range}"} if byte_range else {})}
+        return get(f"{HUB}/{repo}/resolve/main/{filename}", headers)
+
+    def header(filename: str) -> dict[str, int]:
+        answer = ask(filename, f"0-{SAFETENSORS_HEADER_PREFETCH}")
+        if answer.status not in (200, 206):
+            raise ModelSourceError(_hub_problem(repo, answer, token is not None))
+        return _safetensors_header_bytes(repo, filename, answer, lambda size: ask(filename, f"8-{size + 7}").body)
+
+    index = ask(SAFETENSORS_INDEX)
+    if index.status == 200:
+        shards = sorted(set(json.loads(index.body)["weight_map"].values()))
+    elif ask(SAFETENSORS_SINGLE, "0-7").status in (200, 206):
+        shards = [SAFETENSORS_SINGLE]
+    else:
+        return None
+    tensors = {name: size for shard in shards for name, size in header(shard).items()}
+    skipped = TOWER_PREFIXES if language_model_only else ()
+    return sum(size for name, size in tensors.items() if not name.startswith(skipped))
+
+
+def read_model(
     source: str,
     max_model_len: int,
     hf_token: str | None,
+    language_model_only: bool,
     *,
     fetch: Fetch | None = None,
     read_s3: ReadS3Object | None = None,
-) -> list[str]:
-    """Raises ModelSourceError for a source the engines could not load; returns warnings for what it can't tell."""
+) -> ModelFacts:
+    """The preflight (raises ModelSourceError for a source the engines could not load), and what capacity needs."""
     if source.startswith("/"):
-        return [f"modelSource={source!r} is a path inside the image: not checked before deploying"]
+        return ModelFacts(
+            None, None, (f"modelSource={source!r} is a path inside the image: not checked before deploying",)
+        )
     if source.startswith("s3://"):
         config = s3_config(source, read_s3)
         if config is None:
-            return [f"modelSource={source!r}: config.json exists but is not stored as text or JSON; not checked"]
+            warning = f"modelSource={source!r}: config.json exists but is not stored as text or JSON; not checked"
+            return ModelFacts(None, None, (warning,))
+        weights = None  # pulumi-aws's getObject returns no binary body, so no safetensors header
     else:
         config = hub_config(source, hf_token, fetch)
+        weights = hub_weight_bytes(source, hf_token, language_model_only, fetch)
     errors, warnings = config_problems(source, config, max_model_len)
     if errors:
         raise ModelSourceError("; ".join(errors))
-    return warnings
+    return ModelFacts(config, weights, tuple(warnings))

@@ -7,13 +7,20 @@ from typing import Any
 import pulumi
 
 from infra.alerts import AlertArgs
+from infra.capacity import (
+    CapacityError,
+    EngineCapacity,
+    capacity_problem,
+    kv_layout,
+    vllm_default_gpu_memory_utilization,
+)
 from infra.changes import settings_by_effect
 from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.model_source import check_model_source
+from infra.model_source import ModelFacts, read_model
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.observability import (
@@ -31,6 +38,32 @@ from infra.serve_app import Serving, ServingArgs
 from infra.serve_config import application_name
 
 
+def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | None:
+    """What each engine (prefill and decode alike) holds, printed in preview; raises CapacityError where not one
+    request of maxModelLen fits. None, with a warning, where the model's layout or weights are not known."""
+    layout = kv_layout(model.config, cfg.topology.tensor_parallel_size) if model.config else None
+    if layout is None or model.weight_bytes is None:  # a path in the image or an unreadable S3 config warned already
+        if model.config:
+            pulumi.log.warn(
+                f"modelSource={cfg.model_source!r}: capacity not estimated (its "
+                f"{'layer kinds' if layout is None else 'safetensors weights'} are not known here)"
+            )
+        return None
+    capacity = EngineCapacity(
+        layout=layout,
+        tensor_parallel_size=cfg.topology.tensor_parallel_size,
+        gpu_memory_mib=cfg.topology.node.gpu_memory_mib,
+        gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
+        weight_bytes=model.weight_bytes,
+        max_model_len=cfg.max_model_len,
+    )
+    problem = capacity_problem(capacity)
+    if problem:
+        raise CapacityError(problem)
+    pulumi.log.info(f"capacity {capacity.describe()}")
+    return capacity.summary()
+
+
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """Declares every resource and returns the stack outputs.
 
@@ -44,9 +77,12 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     placement = discover_placement(cfg)
     addons = check_offerings(cfg)
     check_gpu_vcpu_quota(cfg)
+    capacity = None
     if cfg.model_preflight:
-        for warning in check_model_source(cfg.model_source, cfg.max_model_len, cfg.hf_token_value):
+        model = read_model(cfg.model_source, cfg.max_model_len, cfg.hf_token_value, cfg.language_model_only)
+        for warning in model.warnings:
             pulumi.log.warn(warning)
+        capacity = engine_capacity(cfg, model)
     network = Network(
         "network",
         NetworkArgs(
@@ -188,6 +224,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         **endpoint_outputs(cfg),
         **(observability_outputs() if cfg.observability else {}),
     }
+    if capacity is not None:
+        outputs["engineCapacity"] = capacity
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
         # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).

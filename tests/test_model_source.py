@@ -12,8 +12,8 @@ from infra.model_source import (
     MAX_LENGTH_KEYS,
     REGISTRY,
     ModelSourceError,
-    check_model_source,
     model_max_length,
+    read_model,
     vllm_architectures,
 )
 from tests.rayservice_parts import RAYSERVICE
@@ -22,14 +22,18 @@ from tools.offline import HUB_CONFIGS, hub_fetch, run_stack
 CONVERTOR = REGISTRY.parent / "model_arch_config_convertor.py"
 
 
+def model_warnings(source, max_model_len, token, **lookups) -> list[str]:
+    return list(read_model(source, max_model_len, token, False, **lookups).warnings)
+
+
 def refused(source: str, max_model_len: int = 4096, token: str | None = None) -> str:
     with pytest.raises(ModelSourceError) as caught:
-        check_model_source(source, max_model_len, token, fetch=hub_fetch)
+        model_warnings(source, max_model_len, token, fetch=hub_fetch)
     return str(caught.value)
 
 
 def test_the_default_model_passes():
-    assert check_model_source("Qwen/Qwen3.5-9B", 4096, None, fetch=hub_fetch) == []
+    assert model_warnings("Qwen/Qwen3.5-9B", 4096, None, fetch=hub_fetch) == []
 
 
 def test_a_repository_the_hub_does_not_show_is_refused_with_the_token_hint():
@@ -48,7 +52,7 @@ def test_a_gated_repository_without_a_token_is_refused():
 
 
 def test_a_gated_repository_with_a_token_passes():
-    assert check_model_source("meta-llama/Llama-3.1-8B", 8192, "hf_test", fetch=hub_fetch) == []
+    assert model_warnings("meta-llama/Llama-3.1-8B", 8192, "hf_test", fetch=hub_fetch) == []
 
 
 def test_the_hub_is_asked_for_the_config_with_the_token_as_bearer():
@@ -60,8 +64,9 @@ def test_the_hub_is_asked_for_the_config_with_the_token_as_bearer():
         asked.append((url, dict(headers)))
         return hub_fetch(url, headers)
 
-    check_model_source("meta-llama/Llama-3.1-8B", 8192, "hf_test", fetch=fetch)
-    assert asked == [(f"{HUB}/meta-llama/Llama-3.1-8B/resolve/main/config.json", {"Authorization": "Bearer hf_test"})]
+    model_warnings("meta-llama/Llama-3.1-8B", 8192, "hf_test", fetch=fetch)
+    assert asked[0] == (f"{HUB}/meta-llama/Llama-3.1-8B/resolve/main/config.json", {"Authorization": "Bearer hf_test"})
+    assert all(headers["Authorization"] == "Bearer hf_test" for _, headers in asked)
 
 
 def test_a_context_longer_than_the_model_is_refused():
@@ -110,7 +115,7 @@ def test_an_architecture_vllm_does_not_register_is_a_warning():
         answer = hub_fetch(url.replace("acme/custom", "Qwen/Qwen3-8B"), headers)
         return answer.__class__(answer.status, answer.headers, b'{"architectures": ["AcmeForCausalLM"]}')
 
-    (warning,) = check_model_source("acme/custom", 4096, None, fetch=fetch)
+    (warning,) = model_warnings("acme/custom", 4096, None, fetch=fetch)
     assert "vLLM 0.26 registers none of ['AcmeForCausalLM']; it would try its Transformers backend" in warning
 
 
@@ -126,7 +131,7 @@ def test_the_hub_unreachable_says_what_network_the_check_needs():
 
 def refused_with(fetch) -> str:
     with pytest.raises(ModelSourceError) as caught:
-        check_model_source("Qwen/Qwen3.5-9B", 4096, None, fetch=fetch)
+        model_warnings("Qwen/Qwen3.5-9B", 4096, None, fetch=fetch)
     return str(caught.value)
 
 
@@ -144,12 +149,12 @@ def test_a_missing_s3_config_stops_the_program_before_any_resource():
 
 def test_an_s3_config_stored_as_binary_is_a_warning():
     """pulumi-aws returns an object's body only for text and JSON content types (pulumi_aws/s3/get_object.py)."""
-    (warning,) = check_model_source("s3://example-models/bin", 4096, None, read_s3=lambda bucket, key: "")
+    (warning,) = model_warnings("s3://example-models/bin", 4096, None, read_s3=lambda bucket, key: "")
     assert "config.json exists but is not stored as text or JSON" in warning
 
 
 def test_a_path_in_the_image_is_not_checked():
-    (warning,) = check_model_source("/models/qwen", 4096, None, fetch=hub_fetch)
+    (warning,) = model_warnings("/models/qwen", 4096, None, fetch=hub_fetch)
     assert "is a path inside the image: not checked before deploying" in warning
 
 

@@ -10,7 +10,9 @@ AWS lookups (Availability Zones, instance-type offerings) get realistic answers.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import runpy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -190,6 +192,52 @@ HUB_CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 GATED_REPOS = frozenset({"meta-llama/Llama-3.1-8B"})
+# The tensors of the default model's checkpoint (name -> safetensors dtype and shape): transformers 5.17's
+# Qwen3_5ForConditionalGeneration built on the meta device from tools.tiny_model's "full" config, its state_dict
+# as `save_pretrained` writes it (17.53 GiB in all, vLLM's "Checkpoint size: 17.53 GiB" for the checkpoint the GPU
+# runs wrote, docs/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
+HUB_TENSORS = {"Qwen/Qwen3.5-9B": PROJECT_DIR / "tools" / "offline_hub" / "Qwen3.5-9B.tensors.json"}
+SAFETENSORS_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
+# save_pretrained's max_shard_size="5GB" (tools/tiny_model.py), in bytes.
+MAX_SHARD_BYTES = 5 * 10**9
+
+
+@functools.cache
+def hub_checkpoint(repo: str) -> dict[str, bytes]:
+    """A sharded safetensors checkpoint as the Hub holds it: the index (`metadata.total_size`, `weight_map`) and
+    each shard's first bytes, the 8-byte header length and the JSON header with every tensor's `data_offsets`
+    (the safetensors format, huggingface.co/docs/safetensors); the tensor data itself is left out."""
+    tensors = json.loads(HUB_TENSORS[repo].read_text())
+    shards: list[dict[str, Any]] = [{}]
+    sizes = [0]
+    for name, (dtype, shape) in tensors.items():
+        size = SAFETENSORS_DTYPE_BYTES[dtype] * math.prod(shape)
+        if sizes[-1] and sizes[-1] + size > MAX_SHARD_BYTES:
+            shards.append({})
+            sizes.append(0)
+        shards[-1][name] = {"dtype": dtype, "shape": shape, "data_offsets": [sizes[-1], sizes[-1] + size]}
+        sizes[-1] += size
+    names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    files = {
+        name: len(header).to_bytes(8, "little") + header
+        for name, shard in zip(names, shards, strict=True)
+        for header in [json.dumps({"__metadata__": {"format": "pt"}, **shard}).encode()]
+    }
+    weight_map = {tensor: name for name, shard in zip(names, shards, strict=True) for tensor in shard}
+    index = {"metadata": {"total_size": sum(sizes)}, "weight_map": weight_map}
+    return {model_source.SAFETENSORS_INDEX: json.dumps(index).encode(), **files}
+
+
+def _byte_range(body: bytes, headers: Mapping[str, str]) -> model_source.HttpAnswer:
+    """A file's answer: whole (200), or the bytes a `Range: bytes=a-b` asks (206, `Content-Range`)."""
+    asked = headers.get("Range")
+    if not asked:
+        return model_source.HttpAnswer(200, {}, body)
+    start, _, end = asked.removeprefix("bytes=").partition("-")
+    part = body[int(start) : int(end) + 1]
+    return model_source.HttpAnswer(206, {"Content-Range": f"bytes {start}-{int(start) + len(part) - 1}/*"}, part)
+
+
 # Objects the offline S3 holds: (bucket, key) -> (Content-Type, body); a model mirrored as `aws s3 sync` writes it
 # (application/json for .json).
 S3_OBJECTS: dict[tuple[str, str], tuple[str, str]] = {
@@ -211,6 +259,9 @@ def hub_fetch(url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
         message = f"Access to model {repo} is restricted. You must have access to it and be authenticated."
         return model_source.HttpAnswer(401, {"X-Error-Code": "GatedRepo"}, json.dumps({"error": message}).encode())
     if filename != "config.json":
+        files = hub_checkpoint(repo) if repo in HUB_TENSORS else {}
+        if filename in files:
+            return _byte_range(files[filename], headers)
         return model_source.HttpAnswer(404, {"X-Error-Code": "EntryNotFound"}, b'{"error":"Entry not found"}')
     return model_source.HttpAnswer(200, {"Content-Type": "application/json"}, json.dumps(HUB_CONFIGS[repo]).encode())
 
