@@ -212,11 +212,12 @@ L4_MIB, H200_MIB = 23034, 143771
 
 @pytest.mark.parametrize("aggregated", [False, True])
 def test_a_smaller_gpu_is_stood_in_for_by_vllms_default_share_of_its_memory(cfg, tmp_path, aggregated):
-    """vLLM's default `gpu_memory_utilization` is 0.9 (vllm 0.26.0 vllm/config/cache.py); the stack sets none."""
+    """vLLM's default `gpu_memory_utilization` is 0.92 (vllm 0.26.0 vllm/config/cache.py, `CacheConfig`, vendored);
+    the stack sets none."""
     opts = options(tmp_path, emulated_gpu=(L4_MIB, H200_MIB), aggregated=aggregated)
     _, config, _ = smoke.smoke_serve_config(cfg, opts, NO_EFA)
     for engine in smoke_engines(config):
-        assert engine["engine_kwargs"]["gpu_memory_utilization"] == round(0.9 * L4_MIB / H200_MIB, 4) == 0.1442
+        assert engine["engine_kwargs"]["gpu_memory_utilization"] == round(0.92 * L4_MIB / H200_MIB, 4) == 0.1474
 
 
 def test_a_gpu_under_70_gib_gets_the_batch_limits_vllm_picks_for_it(tmp_path):
@@ -471,11 +472,11 @@ def test_share_gpu_refuses_the_baseline(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("settings", "most"), [([], "0.45"), (["--config", "prefillReplicas=2", "--config", "decodeReplicas=2"], "0.23")]
+    ("settings", "most"), [([], "0.46"), (["--config", "prefillReplicas=2", "--config", "decodeReplicas=2"], "0.23")]
 )
 def test_share_gpu_refuses_more_than_the_engines_share_of_memory(tiny_model_dir, capsys, settings, most):
-    """vLLM's default 0.9 of a GPU's memory (vllm/config/cache.py), split among the engines that share it."""
-    argv = ["--model-dir", str(tiny_model_dir), "--share-gpu", "--gpu-memory-utilization", "0.46", "--dry-run"]
+    """vLLM's default 0.92 of a GPU's memory (vllm 0.26.0 vllm/config/cache.py), split among the engines sharing it."""
+    argv = ["--model-dir", str(tiny_model_dir), "--share-gpu", "--gpu-memory-utilization", "0.47", "--dry-run"]
     assert smoke.main([*argv, *settings]) == 2
     assert f"--gpu-memory-utilization at most {most} each" in capsys.readouterr().out
 

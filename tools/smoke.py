@@ -42,6 +42,7 @@ import httpx
 import openai
 import yaml
 
+from infra.capacity import vllm_default_gpu_memory_utilization
 from infra.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
 from tools.offline import load_stack_config, stack_file
@@ -62,9 +63,6 @@ DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
 # placement.py), and vLLM's Ray executor asks for the same half per worker: it requests
 # VLLM_RAY_PER_WORKER_GPUS (default 1.0) GPUs per worker (vllm/v1/executor/ray_executor_v2.py,
 # `_get_actor_resource_kwargs`), which a half-GPU bundle cannot hold.
-# vLLM's default share of a GPU's memory (vllm/config/cache.py gpu_memory_utilization), split among the engines
-# that share one GPU.
-SHARED_GPU_TOTAL_MEMORY_UTILIZATION = 0.9
 # The two engines' gpu_memory_utilization together must leave room for both on the one GPU.
 KV_ROLE_CHOICES = {
     "both": {"prefill": "kv_both", "decode": "kv_both"},
@@ -122,7 +120,7 @@ NIXL_MIN_LIBFABRIC = (1, 21)
 # of GPU memory (`CacheConfig.gpu_memory_utilization`, vllm/config/cache.py) and, below 70 GiB, the batch
 # limits for the OpenAI server context Ray Serve LLM starts engines in (`EngineArgs.get_batch_defaults`,
 # vllm/engine/arg_utils.py; ray/llm/_internal/serve/engines/vllm/vllm_engine.py passes OPENAI_API_SERVER).
-VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = vllm_default_gpu_memory_utilization()
 VLLM_LARGE_GPU_MIB = 70 * 1024
 VLLM_SMALL_GPU_BATCH_DEFAULTS = {"max_num_batched_tokens": 2048, "max_num_seqs": 256}
 
@@ -1411,10 +1409,10 @@ def main(argv: list[str] | None = None) -> int:
         f"libfabric {libfabric}"
     )
     production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack, args.config), opts, host)
-    if opts.share_gpu and opts.gpu_memory_utilization * engines_of(production) > SHARED_GPU_TOTAL_MEMORY_UTILIZATION:
+    if opts.share_gpu and opts.gpu_memory_utilization * engines_of(production) > VLLM_DEFAULT_GPU_MEMORY_UTILIZATION:
         print(
             f"--share-gpu runs {engines_of(production)} engines on one GPU: --gpu-memory-utilization at most "
-            f"{SHARED_GPU_TOTAL_MEMORY_UTILIZATION / engines_of(production):.2f} each"
+            f"{VLLM_DEFAULT_GPU_MEMORY_UTILIZATION / engines_of(production):.2f} each"
         )
         return 2
     print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
