@@ -66,7 +66,7 @@ def serve_auth_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dic
     if not cfg.serve_api_key_auth:
         return [], []
     volumes = [
-        {"name": "serve-auth-code", "configMap": {"name": serve_auth.CODE_CONFIGMAP}},
+        {"name": "serve-auth-code", "configMap": {"name": serve_auth.code_configmap_name()}},
         {"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}},
     ]
     mounts = [

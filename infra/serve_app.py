@@ -69,7 +69,7 @@ def serve_auth_objects(
     opts = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
     code = k8s.core.v1.ConfigMap(
         "serve-auth-code",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.CODE_CONFIGMAP, namespace=args.namespace),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.code_configmap_name(), namespace=args.namespace),
         binary_data={serve_auth.package_zip_name(): base64.b64encode(serve_auth.package_zip()).decode()},
         opts=opts,
     )

@@ -21,7 +21,7 @@ from typing import Any
 PACKAGE = "ray_llm_eks_auth"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "serve_ext" / PACKAGE
 INGRESS_CLS = f"{PACKAGE}.ingress:ApiKeyIngress"
-CODE_CONFIGMAP = "serve-auth-code"
+CODE_CONFIGMAP_PREFIX = "serve-auth-code"
 CODE_MOUNT = "/opt/ray-llm-eks/serve-auth"
 KEYS_SECRET = "serve-api-keys"
 KEYS_SECRET_KEY = "keys"
@@ -49,6 +49,15 @@ def package_zip() -> bytes:
 
 def package_zip_name() -> str:
     return f"{PACKAGE}-{hashlib.sha256(package_zip()).hexdigest()[:16]}.zip"
+
+
+def code_configmap_name() -> str:
+    """The ConfigMap's name carries the package's digest too. A ConfigMap updated in place reaches a mounted volume
+    only after the kubelet's next sync ("the kubelet checks whether the mounted ConfigMap is fresh on every periodic
+    sync", https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically),
+    while the serve config would name the new zip at once; a new name changes the pods' volumes instead, so the
+    RayService is replaced (a rayClusterConfig change) and every pod starts with the zip it is told to load."""
+    return f"{CODE_CONFIGMAP_PREFIX}-{hashlib.sha256(package_zip()).hexdigest()[:10]}"
 
 
 def package_uri(mount: str = CODE_MOUNT) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infra import serve_auth
 from infra.config import OFFLINE_ALLOW_LIST_OPTION
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
@@ -109,7 +110,7 @@ def test_every_object_is_rendered_in_apply_order(full_render):
         "05-configmap-dashboard-ray-serve-llm.yaml",
         "05-configmap-dashboard-ray-serve.yaml",
         # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
-        "05-configmap-serve-auth-code.yaml",
+        f"05-configmap-{serve_auth.code_configmap_name()}.yaml",
         "06-podmonitor-kuberay-operator.yaml",
         "06-podmonitor-ray-head.yaml",
         "06-podmonitor-ray-workers.yaml",

@@ -146,7 +146,7 @@ def test_every_ray_pod_mounts_the_code_and_the_keys(internal):
         (container,) = spec["containers"]
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         volumes = {v["name"]: v for v in spec["volumes"]}
-        assert volumes[mounts[serve_auth.CODE_MOUNT]]["configMap"] == {"name": serve_auth.CODE_CONFIGMAP}
+        assert volumes[mounts[serve_auth.CODE_MOUNT]]["configMap"] == {"name": serve_auth.code_configmap_name()}
         assert volumes[mounts[serve_auth.KEYS_MOUNT]]["secret"] == {"secretName": serve_auth.KEYS_SECRET}
 
 
@@ -220,3 +220,12 @@ def test_a_new_key_updates_only_the_keys_secret(internal):
     moved = {(r.type, r.name) for r in rotated.resources if before.get((r.type, r.name)) != r.inputs}
     assert moved == {(SECRET, "serve-api-keys")}
     assert CHANGE_EFFECTS["serveApiKeys"] == (KEYS_RELOADED,)
+
+
+def test_new_auth_code_comes_with_a_new_configmap_name():
+    """A ConfigMap updated in place reaches a mounted volume only at the kubelet's next periodic sync
+    (https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically)
+    while the serve config names the new zip at once; a name of its own per package digest makes new code a pod
+    volume change, which replaces the RayService, so no replica looks for a zip its volume does not hold yet."""
+    digest = serve_auth.package_zip_name().removeprefix(f"{serve_auth.PACKAGE}-").removesuffix(".zip")
+    assert serve_auth.code_configmap_name() == f"serve-auth-code-{digest[:10]}"
