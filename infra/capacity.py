@@ -24,6 +24,9 @@ The arithmetic is vLLM 0.26's own, redone from the model's config.json and the G
   concurrency" is blocks / that, its "GPU KV cache size" that times max_model_len
   (`get_max_concurrency_for_kv_cache_config`, `get_kv_cache_capacity`).
 
+With FP8 (infra/quantization.py) the linear layers' weights of an online-quantized side count one byte per
+element, and an FP8 KV cache one byte per attention KV element; the Gated DeltaNet state keeps its dtypes.
+
 What vLLM only learns by profiling (activations, non-torch memory, CUDA graphs, buffers made while loading) is
 one measured term, `PROFILED_OVERHEAD_GIB`; it is the one number here that is an estimate.
 """
@@ -45,6 +48,7 @@ CACHE_CONFIG = Path(__file__).resolve().parent.parent / "vendor" / "vllm-0.26.0"
 # get_supported_kernel_block_sizes), the same as CacheConfig.DEFAULT_BLOCK_SIZE.
 KERNEL_BLOCK_ALIGNMENT = 16
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
+FP8_BYTES = 1  # fp8, fp8_e4m3 and fp8_e5m2 KV caches are torch.uint8 (vllm/utils/torch_utils.py)
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"
 # Memory vLLM 0.26 takes beyond the checkpoint's tensors, measured on the default model (docs/gpu-end-to-end.md,
@@ -126,17 +130,21 @@ def _dtype_bytes(name: Any, source: str, key: str) -> int:
     return DTYPE_BYTES[name]
 
 
-def kv_layout(config: Mapping[str, Any], tensor_parallel_size: int) -> KvLayout | None:
+def kv_layout(config: Mapping[str, Any], tensor_parallel_size: int, kv_cache_dtype: str = "auto") -> KvLayout | None:
     """The layout of a full-attention or a Gated DeltaNet hybrid (Qwen3.5, Qwen3-Next) text config; None for a
     model with other layer kinds (sliding window, MLA, other state), or without the keys, whose sizing this does
-    not redo."""
+    not redo. An FP8 `kv_cache_dtype` stores attention KV at one byte per element (`STR_DTYPE_TO_TORCH_DTYPE`:
+    torch.uint8; `_align_hybrid_block_size` sizes the block from it), the Gated DeltaNet state not
+    (infra/quantization.py)."""
     try:
-        return _kv_layout(config.get("text_config") or config, config, tensor_parallel_size)
+        return _kv_layout(config.get("text_config") or config, config, tensor_parallel_size, kv_cache_dtype)
     except KeyError:
         return None
 
 
-def _kv_layout(text: Mapping[str, Any], config: Mapping[str, Any], tensor_parallel_size: int) -> KvLayout | None:
+def _kv_layout(
+    text: Mapping[str, Any], config: Mapping[str, Any], tensor_parallel_size: int, kv_cache_dtype: str
+) -> KvLayout | None:
     if text.get("sliding_window") or text.get("kv_lora_rank"):
         return None
     layers = int(text["num_hidden_layers"])
@@ -148,7 +156,8 @@ def _kv_layout(text: Mapping[str, Any], config: Mapping[str, Any], tensor_parall
     heads = int(text["num_attention_heads"])
     kv_heads = int(text.get("num_key_value_heads") or heads)
     head_size = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
-    attention_per_token = 2 * max(1, kv_heads // tensor_parallel_size) * head_size * model_bytes
+    kv_bytes = model_bytes if kv_cache_dtype == "auto" else FP8_BYTES
+    attention_per_token = 2 * max(1, kv_heads // tensor_parallel_size) * head_size * kv_bytes
     state_layers = layer_types.count(LINEAR_ATTENTION)
     state_bytes = 0
     if state_layers:

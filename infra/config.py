@@ -19,6 +19,7 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.config_keys import provider_value_problems, unknown_key_problems
 from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, gpu_node_type_problem
+from infra.quantization import KV_CACHE_DTYPES, QUANTIZATIONS, fp8_problems
 from infra.regions import dlc_registry, region_problem
 from infra.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.topology import Topology, node_count_problem, topology_problems
@@ -167,6 +168,8 @@ class ServeSide:
     # None leaves vLLM's own default.
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
+    # vLLM `quantization` of the weights: None (the checkpoint's own) or "fp8" (online FP8, infra/quantization.py).
+    quantization: str | None = None
     # Ray Serve autoscaling (serveAutoscaling): up to max_replicas, aiming at target_ongoing_requests each.
     max_replicas: int | None = None
     target_ongoing_requests: int | None = None
@@ -224,6 +227,8 @@ class StackConfig:
     serve_autoscaling: bool
     cluster_autoscaler_version: str
     kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
+    # vLLM `kv_cache_dtype` of both sides ("auto": the model dtype); NIXL needs it the same on both.
+    kv_cache_dtype: str
     hf_token: pulumi.Output[str] | None
     # The same token in plain text, for the model preflight's request only; never printed.
     hf_token_value: str | None = field(repr=False)
@@ -569,10 +574,12 @@ def _serve_side(read: _Reader, side: str, autoscaling: bool) -> ServeSide:
             f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
             "(set serveAutoscaling to true to let Ray Serve scale the side)"
         )
+    quantization = read.choice(f"{side}Quantization", QUANTIZATIONS)
     return ServeSide(
         replicas=replicas,
         max_num_seqs=read.integer(f"{side}MaxNumSeqs", 0, unset) or None,
         max_num_batched_tokens=read.integer(f"{side}MaxNumBatchedTokens", 0, unset) or None,
+        quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
     )
@@ -786,6 +793,9 @@ def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
             "hybrid (Mamba-type state), and vLLM 0.26's NIXL connector cannot stage its KV cache in host memory; "
             "allowed is cuda, on a gpuNodeType whose EFA supports RDMA read (g6, g6e, p4d, p5)"
         )
+    # The measurements are of bf16 weights; FP8 on both sides is sized by the capacity estimate in preview.
+    if cfg.prefill.quantization and cfg.decode.quantization:
+        return problems
     replica_mib = cfg.topology.node.gpu_memory_mib * cfg.topology.gpus_per_replica
     weights_gib = facts.text_weights_gib if cfg.language_model_only else facts.vision_weights_gib
     if weights_gib * 1024 > replica_mib:
@@ -803,6 +813,14 @@ def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
             "languageModelOnly=true, a larger GPU or a larger tensorParallelSize"
         )
     return problems
+
+
+def _fp8_problems(cfg: StackConfig) -> list[str]:
+    """FP8 weights or KV cache on a GPU where vLLM 0.26 would refuse them (infra/quantization.py)."""
+    if cfg.topology is None:
+        return []
+    quantized = [side for side in ("prefill", "decode") if getattr(cfg, side).quantization]
+    return fp8_problems(cfg.gpu_node_type, cfg.topology.node.gpu_name, quantized, cfg.kv_cache_dtype)
 
 
 def _remote_write_problem(observability: bool, workspace_url: str | None) -> str | None:
@@ -970,6 +988,7 @@ def load_config(
         serve_autoscaling=serve_autoscaling,
         cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
         kv_buffer_device=resolve_kv_buffer_device(kv_setting, gpu_node_type),
+        kv_cache_dtype=read.choice("kvCacheDtype", KV_CACHE_DTYPES),
         hf_token=config.get_secret("hfToken") if hf_token_raw else None,
         hf_token_value=hf_token_raw or None,
         serve_exposure=serve_exposure,
@@ -1012,6 +1031,7 @@ def load_config(
         _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
         *_model_fit_problems(cfg, kv_setting),
+        *_fp8_problems(cfg),
         None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
     ]

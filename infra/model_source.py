@@ -210,33 +210,37 @@ def config_problems(source: str, config: Mapping[str, Any], max_model_len: int) 
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """What the preflight read: the config (None where it could not be read) and the weights' bytes vLLM loads
+    """What the preflight read: the config (None where it could not be read) and the checkpoint tensors vLLM loads
     (None where they could not be read), with warnings about what it could not tell."""
 
     config: Mapping[str, Any] | None
-    weight_bytes: int | None
+    # name -> (safetensors dtype, bytes) of each tensor vLLM loads; None where they could not be read
+    tensors: Mapping[str, tuple[str, int]] | None
     warnings: tuple[str, ...]
 
 
-def _safetensors_header_bytes(
+def _safetensors_header_tensors(
     source: str, filename: str, answer: HttpAnswer, fetch_rest: Callable[[int], bytes]
-) -> dict[str, int]:
-    """A safetensors file's tensors -> bytes: an 8-byte little-endian header length, then the JSON header whose
-    entries give each tensor's `data_offsets` (huggingface_hub `hf_api.py` `parse_safetensors_file_metadata`)."""
+) -> dict[str, tuple[str, int]]:
+    """A safetensors file's tensors -> (dtype, bytes): an 8-byte little-endian header length, then the JSON header
+    whose entries give each tensor's `dtype` and `data_offsets` (huggingface_hub `hf_api.py`
+    `parse_safetensors_file_metadata`)."""
     size = int.from_bytes(answer.body[:8], "little")
     if size > SAFETENSORS_MAX_HEADER_LENGTH:
         raise ModelSourceError(f"modelSource={source!r}: {filename} has a safetensors header of {size} bytes")
     header = answer.body[8 : 8 + size] if size <= len(answer.body) - 8 else fetch_rest(size)
     entries = json.loads(header)
     return {
-        name: entry["data_offsets"][1] - entry["data_offsets"][0]
+        name: (entry["dtype"], entry["data_offsets"][1] - entry["data_offsets"][0])
         for name, entry in entries.items()
         if name != "__metadata__"
     }
 
 
-def hub_weight_bytes(repo: str, token: str | None, language_model_only: bool, fetch: Fetch | None = None) -> int | None:
-    """The bytes of the tensors vLLM loads, from the safetensors headers on the Hub, as huggingface_hub's
+def hub_weight_tensors(
+    repo: str, token: str | None, language_model_only: bool, fetch: Fetch | None = None
+) -> dict[str, tuple[str, int]] | None:
+    """The tensors vLLM loads (name -> (dtype, bytes)), from the safetensors headers on the Hub, as huggingface_hub's
     `get_safetensors_metadata` reads them: `model.safetensors` alone, or `model.safetensors.index.json`'s shards;
     each header by a Range request of its first 100,000 bytes, and the rest where the header is longer. With
     `language_model_only` the vision tower's tensors are left out (vLLM 0.26 does not build it:
@@ -249,11 +253,11 @@ def hub_weight_bytes(repo: str, token: str | None, language_model_only: bool, fe
         headers = {**auth, **({"Range": f"bytes={byte_range}"} if byte_range else {})}
         return get(f"{HUB}/{repo}/resolve/main/{filename}", headers)
 
-    def header(filename: str) -> dict[str, int]:
+    def header(filename: str) -> dict[str, tuple[str, int]]:
         answer = ask(filename, f"0-{SAFETENSORS_HEADER_PREFETCH}")
         if answer.status not in (200, 206):
             raise ModelSourceError(_hub_problem(repo, answer, token is not None))
-        return _safetensors_header_bytes(repo, filename, answer, lambda size: ask(filename, f"8-{size + 7}").body)
+        return _safetensors_header_tensors(repo, filename, answer, lambda size: ask(filename, f"8-{size + 7}").body)
 
     index = ask(SAFETENSORS_INDEX)
     if index.status == 200:
@@ -262,9 +266,9 @@ def hub_weight_bytes(repo: str, token: str | None, language_model_only: bool, fe
         shards = [SAFETENSORS_SINGLE]
     else:
         return None
-    tensors = {name: size for shard in shards for name, size in header(shard).items()}
+    tensors = {name: entry for shard in shards for name, entry in header(shard).items()}
     skipped = TOWER_PREFIXES if language_model_only else ()
-    return sum(size for name, size in tensors.items() if not name.startswith(skipped))
+    return {name: entry for name, entry in tensors.items() if not name.startswith(skipped)}
 
 
 def read_model(
@@ -289,7 +293,7 @@ def read_model(
         weights = None  # pulumi-aws's getObject returns no binary body, so no safetensors header
     else:
         config = hub_config(source, hf_token, fetch)
-        weights = hub_weight_bytes(source, hf_token, language_model_only, fetch)
+        weights = hub_weight_tensors(source, hf_token, language_model_only, fetch)
     errors, warnings = config_problems(source, config, max_model_len)
     if errors:
         raise ModelSourceError("; ".join(errors))

@@ -57,8 +57,15 @@ def deployment_config(side: ServeSide) -> dict[str, Any]:
     }
 
 
-def _engine_overrides(side: ServeSide) -> dict[str, int]:
-    overrides = {"max_num_seqs": side.max_num_seqs, "max_num_batched_tokens": side.max_num_batched_tokens}
+def _engine_overrides(cfg: StackConfig, side: ServeSide) -> dict[str, int | str]:
+    """What the side sets instead of vLLM's default; an FP8 KV cache on both sides alike (NIXL's compatibility
+    hash holds `cache_dtype`, infra/quantization.py)."""
+    overrides = {
+        "max_num_seqs": side.max_num_seqs,
+        "max_num_batched_tokens": side.max_num_batched_tokens,
+        "quantization": side.quantization,
+        "kv_cache_dtype": None if cfg.kv_cache_dtype == "auto" else cfg.kv_cache_dtype,
+    }
     return {key: value for key, value in overrides.items() if value is not None}
 
 
@@ -72,7 +79,7 @@ def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
             "language_model_only": cfg.language_model_only,
             "tensor_parallel_size": cfg.topology.tensor_parallel_size,
             "pipeline_parallel_size": cfg.topology.pipeline_parallel_size,
-            **_engine_overrides(serve_side),
+            **_engine_overrides(cfg, serve_side),
             "kv_transfer_config": {
                 "kv_connector": KV_CONNECTOR,
                 "kv_role": KV_ROLES[side],

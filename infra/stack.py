@@ -20,7 +20,7 @@ from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.model_source import ModelFacts, read_model
+from infra.model_source import ModelFacts, ModelSourceError, read_model
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.observability import (
@@ -31,6 +31,7 @@ from infra.observability import (
     observability_outputs,
 )
 from infra.offerings import check_offerings
+from infra.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
 from infra.quota import check_gpu_vcpu_quota
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
 from infra.scheduling import SYSTEM_NODEGROUP_NAME
@@ -39,29 +40,35 @@ from infra.serve_config import application_name
 
 
 def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | None:
-    """What each engine (prefill and decode alike) holds, printed in preview; raises CapacityError where not one
-    request of maxModelLen fits. None, with a warning, where the model's layout or weights are not known."""
-    layout = kv_layout(model.config, cfg.topology.tensor_parallel_size) if model.config else None
-    if layout is None or model.weight_bytes is None:  # a path in the image or an unreadable S3 config warned already
+    """What each side's engine holds, printed in preview; raises CapacityError where not one request of
+    maxModelLen fits. None, with a warning, where the model's layout or weights are not known."""
+    tp = cfg.topology.tensor_parallel_size
+    layout = kv_layout(model.config, tp, cfg.kv_cache_dtype) if model.config else None
+    if layout is None or model.tensors is None:  # a path in the image or an unreadable S3 config warned already
         if model.config:
             pulumi.log.warn(
                 f"modelSource={cfg.model_source!r}: capacity not estimated (its "
                 f"{'layer kinds' if layout is None else 'safetensors weights'} are not known here)"
             )
         return None
-    capacity = EngineCapacity(
-        layout=layout,
-        tensor_parallel_size=cfg.topology.tensor_parallel_size,
-        gpu_memory_mib=cfg.topology.node.gpu_memory_mib,
-        gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
-        weight_bytes=model.weight_bytes,
-        max_model_len=cfg.max_model_len,
-    )
-    problem = capacity_problem(capacity)
-    if problem:
-        raise CapacityError(problem)
-    pulumi.log.info(f"capacity {capacity.describe()}")
-    return capacity.summary()
+    # A pre-quantized checkpoint is loaded as its tensors are stored, whatever <side>Quantization says.
+    online = checkpoint_quantization(model.config) is None
+    summaries = {}
+    for side in ("prefill", "decode"):
+        capacity = EngineCapacity(
+            layout=layout,
+            tensor_parallel_size=tp,
+            gpu_memory_mib=cfg.topology.node.gpu_memory_mib,
+            gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
+            weight_bytes=loaded_weight_bytes(model.tensors, online and getattr(cfg, side).quantization == "fp8"),
+            max_model_len=cfg.max_model_len,
+        )
+        problem = capacity_problem(capacity)
+        if problem:
+            raise CapacityError(f"{side}: {problem}")
+        pulumi.log.info(f"capacity of {side} {capacity.describe()}")
+        summaries[side] = capacity.summary()
+    return summaries
 
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
@@ -82,6 +89,10 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         model = read_model(cfg.model_source, cfg.max_model_len, cfg.hf_token_value, cfg.language_model_only)
         for warning in model.warnings:
             pulumi.log.warn(warning)
+        sides = {side: getattr(cfg, side).quantization or "none" for side in ("prefill", "decode")}
+        problems = checkpoint_problems(cfg.model_source, model.config or {}, sides, cfg.topology.node.gpu_name)
+        if problems:
+            raise ModelSourceError("; ".join(problems))
         capacity = engine_capacity(cfg, model)
     network = Network(
         "network",

@@ -14,8 +14,10 @@ from infra.capacity import (
     kv_layout,
     vllm_default_gpu_memory_utilization,
 )
-from infra.model_source import hub_weight_bytes
-from tools.offline import HUB_CONFIGS, hub_fetch, run_stack
+from infra.model_source import ModelFacts, hub_weight_tensors
+from infra.quantization import loaded_weight_bytes
+from infra.stack import engine_capacity
+from tools.offline import HUB_CONFIGS, hub_fetch, load_stack_config, run_stack
 
 DEFAULT_MODEL = HUB_CONFIGS["Qwen/Qwen3.5-9B"]
 MEASURED_GPU_MIB = 23034  # nvidia-smi on an L4, the run's --gpu-memory-of
@@ -24,13 +26,17 @@ MEASURED_AVAILABLE_GIB = 1.01  # "Available KV cache memory: 1.01 GiB" (two deci
 MEASURED_BLOCKS = 62  # NIXL "Hybrid SSM registration: num_blocks=62"
 
 
+def text_weight_bytes(online_fp8: bool = False) -> int:
+    return loaded_weight_bytes(hub_weight_tensors("Qwen/Qwen3.5-9B", None, True, hub_fetch), online_fp8)
+
+
 def measured_run(overhead_gib: float = PROFILED_OVERHEAD_GIB) -> EngineCapacity:
     return EngineCapacity(
         layout=kv_layout(DEFAULT_MODEL, 1),
         tensor_parallel_size=1,
         gpu_memory_mib=MEASURED_GPU_MIB,
         gpu_memory_utilization=MEASURED_UTILIZATION,
-        weight_bytes=hub_weight_bytes("Qwen/Qwen3.5-9B", None, True, hub_fetch),
+        weight_bytes=text_weight_bytes(),
         max_model_len=4096,
         overhead_gib=overhead_gib,
     )
@@ -64,8 +70,8 @@ def test_the_text_only_weights_are_the_checkpoint_less_its_vision_tower():
     """The safetensors headers' tensors: 17.53 GiB in all ("Checkpoint size: 17.53 GiB"), 16.68 GiB without
     `model.visual` (vLLM's "Model loading took 16.8 GiB" adds 0.12 GiB of buffers, counted in the overhead);
     the 0.85 GiB tower is the 0.86 GiB the measured load saved (17.66 -> 16.8 GiB)."""
-    text_only = hub_weight_bytes("Qwen/Qwen3.5-9B", None, True, hub_fetch) / GIB
-    whole = hub_weight_bytes("Qwen/Qwen3.5-9B", None, False, hub_fetch) / GIB
+    text_only = text_weight_bytes() / GIB
+    whole = loaded_weight_bytes(hub_weight_tensors("Qwen/Qwen3.5-9B", None, False, hub_fetch), False) / GIB
     assert round(whole, 2) == 17.53
     assert round(text_only, 2) == 16.68
     assert abs((whole - text_only) - (17.66 - 16.8)) < 0.02
@@ -90,7 +96,7 @@ def test_vllm_026_takes_092_of_a_gpu_by_default():
 
 def test_preview_states_the_default_engines_capacity():
     """g6.8xlarge: EC2 reports the L4 at 22888 MiB (DescribeInstanceTypes), 146 MiB under nvidia-smi's 23034."""
-    capacity = run_stack(stack="prod").outputs["engineCapacity"]
+    capacity = run_stack(stack="prod").outputs["engineCapacity"]["decode"]
     assert capacity["blockTokens"] == 528
     assert capacity["weightsGiB"] == 16.68
     assert capacity["blocks"] >= MEASURED_BLOCKS
@@ -123,3 +129,47 @@ def test_a_model_without_weights_on_the_hub_is_not_estimated():
     """The offline Hub has no safetensors for Qwen3-8B (404 EntryNotFound), so there is no capacity output."""
     run = run_stack({"modelSource": "Qwen/Qwen3-8B"}, stack="prod")
     assert "engineCapacity" not in run.outputs
+
+
+# --- FP8 (infra/quantization.py): estimates from vLLM's sizing, not yet measured on the GPU ---
+
+
+def test_an_fp8_kv_cache_doubles_the_block_but_not_its_bytes():
+    """One byte per attention element (`STR_DTYPE_TO_TORCH_DTYPE["fp8"]` is torch.uint8) halves the bytes per
+    token; the Gated DeltaNet state keeps its bf16 conv and float32 SSM state (`get_mamba_state_dtype_from_config`
+    reads `mamba_cache_dtype`, not `cache_dtype`), so `_align_hybrid_block_size` gives 16 x cdiv(2,146,304,
+    16 x 2,048) = 1,056 tokens in the same 2,162,688-byte page: 4 + 3 blocks per 4,096-token request, not 8 + 3."""
+    bf16, fp8 = kv_layout(DEFAULT_MODEL, 1), kv_layout(DEFAULT_MODEL, 1, "fp8")
+    assert fp8.attention_bytes_per_token == bf16.attention_bytes_per_token // 2
+    assert fp8.state_bytes == bf16.state_bytes
+    assert (fp8.block_tokens, fp8.page_bytes) == (1056, bf16.page_bytes)
+    assert fp8.blocks_per_request(4096) == 7
+
+
+def test_online_fp8_halves_the_linear_layers_and_keeps_embeddings_and_lm_head():
+    """`Fp8Config.get_quant_method` quantizes `LinearBase` layers only: of the 16.68 GiB of text weights, the
+    embedding and the LM head (1.895 GiB each, `VocabParallelEmbedding` / `ParallelLMHead`) and the Gated
+    DeltaNet conv1d stay bf16; the 12.89 GiB of attention, Gated DeltaNet and MLP projections become 6.44 GiB."""
+    assert round(text_weight_bytes(online_fp8=True) / GIB, 2) == 10.23
+
+
+def test_preview_states_each_sides_capacity_with_fp8_on_the_decode_side():
+    """FP8 weights on decode only: its engine gets the 6.45 GiB the weights no longer take, prefill does not."""
+    capacity = run_stack({"decodeQuantization": "fp8"}, stack="prod").outputs["engineCapacity"]
+    assert (capacity["prefill"]["weightsGiB"], capacity["decode"]["weightsGiB"]) == (16.68, 10.23)
+    assert capacity["decode"]["blocks"] > 5 * capacity["prefill"]["blocks"]
+
+
+def test_an_fp8_kv_cache_shows_as_the_longer_block_in_preview():
+    capacity = run_stack({"kvCacheDtype": "fp8"}, stack="prod").outputs["engineCapacity"]
+    assert capacity["prefill"]["blockTokens"] == capacity["decode"]["blockTokens"] == 1056
+
+
+def test_a_pre_quantized_checkpoint_is_sized_as_stored():
+    """vLLM takes a checkpoint's own quantization_config (`_verify_quantization`), so the safetensors bytes are
+    what it loads and online FP8 is not applied on top: the side asking for fp8 gets no halving."""
+    cfg = load_stack_config({"decodeQuantization": "fp8"}, stack="prod")
+    quantized = {**DEFAULT_MODEL, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}}
+    tensors = hub_weight_tensors("Qwen/Qwen3.5-9B", None, True, hub_fetch)
+    capacity = engine_capacity(cfg, ModelFacts(quantized, tensors, ()))
+    assert capacity["decode"]["weightsGiB"] == capacity["prefill"]["weightsGiB"] == 16.68
