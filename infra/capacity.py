@@ -231,9 +231,10 @@ class EngineCapacity:
     def describe(self) -> str:
         s = self.summary()
         return (
-            f"per engine ({self.tensor_parallel_size} GPU(s), {s['gpuMemoryGiB']} GiB, vLLM's share "
+            f"estimated per engine ({self.tensor_parallel_size} GPU(s), {s['gpuMemoryGiB']} GiB, vLLM's share "
             f"{self.gpu_memory_utilization}): weights {s['weightsGiB']} GiB, activations/graphs ~{s['overheadGiB']} "
-            f"GiB (measured on the default model), KV and state {s['kvCacheGiB']} GiB = {self.blocks} blocks of "
+            f"GiB (fitted to one measured run of the default model at max_num_seqs 32), "
+            f"KV and state {s['kvCacheGiB']} GiB = {self.blocks} blocks of "
             f"{s['blockTokens']} tokens, {self.blocks_per_request} per request of maxModelLen="
             f"{self.max_model_len}: {s['kvTokens']} tokens of KV, {s['requestsOfMaxModelLen']} requests of "
             "maxModelLen at once"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -76,14 +77,31 @@ Fetch = Callable[[str, Mapping[str, str]], HttpAnswer]
 ReadS3Object = Callable[[str, str], str]
 
 
+class _KeepHeadersOnRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows the Hub's redirects with the request's headers, as huggingface_hub's client does: a `Range` goes on
+    to the CDN that serves the bytes (else a header read would fetch whole shards), `Authorization` only to the
+    same host (httpx, which huggingface_hub uses, drops it when a redirect changes origin: `_redirect_headers`).
+    CPython's own handler copies the request's headers to the redirect (urllib/request.py `redirect_request`)."""
+
+    def redirect_request(  # type: ignore[override]
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if (
+            redirected is not None
+            and urllib.parse.urlsplit(newurl).hostname != urllib.parse.urlsplit(req.full_url).hostname
+        ):
+            redirected.remove_header("Authorization")
+        return redirected
+
+
+_OPENER = urllib.request.build_opener(_KeepHeadersOnRedirect)
+
+
 def https_get(url: str, headers: Mapping[str, str]) -> HttpAnswer:
-    request = urllib.request.Request(url)
-    for name, value in headers.items():
-        # Not passed on through a redirect: the Hub sends weights from a CDN's signed URL, and huggingface_hub's
-        # client (httpx) drops Authorization on a redirect to another host too.
-        request.add_unredirected_header(name, value)
+    request = urllib.request.Request(url, headers=dict(headers))
     try:
-        with urllib.request.urlopen(request, timeout=HUB_TIMEOUT_S) as response:
+        with _OPENER.open(request, timeout=HUB_TIMEOUT_S) as response:
             return HttpAnswer(response.status, dict(response.headers), response.read())
     except urllib.error.HTTPError as error:
         return HttpAnswer(error.code, dict(error.headers), error.read())

@@ -184,9 +184,12 @@ def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
     (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, EnsureLoadBalancer's NLB port mappings). The one port
     is that TLS port, so nothing answers in the clear; TLS ends at the NLB and the hop to the pod stays in the VPC.
     """
+    if not cfg.serve_certificate_arn:
+        # cloud-provider-aws makes a TLS listener only for a non-empty certificate (aws.go): never a plain 443.
+        raise ValueError("an exposed serve endpoint needs serveCertificateArn: its only listener is TLS")
     annotations = {
         "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
-        TLS_CERT_ANNOTATION: cfg.serve_certificate_arn or "",
+        TLS_CERT_ANNOTATION: cfg.serve_certificate_arn,
         TLS_PORTS_ANNOTATION: str(HTTPS_PORT),
         TLS_POLICY_ANNOTATION: TLS_POLICY,
     }

@@ -167,3 +167,34 @@ def test_a_bad_model_stops_the_program_before_any_resource():
 def test_the_preflight_can_be_turned_off():
     run = run_stack({"modelSource": "Qwen/Qwen3.5-9B-typo", "modelPreflight": False})
     assert run.get(RAYSERVICE, "rayservice")
+
+
+def _redirect(url: str, to: str, headers: dict[str, str]):
+    import urllib.request
+
+    from infra.model_source import _KeepHeadersOnRedirect
+
+    request = urllib.request.Request(url, headers=headers)
+    return _KeepHeadersOnRedirect().redirect_request(request, None, 302, "Found", {}, to)
+
+
+def test_a_range_read_keeps_its_range_through_the_hubs_redirect_to_its_cdn():
+    """The Hub answers `resolve/main/<shard>` with a redirect to the CDN that serves the bytes; without the Range
+    there a header read fetches the whole shard (urllib.request's redirect_request copies `req.headers`, not
+    unredirected ones). The token stays with huggingface.co: httpx, huggingface_hub's client, drops Authorization
+    when a redirect changes origin (`Client._redirect_headers`)."""
+    shard = f"{HUB}/Qwen/Qwen3.5-9B/resolve/main/model-00001-of-00004.safetensors"
+    cdn = "https://cas-bridge.xethub.hf.co/xet-bridge-us/abc?X-Amz-Signature=x"
+    redirected = _redirect(shard, cdn, {"Authorization": "Bearer hf_test", "Range": "bytes=0-100000"})
+    assert redirected.get_header("Range") == "bytes=0-100000"
+    assert redirected.get_header("Authorization") is None
+
+
+def test_a_redirect_on_the_hub_itself_keeps_the_token():
+    """A renamed repo redirects within huggingface.co; a gated or private repo needs the token there too."""
+    redirected = _redirect(
+        f"{HUB}/old/name/resolve/main/config.json",
+        f"{HUB}/new/name/resolve/main/config.json",
+        {"Authorization": "Bearer hf_test"},
+    )
+    assert redirected.get_header("Authorization") == "Bearer hf_test"
