@@ -13,6 +13,16 @@ MODEL = "qwen3.5-9b"
 REPLY = ["Prefill", " and", " decode", " run", " on", " separate", " GPUs", "."]
 
 
+def send_json(handler: BaseHTTPRequestHandler, body: dict[str, Any], status: int = 200) -> None:
+    """One JSON answer, as the local stand-in servers of the tests give it."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class OpenAIHandler(BaseHTTPRequestHandler):
     """GET /v1/models and POST /v1/chat/completions (streamed as server-sent events), like vLLM's server."""
 
@@ -22,12 +32,7 @@ class OpenAIHandler(BaseHTTPRequestHandler):
         pass
 
     def _json(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, body)
 
     def _refused(self) -> bool:
         """Answers 401 as the auth ingress does when keys are on and the request has none of them."""
@@ -35,21 +40,8 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             f"Bearer {key}" for key in self.server.api_keys
         }:
             return False
-        body = json.dumps(
-            {
-                "error": {
-                    "message": "invalid key",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": "invalid_api_key",
-                }
-            }
-        ).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        error = {"message": "invalid key", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
+        send_json(self, {"error": error}, status=401)
         return True
 
     def do_GET(self) -> None:

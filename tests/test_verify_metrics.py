@@ -6,7 +6,6 @@ Prometheus returns (https://prometheus.io/docs/prometheus/latest/querying/api/#i
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.openai_server import send_json
 from tests.promql import known_metrics, metrics_read, parse
 from tests.test_verify import OUTPUTS_FILE, RecordedCluster, load
 from tools.pd_metrics import FIGURES
@@ -58,12 +58,7 @@ class PrometheusHandler(BaseHTTPRequestHandler):
                 if figure in figures
             ]
             body = {"status": "success", "data": {"resultType": "vector", "result": result}}
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, body)
 
 
 class PrometheusServer(ThreadingHTTPServer):
