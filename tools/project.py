@@ -50,3 +50,12 @@ def key_value_pairs(items: Sequence[str], option: str, parser: argparse.Argument
             parser.error(f"{option} {item!r}: expected KEY=VALUE")
         pairs[key] = value
     return pairs
+
+
+def replace_generated_block(path: Path, block: str) -> None:
+    """Writes a generated block (its first and last lines are its begin and end markers) over the one in `path`."""
+    lines = block.splitlines()
+    begin, end = lines[0], lines[-1]
+    text = path.read_text()
+    start, stop = text.index(begin), text.index(end) + len(end)
+    path.write_text(text[:start] + block + text[stop:])
