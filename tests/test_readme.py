@@ -98,6 +98,13 @@ def test_first_screen_and_quota_line_describe_the_dev_stack():
     assert need in FIRST_DEPLOY
 
 
+def test_first_screen_creates_the_venv_every_tool_command_runs_from():
+    """The operator tools' commands (README and docs/) run from .venv-tools, which only requirements-tools.txt fills."""
+    docs = [README, *(path.read_text() for path in (PROJECT_DIR / "docs").rglob("*.md"))]
+    assert any("./.venv-tools/bin/python -m tools." in text for text in docs)
+    assert "python3 -m venv .venv-tools && ./.venv-tools/bin/pip install -r requirements-tools.txt" in FIRST_SCREEN
+
+
 def test_first_screen_sets_up_the_test_venv_as_ci_does():
     ci_script = (PROJECT_DIR / ".ci" / "run").read_text()
     assert "python3 -m venv .venv-test && ./.venv-test/bin/pip install -r requirements-test.txt" in FIRST_SCREEN
