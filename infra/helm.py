@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ def pinned_release(
     values: dict[str, Any],
     provider: k8s.Provider,
     parent: pulumi.Resource,
-    depends_on: list[pulumi.Resource] | None = None,
+    depends_on: Sequence[pulumi.Resource] | None = None,
 ) -> k8s.helm.v3.Release:
     return k8s.helm.v3.Release(
         name,

@@ -177,7 +177,7 @@ class Override:
 
     def apply(self, document: dict[str, Any]) -> None:
         if self.remove:
-            node = document
+            node: Any = document
             for key in self.path[:-1]:
                 node = node[key]
             del node[self.path[-1]]
@@ -201,11 +201,14 @@ def set_path(document: Any, path: Path_, value: Any) -> None:
 
 
 def _has_path(document: Any, path: Path_) -> bool:
-    node = document
+    node: Any = document
     for key in path:
-        if not isinstance(node, (dict, list)) or (isinstance(node, dict) and key not in node):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+            node = node[key]
+        else:
             return False
-        node = node[key]
     return True
 
 
@@ -374,7 +377,8 @@ def _engine_overrides(
 
 
 def side_config(cfg_doc: dict[str, Any], side: str) -> dict[str, Any]:
-    return cfg_doc["applications"][0]["args"][f"{side}_config"]
+    config: dict[str, Any] = cfg_doc["applications"][0]["args"][f"{side}_config"]
+    return config
 
 
 def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
@@ -384,7 +388,8 @@ def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
 
 
 def env_of(cfg_doc: dict[str, Any], side: str) -> dict[str, str]:
-    return side_config(cfg_doc, side).get("runtime_env", {}).get("env_vars", {})
+    env: dict[str, str] = side_config(cfg_doc, side).get("runtime_env", {}).get("env_vars", {})
+    return env
 
 
 def engines_of(cfg_doc: dict[str, Any]) -> int:
@@ -1321,7 +1326,8 @@ def write_metrics(path: Path, scrapes: dict[str, dict[str, float]]) -> None:
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
     args = smoke["applications"][0]["args"]
-    return args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
+    engine: dict[str, Any] = args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
+    return engine
 
 
 def gpu_memory_mib() -> int:
