@@ -6,10 +6,14 @@ all use exactly the same document.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra import serve_auth
-from infra.config import ServeSide, StackConfig
+from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ
+from infra.regions import dlc_registry
+
+if TYPE_CHECKING:  # infra.config reads the serving decisions below, so it is imported for annotations only
+    from infra.config import ServeSide, StackConfig
 
 PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
 KV_CONNECTOR = "NixlConnector"
@@ -33,6 +37,25 @@ SHARED_POD_ENGINE_ENV = {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}
 # STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
 # holds a whole GPU, so prefill and decode replicas never share one.
 PLACEMENT_STRATEGY = "STRICT_PACK"
+
+# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
+DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
+
+
+def default_dlc_image(region: str) -> str:
+    """The Ray Serve LLM Deep Learning Container in the region's own DLC registry."""
+    return f"{dlc_registry(region)}/ray:serve-llm-cuda-v1.0"
+
+
+def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
+    """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
+
+    libfabric's EFA provider registers CUDA memory with the device itself (dma-buf or peer memory) and
+    needs RDMA read to move it without host copies; see `EFA_FAMILIES_WITHOUT_RDMA_READ` for the types.
+    """
+    if setting != "auto":
+        return setting
+    return "cpu" if gpu_node_type.split(".")[0] in EFA_FAMILIES_WITHOUT_RDMA_READ else "cuda"
 
 
 def _side(cfg: StackConfig, side: str) -> ServeSide:

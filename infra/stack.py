@@ -14,7 +14,6 @@ from infra.capacity import (
     kv_layout,
     vllm_default_gpu_memory_utilization,
 )
-from infra.changes import settings_by_effect
 from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig, amp_workspace_region
@@ -37,6 +36,7 @@ from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoi
 from infra.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.serve_app import Serving, ServingArgs
 from infra.serve_config import application_name
+from infra.settings import settings_by_effect
 
 
 def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | None:
