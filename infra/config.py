@@ -51,8 +51,8 @@ from infra.topology import Topology, node_count_problem, topology_problems
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
 MIN_KUBERNETES_MINOR = 29
 
-# Keys whose value is a credential: the only ones a stack file may hold encrypted (`secure:`).
-SECRET_SETTINGS = frozenset({"hfToken", "serveApiKeys"})
+# Keys whose value is a credential (their rows' kind): the only ones a stack file may hold encrypted (`secure:`).
+SECRET_SETTINGS = frozenset(setting.key for setting in SETTINGS if isinstance(setting.kind, Secret))
 # The serve endpoint's API keys: one secret setting whose value is a JSON list, so that several keys can be
 # valid at once while one is rotated (`pulumi config set --secret serveApiKeys '["<new>", "<old>"]'`).
 API_KEYS_SETTING = "serveApiKeys"
