@@ -57,16 +57,18 @@ def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | Non
     """What each side's engine holds, printed in preview; raises CapacityError where not one request of
     maxModelLen fits. None, with a warning, where the model's layout or weights are not known."""
     tp = cfg.topology.tensor_parallel_size
-    layout = kv_layout(model.config, tp, cfg.kv_cache_dtype) if model.config else None
-    if layout is None or model.tensors is None:  # a path in the image or an unreadable S3 config warned already
-        if model.config:
+    config = model.config
+    layout = kv_layout(config, tp, cfg.kv_cache_dtype) if config else None
+    # A path in the image or an unreadable S3 config (no config) warned already.
+    if config is None or layout is None or model.tensors is None:
+        if config:
             pulumi.log.warn(
                 f"modelSource={cfg.model_source!r}: capacity not estimated (its "
                 f"{'layer kinds' if layout is None else 'safetensors weights'} are not known here)"
             )
         return None
     # A pre-quantized checkpoint is loaded as its tensors are stored, whatever <side>Quantization says.
-    online = checkpoint_quantization(model.config) is None
+    online = checkpoint_quantization(config) is None
     summaries = {}
     for side in ("prefill", "decode"):
         capacity = EngineCapacity(
