@@ -207,7 +207,7 @@ class ProviderValue:
 Kind = Text | Integer | Boolean | Choice | StringList | Secret | ProviderValue
 BOOLEAN = Boolean()
 SECRET = Secret()
-# Pulumi.yaml's `type` of each kind (https://www.pulumi.com/docs/iac/concepts/projects/project-file/).
+# Pulumi.yaml's `type` of each kind (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
 PULUMI_TYPES: Mapping[type, str] = {
     Text: "string",
     Integer: "integer",
