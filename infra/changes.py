@@ -1,6 +1,7 @@
 """What changing a setting does to a running stack: the change model, one source for the README and the preview.
 
-Each setting maps to the effects a change to it has, mildest first. The rules behind each effect:
+Each row of the settings table (`infra/settings.py`) names the effects a change to its key has, mildest first.
+The rules behind each effect:
 - SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
   (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
   replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
@@ -18,7 +19,6 @@ Each setting maps to the effects a change to it has, mildest first. The rules be
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -113,103 +113,6 @@ STACK_REBUILT = Effect(
     "down until the whole stack is up again",
 )
 
-_SERVE_ONLY = (SERVE_IN_PLACE,)
-_SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)
-
-# Every setting Pulumi.yaml declares, and the AWS provider's region. A test runs the program with each
-# setting changed and holds the effects here to what the change does to the declared resources.
-CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
-    "aws:region": (STACK_REBUILT,),
-    "vpcCidr": (STACK_REBUILT,),
-    "maxAzs": (STACK_REBUILT,),
-    "natGatewayPerAz": (AWS_IN_PLACE,),
-    "clusterName": (STACK_REBUILT,),
-    "kubernetesVersion": (CONTROL_PLANE_UPGRADED, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
-    "apiPublicAccessCidrs": (AWS_IN_PLACE,),
-    "adminPrincipalArns": (AWS_IN_PLACE,),
-    "controlPlaneLogging": (AWS_IN_PLACE,),
-    "secretsEncryption": (STACK_REBUILT,),
-    "vpcCniVersion": (ADDON_ROLLED,),
-    "corednsVersion": (ADDON_ROLLED,),
-    "kubeProxyVersion": (ADDON_ROLLED,),
-    "systemNodeType": (SYSTEM_NODES_REPLACED,),
-    "systemNodeCount": (SYSTEM_NODES_SCALED,),
-    "gpuNodeType": (GPU_NODES_REPLACED, RAYSERVICE_REPLACED),
-    "gpuNodeCount": (NOTHING_RUNNING,),
-    "gpuNodegroupName": (GPU_NODES_REPLACED,),
-    "gpuAz": (GPU_NODES_REPLACED,),
-    "gpuRootVolumeGiB": (GPU_NODES_ROLLED,),
-    "capacityReservationId": (GPU_NODES_REPLACED,),
-    "gpuCapacityType": (GPU_NODES_REPLACED,),
-    "quotaPreflight": (NOTHING_RUNNING,),
-    "nvidiaDevicePluginVersion": (CHART_ROLLED,),
-    "efaDevicePluginVersion": (CHART_ROLLED,),
-    "dlcImage": (RAYSERVICE_REPLACED,),
-    "kuberayVersion": (CHART_ROLLED,),
-    "allowUnvalidatedKuberayVersion": (NOTHING_RUNNING,),
-    "rayVersion": (RAYSERVICE_REPLACED,),
-    "rayServiceName": (RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
-    "namespace": (RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
-    "modelId": _SERVE_ONLY,
-    "modelSource": _SERVE_ONLY,
-    "maxModelLen": _SERVE_ONLY,
-    "languageModelOnly": _SERVE_ONLY,
-    "prefillReplicas": (SERVE_IN_PLACE, *_SIDE_SIZE),
-    "decodeReplicas": (SERVE_IN_PLACE, *_SIDE_SIZE),
-    "tensorParallelSize": (SERVE_IN_PLACE, *_SIDE_SIZE),
-    "pipelineParallelSize": _SERVE_ONLY,
-    "prefillMaxNumSeqs": _SERVE_ONLY,
-    "decodeMaxNumSeqs": _SERVE_ONLY,
-    "prefillMaxNumBatchedTokens": _SERVE_ONLY,
-    "decodeMaxNumBatchedTokens": _SERVE_ONLY,
-    "prefillQuantization": _SERVE_ONLY,
-    "decodeQuantization": _SERVE_ONLY,
-    "kvCacheDtype": _SERVE_ONLY,
-    "serveAutoscaling": (SERVE_IN_PLACE, *_SIDE_SIZE),
-    "prefillMaxReplicas": (SERVE_IN_PLACE, *_SIDE_SIZE),
-    "decodeMaxReplicas": (SERVE_IN_PLACE, *_SIDE_SIZE),
-    "prefillTargetOngoingRequests": _SERVE_ONLY,
-    "decodeTargetOngoingRequests": _SERVE_ONLY,
-    "clusterAutoscalerVersion": (CHART_ROLLED,),
-    "kvBufferDevice": _SERVE_ONLY,
-    "hfToken": (SECRET_UPDATED, RAYSERVICE_REPLACED),
-    "serveExposure": (LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
-    "serveSourceCidrs": (LOAD_BALANCER,),
-    "serveApiKeys": (KEYS_RELOADED,),
-    "serveApiKeyAuth": (SERVE_IN_PLACE, RAYSERVICE_REPLACED),
-    "serveCertificateArn": (LOAD_BALANCER,),
-    "serveReadyTimeoutMinutes": (NOTHING_RUNNING,),
-    "modelPreflight": (NOTHING_RUNNING,),
-    "observability": (MONITORING,),
-    "kubePrometheusStackVersion": (MONITORING,),
-    "dcgmExporterVersion": (MONITORING,),
-    "ttftP99ObjectiveMs": (MONITORING,),
-    "ampWorkspaceUrl": (MONITORING,),
-    "owner": (AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
-    "costCenter": (AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
-    "protectResources": (AWS_IN_PLACE,),
-}
-
-# Notes the table cannot say in an effect: when an effect applies only to some changes of the setting.
-CHANGE_NOTES: Mapping[str, str] = {
-    "tensorParallelSize": "the RayService is replaced and the node group resized only when the GPU node count changes",
-    "hfToken": "a new value updates the Secret only; adding or removing the token replaces the RayService",
-    "serveExposure": "the RayService is replaced only when API keys come or go with the exposure (to or from none, "
-    "with serveApiKeyAuth true): its pods mount the keys; between internal and internet-facing only the load "
-    "balancer changes",
-    "serveApiKeyAuth": "only with serveExposure internal or internet-facing; with none nothing changes",
-    "serveApiKeys": "only while the endpoint asks for keys (serveExposure not none, serveApiKeyAuth true)",
-    "owner": "tags reach the node launch templates, so both node groups roll",
-    "costCenter": "tags reach the node launch templates, so both node groups roll",
-    "kubernetesVersion": "EKS upgrades one minor version at a time; a downgrade is refused by EKS",
-    "secretsEncryption": "EKS can add envelope encryption to a cluster but never remove it",
-    "modelId": "Ray Serve LLM names each engine deployment after the model id, so a new id replaces the deployment "
-    "whatever the replica count: no rolling update",
-    "maxAzs": "adds or removes subnets under the cluster; whether EKS takes the new subnets in place was not checked, "
-    "so plan it as a rebuild",
-}
-
-
 ALL_EFFECTS = (
     NOTHING_RUNNING,
     AWS_IN_PLACE,
@@ -230,18 +133,3 @@ ALL_EFFECTS = (
     CONTROL_PLANE_UPGRADED,
     STACK_REBUILT,
 )
-
-
-def most_severe(key: str) -> Effect:
-    return max(CHANGE_EFFECTS[key], key=ALL_EFFECTS.index)
-
-
-def settings_by_effect(settings: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """The settings grouped under the most severe effect a change to each has, mildest group first: the
-    ServeRollout's input, so that `pulumi preview --diff` names each changed setting under what it costs."""
-    grouped: dict[str, dict[str, str]] = {}
-    for effect in ALL_EFFECTS:
-        members = {key: value for key, value in sorted(settings.items()) if most_severe(key) is effect}
-        if members:
-            grouped[effect.name] = members
-    return grouped

@@ -1,53 +1,58 @@
 """The stack's settings: read once from Pulumi config, validated, frozen.
 
-Every key is declared with its type, default and description in `Pulumi.yaml`; this module is the
-only reader of `pulumi.Config`. All problems are reported together, each naming the key, the value
-and what is allowed, and `load_config` raises before the program declares any resource.
+Every key is a row of the settings table (`infra/settings.py`: its type, what one value may be, default,
+description, the field it feeds, what a change does), from which `Pulumi.yaml` declares it; this module is the
+only reader of `pulumi.Config`. It reads every row, then applies the rules that relate several keys, each a named
+function beside the field it protects. All problems are reported together, each naming the key, the value and
+what is allowed, and `load_config` raises before the program declares any resource.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.config_keys import provider_value_problems, unknown_key_problems
-from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ, InstanceShape, gpu_node_type_problem
-from infra.quantization import KV_CACHE_DTYPES, QUANTIZATIONS, fp8_problems
-from infra.regions import dlc_registry, region_problem
+from infra.instance_types import InstanceShape, gpu_node_type_problem
+from infra.quantization import fp8_problems
+from infra.regions import region_problem
 from infra.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
+from infra.serve_config import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image, resolve_kv_buffer_device
+from infra.settings import (
+    AMP_WORKSPACE_PATTERN,
+    CERTIFICATE_ARN_PATTERN,
+    INSTANCE_TYPE_PATTERN,
+    KUBERNETES_VERSION_PATTERN,
+    MAX_NODES_PER_NODE_GROUP,
+    NOT_ON_THE_INTERNET,
+    PROJECT_KEYS,
+    SEMVER_PATTERN,
+    SETTINGS,
+    Boolean,
+    Choice,
+    Integer,
+    ProviderValue,
+    Secret,
+    Setting,
+    StringList,
+    Text,
+    ipv4_network,
+)
 from infra.topology import Topology, node_count_problem, topology_problems
 
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
-KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
-SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
-CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
-ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
-INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
-EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}\Z")
-NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}\Z")
-# RayService names prefix the RayCluster, its pods and `<name>-serve-svc`, which must stay DNS labels.
-RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?\Z")
-DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+\Z")
-IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})\Z")
-CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
-# A workspace's Prometheus endpoint (the console's "Endpoint - remote write URL" without api/v1/remote_write).
-AMP_WORKSPACE_PATTERN = re.compile(
-    r"^https://aps-workspaces\.([a-z]{2}(-gov)?-[a-z]+-\d)\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/\Z"
-)
-SERVE_EXPOSURES = ("none", "internal", "internet-facing")
-GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
-KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 MIN_KUBERNETES_MINOR = 29
-# Keys whose value is a credential: the only ones a stack file may hold encrypted (`secure:`).
-SECRET_SETTINGS = frozenset({"hfToken", "serveApiKeys"})
+
+# Keys whose value is a credential (their rows' kind): the only ones a stack file may hold encrypted (`secure:`).
+SECRET_SETTINGS = frozenset(setting.key for setting in SETTINGS if isinstance(setting.kind, Secret))
 # The serve endpoint's API keys: one secret setting whose value is a JSON list, so that several keys can be
 # valid at once while one is rotated (`pulumi config set --secret serveApiKeys '["<new>", "<old>"]'`).
 API_KEYS_SETTING = "serveApiKeys"
@@ -55,14 +60,7 @@ API_KEYS_SETTING = "serveApiKeys"
 # that guessing is hopeless (`openssl rand -hex 32` makes 64 characters).
 API_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{32,256}\Z")
 API_KEY_COMMAND = 'pulumi config set --secret serveApiKeys "[\\"$(openssl rand -hex 32)\\"]"'
-# An ACM certificate: the NLB's TLS listener names it; ACM certificates are regional and a load balancer takes
-# one of its own region (https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html).
-CERTIFICATE_ARN_PATTERN = re.compile(
-    r"^arn:aws[a-z-]*:acm:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}\Z"
-)
 
-# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
-DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
 # KubeRay releases whose CRDs are vendored and the RayService is validated against (tests/test_render_schemas.py).
 VALIDATED_KUBERAY_VERSIONS = ("1.4.0",)
 # The Kubernetes minor each known cluster-autoscaler chart's Cluster Autoscaler is built for (the chart's
@@ -70,25 +68,6 @@ VALIDATED_KUBERAY_VERSIONS = ("1.4.0",)
 # meant for, "there is always a chance that it won't work as expected" on another (kubernetes/autoscaler
 # cluster-autoscaler/README.md, Releases). Another chart version is the user's word.
 CLUSTER_AUTOSCALER_KUBERNETES_MINOR = {"9.59.0": "1.35"}
-
-# Upper bounds, each with the reason it names in its message.
-# A VPC is split into 8 blocks (network.PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
-MAX_AZS = 7
-# EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
-MAX_NODES_PER_NODE_GROUP = 450
-# gp3 volume size is 1 GiB - 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
-MAX_GP3_GIB = 16384
-# 2^20 tokens: an 8B GQA model's KV cache for that context (128 KiB/token) alone needs 128 GiB, more than any
-# one GPU of the supported types holds; vLLM further caps it at the model's own max_position_embeddings.
-MAX_MODEL_LEN = 1_048_576
-# 12 h, the longest an assumed IAM role's credentials last (MaxSessionDuration, IAM user guide
-# https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html): a longer wait outlives them.
-MAX_SERVE_READY_MINUTES = 720
-
-# AWS tag values: up to 256 Unicode characters; letters, numbers, spaces and _ . : / = + - @
-# (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
-TAG_VALUE_PATTERN = re.compile(r"[\w .:/=+\-@]{0,256}\Z")
-TAG_VALUE_ALLOWED = "at most 256 letters, digits, spaces and _ . : / = + - @ (AWS tag value rules) (or empty)"
 
 # IPv4 blocks no VPC can use: not unicast, or reserved for the host itself (RFC 6890), or, for
 # 172.17.0.0/16, a range the VPC user guide says not to use because Docker and AWS services take it
@@ -101,30 +80,6 @@ NON_VPC_RANGES = {
     "224.0.0.0/4": "multicast",
     "240.0.0.0/4": "reserved (RFC 1112)",
 }
-# RFC 5737's documentation ranges: no real client has one of these addresses.
-DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
-# Addresses never seen as a source on the internet (RFC 6890 special-purpose blocks that are not
-# globally reachable); a set of CIDRs covering every other address is open to the whole internet.
-NOT_ON_THE_INTERNET = tuple(
-    ipaddress.IPv4Network(c)
-    for c in (
-        "0.0.0.0/8",
-        "10.0.0.0/8",
-        "100.64.0.0/10",
-        "127.0.0.0/8",
-        "169.254.0.0/16",
-        "172.16.0.0/12",
-        "192.0.0.0/24",
-        "192.0.2.0/24",
-        "192.168.0.0/16",
-        "198.18.0.0/15",
-        "198.51.100.0/24",
-        "203.0.113.0/24",
-        "224.0.0.0/4",
-        "240.0.0.0/4",
-    )
-)
-IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
 # EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
 # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_API_PUBLIC_ACCESS_CIDRS = 40
@@ -272,24 +227,41 @@ class StackConfig:
         return tags
 
 
-def default_dlc_image(region: str) -> str:
-    """The Ray Serve LLM Deep Learning Container in the region's own DLC registry."""
-    return f"{dlc_registry(region)}/ray:serve-llm-cuda-v1.0"
-
-
 class _Reader:
-    """Reads raw config strings and records every problem instead of stopping at the first."""
+    """Reads each row of the settings table and records every problem instead of stopping at the first."""
 
-    def __init__(self, config: pulumi.Config) -> None:
+    def __init__(self, config: pulumi.Config, aws_config: pulumi.Config) -> None:
         self.config = config
+        self.aws_config = aws_config
         self.problems: list[str] = []
-        # The program's own keys: any other key of its namespace is one nothing reads, a typo.
-        self.keys: set[str] = set()
         # What each key was set to, as read (a secret only as set or not): what a change is judged on.
         self.values: dict[str, str] = {}
 
+    def read(self, setting: Setting) -> Any:
+        """The value of one key in the type its row gives, or a fallback of that type with the problem recorded."""
+        key, kind = setting.key, setting.kind
+        if isinstance(kind, ProviderValue):
+            namespace, _, name = key.partition(":")
+            assert namespace == "aws", key
+            value = self.aws_config.get(name) or ""
+            self.values[key] = value
+            return value
+        if isinstance(kind, Secret):
+            return self.plain(key)
+        raw = self._raw(key)
+        if isinstance(kind, Text):
+            return self.text(key, raw, kind)
+        if isinstance(kind, Integer):
+            return self.integer(key, raw, kind)
+        if isinstance(kind, Boolean):
+            return self._check(key, raw, _boolean, "true or false", False)
+        if isinstance(kind, Choice):
+            if raw not in kind.options:
+                self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(kind.options)}")
+            return raw
+        return self.string_list(key, raw or "[]", kind)
+
     def plain(self, key: str) -> str | None:
-        self.keys.add(key)
         value = self.config.get(key)
         self.values[key] = ("[secret]" if value else "") if key in SECRET_SETTINGS else (value or "")
         return value
@@ -308,64 +280,41 @@ class _Reader:
             self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
             return fallback
 
-    def text(self, key: str, pattern: re.Pattern[str] | None = None, allowed: str = "") -> str:
-        raw = self._raw(key)
-        if pattern is not None and not pattern.fullmatch(raw):
-            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
+    def text(self, key: str, raw: str, kind: Text) -> str | None:
+        if kind.optional and not raw:
+            return None
+        if kind.pattern is not None and not kind.pattern.fullmatch(raw):
+            or_empty = " (or empty)" if kind.optional else ""
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {kind.allowed}{or_empty}")
         return raw
 
-    def optional_text(self, key: str, pattern: re.Pattern[str], allowed: str) -> str | None:
-        raw = self._raw(key)
-        if raw and not pattern.fullmatch(raw):
-            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed} (or empty)")
-        return raw or None
-
-    def integer(self, key: str, minimum: int, why: str = "", maximum: int | None = None) -> int:
-        raw = self._raw(key)
-        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        allowed = f"an integer {bounds}{why}"
+    def integer(self, key: str, raw: str, kind: Integer) -> int:
+        bounds = f">= {kind.minimum}" if kind.maximum is None else f"from {kind.minimum} to {kind.maximum}"
 
         def parse(text: str) -> int:
             value = int(text)
-            if value < minimum or (maximum is not None and value > maximum):
+            if value < kind.minimum or (kind.maximum is not None and value > kind.maximum):
                 raise ValueError(text)
             return value
 
-        return self._check(key, raw, parse, allowed, minimum)
+        return self._check(key, raw, parse, f"an integer {bounds}{kind.why}", kind.minimum)
 
-    def boolean(self, key: str) -> bool:
-        raw = self._raw(key)
-
-        def parse(text: str) -> bool:
-            if text not in ("true", "false"):
-                raise ValueError(text)
-            return text == "true"
-
-        return self._check(key, raw, parse, "true or false", False)
-
-    def choice(self, key: str, options: tuple[str, ...]) -> str:
-        raw = self._raw(key)
-        if raw not in options:
-            self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(options)}")
-        return raw
-
-    def string_list(self, key: str, item: Callable[[str], str], allowed: str) -> tuple[str, ...]:
-        """A JSON list of strings, each checked by `item` (its ValueError says why one is wrong) and given in the
-        normal form `item` returns; a problem names the item by its index, and so does a repeated one."""
-        raw = self._raw(key) or "[]"
+    def string_list(self, key: str, raw: str, kind: StringList) -> tuple[str, ...]:
+        """A JSON list of strings, each checked by the row's `item` (its ValueError says why one is wrong) and given
+        in the normal form `item` returns; a problem names the item by its index, and so does a repeated one."""
         try:
             values = json.loads(raw)
         except json.JSONDecodeError:
             values = None
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            self.problems.append(f"{key}={raw!r} is invalid: allowed is a JSON list of {allowed}")
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is a JSON list of {kind.allowed}")
             return ()
         first_index: dict[str, int] = {}
         for index, value in enumerate(values):
             try:
-                normal = item(value)
+                normal = kind.item(value)
             except ValueError as error:
-                self.problems.append(f"{key}[{index}]={value!r} is invalid ({error}): allowed is {allowed}")
+                self.problems.append(f"{key}[{index}]={value!r} is invalid ({error}): allowed is {kind.allowed}")
                 continue
             if normal in first_index:
                 self.problems.append(
@@ -377,32 +326,10 @@ class _Reader:
         return tuple(first_index)
 
 
-def _ipv4_network(text: str) -> ipaddress.IPv4Network:
-    """An IPv4 network in prefix notation with no host bits set. Python's parser also takes a netmask or a
-    hostmask after the slash (10.0.0.0/255.255.0.0), which AWS's CIDR fields do not; it is refused here
-    rather than passed on in a form the check did not see."""
-    if not IPV4_CIDR_PATTERN.fullmatch(text):
-        raise ValueError("not an IPv4 CIDR in a.b.c.d/prefix notation")
-    return ipaddress.IPv4Network(text, strict=True)
-
-
-def _client_cidr(text: str) -> str:
-    """A CIDR that real clients can come from: RFC 5737's documentation ranges reach nothing."""
-    network = _ipv4_network(text)
-    if any(network.subnet_of(documentation) for documentation in DOCUMENTATION_RANGES):
-        raise ValueError("an RFC 5737 documentation range, which no real client has")
-    return str(network)
-
-
-def _internet_client_cidr(text: str) -> str:
-    """A CIDR of internet addresses: the public endpoint sees only those; the VPC uses the private one."""
-    network = _ipv4_network(text)
-    if network.prefixlen == 0:
-        raise ValueError("it is the whole internet")
-    for block in NOT_ON_THE_INTERNET:
-        if network.subnet_of(block):
-            raise ValueError(f"it lies in {block}, space no internet client comes from (RFC 6890)")
-    return str(network)
+def _boolean(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise ValueError(text)
+    return text == "true"
 
 
 def _vpc_cidr_problem(value: str) -> str | None:
@@ -411,7 +338,7 @@ def _vpc_cidr_problem(value: str) -> str | None:
         "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
     )
     try:
-        network = _ipv4_network(value)
+        network = ipv4_network(value)
     except ValueError as error:
         return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
     if not 16 <= network.prefixlen <= 20:
@@ -438,12 +365,6 @@ def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
     for block in (*NOT_ON_THE_INTERNET, *(ipaddress.IPv4Network(c) for c in cidrs)):
         uncovered = _subtract(uncovered, block)
     return not uncovered
-
-
-def _iam_principal(text: str) -> str:
-    if not IAM_PRINCIPAL_PATTERN.fullmatch(text):
-        raise ValueError("not an IAM role or user ARN")
-    return text
 
 
 def _kubernetes_version_problem(value: str) -> str | None:
@@ -487,9 +408,8 @@ def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
     return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
 
 
-def _api_keys(read: _Reader, config: pulumi.Config) -> tuple[str, ...]:
+def _api_keys(read: _Reader, config: pulumi.Config, raw: str | None) -> tuple[str, ...]:
     """The serve endpoint's keys, each checked without ever being shown: a problem names a key by its index."""
-    raw = read.plain(API_KEYS_SETTING)
     if not raw:
         return ()
     if not is_config_secret(config.full_key(API_KEYS_SETTING)):
@@ -551,69 +471,62 @@ def _serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
     return problems
 
 
-def _serve_side(read: _Reader, side: str, autoscaling: bool) -> ServeSide:
-    unset = " (0 leaves vLLM's default)"
-    replicas = read.integer(f"{side}Replicas", 1)
+def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autoscaling: bool) -> ServeSide:
+    """One side's settings; the autoscaling keys must agree with serveAutoscaling."""
+    replicas = values[f"{side}Replicas"]
     max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
-    max_replicas = read.integer(max_key, 0, " (0 when serveAutoscaling is false)")
-    target = read.integer(target_key, 0, " (0 when serveAutoscaling is false)")
+    max_replicas, target = values[max_key], values[target_key]
     if autoscaling and max_replicas < replicas:
-        read.problems.append(
+        problems.append(
             f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
             f"{side}Replicas={replicas} (the fewest replicas Ray Serve keeps)"
         )
     if autoscaling and not target:
         # Ray Serve LLM's own default target is 1e9 requests per replica, which never scales up
         # (ray/llm/_internal/serve/constants.py DEFAULT_MAX_TARGET_ONGOING_REQUESTS).
-        read.problems.append(
+        problems.append(
             f"{target_key}=0 is invalid with serveAutoscaling=true: allowed is an integer >= 1, the ongoing "
             "requests per replica Ray Serve scales toward (Ray Serve LLM's default of 1e9 would never scale up)"
         )
     if not autoscaling and (max_replicas or target):
-        read.problems.append(
+        problems.append(
             f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
             "(set serveAutoscaling to true to let Ray Serve scale the side)"
         )
-    quantization = read.choice(f"{side}Quantization", QUANTIZATIONS)
+    quantization = values[f"{side}Quantization"]
     return ServeSide(
         replicas=replicas,
-        max_num_seqs=read.integer(f"{side}MaxNumSeqs", 0, unset) or None,
-        max_num_batched_tokens=read.integer(f"{side}MaxNumBatchedTokens", 0, unset) or None,
+        max_num_seqs=values[f"{side}MaxNumSeqs"] or None,
+        max_num_batched_tokens=values[f"{side}MaxNumBatchedTokens"] or None,
         quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
     )
 
 
-def _topology(read: _Reader, shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide) -> Topology | None:
+def _topology(
+    values: Mapping[str, Any], problems: list[str], shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide
+) -> Topology | None:
     """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
-    tensor_parallel_size = read.integer("tensorParallelSize", 1)
-    pipeline_parallel_size = read.integer("pipelineParallelSize", 1)
-    requested_nodes = read.integer(
-        "gpuNodeCount",
-        0,
-        f" (0 derives it from the prefill/decode layout; EKS allows {MAX_NODES_PER_NODE_GROUP} per node group)",
-        maximum=MAX_NODES_PER_NODE_GROUP,
-    )
     # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
     if shape is None:
         return None
     topology = Topology(
         prefill.replicas,
         decode.replicas,
-        tensor_parallel_size,
-        pipeline_parallel_size,
+        values["tensorParallelSize"],
+        values["pipelineParallelSize"],
         shape,
         most_replicas=prefill.most_replicas + decode.most_replicas,
     )
-    problems = topology_problems(topology)
-    read.problems.extend(problems)
-    if not problems:
-        problem = node_count_problem(requested_nodes, topology)
+    layout_problems = topology_problems(topology)
+    problems.extend(layout_problems)
+    if not layout_problems:
+        problem = node_count_problem(values["gpuNodeCount"], topology)
         if problem:
-            read.problems.append(problem)
+            problems.append(problem)
         if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
-            read.problems.append(
+            problems.append(
                 f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "
                 f"at most {topology.peak_replicas} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; "
                 "lower prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
@@ -621,12 +534,12 @@ def _topology(read: _Reader, shape: InstanceShape | None, prefill: ServeSide, de
     return topology
 
 
-def _encrypted_setting_problems(config: pulumi.Config, keys: set[str]) -> list[str]:
+def _encrypted_setting_problems(config: pulumi.Config) -> list[str]:
     """A secret value where no secret belongs hides a setting from review and from `pulumi preview`."""
     return [
         f"{key} is stored encrypted (secure:) but is not a secret setting: set it in plain text with "
         f"`pulumi config set {key} <value>` (only {', '.join(sorted(SECRET_SETTINGS))} may be secret)"
-        for key in sorted(keys)
+        for key in sorted(PROJECT_KEYS)
         if key not in SECRET_SETTINGS and is_config_secret(config.full_key(key))
     ]
 
@@ -636,6 +549,12 @@ def _every_setting() -> dict[str, str]:
     mocks and automation set them in-process."""
     settings = {**get_config_env(), **CONFIG.get()}
     return {key: "[secret]" if is_config_secret(key) else str(value) for key, value in settings.items()}
+
+
+def _latest_image_problem(dlc_image: str | None) -> str | None:
+    if dlc_image and dlc_image.endswith(":latest"):
+        return f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag"
+    return None
 
 
 def _ray_version_problem(ray_version: str, custom_image: bool) -> str | None:
@@ -712,9 +631,6 @@ def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
 # Namespaces every cluster already has; Kubernetes reserves the `kube-` prefix for its own
 # (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/).
 EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-DNS_LABEL_ALLOWED = (
-    "a DNS label: 1-63 characters of lower-case letters, digits and '-', starting and ending with a letter or digit"
-)
 
 
 def _collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
@@ -839,15 +755,8 @@ def amp_workspace_region(workspace_url: str) -> str:
     return match.group(1)
 
 
-def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
-    """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
-
-    libfabric's EFA provider registers CUDA memory with the device itself (dma-buf or peer memory) and
-    needs RDMA read to move it without host copies; see `EFA_FAMILIES_WITHOUT_RDMA_READ` for the types.
-    """
-    if setting != "auto":
-        return setting
-    return "cpu" if gpu_node_type.split(".")[0] in EFA_FAMILIES_WITHOUT_RDMA_READ else "cuda"
+# The StackConfig fields a row feeds with its value as read; the rest load_config derives.
+STACK_FIELDS = frozenset(f.name for f in dataclasses.fields(StackConfig))
 
 
 def load_config(
@@ -862,40 +771,26 @@ def load_config(
     None when EC2 does not know it): the layout is checked against what the type really has.
     """
     config = config or pulumi.Config()
-    aws_config = aws_config or pulumi.Config("aws")
-    read = _Reader(config)
-    region = aws_config.get("region") or ""
-    read.values["aws:region"] = region
+    read = _Reader(config, aws_config or pulumi.Config("aws"))
+    values = {setting.key: read.read(setting) for setting in SETTINGS}
+    region, gpu_node_type, dlc_image = values["aws:region"], values["gpuNodeType"], values["dlcImage"]
     unsupported_region = region_problem(region)
-    if unsupported_region:
-        read.problems.append(unsupported_region)
-
-    cluster_name = read.text("clusterName", EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'")
-    kubernetes_version = read.text("kubernetesVersion")
-    vpc_cidr = read.text("vpcCidr")
-    gpu_node_type = read.text("gpuNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as g6.8xlarge")
-    gpu_az = read.optional_text("gpuAz", re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z"), "an Availability Zone name")
-    dlc_image = read.optional_text("dlcImage", IMAGE_PATTERN, "an image reference pinned by tag or digest")
-    kuberay_version = read.text("kuberayVersion", SEMVER_PATTERN, "a version such as 1.4.0")
-    allow_unvalidated_kuberay = read.boolean("allowUnvalidatedKuberayVersion")
-    ray_version = read.text("rayVersion", SEMVER_PATTERN, "a version such as 2.58.0")
-    hf_token_raw = read.plain("hfToken")
-    api_keys = _api_keys(read, config)
+    api_keys = _api_keys(read, config, values[API_KEYS_SETTING])
     problems = [
-        _vpc_cidr_problem(vpc_cidr),
-        _kubernetes_version_problem(kubernetes_version),
-        _gpu_az_problem(gpu_az, region),
-        _hf_token_problem(config, hf_token_raw),
-        _kuberay_version_problem(kuberay_version, allow_unvalidated_kuberay),
-        _ray_version_problem(ray_version, custom_image=dlc_image is not None),
+        unsupported_region,
+        _vpc_cidr_problem(values["vpcCidr"]),
+        _kubernetes_version_problem(values["kubernetesVersion"]),
+        _gpu_az_problem(values["gpuAz"], region),
+        _hf_token_problem(config, values["hfToken"]),
+        _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
+        _ray_version_problem(values["rayVersion"], custom_image=dlc_image is not None),
+        _latest_image_problem(dlc_image),
     ]
     read.problems.extend(p for p in problems if p)
-    if dlc_image and dlc_image.endswith(":latest"):
-        read.problems.append(f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag")
 
-    serve_autoscaling = read.boolean("serveAutoscaling")
-    prefill = _serve_side(read, "prefill", serve_autoscaling)
-    decode = _serve_side(read, "decode", serve_autoscaling)
+    serve_autoscaling = values["serveAutoscaling"]
+    prefill = _serve_side(values, read.problems, "prefill", serve_autoscaling)
+    decode = _serve_side(values, read.problems, "decode", serve_autoscaling)
     # Asked only for a well-formed name in a supported region: EC2 cannot answer for anything else.
     shape = None
     if gpu_node_type and not unsupported_region and INSTANCE_TYPE_PATTERN.match(gpu_node_type):
@@ -904,127 +799,28 @@ def load_config(
         if problem:
             read.problems.append(problem)
             shape = None
-    topology = _topology(read, shape, prefill, decode)
-
-    semver = "a version such as 1.4.0"
-    kv_setting = read.choice("kvBufferDevice", KV_BUFFER_DEVICES)
-    client_cidr_list = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
-    internet_cidr_list = (
-        "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
-        "in-VPC clients use the private endpoint)"
-    )
     # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
-    serve_exposure = read.choice("serveExposure", SERVE_EXPOSURES)
-    serve_api_key_auth = read.boolean("serveApiKeyAuth") and serve_exposure != "none"
-    node_group_quota = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
+    serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"
+    fed = {setting.feeds: values[setting.key] for setting in SETTINGS if setting.feeds in STACK_FIELDS}
     cfg = StackConfig(
-        project=pulumi.get_project(),
-        stack=pulumi.get_stack(),
-        region=region,
-        vpc_cidr=vpc_cidr,
-        max_azs=read.integer(
-            "maxAzs", 2, f" (EKS needs two Availability Zones; vpcCidr has room for {MAX_AZS})", maximum=MAX_AZS
-        ),
-        nat_gateway_per_az=read.boolean("natGatewayPerAz"),
-        cluster_name=cluster_name,
-        kubernetes_version=kubernetes_version,
-        api_public_access_cidrs=read.string_list("apiPublicAccessCidrs", _internet_client_cidr, internet_cidr_list),
-        admin_principal_arns=read.string_list("adminPrincipalArns", _iam_principal, "IAM role or user ARNs"),
-        control_plane_logging=read.boolean("controlPlaneLogging"),
-        secrets_encryption=read.boolean("secretsEncryption"),
-        vpc_cni_version=read.optional_text(
-            "vpcCniVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1"
-        ),
-        coredns_version=read.optional_text(
-            "corednsVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1"
-        ),
-        kube_proxy_version=read.optional_text(
-            "kubeProxyVersion", ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2"
-        ),
-        system_node_type=read.text("systemNodeType", INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
-        system_node_count=read.integer("systemNodeCount", 1, node_group_quota, maximum=MAX_NODES_PER_NODE_GROUP),
-        gpu_node_type=gpu_node_type,
-        gpu_nodegroup_name=read.text("gpuNodegroupName", NODEGROUP_NAME_PATTERN, "1-63 letters, digits, '-' or '_'"),
-        gpu_az=gpu_az,
-        gpu_root_volume_gib=read.integer(
-            "gpuRootVolumeGiB",
-            50,
-            f" GiB (the DLC image and model weights land there; a gp3 volume holds at most {MAX_GP3_GIB} GiB)",
-            maximum=MAX_GP3_GIB,
-        ),
-        capacity_reservation_id=read.optional_text(
-            "capacityReservationId",
-            CAPACITY_RESERVATION_PATTERN,
-            "a capacity reservation id such as cr-0123456789abcdef0",
-        ),
-        gpu_capacity_type=read.choice("gpuCapacityType", GPU_CAPACITY_TYPES),
-        quota_preflight=read.boolean("quotaPreflight"),
-        nvidia_device_plugin_version=read.text("nvidiaDevicePluginVersion", CHART_VERSION_PATTERN, semver),
-        efa_device_plugin_version=read.text(
-            "efaDevicePluginVersion", CHART_VERSION_PATTERN, "a version such as v0.5.30"
-        ),
-        dlc_image=dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
-        kuberay_version=kuberay_version,
-        ray_version=ray_version,
-        ray_service_name=read.text(
-            "rayServiceName",
-            RAYSERVICE_NAME_PATTERN,
-            "1-40 characters of lower-case letters, digits and '-', starting with a letter and ending with a letter or "
-            "digit (a DNS label that prefixes the RayCluster's own)",
-        ),
-        namespace=read.text("namespace", DNS_LABEL_PATTERN, DNS_LABEL_ALLOWED),
-        model_id=read.text("modelId", re.compile(r"^\S+\Z"), "a non-empty name without spaces"),
-        model_source=read.text("modelSource", re.compile(r"^\S+\Z"), "a Hugging Face repo id, s3:// or local path"),
-        max_model_len=read.integer(
-            "maxModelLen",
-            1,
-            " tokens (2^20: more KV cache than one GPU of the supported types holds for an 8B model)",
-            maximum=MAX_MODEL_LEN,
-        ),
-        language_model_only=read.boolean("languageModelOnly"),
-        prefill=prefill,
-        decode=decode,
-        # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
-        # other checks (which skip what needs the layout) have added theirs.
-        topology=topology,  # type: ignore[arg-type]
-        serve_autoscaling=serve_autoscaling,
-        cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
-        kv_buffer_device=resolve_kv_buffer_device(kv_setting, gpu_node_type),
-        kv_cache_dtype=read.choice("kvCacheDtype", KV_CACHE_DTYPES),
-        hf_token=config.get_secret("hfToken") if hf_token_raw else None,
-        hf_token_value=hf_token_raw or None,
-        serve_exposure=serve_exposure,
-        serve_source_cidrs=read.string_list("serveSourceCidrs", _client_cidr, client_cidr_list),
-        serve_api_key_auth=serve_api_key_auth,
-        serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
-        serve_certificate_arn=read.optional_text(
-            "serveCertificateArn",
-            CERTIFICATE_ARN_PATTERN,
-            "an ACM certificate ARN such as arn:aws:acm:<region>:<account>:certificate/<uuid>",
-        ),
-        serve_ready_timeout_minutes=read.integer(
-            "serveReadyTimeoutMinutes",
-            5,
-            f" (an assumed IAM role's credentials last at most {MAX_SERVE_READY_MINUTES // 60} h)",
-            maximum=MAX_SERVE_READY_MINUTES,
-        ),
-        model_preflight=read.boolean("modelPreflight"),
-        observability=read.boolean("observability"),
-        kube_prometheus_stack_version=read.text("kubePrometheusStackVersion", CHART_VERSION_PATTERN, semver),
-        dcgm_exporter_version=read.text("dcgmExporterVersion", CHART_VERSION_PATTERN, semver),
-        ttft_p99_objective_ms=read.integer("ttftP99ObjectiveMs", 1, " milliseconds"),
-        amp_workspace_url=read.optional_text(
-            "ampWorkspaceUrl",
-            AMP_WORKSPACE_PATTERN,
-            "a workspace endpoint such as https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-<id>/",
-        ),
-        owner=read.text("owner", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
-        cost_center=read.text("costCenter", TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
-        protect_resources=read.boolean("protectResources"),
-        settings=dict(read.values),
+        **{
+            **fed,
+            "project": pulumi.get_project(),
+            "stack": pulumi.get_stack(),
+            "dlc_image": dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
+            "prefill": prefill,
+            "decode": decode,
+            "topology": _topology(values, read.problems, shape, prefill, decode),
+            "kv_buffer_device": resolve_kv_buffer_device(values["kvBufferDevice"], gpu_node_type),
+            "hf_token": config.get_secret("hfToken") if values["hfToken"] else None,
+            "hf_token_value": values["hfToken"] or None,
+            "serve_api_key_auth": serve_api_key_auth,
+            "serve_api_keys": pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
+            "settings": dict(read.values),
+        }
     )
     problems = [
-        _api_allow_list_problem(cfg.api_public_access_cidrs, read.plain("apiPublicAccessCidrs") or ""),
+        _api_allow_list_problem(cfg.api_public_access_cidrs, read.values["apiPublicAccessCidrs"]),
         _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
         *_serve_auth_problems(cfg, api_keys),
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
@@ -1032,16 +828,16 @@ def load_config(
         _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
         _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
-        *_model_fit_problems(cfg, kv_setting),
+        *_model_fit_problems(cfg, values["kvBufferDevice"]),
         *_fp8_problems(cfg),
         None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
     ]
     read.problems.extend(p for p in problems if p)
-    read.problems.extend(_encrypted_setting_problems(config, read.keys))
+    read.problems.extend(_encrypted_setting_problems(config))
     settings = _every_setting()
     read.problems[:0] = [
-        *unknown_key_problems(settings, config.name, read.keys),
+        *unknown_key_problems(settings, config.name, PROJECT_KEYS),
         *provider_value_problems(settings),
     ]
     if read.problems:

@@ -1,7 +1,7 @@
 """Which config keys exist, so that a misspelt key fails instead of leaving its setting at the default.
 
-The project's keys are the ones the program reads (a test holds them equal to what `Pulumi.yaml`
-declares). A provider's keys are the settings its installed SDK reads: the Pulumi engine configures a
+The project's keys are the rows of the settings table (`infra/settings.py`, from which `Pulumi.yaml`'s
+declarations are generated). A provider's keys are the settings its installed SDK reads: the Pulumi engine configures a
 default provider from every key of its namespace, and a key the provider does not know is silently
 ignored, so `aws:regoin` would deploy to the default region.
 """

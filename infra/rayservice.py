@@ -9,7 +9,7 @@ import yaml
 from infra import serve_auth
 from infra.config import StackConfig
 from infra.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
-from infra.serve_config import build_serve_config
+from infra.serve_config import build_serve_config, serve_app_args
 from infra.topology import worker_cpu, worker_memory_gib
 
 SERVE_PORT = 8000
@@ -164,7 +164,7 @@ def build_rayservice(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
             # A rayClusterConfig change replaces the RayService (infra/serve_app.py); KubeRay must never start a
             # second cluster beside the active one, which the GPU node group cannot hold (NewCluster, the default).
             "upgradeStrategy": {"type": "None"},
-            "serveConfigV2": yaml.safe_dump(build_serve_config(cfg), sort_keys=False),
+            "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg)), sort_keys=False),
             "rayClusterConfig": {
                 "rayVersion": cfg.ray_version,
                 **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),

@@ -1,15 +1,21 @@
 """The whole application: Ray Serve LLM's prefill/decode app as a `serveConfigV2` document.
 
-A plain function of the stack config, so the RayService, the offline render and the GPU smoke test
-all use exactly the same document.
+A plain function of its own args (`ServeAppArgs`; `serve_app_args` reads them from the stack config), so the
+RayService, the offline render and the GPU smoke test all use exactly the same document. The serving decisions
+the settings leave open (the default image, kvBufferDevice's `auto`) are made here too.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from infra import serve_auth
-from infra.config import ServeSide, StackConfig
+from infra.instance_types import EFA_FAMILIES_WITHOUT_RDMA_READ
+from infra.regions import dlc_registry
+
+if TYPE_CHECKING:  # infra.config reads the serving decisions below, so it is imported for annotations only
+    from infra.config import ServeSide, StackConfig
 
 PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
 KV_CONNECTOR = "NixlConnector"
@@ -34,14 +40,69 @@ SHARED_POD_ENGINE_ENV = {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}
 # holds a whole GPU, so prefill and decode replicas never share one.
 PLACEMENT_STRATEGY = "STRICT_PACK"
 
+# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
+DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
 
-def _side(cfg: StackConfig, side: str) -> ServeSide:
-    return {"prefill": cfg.prefill, "decode": cfg.decode}[side]
+
+def default_dlc_image(region: str) -> str:
+    """The Ray Serve LLM Deep Learning Container in the region's own DLC registry."""
+    return f"{dlc_registry(region)}/ray:serve-llm-cuda-v1.0"
 
 
-def engine_env(cfg: StackConfig) -> dict[str, str]:
-    shares_pod = cfg.topology.replicas_per_node > 1
-    return {**PD_ENGINE_ENV, **(SHARED_POD_ENGINE_ENV if shares_pod else {})}
+def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
+    """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
+
+    libfabric's EFA provider registers CUDA memory with the device itself (dma-buf or peer memory) and
+    needs RDMA read to move it without host copies; see `EFA_FAMILIES_WITHOUT_RDMA_READ` for the types.
+    """
+    if setting != "auto":
+        return setting
+    return "cpu" if gpu_node_type.split(".")[0] in EFA_FAMILIES_WITHOUT_RDMA_READ else "cuda"
+
+
+@dataclass(frozen=True)
+class ServeAppArgs:
+    """What the prefill/decode application is made of."""
+
+    name: str  # the Serve application's name (the RayService's)
+    model_id: str  # the name clients ask for
+    model_source: str  # a Hugging Face repo id, s3:// prefix or path in the image
+    max_model_len: int
+    language_model_only: bool  # vLLM language_model_only: no vision tower
+    prefill: ServeSide
+    decode: ServeSide
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    engines_share_a_pod: bool  # several replicas on one GPU node share its pod's ports
+    kv_buffer_device: str  # "cuda" or "cpu" (resolve_kv_buffer_device)
+    kv_cache_dtype: str  # "auto" or an FP8 dtype, both sides alike
+    api_key_auth: bool  # our ingress asks for a key (infra/serve_auth.py)
+
+
+def serve_app_args(cfg: StackConfig) -> ServeAppArgs:
+    return ServeAppArgs(
+        name=application_name(cfg),
+        model_id=cfg.model_id,
+        model_source=cfg.model_source,
+        max_model_len=cfg.max_model_len,
+        language_model_only=cfg.language_model_only,
+        prefill=cfg.prefill,
+        decode=cfg.decode,
+        tensor_parallel_size=cfg.topology.tensor_parallel_size,
+        pipeline_parallel_size=cfg.topology.pipeline_parallel_size,
+        engines_share_a_pod=cfg.topology.replicas_per_node > 1,
+        kv_buffer_device=cfg.kv_buffer_device,
+        kv_cache_dtype=cfg.kv_cache_dtype,
+        api_key_auth=cfg.serve_api_key_auth,
+    )
+
+
+def _side(args: ServeAppArgs, side: str) -> ServeSide:
+    return {"prefill": args.prefill, "decode": args.decode}[side]
+
+
+def engine_env(args: ServeAppArgs) -> dict[str, str]:
+    return {**PD_ENGINE_ENV, **(SHARED_POD_ENGINE_ENV if args.engines_share_a_pod else {})}
 
 
 def deployment_config(side: ServeSide) -> dict[str, Any]:
@@ -57,40 +118,40 @@ def deployment_config(side: ServeSide) -> dict[str, Any]:
     }
 
 
-def _engine_overrides(cfg: StackConfig, side: ServeSide) -> dict[str, int | str]:
+def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | str]:
     """What the side sets instead of vLLM's default; an FP8 KV cache on both sides alike (NIXL's compatibility
     hash holds `cache_dtype`, infra/quantization.py)."""
     overrides = {
         "max_num_seqs": side.max_num_seqs,
         "max_num_batched_tokens": side.max_num_batched_tokens,
         "quantization": side.quantization,
-        "kv_cache_dtype": None if cfg.kv_cache_dtype == "auto" else cfg.kv_cache_dtype,
+        "kv_cache_dtype": None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
     }
     return {key: value for key, value in overrides.items() if value is not None}
 
 
-def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
+def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
     """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
-    serve_side = _side(cfg, side)
+    serve_side = _side(args, side)
     return {
-        "model_loading_config": {"model_id": cfg.model_id, "model_source": cfg.model_source},
+        "model_loading_config": {"model_id": args.model_id, "model_source": args.model_source},
         "engine_kwargs": {
-            "max_model_len": cfg.max_model_len,
-            "language_model_only": cfg.language_model_only,
-            "tensor_parallel_size": cfg.topology.tensor_parallel_size,
-            "pipeline_parallel_size": cfg.topology.pipeline_parallel_size,
-            **_engine_overrides(cfg, serve_side),
+            "max_model_len": args.max_model_len,
+            "language_model_only": args.language_model_only,
+            "tensor_parallel_size": args.tensor_parallel_size,
+            "pipeline_parallel_size": args.pipeline_parallel_size,
+            **_engine_overrides(args, serve_side),
             "kv_transfer_config": {
                 "kv_connector": KV_CONNECTOR,
                 "kv_role": KV_ROLES[side],
                 "engine_id": side,
-                "kv_buffer_device": cfg.kv_buffer_device,
+                "kv_buffer_device": args.kv_buffer_device,
                 "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
             },
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
         "deployment_config": deployment_config(serve_side),
-        "runtime_env": {"env_vars": engine_env(cfg)},
+        "runtime_env": {"env_vars": engine_env(args)},
     }
 
 
@@ -98,14 +159,14 @@ def application_name(cfg: StackConfig) -> str:
     return cfg.ray_service_name
 
 
-def build_serve_config(cfg: StackConfig) -> dict[str, Any]:
+def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
     """The app; with API keys on, the PD builder's ingress is ours (infra/serve_auth.py), loaded from the zip the
     app's runtime_env names, on top of what the image has."""
-    app: dict[str, Any] = {"name": application_name(cfg), "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
-    if cfg.serve_api_key_auth:
+    app: dict[str, Any] = {"name": args.name, "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
+    if args.api_key_auth:
         app["runtime_env"] = {"py_modules": [serve_auth.package_uri()]}
     app["args"] = {
-        **{f"{side}_config": llm_config(cfg, side) for side in PD_SIDES},
-        **(serve_auth.ingress_args() if cfg.serve_api_key_auth else {}),
+        **{f"{side}_config": llm_config(args, side) for side in PD_SIDES},
+        **(serve_auth.ingress_args() if args.api_key_auth else {}),
     }
     return {"applications": [app]}

@@ -7,21 +7,12 @@ from typing import Any
 import pulumi
 
 from infra.alerts import AlertArgs
-from infra.capacity import (
-    CapacityError,
-    EngineCapacity,
-    capacity_problem,
-    kv_layout,
-    vllm_default_gpu_memory_utilization,
-)
-from infra.changes import settings_by_effect
-from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
+from infra.cluster import Cluster, ClusterArgs, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.model_source import ModelFacts, ModelSourceError, read_model
-from infra.network import Network, NetworkArgs, discover_placement
+from infra.network import Network, NetworkArgs
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.observability import (
     REMOTE_WRITE_POLICY,
@@ -30,45 +21,12 @@ from infra.observability import (
     RemoteWrite,
     observability_outputs,
 )
-from infra.offerings import check_offerings
-from infra.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
-from infra.quota import check_gpu_vcpu_quota
+from infra.preflight import preflight
 from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
 from infra.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.serve_app import Serving, ServingArgs
 from infra.serve_config import application_name
-
-
-def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | None:
-    """What each side's engine holds, printed in preview; raises CapacityError where not one request of
-    maxModelLen fits. None, with a warning, where the model's layout or weights are not known."""
-    tp = cfg.topology.tensor_parallel_size
-    layout = kv_layout(model.config, tp, cfg.kv_cache_dtype) if model.config else None
-    if layout is None or model.tensors is None:  # a path in the image or an unreadable S3 config warned already
-        if model.config:
-            pulumi.log.warn(
-                f"modelSource={cfg.model_source!r}: capacity not estimated (its "
-                f"{'layer kinds' if layout is None else 'safetensors weights'} are not known here)"
-            )
-        return None
-    # A pre-quantized checkpoint is loaded as its tensors are stored, whatever <side>Quantization says.
-    online = checkpoint_quantization(model.config or {}) is None
-    summaries = {}
-    for side in ("prefill", "decode"):
-        capacity = EngineCapacity(
-            layout=layout,
-            tensor_parallel_size=tp,
-            gpu_memory_mib=cfg.topology.node.gpu_memory_mib,
-            gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
-            weight_bytes=loaded_weight_bytes(model.tensors, online and getattr(cfg, side).quantization == "fp8"),
-            max_model_len=cfg.max_model_len,
-        )
-        problem = capacity_problem(capacity)
-        if problem:
-            raise CapacityError(f"{side}: {problem}")
-        pulumi.log.info(f"capacity of {side} {capacity.describe()}")
-        summaries[side] = capacity.summary()
-    return summaries
+from infra.settings import settings_by_effect
 
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
@@ -77,23 +35,9 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     The one place that maps config keys to resources: each component gets a small args object of
     what it needs, so it can be reused in another stack without this project's config.
     """
-    # The lookups can reject the config (partition, the deploying identity among the admins, gpuAz, Kubernetes
-    # version, system node type, the GPU quota); they run before any resource.
-    partition = discover_partition(cfg)
-    check_admin_principals(cfg)
-    placement = discover_placement(cfg)
-    addons = check_offerings(cfg)
-    check_gpu_vcpu_quota(cfg)
-    capacity = None
-    if cfg.model_preflight:
-        model = read_model(cfg.model_source, cfg.max_model_len, cfg.hf_token_value, cfg.language_model_only)
-        for warning in model.warnings:
-            pulumi.log.warn(warning)
-        sides = {side: getattr(cfg, side).quantization or "none" for side in ("prefill", "decode")}
-        problems = checkpoint_problems(cfg.model_source, model.config or {}, sides, cfg.topology.node.gpu_name)
-        if problems:
-            raise ModelSourceError("; ".join(problems))
-        capacity = engine_capacity(cfg, model)
+    # Every deploy-time lookup, before any resource: all their problems come in one report.
+    facts = preflight(cfg)
+    partition, placement, addons = facts.partition, facts.placement, facts.addons
     network = Network(
         "network",
         NetworkArgs(
@@ -235,8 +179,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         **endpoint_outputs(cfg),
         **(observability_outputs() if cfg.observability else {}),
     }
-    if capacity is not None:
-        outputs["engineCapacity"] = capacity
+    if facts.capacity is not None:
+        outputs["engineCapacity"] = facts.capacity
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
         # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).

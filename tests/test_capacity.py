@@ -9,14 +9,13 @@ import pytest
 from infra.capacity import (
     GIB,
     PROFILED_OVERHEAD_GIB,
-    CapacityError,
     EngineCapacity,
     kv_layout,
     vllm_default_gpu_memory_utilization,
 )
 from infra.model_source import ModelFacts, hub_weight_tensors
+from infra.preflight import PreflightError, engine_capacity
 from infra.quantization import loaded_weight_bytes
-from infra.stack import engine_capacity
 from tools.offline import HUB_CONFIGS, hub_fetch, load_stack_config, run_stack
 
 DEFAULT_MODEL = HUB_CONFIGS["Qwen/Qwen3.5-9B"]
@@ -106,7 +105,7 @@ def test_preview_states_the_default_engines_capacity():
 def test_a_layout_where_no_request_fits_is_refused_before_any_resource():
     """Qwen3.5's 262,144 positions at one L4: 497 attention blocks + 3 per request, beyond ~80 blocks; today vLLM
     says so only after the 45-minute wait ("To serve at least one request with the model's max seq len")."""
-    with pytest.raises(CapacityError) as caught:
+    with pytest.raises(PreflightError) as caught:
         run_stack({"maxModelLen": 262144}, stack="prod")
     message = str(caught.value)
     assert "maxModelLen=262144 does not fit an engine" in message

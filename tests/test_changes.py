@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from infra import changes
-from infra.changes import CHANGE_EFFECTS, RAYSERVICE_REPLACED, SERVE_IN_PLACE, settings_by_effect
+from infra.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
+from infra.settings import CHANGE_EFFECTS, settings_by_effect
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tools.change_reference import BEGIN_MARKER, END_MARKER, WRITE_COMMAND, markdown_table

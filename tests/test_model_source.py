@@ -16,6 +16,7 @@ from infra.model_source import (
     read_model,
     vllm_architectures,
 )
+from infra.preflight import PreflightError
 from tests.rayservice_parts import RAYSERVICE
 from tools.offline import HUB_CONFIGS, hub_fetch, run_stack
 
@@ -142,7 +143,7 @@ def test_an_s3_source_is_read_with_the_deploying_identity():
 
 def test_a_missing_s3_config_stops_the_program_before_any_resource():
     """S3's NoSuchKey reaches the program as a failed getObject invoke."""
-    with pytest.raises(ModelSourceError, match=r"s3://example-models/missing/config.json cannot be read") as caught:
+    with pytest.raises(PreflightError, match=r"s3://example-models/missing/config.json cannot be read") as caught:
         run_stack({"modelSource": "s3://example-models/missing"})
     assert caught.value.declared_resources == []
 
@@ -159,7 +160,7 @@ def test_a_path_in_the_image_is_not_checked():
 
 
 def test_a_bad_model_stops_the_program_before_any_resource():
-    with pytest.raises(ModelSourceError) as caught:
+    with pytest.raises(PreflightError) as caught:
         run_stack({"modelSource": "Qwen/Qwen3.5-9B-typo"})
     assert caught.value.declared_resources == []
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from infra.node_groups import GPU_UPDATE_STRATEGY
-from infra.quota import QuotaError, gpu_vcpu_need
+from infra.preflight import PreflightError
+from infra.quota import gpu_vcpu_need
 from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR
 
@@ -33,7 +34,7 @@ def test_a_quota_that_holds_the_nodes_passes():
 
 @pytest.mark.parametrize("preview", [False, True])
 def test_a_short_quota_fails_naming_code_need_and_value_before_any_resource(preview):
-    with pytest.raises(QuotaError) as refused:
+    with pytest.raises(PreflightError) as refused:
         run_stack(vcpu_quota=32.0, preview=preview)
     message = str(refused.value)
     assert "L-DB2E81BA (Running On-Demand G and VT instances)" in message
@@ -44,7 +45,7 @@ def test_a_short_quota_fails_naming_code_need_and_value_before_any_resource(prev
 
 
 def test_p_family_is_checked_against_the_p_quota():
-    with pytest.raises(QuotaError) as refused:
+    with pytest.raises(PreflightError) as refused:
         run_stack(P5_TP8, vcpu_quota=192.0)
     assert "L-417A185B (Running On-Demand P instances)" in str(refused.value)
     assert "need 384" in str(refused.value)
@@ -66,7 +67,7 @@ def test_a_capacity_block_is_still_checked():
         "aws:region": "us-east-1",
         "gpuAz": "us-east-1a",
     }
-    with pytest.raises(QuotaError) as refused:
+    with pytest.raises(PreflightError) as refused:
         run_stack(capacity_block, vcpu_quota=192.0)
     assert "L-417A185B (Running On-Demand P instances)" in str(refused.value)
 

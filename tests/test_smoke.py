@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from infra import serve_auth
-from infra.serve_config import KV_ROLES, build_serve_config
+from infra.serve_config import KV_ROLES, build_serve_config, serve_app_args
 from tests.conftest import OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
 from tests.openai_server import MODEL
 from tools import offline, smoke
@@ -73,7 +73,9 @@ def test_changed_paths():
 @pytest.mark.parametrize("kv_roles", [None, "both", "producer-consumer"])
 def test_pd_config_is_production_plus_exactly_the_named_overrides(cfg, tmp_path, host, kv_roles):
     production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, kv_roles=kv_roles), host)
-    assert production == build_serve_config(cfg), "the smoke test must start from the RayService's own builder"
+    assert production == build_serve_config(serve_app_args(cfg)), (
+        "the smoke test must start from the RayService's own builder"
+    )
     assert smoke.changed_paths(production, config) == {o.path for o in overrides}
     expected = set(PD_OVERRIDES)
     if host.has_efa:

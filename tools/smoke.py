@@ -48,7 +48,7 @@ from infra import serve_auth
 from infra.capacity import vllm_default_gpu_memory_utilization
 from infra.config import API_KEYS_SETTING
 from infra.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
-from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
+from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config, serve_app_args
 from serve_ext.ray_llm_eks_auth import RELOAD_SECONDS
 from tools.offline import load_stack_config, stack_file
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
@@ -569,7 +569,7 @@ def smoke_serve_config(
     cfg: StackConfig, opts: SmokeOptions, host: HostFacts
 ) -> tuple[dict[str, Any], dict[str, Any], list[Override]]:
     """(production config, smoke config, the overrides that turn one into the other)."""
-    production = build_serve_config(cfg)
+    production = build_serve_config(serve_app_args(cfg))
     if production["applications"][0]["import_path"] != PD_IMPORT_PATH:
         raise ValueError(f"expected the prefill/decode app ({PD_IMPORT_PATH}) from build_serve_config")
     build = _aggregated_overrides if opts.aggregated else _pd_overrides
