@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import pulumi
+from pulumi.errors import InputPropertiesError
 
 from infra.alerts import AlertArgs
 from infra.capacity import (
@@ -17,7 +19,7 @@ from infra.capacity import (
 from infra.changes import settings_by_effect
 from infra.cluster import Cluster, ClusterArgs, check_admin_principals, discover_partition, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.config import StackConfig, amp_workspace_region
+from infra.config import ConfigError, StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.model_source import ModelFacts, ModelSourceError, read_model
@@ -37,6 +39,41 @@ from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoi
 from infra.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.serve_app import Serving, ServingArgs
 from infra.serve_config import application_name
+
+T = TypeVar("T")
+# The stack key each component args field is set from: a component reports its args' property paths, and the
+# stack reports the key the user sets (config.py checks the keys first; this keeps a rule only a component knows
+# in the stack's terms). A path's first part, before any "[index]", is the field.
+CONFIG_KEYS = {
+    "Network": {"cluster_name": "clusterName", "vpc_cidr": "vpcCidr", "azs": "maxAzs"},
+    "Cluster": {
+        "cluster_name": "clusterName",
+        "kubernetes_version": "kubernetesVersion",
+        "api_public_access_cidrs": "apiPublicAccessCidrs",
+    },
+    "SystemNodes": {"instance_type": "systemNodeType", "count": "systemNodeCount"},
+    "GpuNodes": {
+        "node_group_name": "gpuNodegroupName",
+        "instance_type": "gpuNodeType",
+        "count": "gpuNodeCount",
+        "root_volume_gib": "gpuRootVolumeGiB",
+        "capacity_type": "gpuCapacityType",
+        "capacity_reservation_id": "capacityReservationId",
+    },
+}
+
+
+def in_config_terms(component: str, declare: Callable[[], T]) -> T:
+    """Declares a component; its InputPropertiesError becomes a ConfigError naming the stack keys behind the fields."""
+    try:
+        return declare()
+    except InputPropertiesError as error:
+        keys: Mapping[str, str] = CONFIG_KEYS.get(component, {})
+        problems = []
+        for detail in error.errors or []:
+            field = detail["property_path"].split("[")[0]
+            problems.append(f"{keys.get(field, f'{component}.{field}')} is invalid: {detail['reason']}")
+        raise ConfigError(problems) from error
 
 
 def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | None:
@@ -94,63 +131,75 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
         if problems:
             raise ModelSourceError("; ".join(problems))
         capacity = engine_capacity(cfg, model)
-    network = Network(
-        "network",
-        NetworkArgs(
-            cluster_name=cfg.cluster_name,
-            vpc_cidr=cfg.vpc_cidr,
-            azs=placement.azs,
-            nat_gateway_per_az=cfg.nat_gateway_per_az,
-            protect=cfg.protect_resources,
-            tags=cfg.tags,
+    network = in_config_terms(
+        "Network",
+        lambda: Network(
+            "network",
+            NetworkArgs(
+                cluster_name=cfg.cluster_name,
+                vpc_cidr=cfg.vpc_cidr,
+                azs=placement.azs,
+                nat_gateway_per_az=cfg.nat_gateway_per_az,
+                protect=cfg.protect_resources,
+                tags=cfg.tags,
+            ),
         ),
     )
-    cluster = Cluster(
-        "cluster",
-        ClusterArgs(
-            cluster_name=cfg.cluster_name,
-            kubernetes_version=cfg.kubernetes_version,
-            partition=partition,
-            vpc_cni_version=addons.vpc_cni,
-            kube_proxy_version=addons.kube_proxy,
-            api_public_access_cidrs=cfg.api_public_access_cidrs,
-            admin_principal_arns=cfg.admin_principal_arns,
-            control_plane_logging=cfg.control_plane_logging,
-            secrets_encryption=cfg.secrets_encryption,
-            protect=cfg.protect_resources,
-            tags=cfg.tags,
+    cluster = in_config_terms(
+        "Cluster",
+        lambda: Cluster(
+            "cluster",
+            ClusterArgs(
+                cluster_name=cfg.cluster_name,
+                kubernetes_version=cfg.kubernetes_version,
+                partition=partition,
+                vpc_cni_version=addons.vpc_cni,
+                kube_proxy_version=addons.kube_proxy,
+                vpc_id=network.vpc_id,
+                private_subnet_ids=list(network.private_subnet_ids.values()),
+                public_subnet_ids=list(network.public_subnet_ids.values()),
+                api_public_access_cidrs=cfg.api_public_access_cidrs,
+                admin_principal_arns=cfg.admin_principal_arns,
+                control_plane_logging=cfg.control_plane_logging,
+                secrets_encryption=cfg.secrets_encryption,
+                protect=cfg.protect_resources,
+                tags=cfg.tags,
+            ),
         ),
-        network,
     )
-    system_nodes = SystemNodes(
-        "system-nodes",
-        SystemNodesArgs(
-            instance_type=cfg.system_node_type,
-            count=cfg.system_node_count,
-            coredns_version=addons.coredns,
-            tags=cfg.tags,
+    system_nodes = in_config_terms(
+        "SystemNodes",
+        lambda: SystemNodes(
+            "system-nodes",
+            SystemNodesArgs(
+                instance_type=cfg.system_node_type,
+                count=cfg.system_node_count,
+                coredns_version=addons.coredns,
+                subnet_ids=list(network.private_subnet_ids.values()),
+                tags=cfg.tags,
+            ),
+            cluster,
+            opts=pulumi.ResourceOptions(parent=cluster),
         ),
-        cluster,
-        network,
-        opts=pulumi.ResourceOptions(parent=cluster),
     )
-    gpu_nodes = GpuNodes(
-        "gpu-nodes",
-        GpuNodesArgs(
-            node_group_name=cfg.gpu_nodegroup_name,
-            instance_type=cfg.gpu_node_type,
-            count=cfg.gpu_node_count,
-            az=placement.gpu_az,
-            efa_interfaces=cfg.topology.node.efa_interfaces,
-            root_volume_gib=cfg.gpu_root_volume_gib,
-            capacity_reservation_id=cfg.capacity_reservation_id,
-            capacity_type=cfg.gpu_capacity_type,
-            max_count=cfg.topology.most_gpu_nodes,
-            gpu_name=cfg.topology.node.gpu_name,
-            tags=cfg.tags,
+    gpu_nodes = in_config_terms(
+        "GpuNodes",
+        lambda: GpuNodes(
+            "gpu-nodes",
+            GpuNodesArgs(
+                node_group_name=cfg.gpu_nodegroup_name,
+                instance_type=cfg.gpu_node_type,
+                count=cfg.gpu_node_count,
+                vpc_id=network.vpc_id,
+                subnet_id=network.private_subnet_ids[placement.gpu_az],
+                root_volume_gib=cfg.gpu_root_volume_gib,
+                capacity_reservation_id=cfg.capacity_reservation_id,
+                capacity_type=cfg.gpu_capacity_type,
+                max_count=cfg.topology.most_gpu_nodes,
+                tags=cfg.tags,
+            ),
+            cluster,
         ),
-        cluster,
-        network,
     )
     device_plugins = DevicePlugins(
         "device-plugins",
