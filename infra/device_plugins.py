@@ -14,7 +14,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster import Cluster
 from infra.components import Children, problem, raise_input_errors
-from infra.config import CHART_VERSION_PATTERN, INSTANCE_TYPE_PATTERN, REGION_PATTERN
+from infra.config import CHART_VERSION_PATTERN, REGION_PATTERN
 from infra.helm import Chart, pinned_release
 from infra.node_groups import GpuNodes
 from infra.regions import efa_plugin_repository
@@ -27,12 +27,12 @@ PLUGIN_NAMESPACE = "kube-system"
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
-    """The two device plugins' charts, where the EFA plugin's image comes from, and which nodes it runs on."""
+    """The two device plugins' charts and where the EFA plugin's image comes from; the nodes they run on are the
+    GpuNodes they are given (the EFA plugin's DaemonSet runs on that group's instance type only)."""
 
     nvidia_version: str  # of the nvidia-device-plugin chart, e.g. "0.20.0"
     efa_version: str  # of the aws-efa-k8s-device-plugin chart, e.g. "v0.5.30"
     region: str  # the cluster's region: its ECR serves the EFA plugin's image
-    gpu_node_type: str  # the GPU nodes' instance type: the EFA plugin's DaemonSet runs on that type only
 
 
 def device_plugins_args_errors(args: DevicePluginsArgs) -> list[InputPropertyErrorDetails]:
@@ -43,10 +43,6 @@ def device_plugins_args_errors(args: DevicePluginsArgs) -> list[InputPropertyErr
     ]
     if not REGION_PATTERN.match(args.region):
         errors.append(problem("region", f"{args.region!r} is not an AWS region name such as us-east-1"))
-    if not INSTANCE_TYPE_PATTERN.match(args.gpu_node_type):
-        errors.append(
-            problem("gpu_node_type", f"{args.gpu_node_type!r} is not an EC2 instance type such as g6.8xlarge")
-        )
     return errors
 
 
@@ -96,7 +92,7 @@ class DevicePlugins(pulumi.ComponentResource):
             "efa-device-plugin",
             Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, args.efa_version),
             PLUGIN_NAMESPACE,
-            efa_plugin_values(args.region, args.gpu_node_type),
+            efa_plugin_values(args.region, gpu_nodes.shape.instance_type),
             cluster.provider,
             after_nodes,
         )

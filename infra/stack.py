@@ -207,7 +207,6 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             nvidia_version=cfg.nvidia_device_plugin_version,
             efa_version=cfg.efa_device_plugin_version,
             region=cfg.region,
-            gpu_node_type=cfg.gpu_node_type,
         ),
         cluster,
         gpu_nodes,

@@ -80,9 +80,7 @@ for team in ("blue", "green"):
         )
         plugins = DevicePlugins(
             f"{team}-plugins-{group}",
-            DevicePluginsArgs(
-                nvidia_version="0.20.0", efa_version="v0.5.30", region="us-east-1", gpu_node_type="g6.8xlarge"
-            ),
+            DevicePluginsArgs(nvidia_version="0.20.0", efa_version="v0.5.30", region="us-east-1"),
             cluster,
             gpu,
         )
@@ -219,8 +217,34 @@ BAD_ARGS = {
         "subnet_id='subnet-1', capacity_type='capacity-block', root_volume_gib=0), None)",
         {"node_group_name", "instance_type", "count", "capacity_reservation_id", "root_volume_gib"},
     ),
+    "DevicePlugins": (
+        "DevicePlugins('d', DevicePluginsArgs(nvidia_version='latest', efa_version='0.5', region='us'), None, None)",
+        {"nvidia_version", "efa_version", "region"},
+    ),
+    "ClusterAutoscaler": (
+        "ClusterAutoscaler('a', ClusterAutoscalerArgs(version='9', cluster_name='-c', region='us'), None, [])",
+        {"version", "cluster_name", "region"},
+    ),
+    "KubeRayOperator": ("KubeRayOperator('k', KubeRayOperatorArgs(version='latest'), None, [])", {"version"}),
+    "Serving": (
+        "Serving('s', ServingArgs(namespace='Ray', operator=KubeRayOperatorArgs(version='1.4.0'), "
+        "rayservice={'kind': 'RayCluster', 'metadata': {'namespace': 'ray'}}, ready_timeout_seconds=0), "
+        "None, None, None)",
+        {"namespace", "rayservice", "ready_timeout_seconds"},
+    ),
+    "Observability": (
+        "Observability('o', ObservabilityArgs(stack_version='88', dcgm_version='4.8.2', ray_namespace='Ray', "
+        "kuberay_namespace='kuberay_system', alerts=AlertArgs('llm', 'ray', 2)), None, None, None)",
+        {"stack_version", "ray_namespace", "kuberay_namespace"},
+    ),
 }
 IMPORTS = """
+from infra.alerts import AlertArgs
+from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from infra.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.observability import Observability, ObservabilityArgs
+from infra.serve_app import Serving, ServingArgs
 from infra.cluster import Cluster, ClusterArgs
 from infra.network import Network, NetworkArgs
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
