@@ -154,15 +154,16 @@ class ClusterArgs:
     tags: Mapping[str, str] = field(default_factory=dict)  # on every AWS resource of the cluster
 
 
+def cluster_name_errors(cluster_name: str) -> list[InputPropertyErrorDetails]:
+    """The `cluster_name` field of any component's args: the EKS cluster it is for."""
+    if EKS_NAME_PATTERN.match(cluster_name):
+        return []
+    return [problem("cluster_name", f"{cluster_name!r} is not an EKS cluster name (1-100 letters, digits, - and _)")]
+
+
 def cluster_args_errors(args: ClusterArgs) -> list[InputPropertyErrorDetails]:
     """What EKS refuses or what would leave the API open, in the args' own terms."""
-    errors = []
-    if not EKS_NAME_PATTERN.match(args.cluster_name):
-        errors.append(
-            problem(
-                "cluster_name", f"{args.cluster_name!r} is not an EKS cluster name (1-100 letters, digits, - and _)"
-            )
-        )
+    errors = cluster_name_errors(args.cluster_name)
     version = KUBERNETES_VERSION_PATTERN.match(args.kubernetes_version)
     if not version or int(version.group(1)) < MIN_KUBERNETES_MINOR:
         errors.append(

@@ -19,9 +19,9 @@ import pulumi
 import pulumi_aws as aws
 from pulumi.errors import InputPropertyErrorDetails
 
-from infra.cluster import Cluster
-from infra.components import Children, problem, raise_input_errors
-from infra.config import CHART_VERSION_PATTERN, EKS_NAME_PATTERN, REGION_PATTERN
+from infra.cluster import Cluster, cluster_name_errors
+from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
+from infra.config import CHART_VERSION_PATTERN, REGION_PATTERN
 from infra.helm import Chart, pinned_release
 from infra.irsa import service_account_trust
 from infra.scheduling import SYSTEM_NODE_SELECTOR
@@ -56,14 +56,11 @@ class ClusterAutoscalerArgs:
 
 
 def cluster_autoscaler_args_errors(args: ClusterAutoscalerArgs) -> list[InputPropertyErrorDetails]:
-    errors = []
-    if not CHART_VERSION_PATTERN.match(args.version):
-        errors.append(problem("version", f"{args.version!r} is not a chart version such as 9.59.0"))
-    if not EKS_NAME_PATTERN.match(args.cluster_name):
-        errors.append(problem("cluster_name", f"{args.cluster_name!r} is not an EKS cluster name"))
-    if not REGION_PATTERN.match(args.region):
-        errors.append(problem("region", f"{args.region!r} is not an AWS region name such as us-east-1"))
-    return errors
+    return [
+        *unmatched({"version": args.version}, CHART_VERSION_PATTERN, CHART_VERSION),
+        *cluster_name_errors(args.cluster_name),
+        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
+    ]
 
 
 def autoscaler_policy() -> dict[str, Any]:

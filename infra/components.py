@@ -14,6 +14,7 @@ collects `validationErrors` and throws `InputPropertiesError({message: "Invalid 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pulumi
@@ -39,6 +40,17 @@ class Children:
 
 def problem(property_path: str, reason: str) -> InputPropertyErrorDetails:
     return InputPropertyErrorDetails(property_path=property_path, reason=reason)
+
+
+# What the common patterns (infra/config.py) allow, for the errors of `unmatched`.
+CHART_VERSION = "a chart version such as 1.2.3"
+REGION = "an AWS region name such as us-east-1"
+NAMESPACE_NAME = "a Kubernetes namespace name (a DNS label)"
+
+
+def unmatched(fields: dict[str, str], pattern: re.Pattern[str], allowed: str) -> list[InputPropertyErrorDetails]:
+    """A problem for each field (path -> value) whose value `pattern` does not match; `allowed` says what would."""
+    return [problem(path, f"{value!r} is not {allowed}") for path, value in fields.items() if not pattern.match(value)]
 
 
 def raise_input_errors(component: str, errors: list[InputPropertyErrorDetails]) -> None:

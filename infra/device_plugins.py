@@ -13,7 +13,7 @@ import pulumi
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster import Cluster
-from infra.components import Children, problem, raise_input_errors
+from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
 from infra.config import CHART_VERSION_PATTERN, REGION_PATTERN
 from infra.helm import Chart, pinned_release
 from infra.node_groups import GpuNodes
@@ -36,14 +36,11 @@ class DevicePluginsArgs:
 
 
 def device_plugins_args_errors(args: DevicePluginsArgs) -> list[InputPropertyErrorDetails]:
-    errors = [
-        problem(path, f"{version!r} is not a chart version such as 0.20.0")
-        for path, version in (("nvidia_version", args.nvidia_version), ("efa_version", args.efa_version))
-        if not CHART_VERSION_PATTERN.match(version)
+    versions = {"nvidia_version": args.nvidia_version, "efa_version": args.efa_version}
+    return [
+        *unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION),
+        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
     ]
-    if not REGION_PATTERN.match(args.region):
-        errors.append(problem("region", f"{args.region!r} is not an AWS region name such as us-east-1"))
-    return errors
 
 
 # The chart pins its DaemonSet to the instance types of a list it ships (a required node affinity on this

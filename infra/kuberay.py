@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 
 from infra.cluster import Cluster
-from infra.components import Children, problem, raise_input_errors
+from infra.components import Children, raise_input_errors, unmatched
 from infra.config import SEMVER_PATTERN
 from infra.helm import Chart, pinned_release
 from infra.scheduling import OPERATOR_NAMESPACE
@@ -41,10 +41,9 @@ class KubeRayOperator(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        if not SEMVER_PATTERN.match(args.version):
-            raise_input_errors(
-                "KubeRayOperator", [problem("version", f"{args.version!r} is not a version such as 1.4.0")]
-            )
+        raise_input_errors(
+            "KubeRayOperator", unmatched({"version": args.version}, SEMVER_PATTERN, "a version such as 1.4.0")
+        )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         self.release = pinned_release(
             Children(self, name, self.STACK_NAME),

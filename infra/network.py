@@ -14,8 +14,9 @@ import pulumi
 import pulumi_aws as aws
 from pulumi.errors import InputPropertyErrorDetails
 
+from infra.cluster import cluster_name_errors
 from infra.components import Children, problem, raise_input_errors
-from infra.config import EKS_NAME_PATTERN, ConfigError, StackConfig, _ipv4_network
+from infra.config import ConfigError, StackConfig, _ipv4_network
 
 # Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP);
 # the last of those blocks is cut into small public subnets that only hold NAT gateways and NLBs.
@@ -108,13 +109,7 @@ class NetworkArgs:
 
 def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
     """What EKS and the subnet plan need: a valid name and CIDR, and two AZs up to as many as the CIDR has room for."""
-    errors = []
-    if not EKS_NAME_PATTERN.match(args.cluster_name):
-        errors.append(
-            problem(
-                "cluster_name", f"{args.cluster_name!r} is not an EKS cluster name (1-100 letters, digits, - and _)"
-            )
-        )
+    errors = cluster_name_errors(args.cluster_name)
     room = None
     try:
         vpc = _ipv4_network(args.vpc_cidr)

@@ -20,7 +20,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.alerts import AlertArgs, prometheus_rule
 from infra.cluster import Cluster
-from infra.components import Children, problem, raise_input_errors
+from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
 from infra.config import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 from infra.dashboards import dashboard_config_maps
 from infra.helm import Chart, pinned_release
@@ -106,16 +106,10 @@ class ObservabilityArgs:
 
 
 def observability_args_errors(args: ObservabilityArgs) -> list[InputPropertyErrorDetails]:
-    errors = [
-        problem(path, f"{version!r} is not a chart version such as 88.5.3")
-        for path, version in (("stack_version", args.stack_version), ("dcgm_version", args.dcgm_version))
-        if not CHART_VERSION_PATTERN.match(version)
-    ]
-    errors += [
-        problem(path, f"{namespace!r} is not a Kubernetes namespace (a DNS label)")
-        for path, namespace in (("ray_namespace", args.ray_namespace), ("kuberay_namespace", args.kuberay_namespace))
-        if not DNS_LABEL_PATTERN.match(namespace)
-    ]
+    versions = {"stack_version": args.stack_version, "dcgm_version": args.dcgm_version}
+    namespaces = {"ray_namespace": args.ray_namespace, "kuberay_namespace": args.kuberay_namespace}
+    errors = unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION)
+    errors += unmatched(namespaces, DNS_LABEL_PATTERN, NAMESPACE_NAME)
     return errors
 
 

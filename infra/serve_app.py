@@ -16,7 +16,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra import serve_auth
 from infra.cluster import Cluster
-from infra.components import Children, problem, raise_input_errors
+from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.config import DNS_LABEL_PATTERN
 from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, INSTANCE_LABEL
@@ -46,9 +46,7 @@ class ServingArgs:
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
-    errors = []
-    if not DNS_LABEL_PATTERN.match(args.namespace):
-        errors.append(problem("namespace", f"{args.namespace!r} is not a Kubernetes namespace (a DNS label)"))
+    errors = unmatched({"namespace": args.namespace}, DNS_LABEL_PATTERN, NAMESPACE_NAME)
     if (
         args.rayservice.get("kind") != "RayService"
         or args.rayservice.get("metadata", {}).get("namespace") != args.namespace
