@@ -75,7 +75,7 @@ def vllm_default_gpu_memory_utilization() -> float:
             and isinstance(node.value, ast.Call)
         ):
             (default,) = [k.value for k in node.value.keywords if k.arg == "default"]
-            assert isinstance(default, ast.Constant)
+            assert isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
             return float(default.value)
     raise LookupError(f"no gpu_memory_utilization default in {CACHE_CONFIG}")
 

@@ -99,7 +99,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         # The role and its policy were named after the component from the start.
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(*oidc, NAMESPACE, SERVICE_ACCOUNT))
+            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
         )
         role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
         aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy()), opts=child)

@@ -984,7 +984,9 @@ def load_config(
         language_model_only=read.boolean("languageModelOnly"),
         prefill=prefill,
         decode=decode,
-        topology=topology,
+        # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
+        # other checks (which skip what needs the layout) have added theirs.
+        topology=topology,  # type: ignore[arg-type]
         serve_autoscaling=serve_autoscaling,
         cluster_autoscaler_version=read.text("clusterAutoscalerVersion", CHART_VERSION_PATTERN, semver),
         kv_buffer_device=resolve_kv_buffer_device(kv_setting, gpu_node_type),

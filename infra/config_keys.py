@@ -40,6 +40,7 @@ def aws_provider_getters() -> dict[str, str]:
         and node.func.value.id == "__config__"
         and node.args
         and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
     }
 
 
@@ -56,9 +57,9 @@ def aws_object_fields(key: str) -> frozenset[str] | None:
     if not isinstance(settings_type, type):
         return None
     return frozenset(
-        member.fget._pulumi_name
+        name
         for member in vars(settings_type).values()
-        if isinstance(member, property) and hasattr(member.fget, "_pulumi_name")
+        if isinstance(member, property) and (name := getattr(member.fget, "_pulumi_name", None))
     )
 
 
@@ -69,10 +70,10 @@ def aws_list_settings() -> frozenset[str]:
     from pulumi_aws import ProviderArgs
 
     return frozenset(
-        member.fget._pulumi_name
+        name
         for member in vars(ProviderArgs).values()
         if isinstance(member, property)
-        and hasattr(member.fget, "_pulumi_name")
+        and (name := getattr(member.fget, "_pulumi_name", None))
         and "Sequence[" in str(member.fget.__annotations__.get("return", ""))
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ def pinned_release(
     namespace: str,
     values: dict[str, Any],
     provider: k8s.Provider,
-    depends_on: list[pulumi.Resource] | None = None,
+    depends_on: Sequence[pulumi.Resource] | None = None,
 ) -> k8s.helm.v3.Release:
     """The Helm release `name` (fixed: a new name would be a new release), a child of the component `children` is of."""
     return k8s.helm.v3.Release(

@@ -83,7 +83,7 @@ class _KeepHeadersOnRedirect(urllib.request.HTTPRedirectHandler):
     same host (httpx, which huggingface_hub uses, drops it when a redirect changes origin: `_redirect_headers`).
     CPython's own handler copies the request's headers to the redirect (urllib/request.py `redirect_request`)."""
 
-    def redirect_request(  # type: ignore[override]
+    def redirect_request(
         self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
     ) -> urllib.request.Request | None:
         redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -180,7 +180,9 @@ def vllm_architectures() -> frozenset[str]:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
             target = node.targets[0]
             if isinstance(target, ast.Name) and target.id.endswith("_MODELS") and target.id != "_VLLM_MODELS":
-                names.update(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+                names.update(
+                    k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                )
     return frozenset(names)
 
 

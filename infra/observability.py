@@ -264,7 +264,7 @@ class Observability(pulumi.ComponentResource):
         assert args.remote_write is not None
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(*oidc, NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT))
+            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT))
         )
         role = aws.iam.Role(f"{name}-remote-write", assume_role_policy=trust, tags=dict(args.tags), opts=child)
         aws.iam.RolePolicyAttachment(

@@ -77,7 +77,7 @@ class KubernetesReader:
         self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
         self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
 
-    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Mapping[str, Any] | None:
         method, url, headers, _, _ = self._api.param_serialize(
             "GET",
             path,
@@ -94,7 +94,8 @@ class KubernetesReader:
             raise ClusterRefused(answer)
         if not 200 <= response.status <= 299:
             raise ConnectionError(answer)  # 5xx, 429: ask again at the next poll
-        return json.loads(response.data)
+        document: Mapping[str, Any] = json.loads(response.data)
+        return document
 
     def rayservice(self) -> Mapping[str, Any] | None:
         return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}")

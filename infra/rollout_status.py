@@ -82,9 +82,9 @@ def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
     if pending and active:
         return Verdict(WAITING, f"KubeRay is starting a second RayCluster {pending} beside the active {active}")
-    if not (pending or active):
-        return Verdict(WAITING, "KubeRay has not created a RayCluster for this RayService yet")
     cluster = pending or active
+    if not cluster:
+        return Verdict(WAITING, "KubeRay has not created a RayCluster for this RayService yet")
     return Verdict(READY, f"RayCluster {cluster} {'is starting' if pending else 'is active'}", cluster=cluster)
 
 

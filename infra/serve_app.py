@@ -81,6 +81,7 @@ def serve_auth_objects(
 ) -> list[pulumi.Resource]:
     """The auth package as a ConfigMap (the zip its `py_modules` URI names) and the keys as a Secret (one a line),
     both mounted into the Ray pods (infra/rayservice.py serve_auth_volumes)."""
+    assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
     code = k8s.core.v1.ConfigMap(
         children.name("serve-auth-code"),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.code_configmap_name(), namespace=args.namespace),
@@ -156,7 +157,9 @@ class Serving(pulumi.ComponentResource):
                 delete_before_replace=True,
             ),
         )
-        applied_generation = pulumi.Output.from_input(rayservice.metadata).apply(
+        # A resource's output properties are set on it from its inputs' names at run time (pulumi
+        # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
+        applied_generation = pulumi.Output.from_input(rayservice.metadata).apply(  # type: ignore[attr-defined]
             lambda metadata: (metadata or {}).get("generation", 0)
         )
         ServeRollout(

@@ -89,7 +89,7 @@ def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | Non
             )
         return None
     # A pre-quantized checkpoint is loaded as its tensors are stored, whatever <side>Quantization says.
-    online = checkpoint_quantization(model.config) is None
+    online = checkpoint_quantization(model.config or {}) is None
     summaries = {}
     for side in ("prefill", "decode"):
         capacity = EngineCapacity(

@@ -2,7 +2,7 @@
 
 Python's mocks cannot open `eks.Cluster` and `eks.ManagedNodeGroup`: they are remote components,
 built at deploy time by the pulumi-eks provider from its TypeScript (pulumi/pulumi-eks `nodejs/eks`,
-vendored in `tests/pulumi_eks_expansion/pulumi-eks`). This module hands the inputs captured from an
+vendored in `vendor/pulumi-eks-4.3.0`). This module hands the inputs captured from an
 offline run to `tests/pulumi_eks_expansion/runner.ts`, which constructs the components under
 @pulumi/pulumi's mocks and reports every child resource, or what the construction threw.
 """
@@ -22,7 +22,10 @@ from tools.offline import Resource, StackRun
 from tools.project import PROJECT, PROJECT_DIR
 
 EXPANSION_DIR = PROJECT_DIR / "tests" / "pulumi_eks_expansion"
-RUNNER = EXPANSION_DIR / "bin" / "runner.js"
+# The vendored pulumi-eks `nodejs/eks` (vendor/README.md): tsc compiles it with the runner, so its output keeps
+# the layout below the repository root (tsconfig.json `rootDir`).
+VENDORED_PULUMI_EKS = PROJECT_DIR / "vendor" / "pulumi-eks-4.3.0"
+RUNNER = EXPANSION_DIR / "bin" / "tests" / "pulumi_eks_expansion" / "runner.js"
 CLUSTER = "eks:index:Cluster"
 MANAGED_NODE_GROUP = "eks:index:ManagedNodeGroup"
 SETUP = f"node 20+ and npm, then `npm ci --ignore-scripts` in {EXPANSION_DIR.relative_to(PROJECT_DIR)}"
@@ -39,7 +42,7 @@ def missing_toolchain() -> str | None:
 
 
 def _sources() -> list[Path]:
-    return [EXPANSION_DIR / "runner.ts", EXPANSION_DIR / "tsconfig.json", *EXPANSION_DIR.glob("pulumi-eks/**/*.ts")]
+    return [EXPANSION_DIR / "runner.ts", EXPANSION_DIR / "tsconfig.json", *VENDORED_PULUMI_EKS.glob("nodejs/**/*.ts")]
 
 
 def build() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 MODEL = "qwen3.5-9b"
@@ -36,15 +37,17 @@ class OpenAIHandler(BaseHTTPRequestHandler):
 
     def _refused(self) -> bool:
         """Answers 401 as the auth ingress does when keys are on and the request has none of them."""
-        if not self.server.api_keys or self.headers.get("Authorization") in {
-            f"Bearer {key}" for key in self.server.api_keys
-        }:
+        keys = self.server.current_keys()
+        if not keys or self.headers.get("Authorization") in {f"Bearer {key}" for key in keys}:
             return False
         error = {"message": "invalid key", "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
         send_json(self, {"error": error}, status=401)
         return True
 
     def do_GET(self) -> None:
+        if self.path == "/-/healthz":  # Serve's proxy answers it before any application (ray/serve/_private/proxy.py)
+            send_json(self, {"status": "success"})
+            return
         if self._refused():
             return
         if self.path != "/v1/models":
@@ -93,6 +96,14 @@ class OpenAIServer(ThreadingHTTPServer):
         self.tokens = list(REPLY)
         self.requests: list[dict[str, Any]] = []
         self.api_keys: list[str] = []  # none: every request is answered
+        # Where set, the keys are this file's lines instead, read on every request (the real ingress re-reads its
+        # keys file every RELOAD_SECONDS).
+        self.keys_file: Path | None = None
+
+    def current_keys(self) -> list[str]:
+        if self.keys_file is not None:
+            return [line.strip() for line in self.keys_file.read_text().splitlines() if line.strip()]
+        return self.api_keys
 
     @property
     def base_url(self) -> str:

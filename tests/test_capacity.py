@@ -173,3 +173,41 @@ def test_a_pre_quantized_checkpoint_is_sized_as_stored():
     tensors = hub_weight_tensors("Qwen/Qwen3.5-9B", None, True, hub_fetch)
     capacity = engine_capacity(cfg, ModelFacts(quantized, tensors, ()))
     assert capacity["decode"]["weightsGiB"] == capacity["prefill"]["weightsGiB"] == 16.68
+
+
+# The shipped settings measured on 2026-12-01 (docs/gpu-end-to-end.md, "FP8 on an L4's share"): the full-size shape,
+# aggregated, vLLM's default 0.92 of an L4's 23034 MiB, maxModelLen 2048, max_num_seqs 32, CUDA graphs on.
+SHIPPED_MAX_MODEL_LEN = 2048
+
+
+def shipped_run(online_fp8: bool, kv_cache_dtype: str) -> EngineCapacity:
+    return EngineCapacity(
+        layout=kv_layout(DEFAULT_MODEL, 1, kv_cache_dtype),
+        tensor_parallel_size=1,
+        gpu_memory_mib=MEASURED_GPU_MIB,
+        gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
+        weight_bytes=text_weight_bytes(online_fp8),
+        max_model_len=SHIPPED_MAX_MODEL_LEN,
+    )
+
+
+def test_bf16_at_the_shipped_settings_is_the_measured_kv_exactly():
+    """Logged: "Available KV cache memory: 1.46 GiB", "GPU KV cache size: 26,331 tokens", "Maximum concurrency for
+    2,048 tokens per request: 12.86x" (90 blocks of 528 tokens, 7 per request)."""
+    capacity = shipped_run(online_fp8=False, kv_cache_dtype="auto")
+    assert round(capacity.kv_bytes / GIB, 2) == 1.46
+    assert (capacity.tokens, round(capacity.requests, 2)) == (26331, 12.86)
+
+
+def test_fp8_weights_and_kv_are_the_measured_block_and_one_block_short_of_the_measured_kv():
+    """Logged: "Setting attention block size to 1056 tokens", "Available KV cache memory: 7.92 GiB", "GPU KV cache
+    size: 201,113 tokens", "Maximum concurrency for 2,048 tokens per request: 98.20x": 491 blocks of 5 per request
+    (201,113 = int(491 / 5 x 2048)). The estimate has 490: its FP8 weights are 0.16 GiB under the logged 10.39 GiB and
+    its activation term, fitted in bf16, 0.18 GiB over this run's."""
+    capacity = shipped_run(online_fp8=True, kv_cache_dtype="fp8")
+    measured_blocks = 491
+    assert capacity.layout.block_tokens == 1056 and capacity.blocks_per_request == 5
+    assert int(measured_blocks / capacity.blocks_per_request * SHIPPED_MAX_MODEL_LEN) == 201113
+    assert measured_blocks - 1 <= capacity.blocks <= measured_blocks
+    assert abs(capacity.kv_bytes / GIB - 7.92) < 0.03
+    assert abs(capacity.weight_bytes / GIB - 10.39) < 0.2

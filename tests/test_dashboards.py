@@ -13,7 +13,7 @@ from infra.observability import DASHBOARD_SIDECAR_LABEL, NAMESPACE
 from tests.chart_values import chart_defaults
 from tests.promql import dashboard_expressions, known_metrics, parse, unknown_metrics
 from tests.schemas import schemas_dir
-from tools.ray_dashboards import RAY_DASHBOARDS, generated_dashboards
+from tools.ray_dashboards import RAY_DASHBOARDS, WRITE_COMMAND, stale_dashboards
 
 APP = "ray-llm"
 ALERTS = AlertArgs(application=APP, namespace="inference", ttft_p99_objective_seconds=2.0)
@@ -72,9 +72,11 @@ UPSTREAM_PANELS_WITHOUT_METRICS = {
 
 def test_ray_dashboards_are_what_ray_generates():
     """Ray's Serve, Serve deployment and Serve LLM dashboards, from the installed Ray 2.58's own generator
-    (ray/dashboard/modules/metrics/grafana_dashboard_factory.py); `python -m tools.ray_dashboards` rewrites them."""
-    committed = {name: (DASHBOARDS_DIR / name).read_text() for name in RAY_DASHBOARDS}
-    assert generated_dashboards() == committed
+    (ray/dashboard/modules/metrics/grafana_dashboard_factory.py); a stale file names the command that rewrites
+    them, not a diff of megabytes of JSON."""
+    stale = stale_dashboards()
+    if stale:
+        pytest.fail(f"stale Ray dashboards in {DASHBOARDS_DIR}: {stale}; run {WRITE_COMMAND}", pytrace=False)
 
 
 def test_ray_dashboards_are_tagged_with_the_clusters_ray_version():

@@ -2,7 +2,7 @@
 
 The `eks.Cluster` and `eks.ManagedNodeGroup` inputs of each shipped stack and README scaling recipe
 (captured offline) go through the vendored pulumi/pulumi-eks `nodejs/eks`
-(tests/pulumi_eks_expansion/pulumi-eks/README.md names the release) under @pulumi/pulumi's mocks: the
+(vendor/pulumi-eks-4.3.0/README.md names the release) under @pulumi/pulumi's mocks: the
 children asserted on here are the ones the provider would create at deploy time, and an error is what
 the real preview would report. Needs node and the npm packages (see
 `tests.eks_expansion.missing_toolchain`): CI always has them; elsewhere the module is skipped once,

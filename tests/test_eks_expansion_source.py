@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import re
 
-from tests.eks_expansion import CLUSTER, EXPANSION_DIR, MANAGED_NODE_GROUP
+from tests.eks_expansion import CLUSTER, MANAGED_NODE_GROUP, VENDORED_PULUMI_EKS
 from tools.offline import StackRun
 
-VENDORED_README = EXPANSION_DIR / "pulumi-eks" / "README.md"
+VENDORED_README = VENDORED_PULUMI_EKS / "README.md"
 
 
 def vendored_release() -> str:
     match = re.search(r"tag `v(\d+\.\d+\.\d+)`", VENDORED_README.read_text())
     assert match, f"{VENDORED_README} does not name the vendored tag"
     return match.group(1)
+
+
+def test_the_vendored_folder_is_named_for_its_release():
+    assert VENDORED_PULUMI_EKS.name == f"pulumi-eks-{vendored_release()}"
 
 
 def test_every_pulumi_eks_component_asks_for_the_vendored_release(dev: StackRun):

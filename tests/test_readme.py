@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from infra.config import API_ALLOW_LIST_COMMAND
-from tools.config_reference import markdown_table
+from tools.config_reference import WRITE_COMMAND, markdown_table
 from tools.offline import load_stack_config
-from tools.project import PROJECT_DIR
+from tools.project import PROJECT_DIR, replace_generated_block
 
 README = (PROJECT_DIR / "README.md").read_text()
 FIRST_SCREEN = "\n".join(README.splitlines()[:25])
@@ -37,7 +37,20 @@ def test_first_screen_shows_the_test_command_ci_runs():
 
 
 def test_config_table_is_generated_from_pulumi_yaml():
-    assert markdown_table() in README
+    """A stale table names the command that rewrites it, not a diff of the whole README."""
+    if markdown_table() not in README:
+        pytest.fail(f"README's configuration table is stale: run {WRITE_COMMAND}", pytrace=False)
+
+
+def test_writing_a_generated_block_replaces_only_the_block(tmp_path):
+    """What `--write` does (tools.config_reference, tools.change_reference): a stale table between the markers
+    becomes the generated one, and the text around it stays as it was."""
+    table = markdown_table()
+    begin, end = table.splitlines()[0], table.splitlines()[-1]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# intro\n\n{begin}\n| stale | row |\n{end}\n\nafter\n")
+    replace_generated_block(readme, table)
+    assert readme.read_text() == f"# intro\n\n{table}\n\nafter\n"
 
 
 def _top_level_entries() -> set[str]:
@@ -83,6 +96,13 @@ def test_first_screen_and_quota_line_describe_the_dev_stack():
     assert f"an EKS {cfg.kubernetes_version} cluster, {count} EFA-enabled {cfg.gpu_node_type} GPU nodes" in FIRST_SCREEN
     need = f"{cfg.gpu_node_count} \u00d7 {cfg.gpu_node_type} On-Demand ({cfg.gpu_node_count * node.vcpus} vCPUs"
     assert need in FIRST_DEPLOY
+
+
+def test_first_screen_creates_the_venv_every_tool_command_runs_from():
+    """The operator tools' commands (README and docs/) run from .venv-tools, which only requirements-tools.txt fills."""
+    docs = [README, *(path.read_text() for path in (PROJECT_DIR / "docs").rglob("*.md"))]
+    assert any("./.venv-tools/bin/python -m tools." in text for text in docs)
+    assert "python3 -m venv .venv-tools && ./.venv-tools/bin/pip install -r requirements-tools.txt" in FIRST_SCREEN
 
 
 def test_first_screen_sets_up_the_test_venv_as_ci_does():

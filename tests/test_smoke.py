@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from infra import serve_auth
 from infra.serve_config import KV_ROLES, build_serve_config
 from tests.conftest import OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
 from tests.openai_server import MODEL
@@ -36,6 +37,7 @@ PD_OVERRIDES = {
     "dp_master_port",
     "nixl_debug_logging",
 }
+AUTH_OVERRIDES = {"auth_package", "auth_keys_file"}
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
@@ -49,7 +51,14 @@ def smoke_engines(config):
     return args.get("llm_configs") or [args[f"{side}_config"] for side in ("prefill", "decode")]
 
 
+def engine_override_names(overrides):
+    """The overrides' names but the auth files' (the app's, where the stack emits the API-key ingress)."""
+    return {o.name for o in overrides} - AUTH_OVERRIDES
+
+
 def options(tmp_path, **kwargs):
+    """A run's options; the auth files' place is set, used where the stack emits the API-key ingress (prod)."""
+    kwargs.setdefault("auth_dir", tmp_path)
     return smoke.SmokeOptions(model_dir=tmp_path / "model", logging_config_path=tmp_path / "log.json", **kwargs)
 
 
@@ -73,8 +82,8 @@ def test_pd_config_is_production_plus_exactly_the_named_overrides(cfg, tmp_path,
         expected.remove("flashinfer_sampler_off")
     if kv_roles is not None and smoke.KV_ROLE_CHOICES[kv_roles] != KV_ROLES:
         expected.add("kv_role")
-    assert {o.name for o in overrides} == expected
-    # Every override is applied to both sides, never to the app around them.
+    assert engine_override_names(overrides) == expected
+    # Every engine override is applied to both sides; only the auth files' paths to the app around them.
     for name in expected:
         assert {o.path[3] for o in overrides if o.name == name} == {"prefill_config", "decode_config"}
 
@@ -116,7 +125,10 @@ def test_without_efa_but_with_libfabric_the_production_backend_stages_kv_in_host
     "Endpoint capabilities"; `prov/tcp/src/xnet_attr.c`, XNET_EP_CAPS)."""
     production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA_LIBFABRIC)
     assert smoke.changed_paths(production, config) == {o.path for o in overrides}
-    assert {o.name for o in overrides} == PD_OVERRIDES - {"nixl_backend"} | {"libfabric_provider", "kv_buffer_device"}
+    assert engine_override_names(overrides) == PD_OVERRIDES - {"nixl_backend"} | {
+        "libfabric_provider",
+        "kv_buffer_device",
+    }
     for side in ("prefill", "decode"):
         engine = config["applications"][0]["args"][f"{side}_config"]
         kv = engine["engine_kwargs"]["kv_transfer_config"]
@@ -455,7 +467,7 @@ def test_share_gpu_puts_both_engines_on_half_a_gpu_each(cfg, tmp_path):
     for that many GPUs per worker, vllm/v1/executor/ray_executor_v2.py `_get_actor_resource_kwargs`)."""
     production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, share_gpu=True), NO_EFA)
     assert smoke.unexplained_changes(production, config, overrides) == set()
-    assert {o.name for o in overrides} == PD_OVERRIDES | {"share_gpu_bundle", "share_gpu_worker_gpus"}
+    assert engine_override_names(overrides) == PD_OVERRIDES | {"share_gpu_bundle", "share_gpu_worker_gpus"}
     ports = set()
     for engine in smoke.engine_configs(config):
         assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.5, "CPU": 1}]}
@@ -630,3 +642,103 @@ def test_update_steps_can_be_chosen_and_unknown_ones_are_refused(tmp_path):
     assert smoke.parse_args(["--model-dir", str(tmp_path), "--update-steps", "good"]).update_steps == ("good",)
     with pytest.raises(SystemExit):
         smoke.parse_args(["--model-dir", str(tmp_path), "--update-steps", "good,worse"])
+
+
+# --- --api-key-auth: the app behind the stack's API-key ingress ---------------------------------------------------
+
+SMOKE_KEYS = ("a" * 64, "b" * 64)
+
+
+@pytest.fixture(scope="module")
+def auth_cfg():
+    return smoke.serve_stack_config("dev", api_keys=SMOKE_KEYS)
+
+
+def test_the_auth_files_paths_are_overridden_exactly_where_the_stack_emits_the_ingress(cfg, tmp_path):
+    _, _, overrides = smoke.smoke_serve_config(cfg, options(tmp_path), NO_EFA)
+    auth = {o.name for o in overrides} & AUTH_OVERRIDES
+    assert auth == (AUTH_OVERRIDES if cfg.serve_api_key_auth else set())
+    assert all(o.path[:2] == ("applications", 0) and o.path[3] != "prefill_config" for o in overrides if o.name in auth)
+
+
+@pytest.mark.parametrize("aggregated", [False, True])
+def test_api_key_auth_serves_the_stacks_ingress_with_its_two_pod_paths_on_this_host(auth_cfg, tmp_path, aggregated):
+    """The ingress class and its arguments are what build_serve_config emits for an exposed endpoint; only the zip
+    (a ConfigMap mount in the cluster) and the keys file (the mounted Secret) are pointed at this host."""
+    opts = options(tmp_path, aggregated=aggregated)
+    production, config, overrides = smoke.smoke_serve_config(auth_cfg, opts, NO_EFA)
+    assert smoke.unexplained_changes(production, config, overrides) == set()
+    app = config["applications"][0]
+    assert app["args"]["ingress_cls_config"] == {
+        "ingress_cls": serve_auth.INGRESS_CLS,
+        "ingress_extra_kwargs": {"api_keys_file": str(tmp_path / smoke.AUTH_KEYS_FILE)},
+    }
+    assert app["runtime_env"]["py_modules"] == [f"file://{tmp_path / serve_auth.package_zip_name()}"]
+    smoke.validate_with_ray(config)
+
+
+def test_the_smoke_config_carries_no_key(auth_cfg, tmp_path):
+    _, config, _ = smoke.smoke_serve_config(auth_cfg, options(tmp_path), NO_EFA)
+    assert not any(key in json.dumps(config) for key in SMOKE_KEYS)
+
+
+def test_a_stack_that_asks_for_keys_needs_api_key_auth(auth_cfg, tmp_path):
+    with pytest.raises(ValueError, match="--api-key-auth"):
+        smoke.smoke_serve_config(auth_cfg, options(tmp_path, auth_dir=None), NO_EFA)
+
+
+def test_the_auth_files_are_the_package_zip_and_the_keys_readable_by_their_owner_alone(tmp_path):
+    smoke.write_auth_files(tmp_path, SMOKE_KEYS)
+    assert (tmp_path / serve_auth.package_zip_name()).read_bytes() == serve_auth.package_zip()
+    keys_file = tmp_path / smoke.AUTH_KEYS_FILE
+    assert keys_file.read_text().split() == list(SMOKE_KEYS)
+    assert keys_file.stat().st_mode & 0o077 == 0
+
+
+def test_the_bench_client_gets_the_key_by_environment_not_on_its_command_line(tmp_path):
+    args = smoke.parse_args(["--model-dir", str(tmp_path), "--bench", "4", "--bench-requests", "200"])
+    command = smoke.bench_command(MODEL, tmp_path, 4, args)
+    assert dict(itertools.pairwise(command))["--num-prompts"] == "200"
+    assert not any(SMOKE_KEYS[0] in part for part in command)
+    assert smoke.bench_env(SMOKE_KEYS[0])["OPENAI_API_KEY"] == SMOKE_KEYS[0]
+
+
+@pytest.fixture
+def guarded(serve_url, tmp_path):
+    """The local OpenAI server reading its keys from a keys file, as the auth ingress does."""
+    smoke.write_auth_files(tmp_path, SMOKE_KEYS)
+    serve_url.keys_file = tmp_path / smoke.AUTH_KEYS_FILE
+    yield serve_url
+    serve_url.keys_file = None
+
+
+def test_the_auth_check_passes_a_guarded_endpoint_and_times_a_rotation(guarded, tmp_path):
+    report = smoke.Report()
+    new_key = smoke.check_auth(report, MODEL, SMOKE_KEYS, guarded.keys_file)
+    assert [(check.name, check.result.passed) for check in report.checks] == [
+        ("auth", True),
+        ("auth_rotation", True),
+        ("auth_restored", True),
+    ]
+    assert "without a key 401 (invalid_api_key)" in report.checks[0].result.summary
+    assert new_key not in SMOKE_KEYS and guarded.keys_file.read_text().split() == list(SMOKE_KEYS)
+
+
+def test_the_auth_check_fails_an_endpoint_that_answers_without_a_key(serve_url, tmp_path):
+    smoke.write_auth_files(tmp_path, SMOKE_KEYS)  # the file is there, the server does not read it
+    report = smoke.Report()
+    smoke.check_auth(report, MODEL, SMOKE_KEYS, tmp_path / smoke.AUTH_KEYS_FILE)
+    assert report.checks[0].name == "auth" and not report.checks[0].result.passed
+    assert "without a key 200" in report.checks[0].result.summary
+
+
+def test_the_log_check_finds_a_key_in_any_ray_log(tmp_path):
+    logs = tmp_path / "session_latest" / "logs" / "serve"
+    logs.mkdir(parents=True)
+    (logs / "replica.log").write_text("INFO request ok\n")
+    report = smoke.Report()
+    smoke.check_no_key_in_logs(report, tmp_path, SMOKE_KEYS)
+    (logs / "proxy.log").write_text(f"DEBUG Authorization: Bearer {SMOKE_KEYS[1]}\n")
+    smoke.check_no_key_in_logs(report, tmp_path, SMOKE_KEYS)
+    assert [check.result.passed for check in report.checks] == [True, False]
+    assert "proxy.log" in report.checks[1].result.summary

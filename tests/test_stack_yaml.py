@@ -26,6 +26,14 @@ def read(tmp_path, text: str) -> dict:
     return values
 
 
+def test_a_stack_file_without_config_has_no_values(tmp_path):
+    """What `pulumi stack init` writes for a passphrase stack before any `pulumi config set`: the salt alone
+    (pulumi/pulumi `sdk/go/common/workspace/project.go` ProjectStack: `config` is `omitempty`)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text("encryptionsalt: v1:c2FsdA==:v1:bm9uY2U=:Y2lwaGVy\n")
+    assert read_stack_file(path, PROJECT) == ({}, {})
+
+
 def refusal(tmp_path, text: str) -> str:
     with pytest.raises(StackFileError) as caught:
         read(tmp_path, text)

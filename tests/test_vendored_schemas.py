@@ -19,8 +19,9 @@ VENDORED_CHARTS = {
 }
 UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 # Vendored sources that pin no chart: vLLM's model registry at the version Ray 2.58.0's `ray[llm]` pins, read by
-# the model preflight (infra/model_source.py).
-VENDORED_SOURCES = {"vllm-0.26.0"}
+# the model preflight (infra/model_source.py), and pulumi-eks's `nodejs/eks` at the SDK version requirements.txt
+# pins, run by the expansion tests (tests/test_eks_expansion_source.py holds the two versions together).
+VENDORED_SOURCES = {"vllm-0.26.0", "pulumi-eks-4.3.0"}
 
 
 def pinned_version(key: str) -> str:
@@ -46,9 +47,9 @@ def test_the_vendored_chart_is_the_pinned_version(key):
     assert chart["version"] == pinned_version(key)
 
 
-@pytest.mark.parametrize("key", sorted(VENDORED_CHARTS))
-def test_each_vendored_folder_names_its_source_and_carries_the_apache_licence(key):
-    folder = VENDORED_SCHEMAS_DIR / vendored_folder(key)
+@pytest.mark.parametrize("name", sorted({vendored_folder(key) for key in VENDORED_CHARTS} | VENDORED_SOURCES))
+def test_each_vendored_folder_names_its_source_and_carries_the_apache_licence(name):
+    folder = VENDORED_SCHEMAS_DIR / name
     assert all((folder / name).is_file() for name in UPSTREAM_FILES)
     assert "License     : Apache-2.0" in (folder / "SOURCE.txt").read_text()
     licence = (folder / "LICENSE").read_text().split()

@@ -14,7 +14,7 @@ import functools
 import json
 import math
 import runpy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime.stack import Stack
 
 from infra import model_source, node_groups
 from infra.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig, load_config
@@ -313,7 +314,11 @@ class AwsMocks(pulumi.runtime.Mocks):
             "value": self.vcpu_quota,
         }
 
-    def call(self, args: mocks.MockCallArgs) -> dict:
+    # pulumi runtime/mocks.py `MockMonitor.Invoke` takes a plain dict as well as Mocks.call's declared
+    # (outputs, failures) pair: `if isinstance(tup, dict): (ret, failures) = (tup, None)`.
+    def call(  # type: ignore[override]
+        self, args: mocks.MockCallArgs
+    ) -> dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]:
         """Each lookup answered with every field pulumi-aws's result type has (camelCase, same nesting),
         unset optional ones left out, as the provider does; tests/test_offline_mocks.py checks the shape."""
         request = dict(args.args)
@@ -502,7 +507,7 @@ def _resource_references(value: Any, path: str = "") -> dict[str, str]:
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_resource_sig:
             return {path: value["urn"]}
-        items = value.items()
+        items: Iterable[tuple[str, Any]] = value.items()
     elif isinstance(value, list):
         items = ((str(index), item) for index, item in enumerate(value))
     else:
@@ -620,7 +625,9 @@ def run_stack(
     run = StackRun(resources=monitor.captured)
 
     async def resolve_outputs() -> None:
-        for name, value in pulumi.runtime.get_root_resource().outputs.items():
+        stack = pulumi.runtime.get_root_resource()
+        assert isinstance(stack, Stack), "the program ran outside a Pulumi stack"
+        for name, value in stack.outputs.items():
             output = pulumi.Output.from_input(value)
             run.outputs[name] = await output.future()
             if await output.is_secret():

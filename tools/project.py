@@ -21,12 +21,14 @@ SHIPPED_STACKS = sorted(path.name.split(".")[1] for path in PROJECT_DIR.glob("Pu
 
 def project_file() -> dict[str, Any]:
     """Pulumi.yaml as data (a fresh copy each call: callers may change it)."""
-    return yaml.safe_load(PROJECT_FILE.read_text())
+    document: dict[str, Any] = yaml.safe_load(PROJECT_FILE.read_text())
+    return document
 
 
 def declared_config() -> dict[str, Any]:
     """Pulumi.yaml's `config`: own keys map to {type, default, description}, namespaced ones (aws:region) to a value."""
-    return project_file()["config"]
+    config: dict[str, Any] = project_file()["config"]
+    return config
 
 
 def declared_defaults() -> dict[str, Any]:
@@ -50,3 +52,12 @@ def key_value_pairs(items: Sequence[str], option: str, parser: argparse.Argument
             parser.error(f"{option} {item!r}: expected KEY=VALUE")
         pairs[key] = value
     return pairs
+
+
+def replace_generated_block(path: Path, block: str) -> None:
+    """Writes a generated block (its first and last lines are its begin and end markers) over the one in `path`."""
+    lines = block.splitlines()
+    begin, end = lines[0], lines[-1]
+    text = path.read_text()
+    start, stop = text.index(begin), text.index(end) + len(end)
+    path.write_text(text[:start] + block + text[stop:])

@@ -22,7 +22,9 @@ import ctypes
 import importlib.util
 import json
 import logging
+import os
 import re
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -42,9 +44,12 @@ import httpx
 import openai
 import yaml
 
+from infra import serve_auth
 from infra.capacity import vllm_default_gpu_memory_utilization
+from infra.config import API_KEYS_SETTING
 from infra.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
 from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config
+from serve_ext.ray_llm_eks_auth import RELOAD_SECONDS
 from tools.offline import load_stack_config, stack_file
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT, key_value_pairs
@@ -58,6 +63,11 @@ SERVE_URL = "http://127.0.0.1:8000"
 # vLLM 0.26 puts a TCPStore on VLLM_DP_MASTER_PORT + 100 in every engine: two engines on one host
 # collide on the default unless each side gets its own (on EKS they are on separate pods).
 DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
+# --api-key-auth: the keys file beside the package zip, and how many keys (two, as while a key is rotated).
+AUTH_KEYS_FILE = "api-keys"
+AUTH_KEY_COUNT = 2
+# A rotated keys file is honoured within the ingress's reload interval; three of them is a generous bound.
+AUTH_ROTATION_TIMEOUT_S = 3 * RELOAD_SECONDS
 # Both engines on one GPU (measured in ../shared/notes/serve-updates.md): each replica's one bundle holds half
 # of it (Ray 2.58 PlacementGroupConfig takes `bundles` or `bundle_per_worker`, ray/llm/_internal/common/
 # placement.py), and vLLM's Ray executor asks for the same half per worker: it requests
@@ -152,6 +162,7 @@ class SmokeOptions:
     unset_env: tuple[str, ...] = ()  # env vars the stack sets that this run leaves out (to show why)
     logging_config_path: Path | None = None  # NIXL debug logging for the KV-transfer proof
     share_gpu: bool = False  # prefill and decode on one GPU, half of it each
+    auth_dir: Path | None = None  # --api-key-auth: the auth package's zip and the keys file, written here
 
 
 @dataclass(frozen=True)
@@ -166,7 +177,7 @@ class Override:
 
     def apply(self, document: dict[str, Any]) -> None:
         if self.remove:
-            node = document
+            node: Any = document
             for key in self.path[:-1]:
                 node = node[key]
             del node[self.path[-1]]
@@ -190,11 +201,14 @@ def set_path(document: Any, path: Path_, value: Any) -> None:
 
 
 def _has_path(document: Any, path: Path_) -> bool:
-    node = document
+    node: Any = document
     for key in path:
-        if not isinstance(node, (dict, list)) or (isinstance(node, dict) and key not in node):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+            node = node[key]
+        else:
             return False
-        node = node[key]
     return True
 
 
@@ -363,7 +377,8 @@ def _engine_overrides(
 
 
 def side_config(cfg_doc: dict[str, Any], side: str) -> dict[str, Any]:
-    return cfg_doc["applications"][0]["args"][f"{side}_config"]
+    config: dict[str, Any] = cfg_doc["applications"][0]["args"][f"{side}_config"]
+    return config
 
 
 def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
@@ -373,7 +388,8 @@ def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
 
 
 def env_of(cfg_doc: dict[str, Any], side: str) -> dict[str, str]:
-    return side_config(cfg_doc, side).get("runtime_env", {}).get("env_vars", {})
+    env: dict[str, str] = side_config(cfg_doc, side).get("runtime_env", {}).get("env_vars", {})
+    return env
 
 
 def engines_of(cfg_doc: dict[str, Any]) -> int:
@@ -503,9 +519,13 @@ def _transport_overrides(
 
 def _aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
     # The baseline engine is the decode side's, without the KV connector: same model and settings.
-    engine = copy.deepcopy(cfg_doc["applications"][0]["args"]["decode_config"])
+    args = cfg_doc["applications"][0]["args"]
+    engine = copy.deepcopy(args["decode_config"])
     del engine["engine_kwargs"]["kv_transfer_config"]
     app: Path_ = ("applications", 0)
+    # build_openai_app takes the same ingress_cls_config as the PD builder (ray/llm/_internal/serve/core/ingress/
+    # builder.py, LLMServingArgs), so the baseline sits behind the same API-key ingress when the stack emits it.
+    ingress = {key: copy.deepcopy(args[key]) for key in ("ingress_cls_config",) if key in args}
     return [
         Override(
             "aggregated_app", (*app, "import_path"), AGGREGATED_IMPORT_PATH, "baseline: one engine, no disaggregation"
@@ -513,10 +533,35 @@ def _aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Hos
         Override(
             "aggregated_app",
             (*app, "args"),
-            {"llm_configs": [engine]},
-            "baseline: the decode engine's config without kv_transfer_config, one replica on one GPU",
+            {"llm_configs": [engine], **ingress},
+            "baseline: the decode engine's config without kv_transfer_config, one replica on one GPU"
+            + (", behind the stack's ingress class" if ingress else ""),
         ),
         *_engine_overrides((*app, "args", "llm_configs", 0), "aggregated", engine["engine_kwargs"], opts, host),
+    ]
+
+
+def _auth_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions) -> list[Override]:
+    """The API-key ingress as the stack emits it, its two in-pod paths pointed at files on this host: the package zip
+    (a ConfigMap mount in the cluster) and the keys file (the mounted Secret)."""
+    app = cfg_doc["applications"][0]
+    if "ingress_cls_config" not in app["args"]:
+        return []
+    if opts.auth_dir is None:
+        raise ValueError("the stack's serve config asks for API keys: run with --api-key-auth")
+    return [
+        Override(
+            "auth_package",
+            ("applications", 0, "runtime_env", "py_modules"),
+            [f"file://{opts.auth_dir / serve_auth.package_zip_name()}"],
+            "the auth package's zip from this host, where the cluster mounts it from a ConfigMap",
+        ),
+        Override(
+            "auth_keys_file",
+            ("applications", 0, "args", "ingress_cls_config", "ingress_extra_kwargs", "api_keys_file"),
+            str(opts.auth_dir / AUTH_KEYS_FILE),
+            "the keys file on this host, where the cluster mounts the serve-api-keys Secret",
+        ),
     ]
 
 
@@ -528,7 +573,7 @@ def smoke_serve_config(
     if production["applications"][0]["import_path"] != PD_IMPORT_PATH:
         raise ValueError(f"expected the prefill/decode app ({PD_IMPORT_PATH}) from build_serve_config")
     build = _aggregated_overrides if opts.aggregated else _pd_overrides
-    overrides = build(production, opts, host)
+    overrides = build(production, opts, host) + _auth_overrides(production, opts)
     smoke = copy.deepcopy(production)
     for override in overrides:
         if override.remove and not _has_path(production, override.path):
@@ -556,9 +601,13 @@ def engine_configs(config: dict[str, Any]) -> list[dict[str, Any]]:
 # --- running it -------------------------------------------------------------------------------
 
 
-def _http(method: str, url: str, body: Any = None, timeout: float = 30) -> tuple[int, str]:
+def _http(
+    method: str, url: str, body: Any = None, timeout: float = 30, headers: Mapping[str, str] | None = None
+) -> tuple[int, str]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read().decode()
@@ -732,8 +781,10 @@ def check_nixl_logs(report: Report, ray_temp_dir: Path, backend: str, wait_s: fl
     _show(on("decode", finished), 2)
 
 
-def run_requests(report: Report, model_id: str, max_tokens: int, count: int, timeout_s: float = 120) -> None:
-    api = client(f"{SERVE_URL}/v1", timeout_s)
+def run_requests(
+    report: Report, model_id: str, max_tokens: int, count: int, timeout_s: float = 120, api_key: str | None = None
+) -> None:
+    api = client(f"{SERVE_URL}/v1", timeout_s, api_key)
     try:
         models = model_ids(api)
     except openai.OpenAIError as error:
@@ -773,6 +824,87 @@ def run_requests(report: Report, model_id: str, max_tokens: int, count: int, tim
     )
 
 
+def write_auth_files(auth_dir: Path, api_keys: tuple[str, ...]) -> None:
+    """What the cluster mounts into the Ray pods, here as files: the auth package's zip (its ConfigMap) and the keys
+    (the serve-api-keys Secret), the keys file readable by this user alone."""
+    (auth_dir / serve_auth.package_zip_name()).write_bytes(serve_auth.package_zip())
+    keys_file = auth_dir / AUTH_KEYS_FILE
+    keys_file.touch(mode=0o600)
+    keys_file.write_text(serve_auth.keys_file_content(list(api_keys)))
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _error_code(body: str) -> str | None:
+    try:
+        return json.loads(body)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def check_auth(report: Report, model_id: str, api_keys: tuple[str, ...], keys_file: Path) -> str:
+    """The API-key ingress in front of the real app: no key, a wrong key or a chat without a key get OpenAI's 401,
+    each key is served, Serve's health route needs none; then the first key is retired and a new one added in the
+    keys file (a rotation) and the time until the ingress honours both is measured. Returns the new key (for the
+    log check); the keys file is put back afterwards."""
+    models = f"{SERVE_URL}/v1/models"
+    chat = {"model": model_id, "messages": [{"role": "user", "content": "hello"}], "max_tokens": 1}
+    no_key, body = _http("GET", models)
+    wrong = _http("GET", models, headers=_bearer(secrets.token_hex(32)))[0]
+    chat_no_key = _http("POST", f"{SERVE_URL}/v1/chat/completions", chat)[0]
+    served = [_http("GET", models, headers=_bearer(key))[0] for key in api_keys]
+    health = _http("GET", f"{SERVE_URL}/-/healthz")[0]
+    passed = (no_key, _error_code(body), wrong, chat_no_key, health) == (401, "invalid_api_key", 401, 401, 200)
+    report.record(
+        "auth",
+        CheckResult(
+            passed and served == [200] * len(api_keys),
+            f"/v1/models without a key {no_key} ({_error_code(body)}), with a wrong key {wrong}; chat without a key "
+            f"{chat_no_key}; each of {len(api_keys)} keys {served}; /-/healthz without a key {health}",
+        ),
+    )
+
+    def status_with(key: str) -> int:
+        return _http("GET", models, headers=_bearer(key))[0]
+
+    new_key = secrets.token_hex(32)
+    keys_file.write_text(serve_auth.keys_file_content([new_key, *api_keys[1:]]))
+    start = time.monotonic()
+    rotated = wait_for(
+        "the rotated keys file",
+        lambda: status_with(new_key) == 200 and status_with(api_keys[0]) == 401,
+        AUTH_ROTATION_TIMEOUT_S,
+        interval_s=0.5,
+    )
+    report.record(
+        "auth_rotation",
+        CheckResult(
+            rotated,
+            f"new key served and retired key refused {time.monotonic() - start:.1f} s after the keys file changed (the "
+            f"ingress re-reads it every {RELOAD_SECONDS:g} s; in the cluster the kubelet's refresh of the mounted "
+            "Secret comes first)",
+        ),
+    )
+    keys_file.write_text(serve_auth.keys_file_content(list(api_keys)))
+    restored = wait_for("the restored keys file", lambda: status_with(api_keys[0]) == 200, AUTH_ROTATION_TIMEOUT_S)
+    report.record("auth_restored", CheckResult(restored, "the first key is served again"))
+    return new_key
+
+
+def check_no_key_in_logs(report: Report, ray_temp_dir: Path, api_keys: tuple[str, ...]) -> None:
+    """No key, whole or in part, in any of the Ray session's log files after all the traffic."""
+    files = log_files(ray_temp_dir)
+    leaked = sorted(
+        path.name for path in files if any(key[:16] in path.read_text(errors="replace") for key in api_keys)
+    )
+    report.record(
+        "auth_logs",
+        CheckResult(not leaked, f"no key in {len(files)} Ray log files" if not leaked else f"a key in {leaked}"),
+    )
+
+
 def report_engine_memory(ray_temp_dir: Path) -> None:
     """vLLM's own account of each engine's memory, and what nvidia-smi sees on every GPU."""
     for hit in grep_lines(read_logs(ray_temp_dir), ENGINE_MEMORY_LINE):
@@ -809,7 +941,7 @@ def bench_command(model_id: str, model_dir: Path, concurrency: int, args: argpar
         str(args.bench_output_len),
         "--ignore-eos",
         "--num-prompts",
-        str(max(16, 4 * concurrency)),
+        str(args.bench_requests or max(16, 4 * concurrency)),
         "--max-concurrency",
         str(concurrency),
         "--percentile-metrics",
@@ -825,13 +957,23 @@ def bench_command(model_id: str, model_dir: Path, concurrency: int, args: argpar
     ]
 
 
-def run_bench(report: Report, model_id: str, model_dir: Path, args: argparse.Namespace) -> None:
+def bench_env(api_key: str | None) -> dict[str, str]:
+    """vLLM's bench client sends `Authorization: Bearer $OPENAI_API_KEY` when it is set (vllm/benchmarks/lib/
+    endpoint_request_func.py, `_get_headers`): the key goes by environment, never on the command line."""
+    return {**os.environ, "OPENAI_API_KEY": api_key} if api_key else dict(os.environ)
+
+
+def run_bench(
+    report: Report, model_id: str, model_dir: Path, args: argparse.Namespace, api_key: str | None = None
+) -> None:
     args.bench_dir.mkdir(parents=True, exist_ok=True)
     for concurrency in args.bench:
         command = bench_command(model_id, model_dir, concurrency, args)
         start = time.monotonic()
         try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=args.bench_timeout)
+            done = subprocess.run(
+                command, capture_output=True, text=True, check=False, timeout=args.bench_timeout, env=bench_env(api_key)
+            )
             print(done.stdout[-2500:], done.stderr[-1500:] if done.returncode else "", sep="\n", flush=True)
             passed, outcome = done.returncode == 0, f"exit {done.returncode} in {time.monotonic() - start:.0f} s"
         except subprocess.TimeoutExpired:
@@ -1184,7 +1326,8 @@ def write_metrics(path: Path, scrapes: dict[str, dict[str, float]]) -> None:
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
     args = smoke["applications"][0]["args"]
-    return args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
+    engine: dict[str, Any] = args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
+    return engine
 
 
 def gpu_memory_mib() -> int:
@@ -1200,7 +1343,9 @@ def gpu_count() -> int:
     return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
 
 
-def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespace) -> Report:
+def run_smoke(
+    smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespace, api_keys: tuple[str, ...] = ()
+) -> Report:
     report = Report()
     needed = 1 if opts.aggregated or opts.share_gpu else len(PD_SIDES)
     gpus = gpu_count()
@@ -1244,13 +1389,18 @@ def run_smoke(smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespac
         report_engine_memory(ray_temp_dir)
         model_id = served["model_loading_config"]["model_id"]
         scrape("running")
-        run_requests(report, model_id, args.max_tokens, args.requests)
+        api_key = api_keys[0] if api_keys else None
+        if api_keys and opts.auth_dir is not None:
+            api_keys = (*api_keys, check_auth(report, model_id, api_keys, opts.auth_dir / AUTH_KEYS_FILE))
+        run_requests(report, model_id, args.max_tokens, args.requests, api_key=api_key)
         if not opts.aggregated:
             backend = served["engine_kwargs"]["kv_transfer_config"]["kv_connector_extra_config"]["backends"][0]
             check_nixl_logs(report, ray_temp_dir, backend)
         if args.bench:
-            run_bench(report, model_id, opts.model_dir, args)
+            run_bench(report, model_id, opts.model_dir, args, api_key)
         scrape("after-requests")
+        if api_keys:
+            check_no_key_in_logs(report, ray_temp_dir, api_keys)
         if args.update_scenario and report.ok:
             run_update_scenario(report, smoke, model_id, missing_model_dir(opts.model_dir), args)
             scrape("after-update")
@@ -1352,6 +1502,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="a stack setting changed for this run, as `pulumi config set` would (e.g. prefillReplicas=2)",
     )
+    parser.add_argument(
+        "--api-key-auth",
+        action="store_true",
+        help="serve the app as a stack with an exposed endpoint emits it, behind the API-key ingress, with two fresh "
+        "keys; check that a request without one is refused, each key is served, a rotated keys file is honoured, and "
+        "no key reaches Ray's logs",
+    )
+    parser.add_argument(
+        "--bench-requests",
+        type=int,
+        metavar="N",
+        help="requests per concurrency level (default: four per concurrent request, at least 16)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="build, print and validate the config; start nothing")
     args = parser.parse_args(argv)
     if args.share_gpu and args.aggregated:
@@ -1367,15 +1530,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 # shipped ones: each user adds their own address) still builds the app, on a stand-in range that is never applied:
 # 192.88.99.0/24, the 6to4 relay anycast prefix RFC 7526 deprecated (an internet range, so the config accepts it).
 ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["192.88.99.0/24"]}
+# The certificate --api-key-auth stands in for: the documentation account (IAM's examples use 123456789012) and a
+# nil UUID, never an issued certificate.
+STAND_IN_ACCOUNT = "123456789012"
+STAND_IN_CERTIFICATE = "00000000-0000-0000-0000-000000000000"
 
 
-def serve_stack_config(stack: str, settings: Mapping[str, str] | None = None) -> StackConfig:
+def serve_stack_config(
+    stack: str, settings: Mapping[str, str] | None = None, api_keys: tuple[str, ...] = ()
+) -> StackConfig:
     """The stack's validated config for building the serve app, with `settings` changed (`--config`, as strings the
-    CLI would hand over); the allow-list stood in for where the file has none."""
+    CLI would hand over); the allow-list stood in for where the file has none. With `api_keys`, the app is the one a
+    stack with an exposed endpoint emits: those keys as the secret serveApiKeys, the exposure and its certificate
+    stood in for (they shape the load balancer, never the serve config)."""
     has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_file(stack).config
     overrides: dict[str, Any] = {} if has_allow_list else dict(ALLOW_LIST_STAND_IN)
     overrides.update({key: yaml.safe_load(value) for key, value in (settings or {}).items()})
-    return load_stack_config(overrides, stack=stack)
+    if not api_keys:
+        return load_stack_config(overrides, stack=stack)
+    region = load_stack_config(overrides, stack=stack).region
+    overrides.update(
+        serveExposure="internal",
+        serveApiKeyAuth=True,
+        serveApiKeys=json.dumps(list(api_keys)),
+        serveCertificateArn=f"arn:aws:acm:{region}:{STAND_IN_ACCOUNT}:certificate/{STAND_IN_CERTIFICATE}",
+    )
+    return load_stack_config(overrides, stack=stack, secret_keys=(API_KEYS_SETTING,))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1387,6 +1567,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.model_dir} holds no config.json: make one with `python -m tools.tiny_model DIR`")
         return 2
     work_dir = Path(tempfile.mkdtemp(prefix="ray-llm-smoke-"))
+    # Fresh keys for this run, never printed: the auth check and the log check use them.
+    api_keys = tuple(secrets.token_hex(32) for _ in range(AUTH_KEY_COUNT)) if args.api_key_auth else ()
+    if api_keys:
+        write_auth_files(work_dir, api_keys)
     logging_config = work_dir / "nixl-debug-logging.json"
     logging_config.write_text(json.dumps(NIXL_DEBUG_LOGGING, indent=2))
     opts = SmokeOptions(
@@ -1401,6 +1585,7 @@ def main(argv: list[str] | None = None) -> int:
         unset_env=tuple(args.unset_env),
         logging_config_path=None if args.aggregated else logging_config,
         share_gpu=args.share_gpu,
+        auth_dir=work_dir if api_keys else None,
     )
     host = detect_host()
     libfabric = ".".join(map(str, host.libfabric)) if host.libfabric else "missing"
@@ -1408,7 +1593,7 @@ def main(argv: list[str] | None = None) -> int:
         f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}, "
         f"libfabric {libfabric}"
     )
-    production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack, args.config), opts, host)
+    production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack, args.config, api_keys), opts, host)
     if opts.share_gpu and opts.gpu_memory_utilization * engines_of(production) > VLLM_DEFAULT_GPU_MEMORY_UTILIZATION:
         print(
             f"--share-gpu runs {engines_of(production)} engines on one GPU: --gpu-memory-utilization at most "
@@ -1432,7 +1617,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(json.dumps(smoke, indent=2))
         return 0
-    report = run_smoke(smoke, opts, args)
+    report = run_smoke(smoke, opts, args, api_keys)
     print(report.verdict("SMOKE"), flush=True)
     return 0 if report.ok else 1
 

@@ -49,6 +49,9 @@ YAML_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?")
 INT64 = (-(2**63), 2**63 - 1)
 UINT64_MAX = 2**64 - 1
 STR_TAG = "tag:yaml.org,2002:str"
+# The resolver SafeLoader mixes in (yaml/loader.py: SafeLoader(..., SafeConstructor, Resolver)): what tag a plain
+# scalar resolves to.
+SAFE_RESOLVER = yaml.resolver.Resolver()
 
 
 class StackFileError(ValueError):
@@ -125,7 +128,7 @@ def cli_string(value: Any) -> str:
         return go_json_float(value)
     if isinstance(value, (list, dict)):
         return json.dumps(value)
-    return value
+    return str(value)
 
 
 class _Reader:
@@ -148,7 +151,8 @@ class _Reader:
                     key, f"mapping key {key.value!r} already defined at line {seen[key.value].start_mark.line + 1}"
                 )
             seen[key.value] = key
-        return node.value
+        pairs: list[tuple[yaml.ScalarNode, yaml.Node]] = node.value
+        return pairs
 
     def value(self, node: yaml.Node, where: str) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -174,7 +178,8 @@ class _Reader:
     @staticmethod
     def _explicit(node: yaml.ScalarNode) -> bool:
         """Whether the node's tag was written in the file rather than resolved from a plain scalar."""
-        return node.tag != yaml.SafeLoader.resolve(yaml.SafeLoader, yaml.ScalarNode, node.value, (True, False))
+        resolved: str = SAFE_RESOLVER.resolve(yaml.ScalarNode, node.value, (True, False))
+        return node.tag != resolved
 
 
 def read_stack_file(path: Path, project: str) -> tuple[dict[str, Any], dict[str, int]]:
@@ -194,17 +199,17 @@ def read_stack_file(path: Path, project: str) -> tuple[dict[str, Any], dict[str,
     if not isinstance(document, yaml.MappingNode):
         raise reader.fail(document, "a stack file is a mapping with `config:`")
     config_node = None
-    for key, value in reader.mapping(document):
-        if key.value not in STACK_SECTIONS:
+    for section, value in reader.mapping(document):
+        if section.value not in STACK_SECTIONS:
             raise reader.fail(
-                key,
-                f"{key.value!r} is not a section the Pulumi CLI reads (it reads {', '.join(STACK_SECTIONS)}) and "
+                section,
+                f"{section.value!r} is not a section the Pulumi CLI reads (it reads {', '.join(STACK_SECTIONS)}) and "
                 "would be ignored with everything in it",
             )
-        if key.value == "config":
+        if section.value == "config":
             config_node = value
     if config_node is None or (isinstance(config_node, yaml.ScalarNode) and resolve_plain(config_node.value) is None):
-        return {}
+        return {}, {}
     if not isinstance(config_node, yaml.MappingNode):
         raise reader.fail(config_node, "`config:` must map keys to values")
     values: dict[str, Any] = {}
@@ -225,7 +230,7 @@ def read_stack_file(path: Path, project: str) -> tuple[dict[str, Any], dict[str,
 def _namespaced(reader: _Reader, key_node: yaml.ScalarNode, project: str) -> str:
     """`ParseKey` after `stackConfigNamespacedWithProject`: <namespace>:<name>, <namespace>:config:<name>, or a
     bare <name> of the project."""
-    key = key_node.value
+    key: str = key_node.value
     parts = key.split(":")
     if len(parts) == 1:
         return f"{project}:{key}"

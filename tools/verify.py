@@ -210,14 +210,18 @@ class KubernetesCluster:
     def _json(call: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         """The raw API response (camelCase, like the fixtures), or None for 404."""
         try:
-            return json.loads(call(*args, _preload_content=False, **kwargs).data)
+            document: dict[str, Any] = json.loads(call(*args, _preload_content=False, **kwargs).data)
+            return document
         except ApiException as error:
             if error.status == 404:
                 return None
             raise
 
     def list_nodes(self, label_selector: str) -> list[dict[str, Any]]:
-        return (self._json(self.core.list_node, label_selector=label_selector) or {}).get("items", [])
+        nodes: list[dict[str, Any]] = (self._json(self.core.list_node, label_selector=label_selector) or {}).get(
+            "items", []
+        )
+        return nodes
 
     def get_rayservice(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._json(self.custom.get_namespaced_custom_object, "ray.io", "v1", namespace, "rayservices", name)
@@ -227,13 +231,14 @@ class KubernetesCluster:
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         found = self._json(self.core.list_namespaced_pod, namespace, label_selector=label_selector)
-        return (found or {}).get("items", [])
+        pods: list[dict[str, Any]] = (found or {}).get("items", [])
+        return pods
 
     def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str]) -> str:
         # `stream` swaps the transport of the API client it is given for the call's duration: a client
         # of its own keeps concurrent execs (the NCCL ranks) from swapping each other's.
         own_client = kubernetes_config.new_client_from_config(config_file=self.kubeconfig)
-        return stream(
+        output: str = stream(
             kubernetes_client.CoreV1Api(own_client).connect_get_namespaced_pod_exec,
             pod,
             namespace,
@@ -244,6 +249,7 @@ class KubernetesCluster:
             stdin=False,
             tty=False,
         )
+        return output
 
 
 # --- the OpenAI-compatible endpoint ---
@@ -414,7 +420,8 @@ def keyless_status(base_url: str, timeout_s: float) -> int:
     """The HTTP status of GET /v1/models sent without an Authorization header."""
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as response:
-            return response.status
+            status: int = response.status
+            return status
     except urllib.error.HTTPError as error:
         return error.code
 
@@ -451,7 +458,8 @@ def check_completion(ctx: VerifyContext) -> CheckResult:
 
 def _container(pod: dict[str, Any]) -> str:
     # KubeRay puts the Ray container first.
-    return pod["spec"]["containers"][0]["name"]
+    name: str = pod["spec"]["containers"][0]["name"]
+    return name
 
 
 def kv_buffer_devices(rayservice: dict[str, Any] | None) -> dict[str, str]:

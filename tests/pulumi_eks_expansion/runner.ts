@@ -2,7 +2,7 @@
 // pulumi-eks provider runs at deploy time) under @pulumi/pulumi's mocks, with the inputs this
 // project's Python program passes them, and prints every resource they register as JSON.
 //
-//   node bin/runner.js <inputs.json>
+//   node bin/tests/pulumi_eks_expansion/runner.js <inputs.json>   (tsc keeps the layout below ../..)
 //
 // inputs.json: {"project", "stack", "region", "cluster": {"name", "urn", "inputs"},
 //               "nodeGroups": [{"name", "inputs"}]}
@@ -73,13 +73,13 @@ function main(): void {
     captureRegistrations(resources);
 
     // Imported after the mocks are set, as a program would be run by the provider.
-    const certThumbprint = require("./pulumi-eks/nodejs/eks/cluster/cert-thumprint");
+    const certThumbprint = require("../../vendor/pulumi-eks-4.3.0/nodejs/eks/cluster/cert-thumprint");
     // The OIDC provider's thumbprint is read over TLS from the issuer; no network at test time.
     certThumbprint.getIssuerCAThumbprint = (issuerUrl: pulumi.Input<string>) =>
         pulumi.output(issuerUrl).apply(() => "9e99a48a9960b14926bb7f3b02e22da2b0ab7280");
     // As the provider's `construct` does (pulumi-eks `nodejs/eks/cmd/provider/cluster.ts`, `nodegroup.ts`).
-    const { Cluster } = require("./pulumi-eks/nodejs/eks/cluster");
-    const { ManagedNodeGroup } = require("./pulumi-eks/nodejs/eks/nodes");
+    const { Cluster } = require("../../vendor/pulumi-eks-4.3.0/nodejs/eks/cluster");
+    const { ManagedNodeGroup } = require("../../vendor/pulumi-eks-4.3.0/nodejs/eks/nodes");
 
     let cluster: pulumi.Resource | undefined;
     try {
