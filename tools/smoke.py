@@ -839,9 +839,10 @@ def _bearer(key: str) -> dict[str, str]:
 
 def _error_code(body: str) -> str | None:
     try:
-        return json.loads(body)["error"]["code"]
+        code = json.loads(body)["error"]["code"]
     except (ValueError, KeyError, TypeError):
         return None
+    return code if isinstance(code, str) else None
 
 
 def check_auth(report: Report, model_id: str, api_keys: tuple[str, ...], keys_file: Path) -> str:
