@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
+from pulumi.errors import InputPropertyErrorDetails
 
-from infra.config import ConfigError, StackConfig
-from infra.network import Network
+from infra.components import Children, problem, raise_input_errors
+from infra.config import (
+    MAX_API_PUBLIC_ACCESS_CIDRS,
+    MIN_KUBERNETES_MINOR,
+    ConfigError,
+    StackConfig,
+    covers_the_internet,
+)
 from infra.regions import Partition, partition_problems
+from infra.settings import EKS_NAME_PATTERN, KUBERNETES_VERSION_PATTERN, ipv4_network
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -122,22 +130,75 @@ def update_kubeconfig_command(cfg: StackConfig) -> str:
 
 @dataclass(frozen=True)
 class ClusterArgs:
-    """The EKS control plane's settings; `partition` is the one the AWS provider deploys into."""
+    """The EKS control plane's settings, and the VPC it goes into (any VPC: `infra.network.Network` makes one)."""
 
-    cluster_name: str
-    kubernetes_version: str
-    partition: Partition
-    vpc_cni_version: str
-    kube_proxy_version: str
-    api_public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
-    admin_principal_arns: tuple[str, ...] = ()
-    control_plane_logging: bool = True
-    secrets_encryption: bool = True
-    protect: bool = False
-    tags: Mapping[str, str] = field(default_factory=dict)
+    cluster_name: str  # the EKS cluster's name
+    kubernetes_version: str  # MAJOR.MINOR, e.g. "1.35"
+    partition: Partition  # the one the AWS provider deploys into (`discover_partition`): ARNs and service principals
+    vpc_cni_version: str  # the vpc-cni add-on build, e.g. "v1.21.1-eksbuild.1" (one EKS offers for the version)
+    kube_proxy_version: str  # the kube-proxy add-on build, of the same Kubernetes minor
+    vpc_id: pulumi.Input[str]
+    # The nodes' subnets (the cluster's ENIs and internal load balancers go there), and the public ones for
+    # internet-facing load balancers; at least two AZs between them (EKS's network requirements).
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    public_subnet_ids: Sequence[pulumi.Input[str]]
+    # Who may reach the public API endpoint: no default, since without a list EKS opens it to 0.0.0.0/0
+    # (API_VpcConfigRequest), which is what no caller should get by leaving a field out.
+    api_public_access_cidrs: tuple[str, ...]
+    admin_principal_arns: tuple[str, ...] = ()  # IAM roles/users given cluster admin (the creator already is)
+    control_plane_logging: bool = True  # all five control-plane log types to CloudWatch
+    secrets_encryption: bool = True  # a KMS key of the cluster's own for envelope encryption of Secrets
+    protect: bool = False  # Pulumi's `protect` and EKS's deletion protection on the cluster
+    tags: Mapping[str, str] = field(default_factory=dict)  # on every AWS resource of the cluster
+
+
+def cluster_name_errors(cluster_name: str) -> list[InputPropertyErrorDetails]:
+    """The `cluster_name` field of any component's args: the EKS cluster it is for."""
+    if EKS_NAME_PATTERN.match(cluster_name):
+        return []
+    return [problem("cluster_name", f"{cluster_name!r} is not an EKS cluster name (1-100 letters, digits, - and _)")]
+
+
+def cluster_args_errors(args: ClusterArgs) -> list[InputPropertyErrorDetails]:
+    """What EKS refuses or what would leave the API open, in the args' own terms."""
+    errors = cluster_name_errors(args.cluster_name)
+    version = KUBERNETES_VERSION_PATTERN.match(args.kubernetes_version)
+    if not version or int(version.group(1)) < MIN_KUBERNETES_MINOR:
+        errors.append(
+            problem(
+                "kubernetes_version",
+                f"{args.kubernetes_version!r} is not MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer",
+            )
+        )
+    if not args.private_subnet_ids:
+        errors.append(
+            problem("private_subnet_ids", "empty: the nodes and the cluster's network interfaces need subnets")
+        )
+    cidrs = args.api_public_access_cidrs
+    if not cidrs:
+        # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
+        # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+        errors.append(problem("api_public_access_cidrs", "empty: EKS would open the public API endpoint to 0.0.0.0/0"))
+    elif len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
+        # EKS quota "Public endpoint access CIDR ranges per cluster", not adjustable
+        # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+        errors.append(
+            problem("api_public_access_cidrs", f"{len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS}")
+        )
+    for index, cidr in enumerate(cidrs):
+        try:
+            ipv4_network(cidr)
+        except ValueError as error:
+            errors.append(problem(f"api_public_access_cidrs[{index}]", f"{cidr!r} is invalid: {error}"))
+    if not any(
+        error["property_path"].startswith("api_public_access_cidrs") for error in errors
+    ) and covers_the_internet(cidrs):
+        errors.append(problem("api_public_access_cidrs", f"{list(cidrs)} together admit every internet address"))
+    return errors
 
 
 class Cluster(pulumi.ComponentResource):
+    STACK_NAME = "cluster"  # the name infra/stack.py gives it; under it the children keep their old names
     eks_cluster: eks.Cluster
     node_role: aws.iam.Role
     kubeconfig: pulumi.Output[str]
@@ -146,14 +207,13 @@ class Cluster(pulumi.ComponentResource):
     cluster_name: str
     kubernetes_version: str
 
-    def __init__(
-        self, name: str, args: ClusterArgs, network: Network, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        raise_input_errors("Cluster", cluster_args_errors(args))
         super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        children = Children(self, name, self.STACK_NAME)
 
         self.node_role = aws.iam.Role(
-            "node-role",
+            children.name("node-role"),
             assume_role_policy=json.dumps(
                 {
                     "Version": "2012-10-17",
@@ -167,34 +227,34 @@ class Cluster(pulumi.ComponentResource):
                 }
             ),
             tags=args.tags,
-            opts=child,
+            opts=children.opts("node-role"),
         )
         for short_name, policy in NODE_MANAGED_POLICIES.items():
             aws.iam.RolePolicyAttachment(
-                f"node-role-{short_name}",
+                children.name(f"node-role-{short_name}"),
                 role=self.node_role.name,
                 policy_arn=args.partition.managed_policy_arn(policy),
-                opts=child,
+                opts=children.opts(f"node-role-{short_name}"),
             )
 
         secrets_key = None
         if args.secrets_encryption:
             secrets_key = aws.kms.Key(
-                "secrets-key",
+                children.name("secrets-key"),
                 description=f"Envelope encryption of Kubernetes secrets in {args.cluster_name}",
                 enable_key_rotation=True,
                 deletion_window_in_days=30,
                 tags=args.tags,
-                opts=child,
+                opts=children.opts("secrets-key"),
             )
 
         self.eks_cluster = eks.Cluster(
-            "eks",
+            children.name("eks"),
             name=args.cluster_name,
             version=args.kubernetes_version,
-            vpc_id=network.vpc_id,
-            private_subnet_ids=list(network.private_subnet_ids.values()),
-            public_subnet_ids=list(network.public_subnet_ids.values()),
+            vpc_id=args.vpc_id,
+            private_subnet_ids=list(args.private_subnet_ids),
+            public_subnet_ids=list(args.public_subnet_ids),
             node_associate_public_ip_address=False,
             skip_default_node_group=True,
             # Managed nodes use the security group EKS creates for the cluster; pulumi-eks's own cluster
@@ -217,13 +277,19 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=args.kube_proxy_version),
             deletion_protection=args.protect,
             tags=args.tags,
-            # Everything in the cluster, load balancers included, comes after the internet path and
-            # is gone before it is torn down.
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=network.internet_path),
+            # pulumi-eks names its children after this one ("<name>-eksCluster", ...); under the alias the engine
+            # gives each of them the old name's prefix as well (pulumi/pulumi
+            # tests/integration/aliases/python/rename_component: "the implicit alias inherited from the parent
+            # alias will include replacing the name prefix"). Network's subnet ids carry their routes, so
+            # everything in the cluster, load balancers included, comes after the internet path and is gone
+            # before it is torn down.
+            opts=children.opts("eks", protect=args.protect),
         )
 
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
-        self.provider = k8s.Provider("kubernetes", kubeconfig=self.kubeconfig, opts=child)
+        self.provider = k8s.Provider(
+            children.name("kubernetes"), kubeconfig=self.kubeconfig, opts=children.opts("kubernetes")
+        )
         # Nodes launched from a launch template with network interfaces of its own (the GPU group) must
         # carry the security group EKS creates for the cluster, or they cannot reach the control plane
         # and the other nodes. Without pulumi-eks's default groups this output is that group.

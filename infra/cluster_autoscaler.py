@@ -17,11 +17,15 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+from pulumi.errors import InputPropertyErrorDetails
 
-from infra.cluster import Cluster
+from infra.cluster import Cluster, cluster_name_errors
+from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
+from infra.config import REGION_PATTERN
 from infra.helm import Chart, pinned_release
 from infra.irsa import service_account_trust
 from infra.scheduling import SYSTEM_NODE_SELECTOR
+from infra.settings import CHART_VERSION_PATTERN
 
 CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
 NAMESPACE = "kube-system"
@@ -44,10 +48,20 @@ SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInsta
 
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
-    version: str  # of the cluster-autoscaler chart
-    cluster_name: str
-    region: str
-    tags: Mapping[str, str] = field(default_factory=dict)
+    """Which Cluster Autoscaler, and the cluster whose node groups it scales."""
+
+    version: str  # of the cluster-autoscaler chart, e.g. "9.59.0" (its app minor should match the cluster's)
+    cluster_name: str  # the EKS cluster: it scales the node groups tagged k8s.io/cluster-autoscaler/<name>
+    region: str  # the cluster's region, where it calls the Auto Scaling API
+    tags: Mapping[str, str] = field(default_factory=dict)  # on its IAM role
+
+
+def cluster_autoscaler_args_errors(args: ClusterAutoscalerArgs) -> list[InputPropertyErrorDetails]:
+    return [
+        *unmatched({"version": args.version}, CHART_VERSION_PATTERN, CHART_VERSION),
+        *cluster_name_errors(args.cluster_name),
+        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
+    ]
 
 
 def autoscaler_policy() -> dict[str, Any]:
@@ -71,6 +85,8 @@ def cluster_autoscaler_values(args: ClusterAutoscalerArgs, role_arn: pulumi.Inpu
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
+    STACK_NAME = "cluster-autoscaler"  # the name infra/stack.py gives it; under it the release keeps its old name
+
     def __init__(
         self,
         name: str,
@@ -79,7 +95,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        raise_input_errors("ClusterAutoscaler", cluster_autoscaler_args_errors(args))
         super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
+        # The role and its policy were named after the component from the start.
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
             lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
@@ -87,12 +105,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
         aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy()), opts=child)
         self.release = pinned_release(
+            Children(self, name, self.STACK_NAME),
             "cluster-autoscaler",
             Chart("cluster-autoscaler", CLUSTER_AUTOSCALER_REPO, args.version),
             NAMESPACE,
             cluster_autoscaler_values(args, role.arn),
             cluster.provider,
-            self,
             depends_on,
         )
         self.register_outputs({})

@@ -10,12 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster import Cluster
+from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
+from infra.config import REGION_PATTERN
 from infra.helm import Chart, pinned_release
 from infra.node_groups import GpuNodes
 from infra.regions import efa_plugin_repository
 from infra.scheduling import gpu_node_scheduling
+from infra.settings import CHART_VERSION_PATTERN
 
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"
 EKS_CHARTS_REPO = "https://aws.github.io/eks-charts"
@@ -24,13 +28,20 @@ PLUGIN_NAMESPACE = "kube-system"
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
-    """Chart versions of the two plugins, the region whose registry serves the EFA plugin's image, and the
-    GPU nodes' instance type."""
+    """The two device plugins' charts and where the EFA plugin's image comes from; the nodes they run on are the
+    GpuNodes they are given (the EFA plugin's DaemonSet runs on that group's instance type only)."""
 
-    nvidia_version: str
-    efa_version: str
-    region: str
-    gpu_node_type: str
+    nvidia_version: str  # of the nvidia-device-plugin chart, e.g. "0.20.0"
+    efa_version: str  # of the aws-efa-k8s-device-plugin chart, e.g. "v0.5.30"
+    region: str  # the cluster's region: its ECR serves the EFA plugin's image
+
+
+def device_plugins_args_errors(args: DevicePluginsArgs) -> list[InputPropertyErrorDetails]:
+    versions = {"nvidia_version": args.nvidia_version, "efa_version": args.efa_version}
+    return [
+        *unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION),
+        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
+    ]
 
 
 # The chart pins its DaemonSet to the instance types of a list it ships (a required node affinity on this
@@ -50,6 +61,8 @@ def efa_plugin_values(region: str, gpu_node_type: str) -> dict[str, Any]:
 
 
 class DevicePlugins(pulumi.ComponentResource):
+    STACK_NAME = "device-plugins"  # the name infra/stack.py gives it; under it the children keep their old names
+
     def __init__(
         self,
         name: str,
@@ -58,25 +71,27 @@ class DevicePlugins(pulumi.ComponentResource):
         gpu_nodes: GpuNodes,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        raise_input_errors("DevicePlugins", device_plugins_args_errors(args))
         super().__init__("ray-llm-eks:nodes:DevicePlugins", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
         # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.
         after_nodes = [gpu_nodes.node_group]
         pinned_release(
+            children,
             "nvidia-device-plugin",
             Chart("nvidia-device-plugin", NVIDIA_REPO, args.nvidia_version),
             PLUGIN_NAMESPACE,
             gpu_node_scheduling(),
             cluster.provider,
-            self,
             after_nodes,
         )
         pinned_release(
+            children,
             "efa-device-plugin",
             Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, args.efa_version),
             PLUGIN_NAMESPACE,
-            efa_plugin_values(args.region, args.gpu_node_type),
+            efa_plugin_values(args.region, gpu_nodes.shape.instance_type),
             cluster.provider,
-            self,
             after_nodes,
         )
         self.register_outputs({})

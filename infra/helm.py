@@ -9,6 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from infra.components import Children
+
 
 @dataclass(frozen=True)
 class Chart:
@@ -18,16 +20,17 @@ class Chart:
 
 
 def pinned_release(
+    children: Children,
     name: str,
     chart: Chart,
     namespace: str,
     values: dict[str, Any],
     provider: k8s.Provider,
-    parent: pulumi.Resource,
     depends_on: Sequence[pulumi.Resource] | None = None,
 ) -> k8s.helm.v3.Release:
+    """The Helm release `name` (fixed: a new name would be a new release), a child of the component `children` is of."""
     return k8s.helm.v3.Release(
-        name,
+        children.name(name),
         name=name,
         chart=chart.name,
         version=chart.version,
@@ -38,5 +41,5 @@ def pinned_release(
         # Wait for the workloads to be ready, so what depends on the release finds it working.
         skip_await=False,
         atomic=True,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
+        opts=children.opts(name, provider=provider, depends_on=depends_on or []),
     )

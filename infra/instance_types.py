@@ -50,18 +50,24 @@ def instance_shape(result: Any) -> InstanceShape:
     )
 
 
-def gpu_node_type_problem(instance_type: str, shape: InstanceShape | None, region: str) -> str | None:
+def unfit_gpu_node_reason(shape: InstanceShape | None, region: str) -> str | None:
     """Why EC2's answer rules the type out for the GPU nodes (NVIDIA GPUs and EFA are both needed); None if fit."""
     if shape is not None and shape.gpus and shape.efa_interfaces:
         return None
     if shape is None:
-        reason = f"EC2 does not know it in {region}"
-    elif shape.gpus:
-        reason = "it has GPUs but no EFA network interface"
-    elif shape.efa_interfaces:
-        reason = "it supports EFA but has no NVIDIA GPU"
-    else:
-        reason = "it has neither NVIDIA GPUs nor EFA"
+        return f"EC2 does not know it in {region}"
+    if shape.gpus:
+        return "it has GPUs but no EFA network interface"
+    if shape.efa_interfaces:
+        return "it supports EFA but has no NVIDIA GPU"
+    return "it has neither NVIDIA GPUs nor EFA"
+
+
+def gpu_node_type_problem(instance_type: str, shape: InstanceShape | None, region: str) -> str | None:
+    """The stack's `gpuNodeType` error for an unfit type (unfit_gpu_node_reason); None if fit."""
+    reason = unfit_gpu_node_reason(shape, region)
+    if reason is None:
+        return None
     return (
         f"gpuNodeType={instance_type!r} is invalid: {reason}; allowed is an instance type with NVIDIA GPUs and EFA, "
         f"e.g. {EXAMPLE_GPU_TYPES} (aws ec2 describe-instance-types --filters Name=network-info.efa-supported,"

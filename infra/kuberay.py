@@ -8,15 +8,19 @@ from typing import Any
 import pulumi
 
 from infra.cluster import Cluster
+from infra.components import Children, raise_input_errors, unmatched
 from infra.helm import Chart, pinned_release
 from infra.scheduling import OPERATOR_NAMESPACE
+from infra.settings import SEMVER_PATTERN
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
 
 
 @dataclass(frozen=True)
 class KubeRayOperatorArgs:
-    version: str  # of the kuberay-operator chart, which is the operator's version
+    """Which KubeRay operator to install."""
+
+    version: str  # of the kuberay-operator chart, which is the operator's version, e.g. "1.4.0"
 
 
 def kuberay_values() -> dict[str, Any]:
@@ -26,6 +30,9 @@ def kuberay_values() -> dict[str, Any]:
 
 
 class KubeRayOperator(pulumi.ComponentResource):
+    # The name Serving gives it in this project's stack ("<serving>-kuberay"); under it the release keeps its old name.
+    STACK_NAME = "serving-kuberay"
+
     def __init__(
         self,
         name: str,
@@ -34,14 +41,17 @@ class KubeRayOperator(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        raise_input_errors(
+            "KubeRayOperator", unmatched({"version": args.version}, SEMVER_PATTERN, "a version such as 1.4.0")
+        )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         self.release = pinned_release(
+            Children(self, name, self.STACK_NAME),
             "kuberay-operator",
             Chart("kuberay-operator", KUBERAY_REPO, args.version),
             OPERATOR_NAMESPACE,
             kuberay_values(),
             cluster.provider,
-            self,
             depends_on,
         )
         self.register_outputs({})

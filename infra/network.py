@@ -12,14 +12,20 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+from pulumi.errors import InputPropertyErrorDetails
 
+from infra.cluster import cluster_name_errors
+from infra.components import Children, problem, raise_input_errors
 from infra.config import ConfigError, StackConfig
+from infra.settings import ipv4_network
 
 # Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP);
 # the last of those blocks is cut into small public subnets that only hold NAT gateways and NLBs.
 PRIVATE_PREFIX_DELTA = 3
 PUBLIC_PREFIX_DELTA = 6
 EKS_MIN_AZS = 2
+MIN_VPC_PREFIX = 16
+MAX_SUBNET_PREFIX = 28
 
 
 @dataclass(frozen=True)
@@ -75,96 +81,144 @@ class SubnetPlan:
     public_cidr: str
 
 
+def subnet_blocks(vpc_cidr: str) -> list[ipaddress.IPv4Network]:
+    """The private /19s (of a /16) the VPC is cut into; the last is cut again into the public subnets."""
+    return list(ipaddress.IPv4Network(vpc_cidr).subnets(prefixlen_diff=PRIVATE_PREFIX_DELTA))
+
+
 def plan_subnets(vpc_cidr: str, azs: tuple[str, ...]) -> list[SubnetPlan]:
-    vpc = ipaddress.IPv4Network(vpc_cidr)
-    blocks = list(vpc.subnets(prefixlen_diff=PRIVATE_PREFIX_DELTA))
+    blocks = subnet_blocks(vpc_cidr)
     public_blocks = list(blocks[-1].subnets(prefixlen_diff=PUBLIC_PREFIX_DELTA - PRIVATE_PREFIX_DELTA))
-    if len(azs) > len(blocks) - 1:
-        raise ConfigError([f"maxAzs={len(azs)} is invalid: vpcCidr={vpc_cidr} has room for {len(blocks) - 1} AZs"])
     return [SubnetPlan(az, str(blocks[i]), str(public_blocks[i])) for i, az in enumerate(azs)]
 
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    """What the VPC is made of; `cluster_name` names it and tags its subnets for that cluster."""
+    """What the VPC is made of."""
 
+    # The EKS cluster the VPC is for: it names the VPC and its parts, and tags the subnets
+    # `kubernetes.io/cluster/<name>: shared`, so that cluster's load balancers find them.
     cluster_name: str
+    # The VPC's IPv4 block, e.g. 10.0.0.0/16: a private /19-equivalent per AZ, the last one cut into public subnets.
     vpc_cidr: str
-    azs: tuple[str, ...]  # the GPU AZ first (Placement.azs)
-    nat_gateway_per_az: bool = False
-    protect: bool = False
-    tags: Mapping[str, str] = field(default_factory=dict)
+    # The Availability Zones to span, the GPU AZ first (Placement.azs): one private and one public subnet in each.
+    azs: tuple[str, ...]
+    nat_gateway_per_az: bool = False  # one NAT gateway per AZ, rather than one for all (cheaper, one AZ's fate)
+    protect: bool = False  # Pulumi's `protect` on the VPC, so `pulumi destroy` refuses until it is lifted
+    tags: Mapping[str, str] = field(default_factory=dict)  # on every resource of the network
+
+
+def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
+    """What EKS and the subnet plan need: a valid name and CIDR, and two AZs up to as many as the CIDR has room for."""
+    errors = cluster_name_errors(args.cluster_name)
+    room = None
+    try:
+        vpc = ipv4_network(args.vpc_cidr)
+    except ValueError as error:
+        errors.append(problem("vpc_cidr", f"{args.vpc_cidr!r} is invalid: {error}"))
+    else:
+        # A VPC subnet is /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html); the
+        # public subnets are PUBLIC_PREFIX_DELTA bits narrower than the VPC.
+        if not MIN_VPC_PREFIX <= vpc.prefixlen <= MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA:
+            errors.append(
+                problem(
+                    "vpc_cidr",
+                    f"{args.vpc_cidr} is invalid: allowed is a /{MIN_VPC_PREFIX} to "
+                    f"/{MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA} block "
+                    f"(its public subnets are {PUBLIC_PREFIX_DELTA} bits narrower)",
+                )
+            )
+        else:
+            room = len(subnet_blocks(args.vpc_cidr)) - 1
+    if len(set(args.azs)) != len(args.azs):
+        errors.append(problem("azs", f"{list(args.azs)} names an Availability Zone twice"))
+    if len(args.azs) < EKS_MIN_AZS:
+        # A cluster needs "at least two subnets that are in different Availability Zones"
+        # (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
+        errors.append(problem("azs", f"{len(args.azs)} Availability Zone(s): EKS needs two"))
+    elif room is not None and len(args.azs) > room:
+        errors.append(
+            problem("azs", f"{len(args.azs)} Availability Zones: vpc_cidr={args.vpc_cidr} has room for {room}")
+        )
+    return errors
 
 
 class Network(pulumi.ComponentResource):
+    """A VPC with a private and a public subnet in each of `args.azs`, NAT egress and an internet gateway.
+
+    Each subnet id it exposes resolves only once that subnet's routes are in place, so whatever is given the id
+    (a node group, a cluster) waits for them: a node launched before its private route table and association
+    exist has no egress (it cannot pull images or join the cluster), and load balancers the cluster creates in the
+    public subnets need the internet gateway and public routes, and hold public addresses that stop the gateway
+    from being detached until they are gone (so the cluster is also deleted before them)."""
+
+    STACK_NAME = "network"  # the name infra/stack.py gives it; under it the children keep their old names
     vpc_id: pulumi.Output[str]
-    private_subnet_ids: dict[str, pulumi.Output[str]]
-    public_subnet_ids: dict[str, pulumi.Output[str]]
-    # Per AZ: the private route table (its NAT default route is inline) and its subnet association.
-    # A node launched before both exist has no egress: it cannot pull images or join the cluster.
-    private_egress: dict[str, list[pulumi.Resource]]
-    # The internet gateway, the public route table and its associations. Load balancers the cluster
-    # creates in the public subnets need them, and hold public addresses that stop the gateway from
-    # being detached until they are gone.
-    internet_path: list[pulumi.Resource]
+    private_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its NAT route is associated
+    public_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its internet route is associated
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        raise_input_errors("Network", network_args_errors(args))
         super().__init__("ray-llm-eks:network:Network", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        self._children = children = Children(self, name, self.STACK_NAME)
 
         vpc = aws.ec2.Vpc(
-            "vpc",
+            children.name("vpc"),
             cidr_block=args.vpc_cidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**args.tags, "Name": f"{args.cluster_name}-vpc"},
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            opts=children.opts("vpc", protect=args.protect),
         )
         gateway = aws.ec2.InternetGateway(
-            "internet-gateway", vpc_id=vpc.id, tags={**args.tags, "Name": f"{args.cluster_name}-igw"}, opts=child
+            children.name("internet-gateway"),
+            vpc_id=vpc.id,
+            tags={**args.tags, "Name": f"{args.cluster_name}-igw"},
+            opts=children.opts("internet-gateway"),
         )
         public_routes = aws.ec2.RouteTable(
-            "public-routes",
+            children.name("public-routes"),
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
             tags={**args.tags, "Name": f"{args.cluster_name}-public"},
-            opts=child,
+            opts=children.opts("public-routes"),
         )
 
         self.public_subnet_ids = {}
         self.private_subnet_ids = {}
-        self.private_egress = {}
-        self.internet_path = [gateway, public_routes]
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         subnet_plans = plan_subnets(args.vpc_cidr, args.azs)
         for plan in subnet_plans:
-            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb", child)
-            self.internet_path.append(
-                aws.ec2.RouteTableAssociation(
-                    f"public-{plan.az}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
-                )
+            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb")
+            association = aws.ec2.RouteTableAssociation(
+                children.name(f"public-{plan.az}"),
+                subnet_id=public.id,
+                route_table_id=public_routes.id,
+                opts=children.opts(f"public-{plan.az}"),
             )
-            self.public_subnet_ids[plan.az] = public.id
+            self.public_subnet_ids[plan.az] = _once_routed(public, gateway, public_routes, association)
             if args.nat_gateway_per_az or not nat_gateway_ids:
-                nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway, child)
+                nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
 
         for plan in subnet_plans:
             private = self._subnet(
-                args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb", child
+                args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb"
             )
             nat_id = nat_gateway_ids.get(plan.az, next(iter(nat_gateway_ids.values())))
             routes = aws.ec2.RouteTable(
-                f"private-routes-{plan.az}",
+                children.name(f"private-routes-{plan.az}"),
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
                 tags={**args.tags, "Name": f"{args.cluster_name}-private-{plan.az}"},
-                opts=child,
+                opts=children.opts(f"private-routes-{plan.az}"),
             )
             association = aws.ec2.RouteTableAssociation(
-                f"private-{plan.az}", subnet_id=private.id, route_table_id=routes.id, opts=child
+                children.name(f"private-{plan.az}"),
+                subnet_id=private.id,
+                route_table_id=routes.id,
+                opts=children.opts(f"private-{plan.az}"),
             )
-            self.private_subnet_ids[plan.az] = private.id
-            self.private_egress[plan.az] = [routes, association]
+            self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
 
         self.vpc_id = vpc.id
         self.register_outputs({"vpcId": vpc.id})
@@ -177,11 +231,10 @@ class Network(pulumi.ComponentResource):
         tier: str,
         cidr: str,
         load_balancer_role_tag: str,
-        child: pulumi.ResourceOptions,
     ) -> aws.ec2.Subnet:
         """A subnet of one tier in one AZ, tagged so EKS and its load balancers find it."""
         return aws.ec2.Subnet(
-            f"{tier}-{az}",
+            self._children.name(f"{tier}-{az}"),
             vpc_id=vpc_id,
             cidr_block=cidr,
             availability_zone=az,
@@ -192,7 +245,7 @@ class Network(pulumi.ComponentResource):
                 "Name": f"{args.cluster_name}-{tier}-{az}",
                 load_balancer_role_tag: "1",
             },
-            opts=child,
+            opts=self._children.opts(f"{tier}-{az}"),
         )
 
     def _nat_gateway(
@@ -201,16 +254,23 @@ class Network(pulumi.ComponentResource):
         az: str,
         public_subnet: aws.ec2.Subnet,
         gateway: aws.ec2.InternetGateway,
-        child: pulumi.ResourceOptions,
     ) -> pulumi.Output[str]:
         address = aws.ec2.Eip(
-            f"nat-{az}", domain="vpc", tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"}, opts=child
+            self._children.name(f"nat-{az}"),
+            domain="vpc",
+            tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
+            opts=self._children.opts(f"nat-{az}"),
         )
         nat = aws.ec2.NatGateway(
-            f"nat-{az}",
+            self._children.name(f"nat-{az}"),
             subnet_id=public_subnet.id,
             allocation_id=address.id,
             tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+            opts=self._children.opts(f"nat-{az}", depends_on=[gateway]),
         )
         return nat.id
+
+
+def _once_routed(subnet: aws.ec2.Subnet, *routing: pulumi.CustomResource) -> pulumi.Output[str]:
+    """The subnet's id, carrying the resources that route it: a resource given it depends on them too."""
+    return pulumi.Output.all(subnet.id, *(resource.id for resource in routing)).apply(lambda ids: ids[0])

@@ -8,23 +8,31 @@ IMDSv2 required and the root disk sized for the DLC image and model weights.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
+from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster import Cluster
-from infra.instance_types import InstanceShape, instance_shape
-from infra.network import Network
+from infra.components import Children, problem, raise_input_errors
+from infra.instance_types import InstanceShape, instance_shape, unfit_gpu_node_reason
 from infra.scheduling import (
     GPU_NODE_LABELS,
     GPU_TAINT,
     SYSTEM_NODE_LABELS,
     SYSTEM_NODEGROUP_NAME,
     accelerator_label,
+)
+from infra.settings import (
+    ADDON_VERSION_PATTERN,
+    INSTANCE_TYPE_PATTERN,
+    MAX_GP3_GIB,
+    MAX_NODES_PER_NODE_GROUP,
+    NODEGROUP_NAME_PATTERN,
 )
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
@@ -91,29 +99,29 @@ def node_group_options(update_strategy: str) -> Callable[[pulumi.ResourceTransfo
 
 
 def _managed_node_group(
-    name: str,
+    children: Children,
     tags: Mapping[str, str],
     cluster: Cluster,
-    parent: pulumi.Resource,
     *,
     node_group_name: str,
     instance_type: str | None,
     count: int,
-    subnet_ids: list[pulumi.Output[str]],
-    egress: list[pulumi.Resource],
+    subnet_ids: list[pulumi.Input[str]],
     ami_type: str,
     labels: dict[str, str],
     capacity_type: str = "on-demand",
     max_count: int | None = None,
     update_strategy: str = SYSTEM_UPDATE_STRATEGY,
+    role: str,
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
-    """A managed node group in private subnets on the cluster's Kubernetes version, created once they have
-    egress: fixed (min = max = desired), or from `count` up to `max_count` with the desired size left to the
-    Cluster Autoscaler. `instance_type` None leaves the type to the launch template."""
+    """A managed node group `<component>-<role>` in private subnets on the cluster's Kubernetes version, created once
+    they have egress where the subnet ids carry their routes (as infra.network.Network's do): fixed (min = max =
+    desired), or from `count` up to `max_count` with the desired size left to the Cluster Autoscaler.
+    `instance_type` None leaves the type to the launch template."""
     most = max_count or count
     return eks.ManagedNodeGroup(
-        name,
+        children.name(role),
         cluster=cluster.eks_cluster,
         node_group_name=node_group_name,
         node_role=cluster.node_role,
@@ -129,19 +137,22 @@ def _managed_node_group(
         ignore_scaling_changes=most > count,
         labels=labels,
         tags=tags,
-        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside.
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=egress, transforms=[node_group_options(update_strategy)]),
+        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside (named after this one,
+        # "<name>-nodeGroup", so the engine's inherited alias keeps the old one too).
+        opts=pulumi.ResourceOptions.merge(
+            children.opts(role), pulumi.ResourceOptions(transforms=[node_group_options(update_strategy)])
+        ),
         **extra,
     )
 
 
 def _launch_template(
-    name: str, tags: Mapping[str, str], parent: pulumi.Resource, *, description: str, root_volume_gib: int, **extra: Any
+    children: Children, role: str, tags: Mapping[str, str], *, description: str, root_volume_gib: int, **extra: Any
 ) -> aws.eks.NodeGroupLaunchTemplateArgs:
     """A launch template with IMDSv2 required and an encrypted gp3 root volume, and no AMI: EKS picks the
     node group's AMI for its `amiType` and `version`."""
     template = aws.ec2.LaunchTemplate(
-        name,
+        children.name(role),
         description=description,
         metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
             http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
@@ -159,7 +170,7 @@ def _launch_template(
             for kind in ("instance", "volume", "network-interface")
         ],
         tags=tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=children.opts(role),
         **extra,
     )
     return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
@@ -169,42 +180,62 @@ def _launch_template(
 class SystemNodesArgs:
     """The CPU nodes of the system pods, the KubeRay operator and the Ray head, and the CoreDNS add-on they host."""
 
-    instance_type: str
-    count: int
-    coredns_version: str
-    tags: Mapping[str, str] = field(default_factory=dict)
+    instance_type: str  # an EC2 instance type, e.g. "m7i.xlarge"
+    count: int  # nodes, fixed (1 to EKS's 450 per managed node group)
+    coredns_version: str  # the coredns add-on build, e.g. "v1.13.2-eksbuild.1" (one EKS offers for the version)
+    subnet_ids: Sequence[pulumi.Input[str]]  # private subnets with egress (Network.private_subnet_ids), any AZs
+    tags: Mapping[str, str] = field(default_factory=dict)  # on the node group, its template and the add-on
+
+
+def _node_count_errors(path: str, count: int, least: int) -> list[InputPropertyErrorDetails]:
+    # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+    if least <= count <= MAX_NODES_PER_NODE_GROUP:
+        return []
+    return [problem(path, f"{count} nodes: allowed is {least} to {MAX_NODES_PER_NODE_GROUP} (EKS's per-group quota)")]
+
+
+def system_nodes_args_errors(args: SystemNodesArgs) -> list[InputPropertyErrorDetails]:
+    errors = _node_count_errors("count", args.count, 1)
+    if not INSTANCE_TYPE_PATTERN.match(args.instance_type):
+        errors.append(
+            problem("instance_type", f"{args.instance_type!r} is not an EC2 instance type such as m7i.xlarge")
+        )
+    if not ADDON_VERSION_PATTERN.match(args.coredns_version):
+        errors.append(
+            problem("coredns_version", f"{args.coredns_version!r} is not an add-on build such as v1.13.2-eksbuild.1")
+        )
+    if not args.subnet_ids:
+        errors.append(problem("subnet_ids", "empty: a managed node group needs a subnet"))
+    return errors
 
 
 class SystemNodes(pulumi.ComponentResource):
+    STACK_NAME = "system-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     coredns: aws.eks.Addon
 
     def __init__(
-        self,
-        name: str,
-        args: SystemNodesArgs,
-        cluster: Cluster,
-        network: Network,
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: SystemNodesArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        raise_input_errors("SystemNodes", system_nodes_args_errors(args))
         super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
         self.node_group = _managed_node_group(
-            "system",
+            children,
             args.tags,
             cluster,
-            self,
+            role="system",
             node_group_name=SYSTEM_NODEGROUP_NAME,
             instance_type=args.instance_type,
             count=args.count,
-            subnet_ids=list(network.private_subnet_ids.values()),
-            egress=[resource for resources in network.private_egress.values() for resource in resources],
+            subnet_ids=list(args.subnet_ids),
             ami_type=SYSTEM_AMI_TYPE,
             labels=SYSTEM_NODE_LABELS,
             # pulumi-eks's own template (made for `enable_imd_sv2`/`disk_size`) cannot encrypt the root volume.
             launch_template=_launch_template(
+                children,
                 "system",
                 args.tags,
-                self,
                 description=f"{SYSTEM_NODEGROUP_NAME}: IMDSv2, {SYSTEM_ROOT_VOLUME_GIB} GiB encrypted gp3 root",
                 root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
             ),
@@ -212,7 +243,7 @@ class SystemNodes(pulumi.ComponentResource):
         # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,
         # before any node group, it would block every node group that waits for the cluster.
         self.coredns = aws.eks.Addon(
-            "coredns",
+            children.name("coredns"),
             cluster_name=cluster.cluster_name,
             addon_name="coredns",
             addon_version=args.coredns_version,
@@ -220,7 +251,7 @@ class SystemNodes(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),
+            opts=children.opts("coredns", depends_on=[self.node_group]),
         )
         self.register_outputs({})
 
@@ -249,22 +280,52 @@ def efa_network_interfaces(
 
 @dataclass(frozen=True)
 class GpuNodesArgs:
-    """The EFA-enabled GPU node group: one AZ, one EFA interface per EFA card, and a cluster placement group of
-    its own when no reservation brings one (`uses_own_placement_group`)."""
+    """The EFA-enabled GPU node group in one subnet (so one AZ), with a cluster placement group of its own when no
+    reservation brings one (`uses_own_placement_group`). What the instance type decides (its EFA interfaces, its GPU
+    model) is not asked: GpuNodes reads it from EC2's DescribeInstanceTypes, as pulumi-eks's EFA support counts its
+    interfaces from `aws.ec2.getInstanceTypeOutput` (nodejs/eks/nodes/instances.ts getEfaNetworkInterfaces)."""
 
-    node_group_name: str
-    instance_type: str
-    count: int
-    az: str  # one of the network's AZs that offers instance_type
-    efa_interfaces: int
-    root_volume_gib: int = 200
-    capacity_reservation_id: str | None = None
+    node_group_name: str  # the EKS node group's name (unique in the cluster)
+    instance_type: str  # an EC2 type with NVIDIA GPUs and EFA, e.g. "g6.8xlarge"
+    count: int  # nodes (0 to 450); with max_count, the least the group keeps
+    vpc_id: pulumi.Input[str]  # the VPC of subnet_id, for the EFA security group
+    subnet_id: pulumi.Input[str]  # one private subnet with egress, in an AZ that offers instance_type
+    root_volume_gib: int = 200  # the gp3 root volume, where the image and the model weights land
+    capacity_reservation_id: str | None = None  # an ODCR to launch into, or the Capacity Block's reservation
     # "on-demand" (optionally into capacity_reservation_id) or "capacity-block" (the block's reservation id).
     capacity_type: str = "on-demand"
     # More nodes the Cluster Autoscaler may add, up to this many (None: a fixed `count`).
     max_count: int | None = None
-    gpu_name: str = ""  # EC2's name of the GPU model (InstanceShape.gpu_name), e.g. "L4"
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)  # on every resource of the group
+
+
+def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> list[InputPropertyErrorDetails]:
+    """What EKS and EC2 refuse in the args, with EC2's answer (`shape`) about the instance type."""
+    errors = _node_count_errors("count", args.count, 0)
+    if args.max_count is not None:
+        errors += _node_count_errors("max_count", args.max_count, max(args.count, 1))
+    if not NODEGROUP_NAME_PATTERN.match(args.node_group_name):
+        errors.append(
+            problem(
+                "node_group_name",
+                f"{args.node_group_name!r} is not an EKS node group name (1-63 letters, digits, - and _)",
+            )
+        )
+    reason = unfit_gpu_node_reason(shape, "the deploy region")
+    if reason:
+        errors.append(problem("instance_type", f"{args.instance_type!r} cannot be a GPU node: {reason}"))
+    if args.capacity_type not in EKS_CAPACITY_TYPES:
+        errors.append(
+            problem("capacity_type", f"{args.capacity_type!r}: allowed is one of {', '.join(EKS_CAPACITY_TYPES)}")
+        )
+    elif args.capacity_type == "capacity-block" and not args.capacity_reservation_id:
+        errors.append(
+            problem("capacity_reservation_id", "a Capacity Block is launched into through its reservation id")
+        )
+    # gp3 holds at most 16384 GiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
+    if not 1 <= args.root_volume_gib <= MAX_GP3_GIB:
+        errors.append(problem("root_volume_gib", f"{args.root_volume_gib} GiB: a gp3 volume holds 1 to {MAX_GP3_GIB}"))
+    return errors
 
 
 def uses_own_placement_group(args: GpuNodesArgs) -> bool:
@@ -273,35 +334,38 @@ def uses_own_placement_group(args: GpuNodesArgs) -> bool:
 
 
 class GpuNodes(pulumi.ComponentResource):
+    STACK_NAME = "gpu-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     node_group_name: str
+    shape: InstanceShape  # EC2's facts about args.instance_type
 
     def __init__(
-        self,
-        name: str,
-        args: GpuNodesArgs,
-        cluster: Cluster,
-        network: Network,
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: GpuNodesArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        shape = describe_instance_type(args.instance_type)
+        raise_input_errors("GpuNodes", gpu_nodes_args_errors(args, shape))
+        assert shape is not None  # an unknown type is one of the errors above
         super().__init__("ray-llm-eks:nodes:GpuNodes", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        children = Children(self, name, self.STACK_NAME)
+        self.shape = shape
 
         # EFA requires a group that admits all traffic from itself, both ways.
         efa_security_group = aws.ec2.SecurityGroup(
-            "efa",
+            children.name("efa"),
             description="EFA: all traffic between the GPU nodes' EFA interfaces",
-            vpc_id=network.vpc_id,
+            vpc_id=args.vpc_id,
             ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
             egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
             tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
-            opts=child,
+            opts=children.opts("efa"),
         )
         # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
         # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
         # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
         placement_group = (
-            aws.ec2.PlacementGroup("gpu-placement", strategy="cluster", tags=args.tags, opts=child)
+            aws.ec2.PlacementGroup(
+                children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts("gpu-placement")
+            )
             if uses_own_placement_group(args)
             else None
         )
@@ -316,14 +380,14 @@ class GpuNodes(pulumi.ComponentResource):
             else None
         )
         launch_template = _launch_template(
+            children,
             "gpu",
             args.tags,
-            self,
             description=f"{args.node_group_name}: EFA, {'cluster placement' if placement_group else args.capacity_type}"
             f", IMDSv2, {args.root_volume_gib} GiB root",
             root_volume_gib=args.root_volume_gib,
             network_interfaces=efa_network_interfaces(
-                args.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
+                shape.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
             ),
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name) if placement_group else None,
             capacity_reservation_specification=capacity_reservation,
@@ -336,20 +400,19 @@ class GpuNodes(pulumi.ComponentResource):
         )
         self.node_group_name = args.node_group_name
         self.node_group = _managed_node_group(
-            "gpu",
+            children,
             args.tags,
             cluster,
-            self,
+            role="gpu",
             node_group_name=args.node_group_name,
             instance_type=None if capacity_block else args.instance_type,
             count=args.count,
-            subnet_ids=[network.private_subnet_ids[args.az]],
-            egress=network.private_egress[args.az],
+            subnet_ids=[args.subnet_id],
             ami_type=GPU_AMI_TYPE,
             capacity_type=args.capacity_type,
             max_count=args.max_count,
             update_strategy=GPU_UPDATE_STRATEGY,
-            labels={**GPU_NODE_LABELS, **accelerator_label(args.gpu_name)},
+            labels={**GPU_NODE_LABELS, **accelerator_label(shape.gpu_name)},
             taints=[
                 aws.eks.NodeGroupTaintArgs(
                     key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect=EKS_TAINT_EFFECTS[GPU_TAINT["effect"]]

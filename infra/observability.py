@@ -16,13 +16,16 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+from pulumi.errors import InputPropertyErrorDetails
 
 from infra.alerts import AlertArgs, prometheus_rule
 from infra.cluster import Cluster
+from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
 from infra.dashboards import dashboard_config_maps
 from infra.helm import Chart, pinned_release
 from infra.irsa import service_account_trust
 from infra.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
+from infra.settings import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
 # NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").
@@ -93,13 +96,21 @@ class ObservabilityArgs:
     """Chart versions, where the Ray pods and the KubeRay operator run, what the alerts watch, and an optional
     managed Prometheus to remote-write to."""
 
-    stack_version: str  # of the kube-prometheus-stack chart
-    dcgm_version: str  # of the dcgm-exporter chart
-    ray_namespace: str
-    kuberay_namespace: str
-    alerts: AlertArgs
-    remote_write: RemoteWrite | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
+    stack_version: str  # of the kube-prometheus-stack chart, e.g. "88.5.3"
+    dcgm_version: str  # of the dcgm-exporter chart, e.g. "4.8.2"
+    ray_namespace: str  # where the Ray head and workers run: the PodMonitors look there
+    kuberay_namespace: str  # where the KubeRay operator runs
+    alerts: AlertArgs  # the Serve application and the objectives the alert rules and dashboards watch
+    remote_write: RemoteWrite | None = None  # a managed Prometheus workspace to write to as well
+    tags: Mapping[str, str] = field(default_factory=dict)  # on the remote-write IAM role
+
+
+def observability_args_errors(args: ObservabilityArgs) -> list[InputPropertyErrorDetails]:
+    versions = {"stack_version": args.stack_version, "dcgm_version": args.dcgm_version}
+    namespaces = {"ray_namespace": args.ray_namespace, "kuberay_namespace": args.kuberay_namespace}
+    errors = unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION)
+    errors += unmatched(namespaces, DNS_LABEL_PATTERN, NAMESPACE_NAME)
+    return errors
 
 
 def remote_write_values(remote_write: RemoteWrite, role_arn: pulumi.Input[str]) -> dict[str, Any]:
@@ -209,6 +220,8 @@ def observability_outputs() -> dict[str, str]:
 
 
 class Observability(pulumi.ComponentResource):
+    STACK_NAME = "observability"  # the name infra/stack.py gives it; under it the children keep their old names
+
     def __init__(
         self,
         name: str,
@@ -218,32 +231,33 @@ class Observability(pulumi.ComponentResource):
         gpu_nodes: pulumi.Resource,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        raise_input_errors("Observability", observability_args_errors(args))
         super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
         remote_write = None
         if args.remote_write is not None:
             remote_write = remote_write_values(args.remote_write, self._remote_write_role(name, args, cluster).arn)
         stack = pinned_release(
+            children,
             STACK_RELEASE,
             Chart("kube-prometheus-stack", PROMETHEUS_COMMUNITY_REPO, args.stack_version),
             NAMESPACE,
             stack_values(remote_write),
             cluster.provider,
-            self,
             [system_nodes],
         )
         # After the stack: the exporter's ServiceMonitor needs the CRDs the stack installs.
         pinned_release(
+            children,
             "dcgm-exporter",
             Chart("dcgm-exporter", DCGM_REPO, args.dcgm_version),
             NAMESPACE,
             dcgm_values(),
             cluster.provider,
-            self,
             [stack, gpu_nodes],
         )
-        in_cluster = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[stack])
         for manifest in monitoring_objects(args):
-            _declare(manifest, in_cluster)
+            _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
         self.register_outputs({})
 
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
@@ -259,8 +273,9 @@ class Observability(pulumi.ComponentResource):
         return role
 
 
-def _declare(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
-    name = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+def _declare(manifest: dict[str, Any], children: Children, **options: Any) -> pulumi.Resource:
+    role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+    name, opts = children.name(role), children.opts(role, **options)
     if manifest["kind"] == "ConfigMap":
         return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
     return k8s.apiextensions.CustomResource(

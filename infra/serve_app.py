@@ -12,12 +12,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
+from pulumi.errors import InputPropertyErrorDetails
 
 from infra import serve_auth
 from infra.cluster import Cluster
+from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, INSTANCE_LABEL
 from infra.rollout import ServeRollout, ServeRolloutArgs
+from infra.settings import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/changes.py RAYSERVICE_REPLACED); Pulumi's engine
 # turns every changed path under it into a replacement (pkg/resource/deploy/step_generator.go,
@@ -30,9 +33,9 @@ class ServingArgs:
     """The serving objects: plain manifests (`infra.rayservice` builds them), the operator that runs them, and the
     token the RayService reads from the `hf-token` Secret when it refers to one."""
 
-    namespace: str
-    operator: KubeRayOperatorArgs
-    rayservice: Mapping[str, Any]
+    namespace: str  # the namespace the RayService and its Secrets go in (created here)
+    operator: KubeRayOperatorArgs  # the KubeRay operator to install
+    rayservice: Mapping[str, Any]  # the RayService manifest (apiVersion, kind, metadata, spec), in `namespace`
     hf_token: pulumi.Input[str] | None = None
     # The serve endpoint's API keys (a secret list) when the RayService asks for them (infra/serve_auth.py).
     api_keys: pulumi.Input[list[str]] | None = None
@@ -40,6 +43,18 @@ class ServingArgs:
     ready_timeout_seconds: int = 45 * 60  # how long `pulumi up` waits for the applied config to run
     # Settings grouped by what a change to them does (infra.changes.settings_by_effect), for the preview's diff.
     changes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
+    errors = unmatched({"namespace": args.namespace}, DNS_LABEL_PATTERN, NAMESPACE_NAME)
+    if (
+        args.rayservice.get("kind") != "RayService"
+        or args.rayservice.get("metadata", {}).get("namespace") != args.namespace
+    ):
+        errors.append(problem("rayservice", f"not a RayService manifest in namespace {args.namespace!r}"))
+    if args.ready_timeout_seconds <= 0:
+        errors.append(problem("ready_timeout_seconds", f"{args.ready_timeout_seconds}: allowed is a positive number"))
+    return errors
 
 
 def rollout_args(
@@ -62,31 +77,31 @@ def rollout_args(
 
 
 def serve_auth_objects(
-    args: ServingArgs, in_cluster: pulumi.ResourceOptions, namespace: pulumi.Resource
+    args: ServingArgs, children: Children, provider: pulumi.ProviderResource, namespace: pulumi.Resource
 ) -> list[pulumi.Resource]:
     """The auth package as a ConfigMap (the zip its `py_modules` URI names) and the keys as a Secret (one a line),
     both mounted into the Ray pods (infra/rayservice.py serve_auth_volumes)."""
     assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
-    opts = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
     code = k8s.core.v1.ConfigMap(
-        "serve-auth-code",
+        children.name("serve-auth-code"),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.code_configmap_name(), namespace=args.namespace),
         binary_data={serve_auth.package_zip_name(): base64.b64encode(serve_auth.package_zip()).decode()},
-        opts=opts,
+        opts=children.opts("serve-auth-code", provider=provider, depends_on=[namespace]),
     )
     keys = k8s.core.v1.Secret(
-        "serve-api-keys",
+        children.name("serve-api-keys"),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.KEYS_SECRET, namespace=args.namespace),
         type="Opaque",
         string_data={
             serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)
         },
-        opts=opts,
+        opts=children.opts("serve-api-keys", provider=provider, depends_on=[namespace]),
     )
     return [code, keys]
 
 
 class Serving(pulumi.ComponentResource):
+    STACK_NAME = "serving"  # the name infra/stack.py gives it; under it the children keep their old names
     load_balancer_hostname: pulumi.Output[str] | None
 
     def __init__(
@@ -98,44 +113,48 @@ class Serving(pulumi.ComponentResource):
         device_plugins: pulumi.Resource,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        raise_input_errors("Serving", serving_args_errors(args))
         super().__init__("ray-llm-eks:serving:Serving", name, None, opts)
-        in_cluster = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        children = Children(self, name, self.STACK_NAME)
 
         operator = KubeRayOperator(
-            "kuberay", args.operator, cluster, depends_on=[system_nodes], opts=pulumi.ResourceOptions(parent=self)
+            children.name("kuberay"), args.operator, cluster, depends_on=[system_nodes], opts=children.opts("kuberay")
         )
         namespace = k8s.core.v1.Namespace(
-            "namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace), opts=in_cluster
+            children.name("namespace"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
+            opts=children.opts("namespace", provider=cluster.provider),
         )
         rayservice_deps: list[pulumi.Resource] = [operator.release, device_plugins, namespace]
         if args.hf_token is not None:
             rayservice_deps.append(
                 k8s.core.v1.Secret(
-                    "hf-token",
+                    children.name("hf-token"),
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
                     type="Opaque",
                     string_data={HF_TOKEN_KEY: args.hf_token},
-                    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
+                    opts=children.opts("hf-token", provider=cluster.provider, depends_on=[namespace]),
                 )
             )
 
         if args.api_keys is not None:
-            rayservice_deps.extend(serve_auth_objects(args, in_cluster, namespace))
+            rayservice_deps.extend(serve_auth_objects(args, children, cluster.provider, namespace))
 
         manifest = args.rayservice
         rayservice = k8s.apiextensions.CustomResource(
-            "rayservice",
+            children.name("rayservice"),
             api_version=manifest["apiVersion"],
             kind=manifest["kind"],
             metadata=manifest["metadata"],
             spec=manifest["spec"],
             # The operator's CRDs, the device plugins' resources and the namespace must exist first. The name is
             # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new.
-            opts=pulumi.ResourceOptions.merge(
-                in_cluster,
-                pulumi.ResourceOptions(
-                    depends_on=rayservice_deps, replace_on_changes=REPLACE_ON_CHANGES, delete_before_replace=True
-                ),
+            opts=children.opts(
+                "rayservice",
+                provider=cluster.provider,
+                depends_on=rayservice_deps,
+                replace_on_changes=REPLACE_ON_CHANGES,
+                delete_before_replace=True,
             ),
         )
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
@@ -144,19 +163,19 @@ class Serving(pulumi.ComponentResource):
             lambda metadata: (metadata or {}).get("generation", 0)
         )
         ServeRollout(
-            "rollout",
+            children.name("rollout"),
             rollout_args(args, cluster.kubeconfig, applied_generation),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[rayservice]),
+            opts=children.opts("rollout", depends_on=[rayservice]),
         )
 
         self.load_balancer_hostname = None
         if args.load_balancer is not None:
             service = args.load_balancer
             load_balancer = k8s.core.v1.Service(
-                "serve-load-balancer",
+                children.name("serve-load-balancer"),
                 metadata=service["metadata"],
                 spec=service["spec"],
-                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
+                opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=[namespace]),
             )
             self.load_balancer_hostname = load_balancer.status.load_balancer.ingress[0].hostname
         self.register_outputs({})

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import pulumi
+from pulumi.errors import InputPropertiesError
 
 from infra.alerts import AlertArgs
 from infra.cluster import Cluster, ClusterArgs, update_kubeconfig_command
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.config import StackConfig, amp_workspace_region
+from infra.config import ConfigError, StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.network import Network, NetworkArgs
@@ -28,6 +30,41 @@ from infra.serve_app import Serving, ServingArgs
 from infra.serve_config import application_name
 from infra.settings import settings_by_effect
 
+T = TypeVar("T")
+# The stack key each component args field is set from: a component reports its args' property paths, and the
+# stack reports the key the user sets (config.py checks the keys first; this keeps a rule only a component knows
+# in the stack's terms). A path's first part, before any "[index]", is the field.
+CONFIG_KEYS = {
+    "Network": {"cluster_name": "clusterName", "vpc_cidr": "vpcCidr", "azs": "maxAzs"},
+    "Cluster": {
+        "cluster_name": "clusterName",
+        "kubernetes_version": "kubernetesVersion",
+        "api_public_access_cidrs": "apiPublicAccessCidrs",
+    },
+    "SystemNodes": {"instance_type": "systemNodeType", "count": "systemNodeCount"},
+    "GpuNodes": {
+        "node_group_name": "gpuNodegroupName",
+        "instance_type": "gpuNodeType",
+        "count": "gpuNodeCount",
+        "root_volume_gib": "gpuRootVolumeGiB",
+        "capacity_type": "gpuCapacityType",
+        "capacity_reservation_id": "capacityReservationId",
+    },
+}
+
+
+def in_config_terms(component: str, declare: Callable[[], T]) -> T:
+    """Declares a component; its InputPropertiesError becomes a ConfigError naming the stack keys behind the fields."""
+    try:
+        return declare()
+    except InputPropertiesError as error:
+        keys: Mapping[str, str] = CONFIG_KEYS.get(component, {})
+        problems = []
+        for detail in error.errors or []:
+            field = detail["property_path"].split("[")[0]
+            problems.append(f"{keys.get(field, f'{component}.{field}')} is invalid: {detail['reason']}")
+        raise ConfigError(problems) from error
+
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """Declares every resource and returns the stack outputs.
@@ -38,63 +75,75 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
     partition, placement, addons = facts.partition, facts.placement, facts.addons
-    network = Network(
-        "network",
-        NetworkArgs(
-            cluster_name=cfg.cluster_name,
-            vpc_cidr=cfg.vpc_cidr,
-            azs=placement.azs,
-            nat_gateway_per_az=cfg.nat_gateway_per_az,
-            protect=cfg.protect_resources,
-            tags=cfg.tags,
+    network = in_config_terms(
+        "Network",
+        lambda: Network(
+            "network",
+            NetworkArgs(
+                cluster_name=cfg.cluster_name,
+                vpc_cidr=cfg.vpc_cidr,
+                azs=placement.azs,
+                nat_gateway_per_az=cfg.nat_gateway_per_az,
+                protect=cfg.protect_resources,
+                tags=cfg.tags,
+            ),
         ),
     )
-    cluster = Cluster(
-        "cluster",
-        ClusterArgs(
-            cluster_name=cfg.cluster_name,
-            kubernetes_version=cfg.kubernetes_version,
-            partition=partition,
-            vpc_cni_version=addons.vpc_cni,
-            kube_proxy_version=addons.kube_proxy,
-            api_public_access_cidrs=cfg.api_public_access_cidrs,
-            admin_principal_arns=cfg.admin_principal_arns,
-            control_plane_logging=cfg.control_plane_logging,
-            secrets_encryption=cfg.secrets_encryption,
-            protect=cfg.protect_resources,
-            tags=cfg.tags,
+    cluster = in_config_terms(
+        "Cluster",
+        lambda: Cluster(
+            "cluster",
+            ClusterArgs(
+                cluster_name=cfg.cluster_name,
+                kubernetes_version=cfg.kubernetes_version,
+                partition=partition,
+                vpc_cni_version=addons.vpc_cni,
+                kube_proxy_version=addons.kube_proxy,
+                vpc_id=network.vpc_id,
+                private_subnet_ids=list(network.private_subnet_ids.values()),
+                public_subnet_ids=list(network.public_subnet_ids.values()),
+                api_public_access_cidrs=cfg.api_public_access_cidrs,
+                admin_principal_arns=cfg.admin_principal_arns,
+                control_plane_logging=cfg.control_plane_logging,
+                secrets_encryption=cfg.secrets_encryption,
+                protect=cfg.protect_resources,
+                tags=cfg.tags,
+            ),
         ),
-        network,
     )
-    system_nodes = SystemNodes(
-        "system-nodes",
-        SystemNodesArgs(
-            instance_type=cfg.system_node_type,
-            count=cfg.system_node_count,
-            coredns_version=addons.coredns,
-            tags=cfg.tags,
+    system_nodes = in_config_terms(
+        "SystemNodes",
+        lambda: SystemNodes(
+            "system-nodes",
+            SystemNodesArgs(
+                instance_type=cfg.system_node_type,
+                count=cfg.system_node_count,
+                coredns_version=addons.coredns,
+                subnet_ids=list(network.private_subnet_ids.values()),
+                tags=cfg.tags,
+            ),
+            cluster,
+            opts=pulumi.ResourceOptions(parent=cluster),
         ),
-        cluster,
-        network,
-        opts=pulumi.ResourceOptions(parent=cluster),
     )
-    gpu_nodes = GpuNodes(
-        "gpu-nodes",
-        GpuNodesArgs(
-            node_group_name=cfg.gpu_nodegroup_name,
-            instance_type=cfg.gpu_node_type,
-            count=cfg.gpu_node_count,
-            az=placement.gpu_az,
-            efa_interfaces=cfg.topology.node.efa_interfaces,
-            root_volume_gib=cfg.gpu_root_volume_gib,
-            capacity_reservation_id=cfg.capacity_reservation_id,
-            capacity_type=cfg.gpu_capacity_type,
-            max_count=cfg.topology.most_gpu_nodes,
-            gpu_name=cfg.topology.node.gpu_name,
-            tags=cfg.tags,
+    gpu_nodes = in_config_terms(
+        "GpuNodes",
+        lambda: GpuNodes(
+            "gpu-nodes",
+            GpuNodesArgs(
+                node_group_name=cfg.gpu_nodegroup_name,
+                instance_type=cfg.gpu_node_type,
+                count=cfg.gpu_node_count,
+                vpc_id=network.vpc_id,
+                subnet_id=network.private_subnet_ids[placement.gpu_az],
+                root_volume_gib=cfg.gpu_root_volume_gib,
+                capacity_reservation_id=cfg.capacity_reservation_id,
+                capacity_type=cfg.gpu_capacity_type,
+                max_count=cfg.topology.most_gpu_nodes,
+                tags=cfg.tags,
+            ),
+            cluster,
         ),
-        cluster,
-        network,
     )
     device_plugins = DevicePlugins(
         "device-plugins",
@@ -102,7 +151,6 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             nvidia_version=cfg.nvidia_device_plugin_version,
             efa_version=cfg.efa_device_plugin_version,
             region=cfg.region,
-            gpu_node_type=cfg.gpu_node_type,
         ),
         cluster,
         gpu_nodes,

@@ -14,7 +14,7 @@ ROLLOUT = f"pulumi-python:{ServeRollout._resource_type_name}"
 
 def rayservice(run: StackRun) -> dict:
     """The manifest as applied: the custom resource's inputs less Pulumi's own."""
-    inputs = run.get(RAYSERVICE, "rayservice").inputs
+    inputs = run.get(RAYSERVICE, "serving-rayservice").inputs
     return {key: inputs[key] for key in ("apiVersion", "kind", "metadata", "spec")}
 
 

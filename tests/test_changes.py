@@ -23,30 +23,30 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 # Resources each effect may move (type, name); the rollout moves on every change, since its inputs carry the settings.
 MOVES = {
     changes.NOTHING_RUNNING.name: set(),
-    changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "rayservice")},
+    changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "serving-rayservice")},
     changes.RAYSERVICE_REPLACED.name: {
-        (RAYSERVICE, "rayservice"),
-        (SECRET, "hf-token"),
-        (SECRET, "serve-api-keys"),
-        ("kubernetes:core/v1:ConfigMap", "serve-auth-code"),
+        (RAYSERVICE, "serving-rayservice"),
+        (SECRET, "serving-hf-token"),
+        (SECRET, "serving-serve-api-keys"),
+        ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
     },
-    changes.SECRET_UPDATED.name: {(SECRET, "hf-token")},
-    changes.KEYS_RELOADED.name: {(SECRET, "serve-api-keys")},
-    changes.LOAD_BALANCER.name: {("kubernetes:core/v1:Service", "serve-load-balancer")},
-    changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu")},
-    changes.GPU_NODES_ROLLED.name: {(LAUNCH_TEMPLATE, "gpu")},
-    changes.GPU_NODES_REPLACED.name: {(NODE_GROUP, "gpu"), (LAUNCH_TEMPLATE, "gpu")},
+    changes.SECRET_UPDATED.name: {(SECRET, "serving-hf-token")},
+    changes.KEYS_RELOADED.name: {(SECRET, "serving-serve-api-keys")},
+    changes.LOAD_BALANCER.name: {("kubernetes:core/v1:Service", "serving-serve-load-balancer")},
+    changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu-nodes-gpu")},
+    changes.GPU_NODES_ROLLED.name: {(LAUNCH_TEMPLATE, "gpu-nodes-gpu")},
+    changes.GPU_NODES_REPLACED.name: {(NODE_GROUP, "gpu-nodes-gpu"), (LAUNCH_TEMPLATE, "gpu-nodes-gpu")},
     changes.MONITORING.name: {
         ("ray-llm-eks:observability:Observability", "observability"),
-        (RELEASE, "kube-prometheus-stack"),
-        (RELEASE, "dcgm-exporter"),
-        ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "prometheusrule-ray-llm-eks"),
+        (RELEASE, "observability-kube-prometheus-stack"),
+        (RELEASE, "observability-dcgm-exporter"),
+        ("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "observability-prometheusrule-ray-llm-eks"),
         *(
-            ("kubernetes:monitoring.coreos.com/v1:PodMonitor", f"podmonitor-{name}")
+            ("kubernetes:monitoring.coreos.com/v1:PodMonitor", f"observability-podmonitor-{name}")
             for name in ("ray-head", "ray-workers", "kuberay-operator")
         ),
         *(
-            ("kubernetes:core/v1:ConfigMap", f"configmap-dashboard-{name}")
+            ("kubernetes:core/v1:ConfigMap", f"observability-configmap-dashboard-{name}")
             for name in ("ray-serve", "ray-serve-deployment", "ray-serve-llm", "dcgm-exporter", "pd-health")
         ),
         ("aws:iam/role:Role", "observability-remote-write"),
@@ -96,7 +96,7 @@ def test_every_setting_has_its_effects():
 @pytest.mark.parametrize("key", sorted(NEW_VALUES))
 def test_a_change_moves_only_what_its_effects_allow(baseline, key):
     run = run_stack(NEW_VALUES[key])
-    allowed = {(ROLLOUT, "rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
+    allowed = {(ROLLOUT, "serving-rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
     assert moved(baseline, run) <= allowed
 
 
@@ -127,11 +127,11 @@ def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the
     first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
     second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",))
     assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
-    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "hf-token")}
+    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "serving-hf-token")}
 
 
 def test_the_rollout_groups_each_setting_under_its_most_severe_effect(dev):
-    grouped = dev.get(ROLLOUT, "rollout").inputs["changes"]
+    grouped = dev.get(ROLLOUT, "serving-rollout").inputs["changes"]
     assert grouped["serve-in-place"]["maxModelLen"] == "2048"
     assert grouped["rayservice-replaced"]["prefillReplicas"] == "1"
     assert grouped["stack-rebuilt"]["aws:region"] == "sa-east-1"
@@ -144,8 +144,8 @@ def test_a_secret_setting_is_grouped_as_set_or_not_never_by_value():
 
 def test_a_change_shows_in_the_preview_under_its_effect(dev):
     """`pulumi preview --diff` prints a dynamic resource's changed inputs; the change sits under its group."""
-    changed = run_stack({"maxModelLen": 8192}).get(ROLLOUT, "rollout").inputs["changes"]
-    before = dev.get(ROLLOUT, "rollout").inputs["changes"]
+    changed = run_stack({"maxModelLen": 8192}).get(ROLLOUT, "serving-rollout").inputs["changes"]
+    before = dev.get(ROLLOUT, "serving-rollout").inputs["changes"]
     differing = {
         (group, key)
         for group in before
@@ -182,7 +182,7 @@ def exposed_baseline() -> dict[tuple[str, str], dict[str, Any]]:
 def test_an_exposed_endpoints_change_moves_only_what_its_effects_allow(exposed_baseline, key):
     overrides = EXPOSED_CHANGES[key]
     run = run_stack(overrides, secret_keys=EXPOSED_SECRET_KEYS if overrides["serveApiKeys"] else ())
-    allowed = {(ROLLOUT, "rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
+    allowed = {(ROLLOUT, "serving-rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
     assert moved(exposed_baseline, run) <= allowed
 
 

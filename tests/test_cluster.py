@@ -11,7 +11,7 @@ CLUSTER = "eks:index:Cluster"
 
 
 def cluster_inputs(run):
-    return run.get(CLUSTER, "eks").inputs
+    return run.get(CLUSTER, "cluster-eks").inputs
 
 
 def test_cluster_runs_the_configured_kubernetes_version(dev):
@@ -24,9 +24,9 @@ def test_cluster_has_no_default_node_group_and_private_nodes(dev):
     inputs = cluster_inputs(dev)
     assert inputs["skipDefaultNodeGroup"] is True
     assert inputs["nodeAssociatePublicIpAddress"] is False
-    assert inputs["privateSubnetIds"] == ["private-sa-east-1a-id", "private-sa-east-1b-id"]
-    assert inputs["publicSubnetIds"] == ["public-sa-east-1a-id", "public-sa-east-1b-id"]
-    assert inputs["vpcId"] == "vpc-id"
+    assert inputs["privateSubnetIds"] == ["network-private-sa-east-1a-id", "network-private-sa-east-1b-id"]
+    assert inputs["publicSubnetIds"] == ["network-public-sa-east-1a-id", "network-public-sa-east-1b-id"]
+    assert inputs["vpcId"] == "network-vpc-id"
 
 
 def test_api_endpoint_is_private_and_public_with_configured_cidrs(dev, prod):
@@ -70,8 +70,8 @@ def test_cluster_gets_no_instance_roles_in_api_authentication_mode(shipped):
 
 
 def test_nodes_join_through_the_node_role(dev):
-    for group in ("system", "gpu"):
-        assert dev.get("eks:index:ManagedNodeGroup", group).inputs["nodeRole"] == "node-role-id"
+    for group in ("system-nodes-system", "gpu-nodes-gpu"):
+        assert dev.get("eks:index:ManagedNodeGroup", group).inputs["nodeRole"] == "cluster-node-role-id"
     attached = {
         r.inputs["policyArn"].rsplit("/", 1)[1]
         for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -123,17 +123,17 @@ def test_coredns_is_a_pinned_addon_created_after_the_system_nodes(shipped):
     (nodejs/eks/cluster/cluster.ts, corednsAddon; ResolveConflictsOnCreate, per
     https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html).
     """
-    coredns = shipped.get("aws:eks/addon:Addon", "coredns")
+    coredns = shipped.get("aws:eks/addon:Addon", "system-nodes-coredns")
     assert coredns.inputs["addonName"] == "coredns"
     assert coredns.inputs["addonVersion"] == DEFAULT_ADDON_BUILDS["coredns"]
     assert coredns.inputs["clusterName"] == cluster_inputs(shipped)["name"]
     assert coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
-    assert shipped.get("eks:index:ManagedNodeGroup", "system").urn in coredns.dependencies
+    assert shipped.get("eks:index:ManagedNodeGroup", "system-nodes-system").urn in coredns.dependencies
 
 
 def test_addon_version_override_reaches_the_coredns_addon():
     run = run_stack({"corednsVersion": "v1.13.3-eksbuild.2"})
-    assert run.get("aws:eks/addon:Addon", "coredns").inputs["addonVersion"] == "v1.13.3-eksbuild.2"
+    assert run.get("aws:eks/addon:Addon", "system-nodes-coredns").inputs["addonVersion"] == "v1.13.3-eksbuild.2"
 
 
 def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):
@@ -148,9 +148,9 @@ def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):
 
 
 def test_secrets_are_encrypted_with_a_rotating_kms_key(dev):
-    key = dev.get("aws:kms/key:Key", "secrets-key")
+    key = dev.get("aws:kms/key:Key", "cluster-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
-    assert cluster_inputs(dev)["encryptionConfigKeyArn"] == "arn:aws:kms:sa-east-1:123456789012:secrets-key"
+    assert cluster_inputs(dev)["encryptionConfigKeyArn"] == "arn:aws:kms:sa-east-1:123456789012:cluster-secrets-key"
 
 
 def test_secrets_encryption_can_be_turned_off():
@@ -162,7 +162,7 @@ def test_secrets_encryption_can_be_turned_off():
 def test_cluster_is_deletion_protected_only_in_prod(dev, prod):
     assert cluster_inputs(dev)["deletionProtection"] is False
     assert cluster_inputs(prod)["deletionProtection"] is True
-    assert prod.get(CLUSTER, "eks").protect is True
+    assert prod.get(CLUSTER, "cluster-eks").protect is True
 
 
 def test_every_aws_resource_carries_the_ownership_tags(dev):
@@ -174,12 +174,12 @@ def test_every_aws_resource_carries_the_ownership_tags(dev):
 
 
 def test_kubernetes_provider_uses_the_clusters_kubeconfig_as_a_secret(dev):
-    provider = dev.get("pulumi:providers:kubernetes", "kubernetes")
+    provider = dev.get("pulumi:providers:kubernetes", "cluster-kubernetes")
     assert "kubeconfig" in provider.secret_inputs
 
 
 def test_every_kubernetes_object_goes_through_the_cluster_provider(dev):
-    provider = dev.get("pulumi:providers:kubernetes", "kubernetes")
+    provider = dev.get("pulumi:providers:kubernetes", "cluster-kubernetes")
     kubernetes_objects = [r for r in dev.resources if r.type.startswith("kubernetes:")]
     assert kubernetes_objects
     assert all(r.provider.startswith(provider.urn) for r in kubernetes_objects)
@@ -219,13 +219,13 @@ def test_cluster_comes_after_the_internet_path_and_goes_before_it(request, stack
     and load balancer) before them.
     """
     run = request.getfixturevalue(stack_run)
-    internet_path = {run.get("aws:ec2/internetGateway:InternetGateway", "internet-gateway").urn}
-    internet_path.add(run.get("aws:ec2/routeTable:RouteTable", "public-routes").urn)
+    internet_path = {run.get("aws:ec2/internetGateway:InternetGateway", "network-internet-gateway").urn}
+    internet_path.add(run.get("aws:ec2/routeTable:RouteTable", "network-public-routes").urn)
     internet_path |= {
-        run.get("aws:ec2/routeTableAssociation:RouteTableAssociation", f"public-{az}").urn
+        run.get("aws:ec2/routeTableAssociation:RouteTableAssociation", f"network-public-{az}").urn
         for az in run.outputs["availabilityZones"]
     }
-    assert internet_path <= set(run.get("eks:index:Cluster", "eks").dependencies)
+    assert internet_path <= set(run.get("eks:index:Cluster", "cluster-eks").dependencies)
 
 
 # --- the deploying identity and the admin list ---

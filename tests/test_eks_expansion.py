@@ -85,7 +85,7 @@ def test_the_cluster_component_creates_no_addon_that_needs_nodes(stack):
     (`createCore`: "if the user explicitly enables it then do what they want"), pulumi/pulumi-eks#1819.
     """
     _, expansion = stack
-    cluster = expansion.get(CLUSTER, "eks")
+    cluster = expansion.get(CLUSTER, "cluster-eks")
     in_cluster = {r.inputs["addonName"] for r in expansion.descendants(cluster) if r.type == ADDON}
     assert in_cluster == {"vpc-cni", "kube-proxy"}
 
@@ -95,7 +95,7 @@ def test_the_harness_sees_coredns_inside_the_cluster_when_enabled_there(dev_requ
     (pulumi/pulumi-eks `nodejs/eks/cluster/cluster.ts`, `createCore`; pulumi/pulumi-eks#1819)."""
     dev_request["cluster"]["inputs"]["corednsAddonOptions"].update(enabled=True, version="v1.13.2-eksbuild.1")
     expansion = expand(dev_request)
-    cluster = expansion.get(CLUSTER, "eks")
+    cluster = expansion.get(CLUSTER, "cluster-eks")
     assert "coredns" in {r.inputs["addonName"] for r in expansion.descendants(cluster) if r.type == ADDON}
 
 
@@ -147,7 +147,7 @@ def test_pulumi_eks_creates_no_security_group_that_no_node_uses(stack):
     template's interfaces (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html), which
     is what `clusterSecurityGroupId` returns once the defaults are skipped (`createCluster`)."""
     run, expansion = stack
-    assert run.get(CLUSTER, "eks").inputs["skipDefaultSecurityGroups"] is True
+    assert run.get(CLUSTER, "cluster-eks").inputs["skipDefaultSecurityGroups"] is True
     assert expansion.of_type("aws:ec2/securityGroup:SecurityGroup") == []
     assert expansion.of_type("aws:ec2/securityGroupRule:SecurityGroupRule") == []
     (cluster,) = expansion.of_type(EKS_CLUSTER)

@@ -138,7 +138,7 @@ def refused_with(fetch) -> str:
 
 def test_an_s3_source_is_read_with_the_deploying_identity():
     run = run_stack({"modelSource": "s3://example-models/qwen3.5-9b"})
-    assert run.get(RAYSERVICE, "rayservice")
+    assert run.get(RAYSERVICE, "serving-rayservice")
 
 
 def test_a_missing_s3_config_stops_the_program_before_any_resource():
@@ -167,7 +167,7 @@ def test_a_bad_model_stops_the_program_before_any_resource():
 
 def test_the_preflight_can_be_turned_off():
     run = run_stack({"modelSource": "Qwen/Qwen3.5-9B-typo", "modelPreflight": False})
-    assert run.get(RAYSERVICE, "rayservice")
+    assert run.get(RAYSERVICE, "serving-rayservice")
 
 
 def _redirect(url: str, to: str, headers: dict[str, str]):

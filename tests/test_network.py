@@ -16,7 +16,7 @@ NAT = "aws:ec2/natGateway:NatGateway"
 
 
 def subnets(run: StackRun, kind: str) -> dict[str, dict]:
-    return {r.inputs["availabilityZone"]: r.inputs for r in run.of_type(SUBNET) if r.name.startswith(kind)}
+    return {r.inputs["availabilityZone"]: r.inputs for r in run.of_type(SUBNET) if r.name.startswith(f"network-{kind}")}
 
 
 def default_route(run: StackRun, table_name: str) -> dict:
@@ -44,36 +44,39 @@ def test_subnets_carry_the_tags_eks_load_balancers_look_for(dev):
 
 
 def test_subnet_cidrs_are_disjoint_and_inside_the_vpc(prod):
-    vpc = ipaddress.ip_network(prod.get("aws:ec2/vpc:Vpc", "vpc").inputs["cidrBlock"])
+    vpc = ipaddress.ip_network(prod.get("aws:ec2/vpc:Vpc", "network-vpc").inputs["cidrBlock"])
     cidrs = [ipaddress.ip_network(r.inputs["cidrBlock"]) for r in prod.of_type(SUBNET)]
     assert all(cidr.subnet_of(vpc) for cidr in cidrs)
     assert all(not a.overlaps(b) for i, a in enumerate(cidrs) for b in cidrs[i + 1 :])
 
 
 def test_public_subnets_route_to_the_internet_gateway(dev):
-    assert default_route(dev, "public-routes")["gatewayId"] == "internet-gateway-id"
-    public_ids = {f"public-{az}-id" for az in ("sa-east-1a", "sa-east-1b")}
+    assert default_route(dev, "network-public-routes")["gatewayId"] == "network-internet-gateway-id"
+    public_ids = {f"network-public-{az}-id" for az in ("sa-east-1a", "sa-east-1b")}
     associated = {
-        r.inputs["subnetId"] for r in dev.of_type(ASSOCIATION) if r.inputs["routeTableId"] == "public-routes-id"
+        r.inputs["subnetId"] for r in dev.of_type(ASSOCIATION) if r.inputs["routeTableId"] == "network-public-routes-id"
     }
     assert associated == public_ids
 
 
 def test_private_subnets_route_through_one_shared_nat_by_default(dev):
     (nat,) = dev.of_type(NAT)
-    assert nat.inputs["subnetId"] == "public-sa-east-1a-id"
+    assert nat.inputs["subnetId"] == "network-public-sa-east-1a-id"
     for az in ("sa-east-1a", "sa-east-1b"):
-        assert default_route(dev, f"private-routes-{az}")["natGatewayId"] == nat.name + "-id"
-        association = dev.get(ASSOCIATION, f"private-{az}").inputs
-        assert association == {"subnetId": f"private-{az}-id", "routeTableId": f"private-routes-{az}-id"}
+        assert default_route(dev, f"network-private-routes-{az}")["natGatewayId"] == nat.name + "-id"
+        association = dev.get(ASSOCIATION, f"network-private-{az}").inputs
+        assert association == {
+            "subnetId": f"network-private-{az}-id",
+            "routeTableId": f"network-private-routes-{az}-id",
+        }
 
 
 def test_nat_per_az_routes_each_private_subnet_through_its_own_az(prod):
     nats = {r.name: r.inputs["subnetId"] for r in prod.of_type(NAT)}
     azs = prod.outputs["availabilityZones"]
-    assert nats == {f"nat-{az}": f"public-{az}-id" for az in azs}
+    assert nats == {f"network-nat-{az}": f"network-public-{az}-id" for az in azs}
     for az in azs:
-        assert default_route(prod, f"private-routes-{az}")["natGatewayId"] == f"nat-{az}-id"
+        assert default_route(prod, f"network-private-routes-{az}")["natGatewayId"] == f"network-nat-{az}-id"
 
 
 def test_gpu_az_is_the_first_offering_az_when_not_given():
@@ -85,7 +88,9 @@ def test_gpu_az_is_the_first_offering_az_when_not_given():
 def test_explicit_gpu_az_is_used():
     run = run_stack({"gpuAz": "sa-east-1b"})
     assert run.outputs["gpuAz"] == "sa-east-1b"
-    assert run.get("eks:index:ManagedNodeGroup", "gpu").inputs["subnetIds"] == ["private-sa-east-1b-id"]
+    assert run.get("eks:index:ManagedNodeGroup", "gpu-nodes-gpu").inputs["subnetIds"] == [
+        "network-private-sa-east-1b-id"
+    ]
 
 
 def test_gpu_az_that_does_not_offer_the_type_names_the_ones_that_would():
@@ -114,10 +119,13 @@ def test_max_azs_caps_the_span():
 
 
 def test_vpc_cidr_comes_from_config(dev):
-    assert dev.get("aws:ec2/vpc:Vpc", "vpc").inputs["cidrBlock"] == "10.0.0.0/16"
-    assert run_stack({"vpcCidr": "10.20.0.0/16"}).get("aws:ec2/vpc:Vpc", "vpc").inputs["cidrBlock"] == "10.20.0.0/16"
+    assert dev.get("aws:ec2/vpc:Vpc", "network-vpc").inputs["cidrBlock"] == "10.0.0.0/16"
+    assert (
+        run_stack({"vpcCidr": "10.20.0.0/16"}).get("aws:ec2/vpc:Vpc", "network-vpc").inputs["cidrBlock"]
+        == "10.20.0.0/16"
+    )
 
 
 def test_vpc_is_protected_only_when_configured(dev, prod):
-    assert dev.get("aws:ec2/vpc:Vpc", "vpc").protect is False
-    assert prod.get("aws:ec2/vpc:Vpc", "vpc").protect is True
+    assert dev.get("aws:ec2/vpc:Vpc", "network-vpc").protect is False
+    assert prod.get("aws:ec2/vpc:Vpc", "network-vpc").protect is True

@@ -15,25 +15,27 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 
 def gpu_group(run):
-    return run.get(NODE_GROUP, "gpu").inputs
+    return run.get(NODE_GROUP, "gpu-nodes-gpu").inputs
 
 
 def gpu_template(run):
-    return run.get(LAUNCH_TEMPLATE, "gpu").inputs
+    return run.get(LAUNCH_TEMPLATE, "gpu-nodes-gpu").inputs
 
 
 def test_system_nodes_are_a_fixed_size_private_group(dev):
-    system = dev.get(NODE_GROUP, "system").inputs
+    system = dev.get(NODE_GROUP, "system-nodes-system").inputs
     assert system["instanceTypes"] == ["m7i.xlarge"]
     assert system["scalingConfig"] == {"minSize": 1, "maxSize": 1, "desiredSize": 1}
     assert system["labels"] == {"role": "system"}
     assert system["amiType"] == "AL2023_x86_64_STANDARD"
-    assert system["subnetIds"] == ["private-sa-east-1a-id", "private-sa-east-1b-id"]
-    assert system["launchTemplate"] == {"id": "system-id", "version": "1"}
+    assert system["subnetIds"] == ["network-private-sa-east-1a-id", "network-private-sa-east-1b-id"]
+    assert system["launchTemplate"] == {"id": "system-nodes-system-id", "version": "1"}
 
 
 def test_system_node_overrides():
-    system = run_stack({"systemNodeType": "m7i.2xlarge", "systemNodeCount": 2}).get(NODE_GROUP, "system").inputs
+    system = (
+        run_stack({"systemNodeType": "m7i.2xlarge", "systemNodeCount": 2}).get(NODE_GROUP, "system-nodes-system").inputs
+    )
     assert system["instanceTypes"] == ["m7i.2xlarge"]
     assert system["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
 
@@ -56,7 +58,7 @@ def test_gpu_node_overrides():
 
 
 def test_gpu_nodes_live_in_one_private_subnet_of_the_gpu_az(dev):
-    assert gpu_group(dev)["subnetIds"] == [f"private-{dev.outputs['gpuAz']}-id"]
+    assert gpu_group(dev)["subnetIds"] == [f"network-private-{dev.outputs['gpuAz']}-id"]
 
 
 def test_gpu_nodes_are_labelled_and_tainted_for_gpu_work_only(dev):
@@ -74,7 +76,7 @@ def test_gpu_nodes_run_the_nvidia_ami(dev):
 
 
 def test_gpu_nodes_launch_from_the_efa_template(dev):
-    assert gpu_group(dev)["launchTemplate"] == {"id": "gpu-id", "version": "1"}
+    assert gpu_group(dev)["launchTemplate"] == {"id": "gpu-nodes-gpu-id", "version": "1"}
 
 
 @pytest.mark.parametrize("instance_type", ["g6.8xlarge", "g6e.24xlarge", "g6e.48xlarge", "p4d.24xlarge", "p5.48xlarge"])
@@ -109,24 +111,24 @@ def test_multi_card_efa_layout_is_one_primary_efa_and_efa_only_secondaries(insta
     for secondary in secondaries:
         assert (secondary["interfaceType"], secondary["deviceIndex"]) == ("efa-only", 1)
         assert "associatePublicIpAddress" not in secondary
-    assert all(i["securityGroups"] == ["efa-id", "sg-eks-cluster"] for i in interfaces)
+    assert all(i["securityGroups"] == ["gpu-nodes-efa-id", "sg-eks-cluster"] for i in interfaces)
 
 
 def test_efa_interfaces_get_no_public_ip_and_both_security_groups(dev):
     (interface,) = gpu_template(dev)["networkInterfaces"]
     assert interface["associatePublicIpAddress"] == "false"
-    assert interface["securityGroups"] == ["efa-id", "sg-eks-cluster"]
+    assert interface["securityGroups"] == ["gpu-nodes-efa-id", "sg-eks-cluster"]
 
 
 def test_efa_security_group_lets_all_traffic_flow_between_members(dev):
-    group = dev.get("aws:ec2/securityGroup:SecurityGroup", "efa").inputs
+    group = dev.get("aws:ec2/securityGroup:SecurityGroup", "gpu-nodes-efa").inputs
     for rules in (group["ingress"], group["egress"]):
         assert rules == [{"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}]
 
 
 def test_gpu_nodes_share_a_cluster_placement_group(dev):
-    assert dev.get("aws:ec2/placementGroup:PlacementGroup", "gpu-placement").inputs["strategy"] == "cluster"
-    assert gpu_template(dev)["placement"] == {"groupName": "gpu-placement-pg"}
+    assert dev.get("aws:ec2/placementGroup:PlacementGroup", "gpu-nodes-gpu-placement").inputs["strategy"] == "cluster"
+    assert gpu_template(dev)["placement"] == {"groupName": "gpu-nodes-gpu-placement-pg"}
 
 
 CAPACITY_BLOCK = {
@@ -188,12 +190,12 @@ def test_gpu_nodes_carry_cluster_autoscalers_accelerator_label(instance_type, ac
     assert labels["k8s.amazonaws.com/accelerator"] == accelerator
 
 
-@pytest.mark.parametrize("template", ["system", "gpu"])
+@pytest.mark.parametrize("template", ["system-nodes-system", "gpu-nodes-gpu"])
 def test_node_templates_require_imdsv2(dev, template):
     assert dev.get(LAUNCH_TEMPLATE, template).inputs["metadataOptions"]["httpTokens"] == "required"
 
 
-@pytest.mark.parametrize("template", ["system", "gpu"])
+@pytest.mark.parametrize("template", ["system-nodes-system", "gpu-nodes-gpu"])
 def test_node_templates_have_an_encrypted_gp3_root_volume_and_no_ami(dev, template):
     """The launch templates name no AMI, so EKS picks it from the group's `amiType` and `version`
     (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Specifying an AMI"). /dev/xvda is
@@ -207,11 +209,11 @@ def test_node_templates_have_an_encrypted_gp3_root_volume_and_no_ami(dev, templa
 
 
 def test_system_root_disk_is_50_gib(dev):
-    (root,) = dev.get(LAUNCH_TEMPLATE, "system").inputs["blockDeviceMappings"]
+    (root,) = dev.get(LAUNCH_TEMPLATE, "system-nodes-system").inputs["blockDeviceMappings"]
     assert root["ebs"]["volumeSize"] == 50
 
 
-@pytest.mark.parametrize("group", ["system", "gpu"])
+@pytest.mark.parametrize("group", ["system-nodes-system", "gpu-nodes-gpu"])
 def test_node_groups_run_the_clusters_kubernetes_version(group):
     """A node group follows a control-plane upgrade only through its own `version` (EKS API
     UpdateNodegroupVersion: "If no version is specified, then the Kubernetes version of the node group
@@ -242,8 +244,8 @@ def egress_urns(run, azs) -> set[str]:
         run.get(type_, f"{prefix}-{az}").urn
         for az in azs
         for type_, prefix in (
-            ("aws:ec2/routeTable:RouteTable", "private-routes"),
-            ("aws:ec2/routeTableAssociation:RouteTableAssociation", "private"),
+            ("aws:ec2/routeTable:RouteTable", "network-private-routes"),
+            ("aws:ec2/routeTableAssociation:RouteTableAssociation", "network-private"),
         )
     }
 
@@ -256,14 +258,16 @@ def test_node_groups_wait_for_their_subnets_nat_egress(request, stack_run):
     stack does not create). The route lives in the private route table (inline, created with it) and
     applies only once the subnet is associated, so both node groups depend on the table and the
     association of every subnet they launch into; a subnet id alone is ready before either exists.
-    `depends_on` holds back the RegisterResource of the remote `eks:index:ManagedNodeGroup`, so its
-    `aws:eks/nodeGroup:NodeGroup` child is constructed only afterwards
-    (https://www.pulumi.com/docs/iac/concepts/resources/options/dependson/).
+    Network's subnet ids are Outputs of the subnet, its table and its association, so the node groups take the
+    dependency with the id, whoever passes it: the SDK waits for every input before the RegisterResource of the
+    remote `eks:index:ManagedNodeGroup` (so its `aws:eks/nodeGroup:NodeGroup` child is constructed only afterwards)
+    and sends each input's resources as dependencies (pulumi `runtime/resource.py` prepare_resource,
+    `dependencies |= urns` per property).
     """
     run = request.getfixturevalue(stack_run)
     azs = run.outputs["availabilityZones"]
-    assert egress_urns(run, azs) <= set(run.get(NODE_GROUP, "system").dependencies)
-    assert egress_urns(run, [run.outputs["gpuAz"]]) <= set(run.get(NODE_GROUP, "gpu").dependencies)
+    assert egress_urns(run, azs) <= set(run.get(NODE_GROUP, "system-nodes-system").dependencies)
+    assert egress_urns(run, [run.outputs["gpuAz"]]) <= set(run.get(NODE_GROUP, "gpu-nodes-gpu").dependencies)
 
 
 def child_options(group, child_type: str):
@@ -275,7 +279,7 @@ def child_options(group, child_type: str):
     return results[-1].opts if results else args.opts
 
 
-@pytest.mark.parametrize("group_name", ["system", "gpu"])
+@pytest.mark.parametrize("group_name", ["system-nodes-system", "gpu-nodes-gpu"])
 def test_a_node_group_replacement_deletes_the_old_group_first(dev, group_name):
     """hashicorp/terraform-provider-aws `internal/service/eks/node_group.go` (the engine of pulumi-aws's
     `aws.eks.NodeGroup`): `instance_types`, `subnet_ids`, `ami_type`, `disk_size`, `launch_template.id`
@@ -302,7 +306,7 @@ def child_props(group, child_type: str) -> dict:
     return results[-1].props if results else args.props
 
 
-@pytest.mark.parametrize(("group_name", "strategy"), [("gpu", "MINIMAL"), ("system", "DEFAULT")])
+@pytest.mark.parametrize(("group_name", "strategy"), [("gpu-nodes-gpu", "MINIMAL"), ("system-nodes-system", "DEFAULT")])
 def test_each_node_group_updates_with_its_strategy(dev, group_name, strategy):
     """EKS NodegroupUpdateConfig (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html):
     DEFAULT "launches the new instances first, before terminating the old instances"; MINIMAL "terminates the old

@@ -55,18 +55,19 @@ def _at(values, path):
 
 
 def _stack_values(run):
-    return run.get(RELEASE, "kube-prometheus-stack").inputs["values"]
+    return run.get(RELEASE, "observability-kube-prometheus-stack").inputs["values"]
 
 
 @pytest.mark.parametrize(("release", "chart"), CHARTS.items())
 def test_chart_is_pinned_from_its_repository(dev, release, chart):
-    inputs = dev.get(RELEASE, release).inputs
+    inputs = dev.get(RELEASE, f"observability-{release}").inputs
     assert (inputs["chart"], inputs["repositoryOpts"]["repo"], inputs["version"]) == chart
+    assert inputs["name"] == release  # Helm knows a release by its name, whatever the Pulumi resource is called
 
 
 @pytest.mark.parametrize("release", CHARTS)
 def test_every_value_key_exists_in_the_real_chart(dev, release):
-    inputs = dev.get(RELEASE, release).inputs
+    inputs = dev.get(RELEASE, f"observability-{release}").inputs
     assert unknown_value_keys(inputs["values"], chart_defaults(inputs["chart"])) == []
 
 
@@ -92,16 +93,16 @@ def test_metrics_stack_runs_on_the_system_nodes(dev, path):
 
 
 def test_dcgm_exporter_runs_on_the_gpu_nodes_only(dev):
-    values = dev.get(RELEASE, "dcgm-exporter").inputs["values"]
+    values = dev.get(RELEASE, "observability-dcgm-exporter").inputs["values"]
     assert values["nodeSelector"] == {"role": "gpu-worker"}
     assert values["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 def test_dcgm_exporter_waits_for_the_stack_and_the_gpu_nodes(dev):
     """Its ServiceMonitor (the chart default, values.yaml serviceMonitor.enabled) needs the stack's CRDs."""
-    dependencies = dev.get(RELEASE, "dcgm-exporter").dependencies
-    assert dev.get(RELEASE, "kube-prometheus-stack").urn in dependencies
-    assert dev.get("eks:index:ManagedNodeGroup", "gpu").urn in dependencies
+    dependencies = dev.get(RELEASE, "observability-dcgm-exporter").dependencies
+    assert dev.get(RELEASE, "observability-kube-prometheus-stack").urn in dependencies
+    assert dev.get("eks:index:ManagedNodeGroup", "gpu-nodes-gpu").urn in dependencies
     assert chart_defaults("dcgm-exporter")["serviceMonitor"]["enabled"] is True
 
 
@@ -111,11 +112,14 @@ def test_prometheus_selects_our_monitors_and_rules_by_the_release_label(dev):
     spec = chart_defaults("kube-prometheus-stack")["prometheus"]["prometheusSpec"]
     for kind in ("podMonitor", "serviceMonitor", "rule"):
         assert spec[f"{kind}SelectorNilUsesHelmValues"] is True
-    release = {"release": dev.get(RELEASE, "kube-prometheus-stack").inputs["name"]}
+    release = {"release": dev.get(RELEASE, "observability-kube-prometheus-stack").inputs["name"]}
     assert RELEASE_LABEL == release
     for monitor in [*dev.of_type(POD_MONITOR), *dev.of_type(PROMETHEUS_RULE)]:
         assert monitor.inputs["metadata"]["labels"] == release
-    assert dev.get(RELEASE, "dcgm-exporter").inputs["values"]["serviceMonitor"]["additionalLabels"] == release
+    assert (
+        dev.get(RELEASE, "observability-dcgm-exporter").inputs["values"]["serviceMonitor"]["additionalLabels"]
+        == release
+    )
 
 
 @pytest.mark.parametrize(
@@ -132,7 +136,7 @@ def test_custom_resources_are_valid_against_the_crds_the_stack_installs(dev, kin
 
 def test_a_misspelt_pod_monitor_field_would_be_caught(dev):
     validator = custom_resource_validator(schemas_dir() / STACK_DIR / "crd-podmonitors.yaml")
-    monitor = dev.get(POD_MONITOR, "podmonitor-ray-head").inputs
+    monitor = dev.get(POD_MONITOR, "observability-podmonitor-ray-head").inputs
     broken = {**monitor, "spec": {**monitor["spec"], "podMetricEndpoints": monitor["spec"]["podMetricsEndpoints"]}}
     broken = {key: broken[key] for key in ("apiVersion", "kind", "metadata", "spec")}
     assert any("podMetricEndpoints" in error for error in schema_errors(validator, broken))
@@ -143,7 +147,7 @@ def test_ray_pod_monitors_scrape_the_port_kuberay_adds_to_every_ray_pod(dev, mon
     """KubeRay 1.4.0 labels each Ray pod `ray.io/node-type: head|worker` and `ray.io/cluster`, adds the container
     port `metrics` (8080) and starts Ray with `--metrics-export-port=8080` (ray-operator/controllers/ray/utils/
     constant.go, common/pod.go); its own PodMonitors select and relabel them so (config/prometheus/podMonitor.yaml)."""
-    spec = dev.get(POD_MONITOR, f"podmonitor-{monitor}").inputs["spec"]
+    spec = dev.get(POD_MONITOR, f"observability-podmonitor-{monitor}").inputs["spec"]
     assert spec["namespaceSelector"] == {"matchNames": ["inference"]}
     assert spec["selector"] == {"matchLabels": {"ray.io/node-type": node_type}}
     (endpoint,) = spec["podMetricsEndpoints"]
@@ -160,8 +164,10 @@ def test_ray_pod_monitors_scrape_the_port_kuberay_adds_to_every_ray_pod(dev, mon
 def test_operator_pod_monitor_scrapes_the_operators_metrics_port(dev):
     """The kuberay-operator chart's pod: label app.kubernetes.io/name=kuberay-operator, /metrics on port `http`
     (helm-chart/kuberay-operator templates/deployment.yaml, templates/servicemonitor.yaml at v1.4.0)."""
-    spec = dev.get(POD_MONITOR, "podmonitor-kuberay-operator").inputs["spec"]
-    assert spec["namespaceSelector"] == {"matchNames": [dev.get(RELEASE, "kuberay-operator").inputs["namespace"]]}
+    spec = dev.get(POD_MONITOR, "observability-podmonitor-kuberay-operator").inputs["spec"]
+    assert spec["namespaceSelector"] == {
+        "matchNames": [dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["namespace"]]
+    }
     assert spec["namespaceSelector"] == {"matchNames": [OPERATOR_NAMESPACE]}
     assert spec["selector"] == {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}
     assert spec["podMetricsEndpoints"] == [{"port": "http"}]
@@ -249,7 +255,7 @@ def test_outputs_open_the_grafana_and_prometheus_services_the_chart_creates(dev)
     """The release name is the chart's name, so the chart's fullname is the release name
     (templates/_helpers.tpl kube-prometheus-stack.fullname); Grafana's Service is `<release>-grafana` on port 80
     (grafana chart values.yaml service.port), Prometheus' `<fullname>-prometheus` on 9090."""
-    release = dev.get(RELEASE, "kube-prometheus-stack").inputs["name"]
+    release = dev.get(RELEASE, "observability-kube-prometheus-stack").inputs["name"]
     assert dev.outputs["grafanaPortForwardCommand"] == (
         f"kubectl -n monitoring port-forward svc/{release}-grafana 3000:80"
     )
@@ -294,7 +300,7 @@ def _system_millicpu(run) -> int:
     cluster = rayservice.inputs["spec"]["rayClusterConfig"]
     head = sum(_requests(c["resources"]) for c in cluster["headGroupSpec"]["template"]["spec"]["containers"])
     autoscaler = _requests(cluster["autoscalerOptions"]["resources"]) if "autoscalerOptions" in cluster else 0
-    operator = _requests(run.get(RELEASE, "kuberay-operator").inputs["values"]["resources"])
+    operator = _requests(run.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]["resources"])
     return metrics + head + autoscaler + operator + ADDON_MILLICPU
 
 
@@ -318,7 +324,7 @@ def test_the_system_pods_fit_one_default_system_node(overrides):
     """Everything the stack schedules on the system node group, metrics stack included, fits the default single
     m7i.xlarge's allocatable CPU (the binding resource: memory leaves several GiB)."""
     run = run_stack(overrides)
-    assert run.get("eks:index:ManagedNodeGroup", "system").inputs["scalingConfig"]["desiredSize"] == 1
+    assert run.get("eks:index:ManagedNodeGroup", "system-nodes-system").inputs["scalingConfig"]["desiredSize"] == 1
     assert _system_millicpu(run) <= M7I_XLARGE_ALLOCATABLE_MILLICPU
 
 

@@ -39,7 +39,7 @@ def test_what_the_region_does_not_offer_fails_the_preview_before_any_resource(ov
 
 def test_every_version_eks_offers_evaluates():
     for version, *_ in EKS_CLUSTER_VERSIONS:
-        cluster = run_stack({"kubernetesVersion": version}).get("eks:index:Cluster", "eks")
+        cluster = run_stack({"kubernetesVersion": version}).get("eks:index:Cluster", "cluster-eks")
         assert cluster.inputs["kubeProxyAddonOptions"]["version"].startswith(f"v{version}.")
 
 

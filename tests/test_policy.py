@@ -153,12 +153,12 @@ def _inputs(type_: str, name: str) -> Callable[[CapturedStack], dict[str, Any]]:
     return lambda captured: captured.get(type_, name).inputs
 
 
-LAUNCH_TEMPLATE = _inputs("aws:ec2/launchTemplate:LaunchTemplate", "gpu")
-GPU_NODE_GROUP = _inputs("eks:index:ManagedNodeGroup", "gpu")
-EKS_CLUSTER = _inputs("eks:index:Cluster", "eks")
-RAYSERVICE = _inputs("kubernetes:ray.io/v1:RayService", "rayservice")
-KUBERAY_RELEASE = _inputs("kubernetes:helm.sh/v3:Release", "kuberay-operator")
-SERVE_LB = _inputs("kubernetes:core/v1:Service", "serve-load-balancer")
+LAUNCH_TEMPLATE = _inputs("aws:ec2/launchTemplate:LaunchTemplate", "gpu-nodes-gpu")
+GPU_NODE_GROUP = _inputs("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
+EKS_CLUSTER = _inputs("eks:index:Cluster", "cluster-eks")
+RAYSERVICE = _inputs("kubernetes:ray.io/v1:RayService", "serving-rayservice")
+KUBERAY_RELEASE = _inputs("kubernetes:helm.sh/v3:Release", "serving-kuberay-kuberay-operator")
+SERVE_LB = _inputs("kubernetes:core/v1:Service", "serving-serve-load-balancer")
 
 
 def _set_interfaces(**changes: Any) -> Callable[[CapturedStack], None]:
@@ -170,7 +170,7 @@ def _set_interfaces(**changes: Any) -> Callable[[CapturedStack], None]:
 
 
 def _without_launch_template(captured: CapturedStack) -> None:
-    group = captured.get("eks:index:ManagedNodeGroup", "gpu")
+    group = captured.get("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
     del group.inputs["launchTemplate"]
     kept = tuple(d for d in group.dependencies if "launchTemplate" not in d)
     captured.replace(group.type, group.name, dependencies=kept)
@@ -284,7 +284,7 @@ BREAKAGES = [
         "gpu-nodes-single-az",
         MANDATORY,
         "gpuAz",
-        edit=lambda c: GPU_NODE_GROUP(c)["subnetIds"].append("private-sa-east-1b-id"),
+        edit=lambda c: GPU_NODE_GROUP(c)["subnetIds"].append("network-private-sa-east-1b-id"),
     ),
     Breakage(
         "no-subnets", "gpu-nodes-single-az", MANDATORY, "gpuAz", edit=lambda c: GPU_NODE_GROUP(c).pop("subnetIds")
@@ -297,7 +297,9 @@ BREAKAGES = [
         "nodes-no-public-ip",
         MANDATORY,
         None,
-        edit=lambda c: c.get("aws:ec2/subnet:Subnet", "private-sa-east-1a").inputs.update(mapPublicIpOnLaunch=True),
+        edit=lambda c: c.get("aws:ec2/subnet:Subnet", "network-private-sa-east-1a").inputs.update(
+            mapPublicIpOnLaunch=True
+        ),
     ),
     Breakage(
         "cluster-public-ip",
@@ -458,7 +460,7 @@ BREAKAGES = [
         "ownership-tags",
         ADVISORY,
         "owner",
-        edit=lambda c: c.get("aws:ec2/vpc:Vpc", "vpc").inputs.pop("tags"),
+        edit=lambda c: c.get("aws:ec2/vpc:Vpc", "network-vpc").inputs.pop("tags"),
     ),
     Breakage(
         "small-root-disk", "gpu-root-volume-size", ADVISORY, "gpuRootVolumeGiB", overrides={"gpuRootVolumeGiB": 80}
@@ -567,10 +569,10 @@ def _as_real_preview(captured: CapturedStack) -> None:
     The engine sees a remote component as the pulumi-eks plugin registers it, without inputs, and
     sees its children; the ones the rules read are the aws:eks Cluster and NodeGroup.
     """
-    cluster = captured.get("eks:index:Cluster", "eks")
+    cluster = captured.get("eks:index:Cluster", "cluster-eks")
     cluster_child = Resource(
         type="aws:eks/cluster:Cluster",
-        name="eks-eksCluster",
+        name="cluster-eks-eksCluster",
         urn=f"{cluster.urn}$aws:eks/cluster:Cluster::eks-eksCluster",
         inputs={
             "vpcConfig": {
@@ -607,15 +609,15 @@ def _as_real_preview(captured: CapturedStack) -> None:
     captured.resources.extend(children)
 
 
-NODE_GROUP_CHILD = _inputs("aws:eks/nodeGroup:NodeGroup", "gpu-nodeGroup")
-CLUSTER_CHILD = _inputs("aws:eks/cluster:Cluster", "eks-eksCluster")
+NODE_GROUP_CHILD = _inputs("aws:eks/nodeGroup:NodeGroup", "gpu-nodes-gpu-nodeGroup")
+CLUSTER_CHILD = _inputs("aws:eks/cluster:Cluster", "cluster-eks-eksCluster")
 
 
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
         (None, set()),
-        (lambda c: NODE_GROUP_CHILD(c)["subnetIds"].append("private-us-east-1a-id"), {"gpu-nodes-single-az"}),
+        (lambda c: NODE_GROUP_CHILD(c)["subnetIds"].append("network-private-us-east-1a-id"), {"gpu-nodes-single-az"}),
         (_set_interfaces(interfaceType="interface"), {"gpu-nodes-efa"}),
         (lambda c: CLUSTER_CHILD(c).update(enabledClusterLogTypes=[]), {"eks-control-plane-logging"}),
         (lambda c: CLUSTER_CHILD(c)["vpcConfig"].pop("publicAccessCidrs"), {"eks-public-endpoint-restricted"}),
@@ -655,7 +657,7 @@ def test_nixl_backend_is_free_without_efa(engine: OfflinePolicyEngine, dev: Stac
 def test_gpu_node_group_without_launch_template_child_fires_efa(engine: OfflinePolicyEngine, prod: StackRun) -> None:
     captured = CapturedStack.of(prod, "prod")
     _as_real_preview(captured)
-    child = captured.get("aws:eks/nodeGroup:NodeGroup", "gpu-nodeGroup")
+    child = captured.get("aws:eks/nodeGroup:NodeGroup", "gpu-nodes-gpu-nodeGroup")
     captured.replace(child.type, child.name, dependencies=())
     assert "gpu-nodes-efa" in fired(preview(engine, captured))
 

@@ -126,7 +126,7 @@ def test_deployed_arns_use_the_partition_the_provider_reports(prod):
         "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
         "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
     ]
-    (entry,) = prod.get("eks:index:Cluster", "eks").inputs["accessEntries"].values()
+    (entry,) = prod.get("eks:index:Cluster", "cluster-eks").inputs["accessEntries"].values()
     assert entry["accessPolicies"]["cluster-admin"]["policyArn"] == (
         "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
     )

@@ -238,7 +238,7 @@ def test_command_renders_what_the_library_renders_and_removes_what_it_no_longer_
 
 def test_gpu_azs_choose_where_the_gpu_nodes_go(tmp_path):
     plan = (render_into(tmp_path, "--stack", "dev", "--gpu-azs", "sa-east-1b,sa-east-1c") / "plan.md").read_text()
-    assert "subnets: private-sa-east-1b-id; labels: k8s.amazonaws.com/accelerator=nvidia-l4" in plan
+    assert "subnets: network-private-sa-east-1b-id; labels: k8s.amazonaws.com/accelerator=nvidia-l4" in plan
     assert "| gpuAz | sa-east-1b |" in plan
     assert "sa-east-1b, sa-east-1c" in plan
 

@@ -401,19 +401,19 @@ def test_the_provider_loads_where_the_dynamic_provider_host_runs():
 
 
 def test_the_rollout_follows_the_rayservice(dev):
-    rollout = dev.get(ROLLOUT, "rollout")
-    assert dev.get(RAYSERVICE, "rayservice").urn in rollout.dependencies
+    rollout = dev.get(ROLLOUT, "serving-rollout")
+    assert dev.get(RAYSERVICE, "serving-rayservice").urn in rollout.dependencies
 
 
 def test_the_rollout_waits_for_the_rayservices_own_applications(dev):
-    inputs = dev.get(ROLLOUT, "rollout").inputs
+    inputs = dev.get(ROLLOUT, "serving-rollout").inputs
     manifest = rayservice(dev)
     assert inputs["applications"] == yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
     assert (inputs["namespace"], inputs["name"]) == (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
 
 
 def test_the_rollout_reaches_the_cluster_with_a_secret_kubeconfig(dev):
-    rollout = dev.get(ROLLOUT, "rollout")
+    rollout = dev.get(ROLLOUT, "serving-rollout")
     assert "kubeconfig" in rollout.secret_inputs
 
 
@@ -423,7 +423,7 @@ def test_a_cluster_spec_change_replaces_the_rayservice(dev):
     node group holds one cluster. So Pulumi replaces the object: every path under spec.rayClusterConfig is
     contained by the replaceOnChanges path (pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges),
     and the fixed name makes it delete the old one first."""
-    resource = dev.get(RAYSERVICE, "rayservice")
+    resource = dev.get(RAYSERVICE, "serving-rayservice")
     assert resource.replace_on_changes == ("spec.rayClusterConfig",)
     assert resource.delete_before_replace
 
@@ -436,7 +436,10 @@ def test_kuberay_never_starts_a_second_cluster(dev):
 
 def test_the_rollout_is_waited_on_again_after_any_spec_change(dev):
     changed = run_stack({"dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-custom"})
-    assert changed.get(ROLLOUT, "rollout").inputs["specSha256"] != dev.get(ROLLOUT, "rollout").inputs["specSha256"]
+    assert (
+        changed.get(ROLLOUT, "serving-rollout").inputs["specSha256"]
+        != dev.get(ROLLOUT, "serving-rollout").inputs["specSha256"]
+    )
 
 
 # --- the reads, as requests to the API server ---
@@ -548,4 +551,4 @@ def test_the_rollout_waits_again_whenever_pulumi_changes_the_rayservice_spec(dev
     unchanged. After a failed update the engine keeps the rollout's previous state (pulumi pkg/resource/deploy/
     step.go UpdateStep.Apply returns before recording outputs); a rollback to that config then differs from it only
     here, and without it `pulumi up` would not wait for the rolled-back app."""
-    assert dev.get(ROLLOUT, "rollout").inputs["rayserviceGeneration"] == 1
+    assert dev.get(ROLLOUT, "serving-rollout").inputs["rayserviceGeneration"] == 1

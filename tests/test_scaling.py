@@ -133,7 +133,7 @@ def test_recipe_passes_the_policy_pack(recipe):
 def test_recipe_node_group_has_the_derived_node_count(recipe):
     title, run = recipe
     expected = EXPECTED[title]
-    group = run.get(NODE_GROUP, "gpu").inputs
+    group = run.get(NODE_GROUP, "gpu-nodes-gpu").inputs
     # EKS takes the type from the node group or, for a Capacity Block, from the launch template only.
     assert group.get("instanceTypes", [launch_template(run).get("instanceType")]) == [expected.instance_type]
     assert group["scalingConfig"] == {
@@ -159,7 +159,7 @@ def test_recipe_worker_owns_every_gpu_and_efa_interface_of_its_node(recipe):
 
 def test_recipe_efa_interfaces_requested_are_those_the_launch_template_attaches(recipe):
     _, run = recipe
-    interfaces = run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu").inputs["networkInterfaces"]
+    interfaces = run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu-nodes-gpu").inputs["networkInterfaces"]
     assert worker_limits(run)["vpc.amazonaws.com/efa"] == str(len(interfaces))
 
 
@@ -314,7 +314,7 @@ def test_worker_requests_what_the_node_leaves_allocatable(shape, cpu, memory):
 
 
 def launch_template(run: StackRun) -> dict:
-    return run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu").inputs
+    return run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu-nodes-gpu").inputs
 
 
 def test_on_demand_capacity_reservation_is_targeted_by_the_launch_template():
@@ -323,7 +323,7 @@ def test_on_demand_capacity_reservation_is_targeted_by_the_launch_template():
         "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
     }
     assert "instanceMarketOptions" not in launch_template(run)
-    assert run.get(NODE_GROUP, "gpu").inputs["capacityType"] == "ON_DEMAND"
+    assert run.get(NODE_GROUP, "gpu-nodes-gpu").inputs["capacityType"] == "ON_DEMAND"
 
 
 def test_capacity_block_uses_its_market_type_reservation_and_node_group_capacity_type():
@@ -336,9 +336,9 @@ def test_capacity_block_uses_its_market_type_reservation_and_node_group_capacity
     assert launch_template(run)["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-02168da1478b509e0"}
     }
-    group = run.get(NODE_GROUP, "gpu").inputs
+    group = run.get(NODE_GROUP, "gpu-nodes-gpu").inputs
     assert group["capacityType"] == "CAPACITY_BLOCK"
-    assert group["subnetIds"] == ["private-us-east-1a-id"]
+    assert group["subnetIds"] == ["network-private-us-east-1a-id"]
 
 
 @pytest.mark.parametrize(
@@ -400,15 +400,15 @@ def test_head_and_autoscaler_sidecar_fit_a_system_node():
 def test_node_group_leaves_its_desired_size_to_the_cluster_autoscaler(dev):
     """pulumi-eks ManagedNodeGroup `ignoreScalingChanges`: ignore changes to the desired size, for the
     Cluster Autoscaler (pulumi_eks/managed_node_group.py)."""
-    assert render("autoscaling").get(NODE_GROUP, "gpu").inputs["ignoreScalingChanges"] is True
-    assert dev.get(NODE_GROUP, "gpu").inputs["ignoreScalingChanges"] is False
+    assert render("autoscaling").get(NODE_GROUP, "gpu-nodes-gpu").inputs["ignoreScalingChanges"] is True
+    assert dev.get(NODE_GROUP, "gpu-nodes-gpu").inputs["ignoreScalingChanges"] is False
 
 
 def test_cluster_autoscaler_is_installed_only_with_serve_autoscaling(dev):
     """The chart's repo, name, version and namespace as upstream publishes them
     (vendor/cluster-autoscaler-chart-9.59.0/SOURCE.txt: kubernetes/autoscaler cluster-autoscaler/charts)."""
     assert [r.name for r in dev.of_type(RELEASE) if r.name == "cluster-autoscaler"] == []
-    release = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs
+    release = render("autoscaling").get(RELEASE, "cluster-autoscaler-cluster-autoscaler").inputs
     assert release["chart"] == "cluster-autoscaler"
     assert release["repositoryOpts"]["repo"] == "https://kubernetes.github.io/autoscaler"
     assert release["version"] == "9.59.0"
@@ -416,7 +416,7 @@ def test_cluster_autoscaler_is_installed_only_with_serve_autoscaling(dev):
 
 
 def test_cluster_autoscaler_values_exist_in_the_real_chart():
-    values = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs["values"]
+    values = render("autoscaling").get(RELEASE, "cluster-autoscaler-cluster-autoscaler").inputs["values"]
     assert unknown_value_keys(values, chart_defaults("cluster-autoscaler")) == []
 
 
@@ -424,7 +424,7 @@ def test_cluster_autoscaler_discovers_this_clusters_node_groups_from_the_system_
     """Auto-discovery matches the k8s.io/cluster-autoscaler/enabled and k8s.io/cluster-autoscaler/<cluster>
     tags (the chart's autoDiscovery.tags default), which EKS puts on every managed node group's Auto Scaling
     group (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html)."""
-    values = render("autoscaling").get(RELEASE, "cluster-autoscaler").inputs["values"]
+    values = render("autoscaling").get(RELEASE, "cluster-autoscaler-cluster-autoscaler").inputs["values"]
     defaults = chart_defaults("cluster-autoscaler")
     assert defaults["autoDiscovery"]["tags"] == [
         "k8s.io/cluster-autoscaler/enabled",
@@ -440,7 +440,7 @@ def test_cluster_autoscaler_acts_through_a_role_for_its_service_account():
     sts.amazonaws.com (https://docs.aws.amazon.com/eks/latest/userguide/associate-service-account-role.html);
     the chart puts rbac.serviceAccount.annotations on the service account it creates."""
     run = render("autoscaling")
-    values = run.get(RELEASE, "cluster-autoscaler").inputs["values"]
+    values = run.get(RELEASE, "cluster-autoscaler-cluster-autoscaler").inputs["values"]
     role = run.get("aws:iam/role:Role", "cluster-autoscaler-role").inputs
     assert values["rbac"]["serviceAccount"]["name"] == "cluster-autoscaler"
     role_arn = values["rbac"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]

@@ -118,7 +118,7 @@ def test_changing_the_model_moves_only_the_rayservice_and_its_rollout(dev):
     after = {(r.type, r.name): r.inputs for r in changed.resources}
     assert before.keys() == after.keys()
     moved = {key for key in before if before[key] != after[key]}
-    assert moved == {(RAYSERVICE, "rayservice"), (ROLLOUT, "rollout")}
+    assert moved == {(RAYSERVICE, "serving-rayservice"), (ROLLOUT, "serving-rollout")}
 
 
 @pytest.mark.parametrize("side", ["prefill", "decode"])

@@ -152,7 +152,7 @@ def test_every_ray_pod_mounts_the_code_and_the_keys(internal):
 
 
 def test_the_configmap_holds_the_zip_the_uri_names(internal):
-    config_map = internal.get(CONFIG_MAP, "serve-auth-code").inputs
+    config_map = internal.get(CONFIG_MAP, "serving-serve-auth-code").inputs
     (name, data) = next(iter(config_map["binaryData"].items()))
     assert f"file://{serve_auth.CODE_MOUNT}/{name}" == serve_auth.package_uri()
     names = zipfile.ZipFile(io.BytesIO(base64.b64decode(data))).namelist()
@@ -160,16 +160,17 @@ def test_the_configmap_holds_the_zip_the_uri_names(internal):
 
 
 def test_the_keys_secret_holds_every_key_a_line_and_is_a_pulumi_secret(internal):
-    secret = internal.get(SECRET, "serve-api-keys")
+    secret = internal.get(SECRET, "serving-serve-api-keys")
     assert secret.inputs["stringData"] == {serve_auth.KEYS_SECRET_KEY: f"{API_KEYS[0]}\n{API_KEYS[1]}\n"}
     assert "stringData" in secret.secret_inputs
 
 
 def test_the_rayservice_waits_for_the_code_and_the_keys(internal):
-    dependencies = set(internal.get("kubernetes:ray.io/v1:RayService", "rayservice").dependencies)
-    assert {internal.get(CONFIG_MAP, "serve-auth-code").urn, internal.get(SECRET, "serve-api-keys").urn} <= (
-        dependencies
-    )
+    dependencies = set(internal.get("kubernetes:ray.io/v1:RayService", "serving-rayservice").dependencies)
+    assert {
+        internal.get(CONFIG_MAP, "serving-serve-auth-code").urn,
+        internal.get(SECRET, "serving-serve-api-keys").urn,
+    } <= (dependencies)
 
 
 def test_the_first_key_is_the_only_secret_output_that_carries_one(internal):
@@ -196,7 +197,7 @@ def test_the_load_balancer_listens_for_tls_only_with_a_modern_policy(internal):
     EnsureLoadBalancer: nlbPortMapping FrontendProtocol TLS, SSLCertificateARN, SSLPolicy). Without a policy the
     API's default is ELBSecurityPolicy-2016-08, which takes TLS 1.0
     (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html)."""
-    service = internal.get(SERVICE, "serve-load-balancer").inputs
+    service = internal.get(SERVICE, "serving-serve-load-balancer").inputs
     annotations = service["metadata"]["annotations"]
     assert annotations[TLS_CERT_ANNOTATION] == DEV_CERTIFICATE
     assert annotations[TLS_POLICY_ANNOTATION] == "ELBSecurityPolicy-TLS13-1-2-2021-06"
@@ -219,7 +220,7 @@ def test_a_new_key_updates_only_the_keys_secret(internal):
     rotated = run_stack(exposed(serveApiKeys=[API_KEYS[1]]), secret_keys=EXPOSED_SECRET_KEYS)
     before = {(r.type, r.name): r.inputs for r in internal.resources}
     moved = {(r.type, r.name) for r in rotated.resources if before.get((r.type, r.name)) != r.inputs}
-    assert moved == {(SECRET, "serve-api-keys")}
+    assert moved == {(SECRET, "serving-serve-api-keys")}
     assert CHANGE_EFFECTS["serveApiKeys"] == (KEYS_RELOADED,)
 
 

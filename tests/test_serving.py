@@ -35,7 +35,7 @@ def env(group: dict) -> dict:
 
 
 def test_operator_chart_is_pinned_from_the_kuberay_repo(dev):
-    inputs = dev.get(RELEASE, "kuberay-operator").inputs
+    inputs = dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs
     assert inputs["chart"] == "kuberay-operator"
     assert inputs["repositoryOpts"]["repo"] == "https://ray-project.github.io/kuberay-helm/"
     assert inputs["version"] == "1.4.0"
@@ -43,18 +43,18 @@ def test_operator_chart_is_pinned_from_the_kuberay_repo(dev):
 
 
 def test_operator_values_exist_in_the_real_chart(dev):
-    values = dev.get(RELEASE, "kuberay-operator").inputs["values"]
+    values = dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]
     assert unknown_value_keys(values, chart_defaults("kuberay-operator")) == []
 
 
 def test_operator_version_is_the_one_whose_schemas_are_checked(dev):
     chart = yaml.safe_load((kuberay_dir() / "kuberay-operator-Chart.yaml").read_text())
-    assert dev.get(RELEASE, "kuberay-operator").inputs["version"] == chart["version"]
+    assert dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["version"] == chart["version"]
 
 
 def test_operator_waits_for_the_system_nodes(dev):
-    system = dev.get("eks:index:ManagedNodeGroup", "system")
-    assert system.urn in dev.get(RELEASE, "kuberay-operator").dependencies
+    system = dev.get("eks:index:ManagedNodeGroup", "system-nodes-system")
+    assert system.urn in dev.get(RELEASE, "serving-kuberay-kuberay-operator").dependencies
 
 
 # --- the RayService document ---
@@ -157,18 +157,18 @@ def test_the_kubernetes_provider_does_not_wait_on_the_rayservice(dev):
 
 
 def test_up_waits_for_the_rollout_as_long_as_configured(dev):
-    assert dev.get(ROLLOUT, "rollout").inputs["timeoutSeconds"] == 45 * 60
+    assert dev.get(ROLLOUT, "serving-rollout").inputs["timeoutSeconds"] == 45 * 60
     patient = run_stack({"serveReadyTimeoutMinutes": 90})
-    assert patient.get(ROLLOUT, "rollout").inputs["timeoutSeconds"] == 90 * 60
+    assert patient.get(ROLLOUT, "serving-rollout").inputs["timeoutSeconds"] == 90 * 60
 
 
 def test_rayservice_comes_after_operator_plugins_and_namespace(dev):
-    dependencies = dev.get(RAYSERVICE, "rayservice").dependencies
+    dependencies = dev.get(RAYSERVICE, "serving-rayservice").dependencies
     for type_, name in [
-        (RELEASE, "kuberay-operator"),
-        (RELEASE, "nvidia-device-plugin"),
-        (RELEASE, "efa-device-plugin"),
-        ("kubernetes:core/v1:Namespace", "namespace"),
+        (RELEASE, "serving-kuberay-kuberay-operator"),
+        (RELEASE, "device-plugins-nvidia-device-plugin"),
+        (RELEASE, "device-plugins-efa-device-plugin"),
+        ("kubernetes:core/v1:Namespace", "serving-namespace"),
     ]:
         assert dev.get(type_, name).urn in dependencies
 
@@ -187,7 +187,7 @@ def with_token():
 
 
 def test_token_becomes_a_kubernetes_secret_kept_secret(with_token):
-    secret = with_token.get(SECRET, "hf-token")
+    secret = with_token.get(SECRET, "serving-hf-token")
     assert secret.inputs["stringData"] == {"HF_TOKEN": "hf_abc"}
     assert "stringData" in secret.secret_inputs
     assert secret.inputs["metadata"] == {"name": "hf-token", "namespace": "inference"}
@@ -220,7 +220,7 @@ def test_no_load_balancer_by_default(dev):
 
 
 def test_internal_load_balancer_is_restricted_to_source_cidrs(prod):
-    service = prod.get(SERVICE, "serve-load-balancer").inputs
+    service = prod.get(SERVICE, "serving-serve-load-balancer").inputs
     assert service["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-internal"] == "true"
     assert service["spec"]["type"] == "LoadBalancer"
     assert service["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/8"]
@@ -229,7 +229,7 @@ def test_internal_load_balancer_is_restricted_to_source_cidrs(prod):
 
 
 def test_load_balancer_selects_pods_the_rayservice_labels(prod):
-    selector = prod.get(SERVICE, "serve-load-balancer").inputs["spec"]["selector"]
+    selector = prod.get(SERVICE, "serving-serve-load-balancer").inputs["spec"]["selector"]
     for group in (head(prod), worker_group(prod)):
         assert (
             group["template"]["metadata"]["labels"]["app.kubernetes.io/instance"]
@@ -239,6 +239,6 @@ def test_load_balancer_selects_pods_the_rayservice_labels(prod):
 
 def test_internet_facing_load_balancer_is_public_but_restricted():
     run = run_stack(exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"]), secret_keys=EXPOSED_SECRET_KEYS)
-    service = run.get(SERVICE, "serve-load-balancer").inputs
+    service = run.get(SERVICE, "serving-serve-load-balancer").inputs
     assert "service.beta.kubernetes.io/aws-load-balancer-internal" not in service["metadata"]["annotations"]
     assert service["spec"]["loadBalancerSourceRanges"] == ["100.24.20.0/24"]

@@ -40,7 +40,7 @@ TAGGABLE_TYPES = frozenset(
 # The only output allowed to carry a kubeconfig: the program exports it as a secret.
 KUBECONFIG_OUTPUTS = frozenset({"kubeconfig"})
 # The one output that may carry a Secret's value: the first API key, exported as a secret for the operator's own
-# calls, from the keys Secret (the Pulumi resource the program names so).
+# calls, from the keys Secret (by its Kubernetes name, metadata.name: the Pulumi resource's name is its component's).
 KEY_OUTPUTS = {"serveApiKey": "serve-api-keys"}
 # Shorter Secret values ("true", a port) would match innocent outputs by chance.
 MIN_CREDENTIAL_LENGTH = 8
@@ -131,12 +131,13 @@ def _credentials_in_outputs(resources: Sequence[PolicyResource]) -> Iterator[tup
                 continue  # known only after the update; the policy runs again then
             strings = list(known_strings(value))
             for secret, credential in credentials:
-                if KEY_OUTPUTS.get(output_name) == secret.name:
+                secret_name = get(secret.props, "metadata", "name")
+                if KEY_OUTPUTS.get(output_name) == secret_name:
                     continue  # its own secret output; that it is secret is proven by the tests
                 if any(credential in text for text in strings):
                     yield (
                         stack,
-                        f"stack output '{output_name}' contains a value of Kubernetes Secret '{secret.name}'. "
+                        f"stack output '{output_name}' contains a value of Kubernetes Secret '{secret_name}'. "
                         "Fix: remove the export; Secret values stay in the cluster (the pods read the Hugging Face "
                         "token from it; set it only with `pulumi config set --secret hfToken <token>`), and an API "
                         "key of serveApiKeys leaves it only as the secret output serveApiKey.",

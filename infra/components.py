@@ -1,0 +1,60 @@
+"""What every component of this project does alike: it names its children after itself, and checks its own args.
+
+Children are named `<component name>-<role>`, as pulumi-eks (`${name}-eksCluster`) and awsx name theirs, so two
+instances of one component in a stack do not collide: a URN holds the parent's type, not its name, so two children
+named alike under two components of one type would be the same URN. Stacks made before children were so named
+hold them under the bare role (`vpc`, `eks`, `gpu`, ...); under the name this project's stack gives the component
+(its `STACK_NAME`), every child carries `pulumi.Alias(name=<role>)`, so those stacks keep their resources. Only
+that instance does: a second one has no old resources, and two resources may not claim one alias.
+
+Bad args raise Pulumi's `InputPropertiesError` (pulumi/errors.py) with one `InputPropertyErrorDetails` (a property
+path and a reason) per problem, all at once, as pulumi-eks's node group does (nodejs/eks/nodes/nodegroup.ts
+collects `validationErrors` and throws `InputPropertiesError({message: "Invalid arguments for node group", errors})`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pulumi
+from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
+
+
+class Children:
+    """Names and options of one component's children."""
+
+    def __init__(self, component: pulumi.Resource, name: str, stack_name: str) -> None:
+        self.component = component
+        self.prefix = name
+        self.keeps_old_names = name == stack_name
+
+    def name(self, role: str) -> str:
+        return f"{self.prefix}-{role}"
+
+    def opts(self, role: str, **options: Any) -> pulumi.ResourceOptions:
+        """The child's options: parented to the component, and under the stack's name aliased to its old name."""
+        aliases = [pulumi.Alias(name=role)] if self.keeps_old_names else None
+        return pulumi.ResourceOptions(parent=self.component, aliases=aliases, **options)
+
+
+def problem(property_path: str, reason: str) -> InputPropertyErrorDetails:
+    return InputPropertyErrorDetails(property_path=property_path, reason=reason)
+
+
+# What the common patterns (infra/config.py) allow, for the errors of `unmatched`.
+CHART_VERSION = "a chart version such as 1.2.3"
+REGION = "an AWS region name such as us-east-1"
+NAMESPACE_NAME = "a Kubernetes namespace name (a DNS label)"
+
+
+def unmatched(fields: dict[str, str], pattern: re.Pattern[str], allowed: str) -> list[InputPropertyErrorDetails]:
+    """A problem for each field (path -> value) whose value `pattern` does not match; `allowed` says what would."""
+    return [problem(path, f"{value!r} is not {allowed}") for path, value in fields.items() if not pattern.match(value)]
+
+
+def raise_input_errors(component: str, errors: list[InputPropertyErrorDetails]) -> None:
+    """Raises every problem of a component's args together; the message lists them, as the engine shows it."""
+    if errors:
+        listed = "; ".join(f"{error['property_path']}: {error['reason']}" for error in errors)
+        raise InputPropertiesError(f"Invalid arguments for {component}: {listed}", errors)
