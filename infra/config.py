@@ -757,6 +757,12 @@ def amp_workspace_region(workspace_url: str) -> str:
 
 # The StackConfig fields a row feeds with its value as read; the rest load_config derives.
 STACK_FIELDS = frozenset(f.name for f in dataclasses.fields(StackConfig))
+# The fields load_config composes from several settings or resolves (a row may name one as what it feeds): passed
+# by keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a
+# repeated keyword argument).
+COMPOSED_FIELDS = frozenset(
+    {"dlc_image", "kv_buffer_device", "serve_api_key_auth", "serve_api_keys", "hf_token", "hf_token_value"}
+)
 
 
 def load_config(
@@ -801,23 +807,29 @@ def load_config(
             shape = None
     # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
     serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"
-    fed = {setting.feeds: values[setting.key] for setting in SETTINGS if setting.feeds in STACK_FIELDS}
+    fed = {
+        setting.feeds: values[setting.key]
+        for setting in SETTINGS
+        if setting.feeds in STACK_FIELDS and setting.feeds not in COMPOSED_FIELDS
+    }
+    # The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
+    # keyword arguments, so that mypy checks their types.
     cfg = StackConfig(
-        **{
-            **fed,
-            "project": pulumi.get_project(),
-            "stack": pulumi.get_stack(),
-            "dlc_image": dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
-            "prefill": prefill,
-            "decode": decode,
-            "topology": _topology(values, read.problems, shape, prefill, decode),
-            "kv_buffer_device": resolve_kv_buffer_device(values["kvBufferDevice"], gpu_node_type),
-            "hf_token": config.get_secret("hfToken") if values["hfToken"] else None,
-            "hf_token_value": values["hfToken"] or None,
-            "serve_api_key_auth": serve_api_key_auth,
-            "serve_api_keys": pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
-            "settings": dict(read.values),
-        }
+        **fed,
+        project=pulumi.get_project(),
+        stack=pulumi.get_stack(),
+        dlc_image=dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
+        prefill=prefill,
+        decode=decode,
+        # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
+        # other checks (which skip what needs the layout) have added theirs.
+        topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
+        kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], gpu_node_type),
+        hf_token=config.get_secret("hfToken") if values["hfToken"] else None,
+        hf_token_value=values["hfToken"] or None,
+        serve_api_key_auth=serve_api_key_auth,
+        serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
+        settings=dict(read.values),
     )
     problems = [
         _api_allow_list_problem(cfg.api_public_access_cidrs, read.values["apiPublicAccessCidrs"]),

@@ -111,6 +111,10 @@ def preflight(cfg: StackConfig) -> DeployFacts:
             problems.extend(error.problems)
         except (QuotaError, ModelSourceError, CapacityError) as error:
             problems.append(str(error))
+        except Exception as error:
+            # A lookup AWS refuses outright (an invoke error such as AccessDenied on servicequotas:GetServiceQuota)
+            # leaves nothing to check against: it ends the preflight, with the problems found before it.
+            raise PreflightError([*problems, f"{check.__name__}: {error}"]) from error
         return None
 
     partition = attempt(discover_partition)

@@ -6,7 +6,7 @@ import pytest
 
 from infra.preflight import PreflightError
 from tests.conftest import rejection
-from tools.offline import run_stack
+from tools.offline import AwsMocks, run_stack
 
 # Each value passes load_config (well-formed, known nowhere yet) and only an AWS answer refuses it: the offline
 # runner's EC2 offers g6.8xlarge in sa-east-1a and sa-east-1b, its EKS offers no 1.99, and no m7i.huge exists.
@@ -32,3 +32,23 @@ def test_a_short_quota_and_a_missing_model_join_the_same_report():
     assert "modelSource='Qwen/Qwen3.5-9B-typo'" in message
     assert len(refused.value.problems) == 5
     assert refused.value.declared_resources == []
+
+
+def test_a_lookup_aws_refuses_outright_keeps_the_problems_found_before_it(monkeypatch):
+    """A refused invoke raises a plain Exception("invoke of <token> failed: ...") in the program, whether the provider
+    answered an RPC error or failures (pulumi/runtime/invoke.py); the mock answers failures. The quota lookup runs
+    after the placement, whose problem must still be reported."""
+
+    def access_denied(self, args):
+        if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
+            return {}, [("quotaCode", "AccessDeniedException: not authorized to perform servicequotas:GetServiceQuota")]
+        return answer(self, args)
+
+    answer = AwsMocks.call
+    monkeypatch.setattr(AwsMocks, "call", access_denied)
+    with pytest.raises(PreflightError) as refused:
+        run_stack({"gpuAz": NEEDS_A_LOOKUP["gpuAz"]})
+    problems = refused.value.problems
+    assert problems[0].startswith("gpuAz='sa-east-1c' does not offer g6.8xlarge")
+    assert problems[-1].startswith("check_gpu_vcpu_quota: invoke of aws:servicequotas/getServiceQuota")
+    assert "not authorized to perform servicequotas:GetServiceQuota" in problems[-1]

@@ -11,6 +11,7 @@ import json
 import logging
 import logging.config
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -744,3 +745,24 @@ def test_the_log_check_finds_a_key_in_any_ray_log(tmp_path):
     smoke.check_no_key_in_logs(report, tmp_path, SMOKE_KEYS)
     assert [check.result.passed for check in report.checks] == [True, False]
     assert "proxy.log" in report.checks[1].result.summary
+
+
+def test_the_update_scenarios_traffic_sends_the_key_to_a_guarded_endpoint(guarded):
+    traffic = smoke.Traffic(MODEL, time.monotonic(), interval_s=0.05, api_key=SMOKE_KEYS[0])
+    with traffic:
+        time.sleep(0.3)
+    assert traffic.results and all(result.ok for result in traffic.results)
+
+
+def test_the_update_scenarios_traffic_without_the_key_is_refused(guarded):
+    traffic = smoke.Traffic(MODEL, time.monotonic(), interval_s=0.05)
+    with traffic:
+        time.sleep(0.3)
+    assert traffic.results and not any(result.ok for result in traffic.results)
+
+
+@pytest.mark.parametrize("requests", ["0", "-5"])
+def test_bench_requests_must_be_positive(tmp_path, requests, capsys):
+    with pytest.raises(SystemExit):
+        smoke.parse_args(["--model-dir", str(tmp_path), "--bench-requests", requests])
+    assert "not a positive number" in capsys.readouterr().err

@@ -895,7 +895,7 @@ def check_auth(report: Report, model_id: str, api_keys: tuple[str, ...], keys_fi
 
 
 def check_no_key_in_logs(report: Report, ray_temp_dir: Path, api_keys: tuple[str, ...]) -> None:
-    """No key, whole or in part, in any of the Ray session's log files after all the traffic."""
+    """No key in any of the Ray session's log files after all the traffic: not even its first 16 characters."""
     files = log_files(ray_temp_dir)
     leaked = sorted(
         path.name for path in files if any(key[:16] in path.read_text(errors="replace") for key in api_keys)
@@ -1043,9 +1043,15 @@ class Traffic:
     """A client calling the app all through a step: a short chat completion every interval, each recorded."""
 
     def __init__(
-        self, model_id: str, start: float, interval_s: float = TRAFFIC_INTERVAL_S, timeout_s: float = TRAFFIC_TIMEOUT_S
+        self,
+        model_id: str,
+        start: float,
+        interval_s: float = TRAFFIC_INTERVAL_S,
+        timeout_s: float = TRAFFIC_TIMEOUT_S,
+        api_key: str | None = None,
     ) -> None:
         self.model_id, self.start, self.interval_s, self.timeout_s = model_id, start, interval_s, timeout_s
+        self._api_key = api_key
         self.results: list[TrafficResult] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="update-traffic", daemon=True)
@@ -1059,7 +1065,7 @@ class Traffic:
         self._thread.join()
 
     def _run(self) -> None:
-        api = client(f"{SERVE_URL}/v1", self.timeout_s)
+        api = client(f"{SERVE_URL}/v1", self.timeout_s, self._api_key)
         due = time.monotonic()
         while not self._stop.is_set():
             sent = time.monotonic()
@@ -1158,12 +1164,14 @@ def judge(details: dict[str, Any] | None, applications: list[dict[str, Any]]) ->
     return serve_verdict(details, applications), app.get("status", "")
 
 
-def run_update_step(step: UpdateStep, model_id: str, timeout_s: float, settle_s: float) -> StepRecord:
+def run_update_step(
+    step: UpdateStep, model_id: str, timeout_s: float, settle_s: float, api_key: str | None = None
+) -> StepRecord:
     """PUT the step's config (as KubeRay does) under traffic and poll the verdict until it is final or times out;
     then `settle_s` more of traffic, to see whether requests come back."""
     applications = step.config["applications"]
     start = time.monotonic()
-    with Traffic(model_id, start) as traffic:
+    with Traffic(model_id, start, api_key=api_key) as traffic:
         code, text = _http("PUT", f"{DASHBOARD_URL}/api/serve/applications/", step.config, timeout=120)
         record = StepRecord(step.name, step.change, step.expected, code)
         if code != 200:
@@ -1196,7 +1204,12 @@ def run_update_step(step: UpdateStep, model_id: str, timeout_s: float, settle_s:
 
 
 def run_update_scenario(
-    report: Report, smoke: dict[str, Any], model_id: str, missing_model_dir: Path, args: argparse.Namespace
+    report: Report,
+    smoke: dict[str, Any],
+    model_id: str,
+    missing_model_dir: Path,
+    args: argparse.Namespace,
+    api_key: str | None = None,
 ) -> None:
     """The three updates, their records in `args.update_scenario` and the raw dashboard answers beside it."""
     out_dir = args.update_scenario.parent
@@ -1216,7 +1229,7 @@ def run_update_scenario(
     summaries = []
     for step in steps:
         print(f"  update {step.name}: {step.change}", flush=True)
-        record = run_update_step(step, model_id, args.update_step_timeout, args.update_settle)
+        record = run_update_step(step, model_id, args.update_step_timeout, args.update_settle, api_key)
         summary = record.summary()
         summaries.append(summary)
         if step.name == "good":
@@ -1403,7 +1416,7 @@ def run_smoke(
         if api_keys:
             check_no_key_in_logs(report, ray_temp_dir, api_keys)
         if args.update_scenario and report.ok:
-            run_update_scenario(report, smoke, model_id, missing_model_dir(opts.model_dir), args)
+            run_update_scenario(report, smoke, model_id, missing_model_dir(opts.model_dir), args, api_key)
             scrape("after-update")
     finally:
         if scrapes:
@@ -1412,6 +1425,13 @@ def run_smoke(
         last_line = (stopped.stdout + stopped.stderr).strip().splitlines()[-1:] or [""]
         report.record("ray_stop", CheckResult(stopped.returncode == 0, ANSI_ESCAPE.sub("", last_line[0])))
     return report
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -1512,7 +1532,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--bench-requests",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="requests per concurrency level (default: four per concurrent request, at least 16)",
     )
