@@ -64,6 +64,13 @@ SERVE_IN_PLACE = Effect(
     "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with more replicas not "
     "measured; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
 )
+MODEL_MIRRORED = Effect(
+    "model-mirrored",
+    "the model cache changes (infra/model_cache.py): a new mirror Job copies the model into the stack's bucket "
+    "(files already there are skipped) and `pulumi up` waits for it before the RayService changes; the cache's "
+    "IAM policies and the mirror's Secret are updated in place",
+    "no change while the mirror runs; then as the serve config changes",
+)
 SECRET_UPDATED = Effect(
     "secret-updated",
     "the Kubernetes Secret is updated in place; pods read it when they start, so it is used from the next restart",
@@ -144,14 +151,14 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
     "quotaPreflight": (NOTHING_RUNNING,),
     "nvidiaDevicePluginVersion": (CHART_ROLLED,),
     "efaDevicePluginVersion": (CHART_ROLLED,),
-    "dlcImage": (RAYSERVICE_REPLACED,),
+    "dlcImage": (MODEL_MIRRORED, RAYSERVICE_REPLACED),
     "kuberayVersion": (CHART_ROLLED,),
     "allowUnvalidatedKuberayVersion": (NOTHING_RUNNING,),
     "rayVersion": (RAYSERVICE_REPLACED,),
     "rayServiceName": (RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
     "namespace": (RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
     "modelId": _SERVE_ONLY,
-    "modelSource": _SERVE_ONLY,
+    "modelSource": (MODEL_MIRRORED, SERVE_IN_PLACE),
     "maxModelLen": _SERVE_ONLY,
     "languageModelOnly": _SERVE_ONLY,
     "prefillReplicas": (SERVE_IN_PLACE, *_SIDE_SIZE),
@@ -172,7 +179,7 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
     "decodeTargetOngoingRequests": _SERVE_ONLY,
     "clusterAutoscalerVersion": (CHART_ROLLED,),
     "kvBufferDevice": _SERVE_ONLY,
-    "hfToken": (SECRET_UPDATED, RAYSERVICE_REPLACED),
+    "hfToken": (SECRET_UPDATED, MODEL_MIRRORED, RAYSERVICE_REPLACED),
     "serveExposure": (LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
     "serveSourceCidrs": (LOAD_BALANCER,),
     "serveApiKeys": (KEYS_RELOADED,),
@@ -180,6 +187,8 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
     "serveCertificateArn": (LOAD_BALANCER,),
     "serveReadyTimeoutMinutes": (NOTHING_RUNNING,),
     "modelPreflight": (NOTHING_RUNNING,),
+    "modelCache": (MODEL_MIRRORED, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+    "modelCacheForceDestroy": (AWS_IN_PLACE,),
     "observability": (MONITORING,),
     "kubePrometheusStackVersion": (MONITORING,),
     "dcgmExporterVersion": (MONITORING,),
@@ -193,7 +202,8 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {
 # Notes the table cannot say in an effect: when an effect applies only to some changes of the setting.
 CHANGE_NOTES: Mapping[str, str] = {
     "tensorParallelSize": "the RayService is replaced and the node group resized only when the GPU node count changes",
-    "hfToken": "a new value updates the Secret only; adding or removing the token replaces the RayService",
+    "hfToken": "a new value updates the Secrets only (the workers' and, with the model cache, the mirror's); adding or "
+    "removing the token replaces the RayService and the mirror Job",
     "serveExposure": "the RayService is replaced only when API keys come or go with the exposure (to or from none, "
     "with serveApiKeyAuth true): its pods mount the keys; between internal and internet-facing only the load "
     "balancer changes",
@@ -205,6 +215,12 @@ CHANGE_NOTES: Mapping[str, str] = {
     "secretsEncryption": "EKS can add envelope encryption to a cluster but never remove it",
     "modelId": "Ray Serve LLM names each engine deployment after the model id, so a new id replaces the deployment "
     "whatever the replica count: no rolling update",
+    "modelSource": "with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
+    "read as it is",
+    "dlcImage": "the mirror Job runs in the same image, so it runs again; with the files already in the bucket it "
+    "only checks them",
+    "modelCache": "only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
+    "account (read access to the cache) comes or goes",
     "maxAzs": "adds or removes subnets under the cluster; whether EKS takes the new subnets in place was not checked, "
     "so plan it as a rebuild",
 }
@@ -213,6 +229,7 @@ CHANGE_NOTES: Mapping[str, str] = {
 ALL_EFFECTS = (
     NOTHING_RUNNING,
     AWS_IN_PLACE,
+    MODEL_MIRRORED,
     SECRET_UPDATED,
     KEYS_RELOADED,
     LOAD_BALANCER,

@@ -243,6 +243,9 @@ class StackConfig:
     serve_ready_timeout_minutes: int
     # Check the model source before the RayService changes (infra/model_source.py).
     model_preflight: bool
+    # The stack's S3 model cache (infra/model_cache.py): mirror a Hub modelSource into it; keep it on destroy.
+    model_cache: bool
+    model_cache_force_destroy: bool
     # observability (infra/observability.py)
     observability: bool
     kube_prometheus_stack_version: str
@@ -1007,6 +1010,8 @@ def load_config(
             maximum=MAX_SERVE_READY_MINUTES,
         ),
         model_preflight=read.boolean("modelPreflight"),
+        model_cache=read.boolean("modelCache"),
+        model_cache_force_destroy=read.boolean("modelCacheForceDestroy"),
         observability=read.boolean("observability"),
         kube_prometheus_stack_version=read.text("kubePrometheusStackVersion", CHART_VERSION_PATTERN, semver),
         dcgm_exporter_version=read.text("dcgmExporterVersion", CHART_VERSION_PATTERN, semver),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,11 @@ class ServingArgs:
     ready_timeout_seconds: int = 45 * 60  # how long `pulumi up` waits for the applied config to run
     # Settings grouped by what a change to them does (infra.changes.settings_by_effect), for the preview's diff.
     changes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The GPU workers' service account, by name, and the IAM role it stands for (IRSA): the model cache's reader
+    # (infra/model_cache.py), which the RayService's worker pods name.
+    worker_service_account: tuple[str, pulumi.Input[str]] | None = None
+    # What must be done before the RayService is applied: the model cache's mirror Job.
+    waits_for: Sequence[pulumi.Resource] = ()
 
 
 def rollout_args(
@@ -120,6 +125,18 @@ class Serving(pulumi.ComponentResource):
 
         if args.api_keys is not None:
             rayservice_deps.extend(serve_auth_objects(args, in_cluster, namespace))
+        if args.worker_service_account is not None:
+            account, role_arn = args.worker_service_account
+            rayservice_deps.append(
+                k8s.core.v1.ServiceAccount(
+                    "worker-service-account",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
+                    ),
+                    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
+                )
+            )
+        rayservice_deps.extend(args.waits_for)
 
         manifest = args.rayservice
         rayservice = k8s.apiextensions.CustomResource(

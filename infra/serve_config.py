@@ -69,11 +69,20 @@ def _engine_overrides(cfg: StackConfig, side: ServeSide) -> dict[str, int | str]
     return {key: value for key, value in overrides.items() if value is not None}
 
 
-def llm_config(cfg: StackConfig, side: str) -> dict[str, Any]:
-    """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
+def model_loading_config(model_id: str, model_uri: str) -> dict[str, str]:
+    """Where the engines load the weights from. An `s3://` source is Ray Serve LLM 2.58's cloud loading: each node
+    downloads the files from S3 into its Hugging Face cache with boto3, and vLLM loads that local copy
+    (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`, infra/model_cache.py); the GPU proof
+    (tools/s3_load.py) loads through this same function."""
+    return {"model_id": model_id, "model_source": model_uri}
+
+
+def llm_config(cfg: StackConfig, side: str, model_uri: str | None = None) -> dict[str, Any]:
+    """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id. `model_uri`:
+    the model cache's copy (infra/model_cache.py), else modelSource as set."""
     serve_side = _side(cfg, side)
     return {
-        "model_loading_config": {"model_id": cfg.model_id, "model_source": cfg.model_source},
+        "model_loading_config": model_loading_config(cfg.model_id, model_uri or cfg.model_source),
         "engine_kwargs": {
             "max_model_len": cfg.max_model_len,
             "language_model_only": cfg.language_model_only,
@@ -98,14 +107,15 @@ def application_name(cfg: StackConfig) -> str:
     return cfg.ray_service_name
 
 
-def build_serve_config(cfg: StackConfig) -> dict[str, Any]:
+def build_serve_config(cfg: StackConfig, model_uri: str | None = None) -> dict[str, Any]:
     """The app; with API keys on, the PD builder's ingress is ours (infra/serve_auth.py), loaded from the zip the
-    app's runtime_env names, on top of what the image has."""
+    app's runtime_env names, on top of what the image has. `model_uri`: where the engines load the model from
+    when not modelSource itself (the model cache's copy)."""
     app: dict[str, Any] = {"name": application_name(cfg), "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
     if cfg.serve_api_key_auth:
         app["runtime_env"] = {"py_modules": [serve_auth.package_uri()]}
     app["args"] = {
-        **{f"{side}_config": llm_config(cfg, side) for side in PD_SIDES},
+        **{f"{side}_config": llm_config(cfg, side, model_uri) for side in PD_SIDES},
         **(serve_auth.ingress_args() if cfg.serve_api_key_auth else {}),
     }
     return {"applications": [app]}

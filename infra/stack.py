@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 
 from infra.alerts import AlertArgs
 from infra.capacity import (
@@ -20,6 +21,15 @@ from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
+from infra.model_cache import (
+    READER_SERVICE_ACCOUNT,
+    ModelCache,
+    ModelCacheArgs,
+    cache_bucket_name,
+    cache_uri,
+    is_hub_repo,
+    is_s3_uri,
+)
 from infra.model_source import ModelFacts, ModelSourceError, read_model
 from infra.network import Network, NetworkArgs, discover_placement
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
@@ -177,17 +187,51 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             depends_on=[system_nodes.node_group],
             opts=pulumi.ResourceOptions(parent=gpu_nodes),
         )
+    # The model cache (infra/model_cache.py): a Hub repo mirrored into the stack's bucket, or the user's own s3://
+    # source; either way the workers read it with a role that may read that prefix only.
+    mirrored = cfg.model_cache and is_hub_repo(cfg.model_source)
+    model_uri = (
+        cache_uri(
+            cache_bucket_name(cfg.cluster_name, aws.get_caller_identity().account_id, cfg.region), cfg.model_source
+        )
+        if mirrored
+        else cfg.model_source
+    )
+    model_cache = None
+    if is_s3_uri(model_uri):
+        model_cache = ModelCache(
+            "model-cache",
+            ModelCacheArgs(
+                uri=model_uri,
+                namespace=cfg.namespace,
+                partition=partition.name,
+                image=cfg.dlc_image,
+                repo=cfg.model_source if mirrored else None,
+                bucket_force_destroy=cfg.model_cache_force_destroy,
+                hf_token=cfg.hf_token,
+                tags=cfg.tags,
+            ),
+            cluster,
+            opts=pulumi.ResourceOptions(depends_on=[system_nodes]),
+        )
     serving = Serving(
         "serving",
         ServingArgs(
             namespace=cfg.namespace,
             operator=KubeRayOperatorArgs(version=cfg.kuberay_version),
-            rayservice=build_rayservice(cfg, with_hf_token=cfg.hf_token is not None),
+            rayservice=build_rayservice(
+                cfg,
+                with_hf_token=cfg.hf_token is not None,
+                model_uri=model_uri,
+                service_account=READER_SERVICE_ACCOUNT if model_cache else None,
+            ),
             hf_token=cfg.hf_token,
             api_keys=cfg.serve_api_keys,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
             ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
             changes=settings_by_effect(cfg.settings),
+            worker_service_account=(READER_SERVICE_ACCOUNT, model_cache.reader_role_arn) if model_cache else None,
+            waits_for=[model_cache.mirror] if model_cache and model_cache.mirror else [],
         ),
         cluster,
         system_nodes,
@@ -237,6 +281,9 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     }
     if capacity is not None:
         outputs["engineCapacity"] = capacity
+    if mirrored:
+        # Where the workers load the model from; README, Model cache, says how to refresh it.
+        outputs["modelCacheUri"] = model_uri
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
         # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).
