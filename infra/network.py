@@ -94,6 +94,8 @@ class NetworkArgs:
     nat_gateway_per_az: bool = False
     protect: bool = False
     tags: Mapping[str, str] = field(default_factory=dict)
+    # The region, for its S3 gateway endpoint's service name; empty makes none.
+    region: str = ""
 
 
 class Network(pulumi.ComponentResource):
@@ -166,6 +168,22 @@ class Network(pulumi.ComponentResource):
             self.private_subnet_ids[plan.az] = private.id
             self.private_egress[plan.az] = [routes, association]
 
+        if args.region:
+            # S3 from the private subnets without the NAT gateway (no per-GB processing charge): a gateway
+            # endpoint puts the region's S3 prefix list on the private route tables
+            # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
+            # (infra/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
+            # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
+            # gateway endpoint").
+            aws.ec2.VpcEndpoint(
+                "s3",
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{args.region}.s3",
+                vpc_endpoint_type="Gateway",
+                route_table_ids=[egress[0].id for egress in self.private_egress.values()],
+                tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+                opts=child,
+            )
         self.vpc_id = vpc.id
         self.register_outputs({"vpcId": vpc.id})
 

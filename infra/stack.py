@@ -113,6 +113,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             nat_gateway_per_az=cfg.nat_gateway_per_az,
             protect=cfg.protect_resources,
             tags=cfg.tags,
+            region=cfg.region,
         ),
     )
     cluster = Cluster(
