@@ -85,9 +85,10 @@ def cache_uri(bucket: str, repo: str) -> str:
 
 
 def reader_policy(partition: str, bucket: str, prefix: str) -> dict[str, Any]:
-    """Read the objects under `prefix/` and list only that prefix: Ray's S3FileSystem lists the folder
-    (ListObjectsV2, which needs s3:ListBucket on the bucket, narrowed by the s3:prefix condition key) and
-    downloads each object (GetObject) (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+    """Read the objects under `prefix/` and list only that prefix: Ray's S3FileSystem reads `<prefix>/hash`, lists
+    the folder with Prefix `<prefix>/` (ray/llm/_internal/common/utils/cloud_filesystem/s3_filesystem.py
+    download_files: ListObjectsV2, which needs s3:ListBucket on the bucket, narrowed by the s3:prefix condition
+    key) and downloads each object (GetObject) (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
     amazon-s3-policy-keys.html, "Limit the list to a prefix")."""
     return {
         "Version": "2012-10-17",
@@ -198,27 +199,33 @@ class ModelCache(pulumi.ComponentResource):
         self, name: str, args: ModelCacheArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-llm-eks:serving:ModelCache", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         bucket_name, prefix = split_s3_uri(args.uri)
-        oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
-
-        def role(role_name: str, namespace: str, account: str, policy: dict[str, Any]) -> aws.iam.Role:
-            trust = oidc.apply(lambda o: json.dumps(service_account_trust(o[0], o[1], namespace, account)))
-            created = aws.iam.Role(role_name, assume_role_policy=trust, tags=dict(args.tags), opts=child)
-            aws.iam.RolePolicy(role_name, role=created.id, policy=json.dumps(policy), opts=child)
-            return created
-
-        reader = role(
-            f"{name}-reader", args.namespace, READER_SERVICE_ACCOUNT, reader_policy(args.partition, bucket_name, prefix)
+        self._oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
+        reader = self._role(
+            f"{name}-reader",
+            args,
+            args.namespace,
+            READER_SERVICE_ACCOUNT,
+            reader_policy(args.partition, bucket_name, prefix),
         )
         self.reader_role_arn = reader.arn
         self.mirror = None
         if args.repo is not None:
-            self.mirror = self._mirror(name, args, cluster, bucket_name, prefix, role)
+            self.mirror = self._mirror(name, args, cluster, bucket_name, prefix)
         self.register_outputs({})
 
+    def _role(
+        self, role_name: str, args: ModelCacheArgs, namespace: str, account: str, policy: dict[str, Any]
+    ) -> aws.iam.Role:
+        """An IAM role only `namespace/account` may assume (IRSA), with `policy` inline."""
+        child = pulumi.ResourceOptions(parent=self)
+        trust = self._oidc.apply(lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], namespace, account)))
+        role = aws.iam.Role(role_name, assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        aws.iam.RolePolicy(role_name, role=role.id, policy=json.dumps(policy), opts=child)
+        return role
+
     def _mirror(
-        self, name: str, args: ModelCacheArgs, cluster: Cluster, bucket_name: str, prefix: str, role: Any
+        self, name: str, args: ModelCacheArgs, cluster: Cluster, bucket_name: str, prefix: str
     ) -> k8s.batch.v1.Job:
         child = pulumi.ResourceOptions(parent=self)
         bucket = aws.s3.Bucket(
@@ -250,8 +257,12 @@ class ModelCache(pulumi.ComponentResource):
             ],
             opts=in_bucket,
         )
-        writer = role(
-            f"{name}-mirror", NAMESPACE, MIRROR_SERVICE_ACCOUNT, mirror_policy(args.partition, bucket_name, prefix)
+        writer = self._role(
+            f"{name}-mirror",
+            args,
+            NAMESPACE,
+            MIRROR_SERVICE_ACCOUNT,
+            mirror_policy(args.partition, bucket_name, prefix),
         )
         in_cluster = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         namespace = k8s.core.v1.Namespace(
