@@ -14,8 +14,14 @@ from tests.test_layout import STACK_MODULES, imported_modules
 from tools.project import PROJECT_DIR, project_file
 
 # What CI installs (.ci/run and the workflow): the test requirements and every file they include.
-CI_INSTALLED = ["requirements.txt", "requirements-tools.txt", "requirements-test.txt", "policy/requirements.txt"]
-PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z,]+\])?==[0-9][0-9A-Za-z.+-]*$")
+CI_INSTALLED = [
+    "requirements.txt",
+    "requirements-tools.txt",
+    "requirements-test.txt",
+    "requirements-s3.txt",
+    "policy/requirements.txt",
+]
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,]+\])?==[0-9][0-9A-Za-z.+-]*$")
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -64,3 +70,4 @@ def test_the_workflow_tests_in_the_test_venv():
         step["run"] for step in workflow["jobs"]["tests"]["steps"] if "requirements-test" in step.get("run", "")
     )
     assert ".venv-test/bin/pip install --quiet -r requirements-test.txt" in install
+    assert ".venv-test/bin/pip install --quiet --no-deps -r requirements-s3.txt" in install
