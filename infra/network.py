@@ -232,7 +232,10 @@ class Network(pulumi.ComponentResource):
             # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
             # (infra/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
             # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
-            # gateway endpoint").
+            # gateway endpoint"). The route tables keep their inline `routes`: the provider leaves out of them the
+            # routes a VPC endpoint adds (a prefix-list destination through a vpce- gateway), so neither side undoes
+            # the other's (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes:
+            # "Skipping because VPC endpoint routes are handled separately").
             aws.ec2.VpcEndpoint(
                 children.name("s3"),
                 vpc_id=vpc.id,
