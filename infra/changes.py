@@ -64,6 +64,13 @@ SERVE_IN_PLACE = Effect(
     "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with more replicas not "
     "measured; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
 )
+MODEL_MIRRORED = Effect(
+    "model-mirrored",
+    "the model cache changes (infra/model_cache.py): a new mirror Job copies the model into the stack's bucket "
+    "(files already there are skipped) and `pulumi up` waits for it before the RayService changes; the cache's "
+    "IAM policies and the mirror's Secret are updated in place",
+    "no change while the mirror runs; then as the serve config changes",
+)
 SECRET_UPDATED = Effect(
     "secret-updated",
     "the Kubernetes Secret is updated in place; pods read it when they start, so it is used from the next restart",
@@ -116,6 +123,7 @@ STACK_REBUILT = Effect(
 ALL_EFFECTS = (
     NOTHING_RUNNING,
     AWS_IN_PLACE,
+    MODEL_MIRRORED,
     SECRET_UPDATED,
     KEYS_RELOADED,
     LOAD_BALANCER,

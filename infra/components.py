@@ -24,7 +24,9 @@ from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
 class Children:
     """Names and options of one component's children."""
 
-    def __init__(self, component: pulumi.Resource, name: str, stack_name: str) -> None:
+    def __init__(self, component: pulumi.Resource, name: str, stack_name: str | None) -> None:
+        """`stack_name`: the name the stack gives the component, under which its children keep their old names;
+        None for a component that came after children were named so, which has no old names to keep."""
         self.component = component
         self.prefix = name
         self.keeps_old_names = name == stack_name
@@ -36,6 +38,10 @@ class Children:
         """The child's options: parented to the component, and under the stack's name aliased to its old name."""
         aliases = [pulumi.Alias(name=role)] if self.keeps_old_names else None
         return pulumi.ResourceOptions(parent=self.component, aliases=aliases, **options)
+
+    def new_opts(self, **options: Any) -> pulumi.ResourceOptions:
+        """A child that came after children were named after their component: no stack has it under an old name."""
+        return pulumi.ResourceOptions(parent=self.component, **options)
 
 
 def problem(property_path: str, reason: str) -> InputPropertyErrorDetails:

@@ -198,6 +198,9 @@ class StackConfig:
     serve_ready_timeout_minutes: int
     # Check the model source before the RayService changes (infra/model_source.py).
     model_preflight: bool
+    # The stack's S3 model cache (infra/model_cache.py): mirror a Hub modelSource into it; keep it on destroy.
+    model_cache: bool
+    model_cache_force_destroy: bool
     # observability (infra/observability.py)
     observability: bool
     kube_prometheus_stack_version: str

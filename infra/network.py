@@ -15,8 +15,8 @@ import pulumi_aws as aws
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster import cluster_name_errors
-from infra.components import Children, problem, raise_input_errors
-from infra.config import ConfigError, StackConfig
+from infra.components import REGION, Children, problem, raise_input_errors, unmatched
+from infra.config import REGION_PATTERN, ConfigError, StackConfig
 from infra.settings import ipv4_network
 
 # Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP);
@@ -106,6 +106,8 @@ class NetworkArgs:
     nat_gateway_per_az: bool = False  # one NAT gateway per AZ, rather than one for all (cheaper, one AZ's fate)
     protect: bool = False  # Pulumi's `protect` on the VPC, so `pulumi destroy` refuses until it is lifted
     tags: Mapping[str, str] = field(default_factory=dict)  # on every resource of the network
+    # The VPC's region, which names its S3 gateway endpoint's service (com.amazonaws.<region>.s3); empty makes none.
+    region: str = ""
 
 
 def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
@@ -140,6 +142,8 @@ def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
         errors.append(
             problem("azs", f"{len(args.azs)} Availability Zones: vpc_cidr={args.vpc_cidr} has room for {room}")
         )
+    if args.region:
+        errors += unmatched({"region": args.region}, REGION_PATTERN, REGION)
     return errors
 
 
@@ -200,6 +204,7 @@ class Network(pulumi.ComponentResource):
             if args.nat_gateway_per_az or not nat_gateway_ids:
                 nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
 
+        private_route_tables: list[aws.ec2.RouteTable] = []
         for plan in subnet_plans:
             private = self._subnet(
                 args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb"
@@ -219,7 +224,27 @@ class Network(pulumi.ComponentResource):
                 opts=children.opts(f"private-{plan.az}"),
             )
             self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
+            private_route_tables.append(routes)
 
+        if args.region:
+            # S3 from the private subnets without the NAT gateway (no per-GB processing charge): a gateway
+            # endpoint puts the region's S3 prefix list on the private route tables
+            # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
+            # (infra/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
+            # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
+            # gateway endpoint"). The route tables keep their inline `routes`: the provider leaves out of them the
+            # routes a VPC endpoint adds (a prefix-list destination through a vpce- gateway), so neither side undoes
+            # the other's (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes:
+            # "Skipping because VPC endpoint routes are handled separately").
+            aws.ec2.VpcEndpoint(
+                children.name("s3"),
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{args.region}.s3",
+                vpc_endpoint_type="Gateway",
+                route_table_ids=[routes.id for routes in private_route_tables],
+                tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+                opts=children.new_opts(),
+            )
         self.vpc_id = vpc.id
         self.register_outputs({"vpcId": vpc.id})
 

@@ -2,10 +2,11 @@
 report.
 
 The config alone cannot say whether EKS offers `kubernetesVersion`, whether the region has `systemNodeType`,
-whether `gpuAz` offers `gpuNodeType`, who deploys, how large the GPU quota is, or whether the model loads and fits.
-Each of those is a check beside what it protects (infra/cluster.py, network.py, offerings.py, quota.py,
-model_source.py, capacity.py, quantization.py) that raises its own error when used alone; here they all run, and
-what they found is raised together as one `PreflightError`, so three bad values need one run, not three.
+whether `gpuAz` offers `gpuNodeType`, who deploys (and in which account, which names the model cache's bucket), how
+large the GPU quota is, or whether the model loads and fits. Each of those is a check beside what it protects
+(infra/cluster.py, network.py, offerings.py, quota.py, model_source.py, capacity.py, quantization.py) that raises
+its own error when used alone; here they all run, and what they found is raised together as one `PreflightError`,
+so three bad values need one run, not three.
 docs/deploy-time-lookups.md lists each lookup and the IAM action it needs.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pulumi
+import pulumi_aws as aws
 
 from infra.capacity import (
     CapacityError,
@@ -26,6 +28,7 @@ from infra.capacity import (
 )
 from infra.cluster import check_admin_principals, discover_partition
 from infra.config import ConfigError, StackConfig
+from infra.model_cache import cache_bucket_name, is_hub_repo
 from infra.model_source import ModelFacts, ModelSourceError, read_model
 from infra.network import Placement, discover_placement
 from infra.offerings import AddonVersions, check_offerings
@@ -51,6 +54,8 @@ class DeployFacts:
     # What each side's engine holds (the `engineCapacity` output); None without modelPreflight or where the model's
     # layout or weights are not known.
     capacity: dict[str, Any] | None
+    # The model cache's bucket (infra/model_cache.py) when a Hub modelSource is mirrored into it, else None.
+    model_cache_bucket: str | None = None
 
 
 def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | None:
@@ -100,6 +105,18 @@ def model_capacity(cfg: StackConfig) -> dict[str, Any] | None:
     return engine_capacity(cfg, model)
 
 
+def mirrors_model(cfg: StackConfig) -> bool:
+    """Whether the stack mirrors modelSource into its own bucket: only a Hub repo is (an s3:// source is read as it
+    is, a path in the image needs nothing)."""
+    return cfg.model_cache and is_hub_repo(cfg.model_source)
+
+
+def model_cache_bucket(cfg: StackConfig) -> str:
+    """The model cache's bucket, whose name holds the deploying account (STS), so the serve config can name it
+    before the bucket exists."""
+    return cache_bucket_name(cfg.cluster_name, aws.get_caller_identity().account_id, cfg.region)
+
+
 def preflight(cfg: StackConfig) -> DeployFacts:
     """Makes every deploy-time lookup; raises PreflightError naming every problem they found."""
     problems: list[str] = []
@@ -123,7 +140,10 @@ def preflight(cfg: StackConfig) -> DeployFacts:
     addons = attempt(check_offerings)
     attempt(check_gpu_vcpu_quota)
     capacity = attempt(model_capacity) if cfg.model_preflight else None
+    bucket = model_cache_bucket(cfg) if mirrors_model(cfg) else None
     if problems:
         raise PreflightError(problems)
     assert partition is not None and placement is not None and addons is not None
-    return DeployFacts(partition=partition, placement=placement, addons=addons, capacity=capacity)
+    return DeployFacts(
+        partition=partition, placement=placement, addons=addons, capacity=capacity, model_cache_bucket=bucket
+    )

@@ -40,6 +40,14 @@ RAY_AUTOSCALER = {
 }
 # vLLM moves tensors between processes through /dev/shm; the container default of 64 MiB is too small.
 SHM_SIZE = "16Gi"
+# vLLM's compile caches (torch.compile's artifacts and its AOT graphs) live under VLLM_CACHE_ROOT, in a directory
+# named by a hash of the config, the code and the compiler (vLLM 0.26 vllm/compilation/backends.py: factors
+# env_hash, config_hash, code_hash, compiler_hash -> VLLM_CACHE_ROOT/torch_compile_cache/<hash>), so a cache left
+# by another model or version is never reused by mistake. On the node's disk (hostPath), it outlives the pod: an
+# engine restarted on the same node skips the 2.5 to 3 minutes of compiling (docs/gpu-end-to-end.md); a new node
+# compiles once.
+VLLM_CACHE_ROOT = "/var/cache/vllm"
+VLLM_CACHE_HOST_PATH = "/var/lib/ray-llm-eks/vllm-cache"
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
 
@@ -106,7 +114,7 @@ def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
     }
 
 
-def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
+def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | None = None) -> dict[str, Any]:
     # One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it.
     node = cfg.topology.node
     resources = {
@@ -115,7 +123,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
         "nvidia.com/gpu": str(node.gpus),
         "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }
-    env = _env(with_hf_token, EFA_ENV)
+    env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT})
     auth_volumes, auth_mounts = serve_auth_volumes(cfg)
     # NIXL and vLLM advertise this address to the other side of the KV transfer.
     env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
@@ -129,6 +137,8 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
             "spec": {
                 **gpu_node_scheduling(),
+                # The model cache's reader (infra/model_cache.py): IRSA credentials for the model's S3 prefix only.
+                **({"serviceAccountName": service_account} if service_account else {}),
                 "containers": [
                     {
                         "name": "ray-worker",
@@ -137,11 +147,16 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
                         "env": env,
                         # EFA registers pinned memory: libfabric needs to lock it.
                         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *auth_mounts],
+                        "volumeMounts": [
+                            {"name": "dshm", "mountPath": "/dev/shm"},
+                            {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
+                            *auth_mounts,
+                        ],
                     }
                 ],
                 "volumes": [
                     {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+                    {"name": "vllm-cache", "hostPath": {"path": VLLM_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}},
                     *auth_volumes,
                 ],
             },
@@ -149,7 +164,11 @@ def worker_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
     }
 
 
-def build_rayservice(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
+def build_rayservice(
+    cfg: StackConfig, with_hf_token: bool, model_cache_uri: str | None = None, service_account: str | None = None
+) -> dict[str, Any]:
+    """`model_cache_uri` and `service_account`: the model cache's copy and the workers' reader account
+    (infra/model_cache.py), when the workers load from S3."""
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
@@ -164,12 +183,12 @@ def build_rayservice(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
             # A rayClusterConfig change replaces the RayService (infra/serve_app.py); KubeRay must never start a
             # second cluster beside the active one, which the GPU node group cannot hold (NewCluster, the default).
             "upgradeStrategy": {"type": "None"},
-            "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg)), sort_keys=False),
+            "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg, model_cache_uri)), sort_keys=False),
             "rayClusterConfig": {
                 "rayVersion": cfg.ray_version,
                 **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
                 "headGroupSpec": head_group(cfg, with_hf_token),
-                "workerGroupSpecs": [worker_group(cfg, with_hf_token)],
+                "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
             },
         },
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,11 @@ class ServingArgs:
     ready_timeout_seconds: int = 45 * 60  # how long `pulumi up` waits for the applied config to run
     # Settings grouped by what a change to them does (infra.changes.settings_by_effect), for the preview's diff.
     changes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The GPU workers' service account, by name, and the IAM role it stands for (IRSA): the model cache's reader
+    # (infra/model_cache.py), which the RayService's worker pods name.
+    worker_service_account: tuple[str, pulumi.Input[str]] | None = None
+    # What must be done before the RayService is applied: the model cache's mirror Job.
+    waits_for: Sequence[pulumi.Resource] = ()
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
@@ -54,6 +59,14 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
         errors.append(problem("rayservice", f"not a RayService manifest in namespace {args.namespace!r}"))
     if args.ready_timeout_seconds <= 0:
         errors.append(problem("ready_timeout_seconds", f"{args.ready_timeout_seconds}: allowed is a positive number"))
+    if args.worker_service_account is not None:
+        account = args.worker_service_account[0]
+        errors += unmatched({"worker_service_account": account}, DNS_LABEL_PATTERN, "a service account name")
+        # An account no worker pod names gives the workers nothing: they would load without the access it grants.
+        groups = args.rayservice.get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
+        named = [group.get("template", {}).get("spec", {}).get("serviceAccountName") for group in groups]
+        if not named or any(name != account for name in named):
+            errors.append(problem("worker_service_account", f"{account!r} is not the account of every worker pod"))
     return errors
 
 
@@ -139,6 +152,18 @@ class Serving(pulumi.ComponentResource):
 
         if args.api_keys is not None:
             rayservice_deps.extend(serve_auth_objects(args, children, cluster.provider, namespace))
+        if args.worker_service_account is not None:
+            account, role_arn = args.worker_service_account
+            rayservice_deps.append(
+                k8s.core.v1.ServiceAccount(
+                    children.name("worker-service-account"),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
+                    ),
+                    opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
+                )
+            )
+        rayservice_deps.extend(args.waits_for)
 
         manifest = args.rayservice
         rayservice = k8s.apiextensions.CustomResource(

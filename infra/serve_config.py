@@ -66,7 +66,9 @@ class ServeAppArgs:
 
     name: str  # the Serve application's name (the RayService's)
     model_id: str  # the name clients ask for
-    model_source: str  # a Hugging Face repo id, s3:// prefix or path in the image
+    # Where the engines load the weights: a Hugging Face repo id, s3:// prefix (the stack's model cache's copy of
+    # the repo, infra/model_cache.py, or the user's own) or path in the image.
+    model_source: str
     max_model_len: int
     language_model_only: bool  # vLLM language_model_only: no vision tower
     prefill: ServeSide
@@ -79,11 +81,12 @@ class ServeAppArgs:
     api_key_auth: bool  # our ingress asks for a key (infra/serve_auth.py)
 
 
-def serve_app_args(cfg: StackConfig) -> ServeAppArgs:
+def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> ServeAppArgs:
+    """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set."""
     return ServeAppArgs(
         name=application_name(cfg),
         model_id=cfg.model_id,
-        model_source=cfg.model_source,
+        model_source=model_cache_uri or cfg.model_source,
         max_model_len=cfg.max_model_len,
         language_model_only=cfg.language_model_only,
         prefill=cfg.prefill,
@@ -130,11 +133,19 @@ def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | st
     return {key: value for key, value in overrides.items() if value is not None}
 
 
+def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
+    """Where the engines load the weights from. An `s3://` source is Ray Serve LLM 2.58's cloud loading: each node
+    downloads the files from S3 into its Hugging Face cache with boto3, and vLLM loads that local copy
+    (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`, infra/model_cache.py); the GPU proof
+    (tools/s3_load.py) loads through this same function."""
+    return {"model_id": model_id, "model_source": model_source}
+
+
 def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
     """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
     serve_side = _side(args, side)
     return {
-        "model_loading_config": {"model_id": args.model_id, "model_source": args.model_source},
+        "model_loading_config": model_loading_config(args.model_id, args.model_source),
         "engine_kwargs": {
             "max_model_len": args.max_model_len,
             "language_model_only": args.language_model_only,

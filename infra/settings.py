@@ -28,6 +28,7 @@ from infra.changes import (
     GPU_NODES_SCALED,
     KEYS_RELOADED,
     LOAD_BALANCER,
+    MODEL_MIRRORED,
     MONITORING,
     NOTHING_RUNNING,
     RAYSERVICE_REPLACED,
@@ -489,7 +490,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Ray Serve LLM container image; empty uses ray:serve-llm-cuda-v1.0 from the region's Deep Learning "
             "Containers registry (<account>.dkr.ecr.<region>.amazonaws.com).",
             feeds="dlc_image",
-            effects=(RAYSERVICE_REPLACED,),
+            effects=(MODEL_MIRRORED, RAYSERVICE_REPLACED),
+            change_note="the mirror Job runs in the same image, so it runs again; with the files already in the bucket "
+            "it only checks them",
         ),
         Setting(
             "kuberayVersion",
@@ -554,7 +557,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
             feeds="model_source",
-            effects=SERVE_ONLY,
+            effects=(MODEL_MIRRORED, SERVE_IN_PLACE),
+            change_note="with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
+            "read as it is",
         ),
         Setting(
             "maxModelLen",
@@ -747,8 +752,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "",
             "Optional Hugging Face token for gated models; set it with `pulumi config set --secret hfToken`.",
             feeds="hf_token, hf_token_value",
-            effects=(SECRET_UPDATED, RAYSERVICE_REPLACED),
-            change_note="a new value updates the Secret only; adding or removing the token replaces the RayService",
+            effects=(SECRET_UPDATED, MODEL_MIRRORED, RAYSERVICE_REPLACED),
+            change_note="a new value updates the Secrets only (the workers' and, with the model cache, the mirror's); "
+            "adding or removing the token replaces the RayService and the mirror Job",
         ),
         Setting(
             "serveExposure",
@@ -829,6 +835,27 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "huggingface.co or S3 from the deploying machine.",
             feeds="model_preflight",
             effects=(NOTHING_RUNNING,),
+        ),
+        Setting(
+            "modelCache",
+            BOOLEAN,
+            True,
+            "Mirror a Hugging Face modelSource once into the stack's own S3 bucket (an in-cluster Job on the first "
+            "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
+            "modelSource is read directly either way (README, Model cache).",
+            feeds="model_cache",
+            effects=(MODEL_MIRRORED, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
+            "account (read access to the cache) comes or goes",
+        ),
+        Setting(
+            "modelCacheForceDestroy",
+            BOOLEAN,
+            False,
+            "Let `pulumi destroy` delete the model cache bucket with the weights in it; false keeps a non-empty "
+            "bucket, and the destroy fails on it until it is emptied.",
+            feeds="model_cache_force_destroy",
+            effects=(AWS_IN_PLACE,),
         ),
     ),
     "observability": (

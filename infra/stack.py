@@ -14,6 +14,7 @@ from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import ConfigError, StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
+from infra.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri, is_s3_uri
 from infra.network import Network, NetworkArgs
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.observability import (
@@ -50,6 +51,7 @@ CONFIG_KEYS = {
         "capacity_type": "gpuCapacityType",
         "capacity_reservation_id": "capacityReservationId",
     },
+    "ModelCache": {"uri": "modelSource", "repo": "modelSource", "image": "dlcImage", "namespace": "namespace"},
 }
 
 
@@ -86,6 +88,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
                 nat_gateway_per_az=cfg.nat_gateway_per_az,
                 protect=cfg.protect_resources,
                 tags=cfg.tags,
+                region=cfg.region,
             ),
         ),
     )
@@ -169,17 +172,49 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             depends_on=[system_nodes.node_group],
             opts=pulumi.ResourceOptions(parent=gpu_nodes),
         )
+    # The model cache (infra/model_cache.py): a Hub repo mirrored into the stack's bucket, or the user's own s3://
+    # source; either way the workers read it with a role that may read that prefix only.
+    bucket = facts.model_cache_bucket
+    model_cache_uri = cache_uri(bucket, cfg.model_source) if bucket is not None else None
+    workers_source = model_cache_uri or cfg.model_source
+    model_cache = None
+    if is_s3_uri(workers_source):
+        model_cache = in_config_terms(
+            "ModelCache",
+            lambda: ModelCache(
+                "model-cache",
+                ModelCacheArgs(
+                    uri=workers_source,
+                    namespace=cfg.namespace,
+                    partition=partition.name,
+                    image=cfg.dlc_image,
+                    repo=cfg.model_source if bucket is not None else None,
+                    bucket_force_destroy=cfg.model_cache_force_destroy,
+                    hf_token=cfg.hf_token,
+                    tags=cfg.tags,
+                ),
+                cluster,
+                opts=pulumi.ResourceOptions(depends_on=[system_nodes]),
+            ),
+        )
     serving = Serving(
         "serving",
         ServingArgs(
             namespace=cfg.namespace,
             operator=KubeRayOperatorArgs(version=cfg.kuberay_version),
-            rayservice=build_rayservice(cfg, with_hf_token=cfg.hf_token is not None),
+            rayservice=build_rayservice(
+                cfg,
+                with_hf_token=cfg.hf_token is not None,
+                model_cache_uri=model_cache_uri,
+                service_account=READER_SERVICE_ACCOUNT if model_cache else None,
+            ),
             hf_token=cfg.hf_token,
             api_keys=cfg.serve_api_keys,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
             ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
             changes=settings_by_effect(cfg.settings),
+            worker_service_account=(READER_SERVICE_ACCOUNT, model_cache.reader_role_arn) if model_cache else None,
+            waits_for=[model_cache.mirror] if model_cache and model_cache.mirror else [],
         ),
         cluster,
         system_nodes,
@@ -229,6 +264,9 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     }
     if facts.capacity is not None:
         outputs["engineCapacity"] = facts.capacity
+    if model_cache_uri is not None:
+        # Where the workers load the model from; README, Model cache, says how to refresh it.
+        outputs["modelCacheUri"] = model_cache_uri
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
         # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).

@@ -31,6 +31,28 @@ MOVES = {
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
     },
     changes.SECRET_UPDATED.name: {(SECRET, "serving-hf-token")},
+    changes.MODEL_MIRRORED.name: {
+        ("ray-llm-eks:serving:ModelCache", "model-cache"),
+        ("kubernetes:batch/v1:Job", "model-cache-mirror"),
+        (SECRET, "model-cache-hf-token"),
+        ("kubernetes:core/v1:ServiceAccount", "serving-worker-service-account"),
+        *(
+            (f"aws:iam/{kind}", f"model-cache-{role}")
+            for kind in ("role:Role", "rolePolicy:RolePolicy")
+            for role in ("reader", "mirror")
+        ),
+        *(
+            (f"aws:s3/{kind}", "model-cache-bucket")
+            for kind in (
+                "bucket:Bucket",
+                "bucketPublicAccessBlock:BucketPublicAccessBlock",
+                "bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+            )
+        ),
+        ("kubernetes:core/v1:Namespace", "model-cache-namespace"),
+        ("kubernetes:core/v1:ServiceAccount", "model-cache-mirror"),
+        ("kubernetes:core/v1:ConfigMap", "model-cache-script"),
+    },
     changes.KEYS_RELOADED.name: {(SECRET, "serving-serve-api-keys")},
     changes.LOAD_BALANCER.name: {("kubernetes:core/v1:Service", "serving-serve-load-balancer")},
     changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu-nodes-gpu")},
@@ -72,6 +94,7 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "serveReadyTimeoutMinutes": {"serveReadyTimeoutMinutes": 60},
     "quotaPreflight": {"quotaPreflight": False},
     "modelPreflight": {"modelPreflight": False},
+    "modelCache": {"modelCache": False},
     "gpuNodeCount": {"gpuNodeCount": 2},
     "observability": {"observability": False},
     "ttftP99ObjectiveMs": {"ttftP99ObjectiveMs": 1500},
@@ -120,14 +143,18 @@ def test_a_serve_change_reaches_the_serve_config(dev, key):
     assert rayservice(run_stack(NEW_VALUES[key]))["spec"]["serveConfigV2"] != before
 
 
-def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the_secret(dev):
+def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the_secrets(dev):
     """A pod reads a Secret's value into its environment when it starts (Kubernetes docs, Secrets as environment
     variables: "If a container already consumes a Secret in an environment variable, a Secret update will not be
     seen by the container unless it is restarted")."""
     first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
     second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",))
     assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
-    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "serving-hf-token")}
+    # The workers' Secret, and the model mirror's own (infra/model_cache.py): the mirror Job has run already.
+    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {
+        (SECRET, "serving-hf-token"),
+        (SECRET, "model-cache-hf-token"),
+    }
 
 
 def test_the_rollout_groups_each_setting_under_its_most_severe_effect(dev):

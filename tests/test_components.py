@@ -29,6 +29,7 @@ from infra.cluster import Cluster, ClusterArgs
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperatorArgs
+from infra.model_cache import ModelCache, ModelCacheArgs
 from infra.network import Network, NetworkArgs
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.observability import Observability, ObservabilityArgs
@@ -47,7 +48,8 @@ def rayservice(name):
 
 for team in ("blue", "green"):
     network = Network(
-        f"{team}-network", NetworkArgs(cluster_name=team, vpc_cidr="10.8.0.0/16", azs=("us-east-1a", "us-east-1b"))
+        f"{team}-network",
+        NetworkArgs(cluster_name=team, vpc_cidr="10.8.0.0/16", azs=("us-east-1a", "us-east-1b"), region="us-east-1"),
     )
     private = list(network.private_subnet_ids.values())
     cluster = Cluster(
@@ -99,6 +101,19 @@ for team in ("blue", "green"):
             system,
             plugins,
         )
+        ModelCache(
+            f"{team}-model-cache-{group}",
+            ModelCacheArgs(
+                uri=f"s3://{team}-{group}-models/models/org/model",
+                namespace=f"{team}-{group}",
+                partition="aws",
+                image="public.ecr.aws/example/mirror:1.0",
+                repo="org/model",
+                mirror_namespace=f"{team}-{group}-mirror",
+                hf_token="hf_NotARealTokenButLongEnough",
+            ),
+            cluster,
+        )
         Observability(
             f"{team}-observability-{group}",
             ObservabilityArgs(
@@ -132,6 +147,7 @@ COMPONENTS = (
     "Serving",
     "KubeRayOperator",
     "Observability",
+    "ModelCache",
 )
 
 
@@ -153,8 +169,11 @@ def test_two_of_each_component_give_no_duplicate_urn(two_of_each):
 
 
 def test_only_the_stacks_own_instances_carry_aliases(two_of_each):
-    """An alias to an old name is for a stack that had that name; none of these instances had one."""
-    assert [r.urn for r in two_of_each.resources if r.alias_urns] == []
+    """An alias to an old name is for a stack that had that name; none of these instances had one. pulumi-aws's own
+    aliases of a renamed type keep the name and are not counted (pulumi_aws/s3/bucket.py: `pulumi.Alias(type_=
+    "aws:s3/bucketV2:BucketV2")`, the S3 bucket's type before pulumi-aws 7)."""
+    renamed = [r.urn for r in two_of_each.resources for alias in r.alias_urns if alias.rsplit("::", 1)[1] != r.name]
+    assert renamed == []
 
 
 # The URNs the mock run declared at 465ec36, before children were named after their component, for each shipped
@@ -186,7 +205,8 @@ def test_every_resource_of_an_existing_stack_keeps_its_urn_or_is_aliased_to_it(r
     run = every_part_run() if stack == "dev-every-part" else request.getfixturevalue(stack)
     kept = {r.urn for r in run.resources} | {alias for r in run.resources for alias in r.alias_urns}
     assert sorted(set(OLD_URNS[stack]) - kept) == []
-    claimed = Counter(alias for r in run.resources for alias in r.alias_urns)
+    # By how many resources (pulumi-aws's Bucket lists its own type alias twice: pulumi_aws/s3/bucket.py).
+    claimed = Counter(alias for r in run.resources for alias in set(r.alias_urns))
     assert [alias for alias, count in claimed.items() if count > 1] == []
 
 
@@ -199,8 +219,9 @@ def test_the_stacks_vpc_is_aliased_to_its_old_name(dev):
 
 BAD_ARGS = {
     "Network": (
-        "Network('n', NetworkArgs(cluster_name='-bad', vpc_cidr='10.0.0.0/255.255.0.0', azs=('us-east-1a',)))",
-        {"cluster_name", "vpc_cidr", "azs"},
+        "Network('n', NetworkArgs(cluster_name='-bad', vpc_cidr='10.0.0.0/255.255.0.0', azs=('us-east-1a',), "
+        "region='us'))",
+        {"cluster_name", "vpc_cidr", "azs", "region"},
     ),
     "Cluster": (
         "Cluster('c', ClusterArgs(cluster_name='c', kubernetes_version='1.20', partition=Partition('aws', "
@@ -228,9 +249,14 @@ BAD_ARGS = {
     "KubeRayOperator": ("KubeRayOperator('k', KubeRayOperatorArgs(version='latest'), None, [])", {"version"}),
     "Serving": (
         "Serving('s', ServingArgs(namespace='Ray', operator=KubeRayOperatorArgs(version='1.4.0'), "
-        "rayservice={'kind': 'RayCluster', 'metadata': {'namespace': 'ray'}}, ready_timeout_seconds=0), "
-        "None, None, None)",
-        {"namespace", "rayservice", "ready_timeout_seconds"},
+        "rayservice={'kind': 'RayCluster', 'metadata': {'namespace': 'ray'}}, ready_timeout_seconds=0, "
+        "worker_service_account=('model-reader', 'arn:aws:iam::123456789012:role/r')), None, None, None)",
+        {"namespace", "rayservice", "ready_timeout_seconds", "worker_service_account"},
+    ),
+    "ModelCache": (
+        "ModelCache('m', ModelCacheArgs(uri='s3://Models_Bucket/', namespace='Ray', partition='aws', "
+        "repo='models/org/model', mirror_namespace='mirror'), None)",
+        {"uri", "namespace", "repo", "image"},
     ),
     "Observability": (
         "Observability('o', ObservabilityArgs(stack_version='88', dcgm_version='4.8.2', ray_namespace='Ray', "
@@ -243,6 +269,7 @@ from infra.alerts import AlertArgs
 from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.model_cache import ModelCache, ModelCacheArgs
 from infra.observability import Observability, ObservabilityArgs
 from infra.serve_app import Serving, ServingArgs
 from infra.cluster import Cluster, ClusterArgs

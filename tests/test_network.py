@@ -129,3 +129,21 @@ def test_vpc_cidr_comes_from_config(dev):
 def test_vpc_is_protected_only_when_configured(dev, prod):
     assert dev.get("aws:ec2/vpc:Vpc", "network-vpc").protect is False
     assert prod.get("aws:ec2/vpc:Vpc", "network-vpc").protect is True
+
+
+def test_s3_is_reached_from_the_private_subnets_through_a_gateway_endpoint(dev):
+    """A gateway endpoint adds S3's prefix list to the route tables it names
+    (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html): the model cache's weights and ECR's
+    image layers skip the NAT gateway. Every private subnet's route table gets it, in the stack's region. Named in
+    route_table_ids beside the tables' inline routes, which the provider reads without the endpoint's routes
+    (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes skips a prefix-list route
+    through a vpce- gateway), so the two never undo each other."""
+    endpoint_resource = dev.get("aws:ec2/vpcEndpoint:VpcEndpoint", "network-s3")
+    endpoint = endpoint_resource.inputs
+    assert endpoint["vpcEndpointType"] == "Gateway"
+    assert endpoint["serviceName"] == "com.amazonaws.sa-east-1.s3"
+    private_tables = {
+        r.urn for r in dev.of_type("aws:ec2/routeTable:RouteTable") if r.name.startswith("network-private-routes-")
+    }
+    assert private_tables and private_tables <= set(endpoint_resource.dependencies)
+    assert len(endpoint["routeTableIds"]) == len(private_tables)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -225,6 +226,33 @@ def _add_output(name: str, value: Callable[[CapturedStack], Any]) -> Callable[[C
     return lambda captured: captured.outputs.update({name: value(captured)})
 
 
+def _widen_reader(change: Callable[[list[dict[str, Any]]], None]) -> Callable[[CapturedStack], None]:
+    """Edits the statements of the GPU workers' S3 read policy (infra/model_cache.py reader_policy)."""
+
+    def edit(captured: CapturedStack) -> None:
+        inputs = captured.get("aws:iam/rolePolicy:RolePolicy", "model-cache-reader").inputs
+        policy = json.loads(inputs["policy"])
+        change(policy["Statement"])
+        inputs["policy"] = json.dumps(policy)
+
+    return edit
+
+
+def _set_statement(index: int, **changes: Any) -> Callable[[list[dict[str, Any]]], None]:
+    return lambda statements: statements[index].update(changes)
+
+
+# Each a way the workers' role could reach beyond the model's prefix.
+READER_WIDENINGS = (
+    ("whole-bucket", _set_statement(0, Resource=["arn:aws:s3:::any-bucket/*"])),
+    ("write", _set_statement(0, Action=["s3:GetObject", "s3:PutObject"])),
+    ("any-action", _set_statement(0, Action="s3:*")),
+    ("unnarrowed-list", lambda statements: statements[1].pop("Condition")),
+    ("list-another-prefix", _set_statement(1, Condition={"StringLike": {"s3:prefix": ["other/*"]}})),
+    ("extra-statement", lambda statements: statements.append({"Effect": "Allow", "Action": "ec2:*", "Resource": "*"})),
+)
+
+
 SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without the literal
 # Ranges that let the whole internet in: config validation rejects both (infra/config.py covers_the_internet);
 # the policies guard stacks built some other way.
@@ -427,6 +455,10 @@ BREAKAGES = [
         overrides={"hfToken": HF_TOKEN},
         secret_keys=("hfToken",),
         edit=_add_output("hfToken", lambda _: HF_TOKEN),
+    ),
+    *(
+        Breakage(f"reader-{name}", "worker-access-model-only", MANDATORY, None, edit=_widen_reader(change))
+        for name, change in READER_WIDENINGS
     ),
     Breakage(
         "kubeconfig-plain-output",

@@ -110,3 +110,5 @@ def test_first_screen_sets_up_the_test_venv_as_ci_does():
     assert "python3 -m venv .venv-test && ./.venv-test/bin/pip install -r requirements-test.txt" in FIRST_SCREEN
     assert '"$PYTHON" -m venv .venv-test' in ci_script
     assert "-r requirements-test.txt" in ci_script
+    assert "./.venv-test/bin/pip install --no-deps -r requirements-s3.txt" in FIRST_SCREEN
+    assert "--no-deps -r requirements-s3.txt" in ci_script

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import serve_auth
+from infra import model_cache, serve_auth
 from infra.config import OFFLINE_ALLOW_LIST_OPTION
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
@@ -96,25 +96,32 @@ def test_shipped_stack_renders_every_file(shipped_render):
     assert kinds.index("RayService") < kinds.index("ConfigMap") < kinds.index("PodMonitor")
 
 
-def test_every_object_is_rendered_in_apply_order(full_render):
+def test_every_object_is_rendered_in_apply_order(full_run, full_render):
     names = sorted(path.name for path in (full_render / "manifests").iterdir())
+    mirror_job = model_cache.mirror_job_name("Qwen/Qwen3.5-9B", full_run.outputs["modelCacheUri"])
     assert names == [
         "01-namespace-inference.yaml",
+        "01-namespace-model-cache.yaml",
         "02-secret-hf-token.yaml",
+        "02-secret-model-mirror-hf-token.yaml",
         "02-secret-serve-api-keys.yaml",
-        "03-service-ray-llm-serve-lb.yaml",
-        "04-rayservice-ray-llm.yaml",
-        "05-configmap-dashboard-dcgm-exporter.yaml",
-        "05-configmap-dashboard-pd-health.yaml",
-        "05-configmap-dashboard-ray-serve-deployment.yaml",
-        "05-configmap-dashboard-ray-serve-llm.yaml",
-        "05-configmap-dashboard-ray-serve.yaml",
+        "03-serviceaccount-model-mirror.yaml",
+        "03-serviceaccount-model-reader.yaml",
+        "04-service-ray-llm-serve-lb.yaml",
+        f"05-job-{mirror_job}.yaml",
+        "06-rayservice-ray-llm.yaml",
+        "07-configmap-dashboard-dcgm-exporter.yaml",
+        "07-configmap-dashboard-pd-health.yaml",
+        "07-configmap-dashboard-ray-serve-deployment.yaml",
+        "07-configmap-dashboard-ray-serve-llm.yaml",
+        "07-configmap-dashboard-ray-serve.yaml",
         # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
-        f"05-configmap-{serve_auth.code_configmap_name()}.yaml",
-        "06-podmonitor-kuberay-operator.yaml",
-        "06-podmonitor-ray-head.yaml",
-        "06-podmonitor-ray-workers.yaml",
-        "07-prometheusrule-ray-llm-eks.yaml",
+        "07-configmap-model-mirror-script.yaml",
+        f"07-configmap-{serve_auth.code_configmap_name()}.yaml",
+        "08-podmonitor-kuberay-operator.yaml",
+        "08-podmonitor-ray-head.yaml",
+        "08-podmonitor-ray-workers.yaml",
+        "09-prometheusrule-ray-llm-eks.yaml",
     ]
 
 
@@ -156,7 +163,7 @@ def test_validation_would_catch_a_misspelt_field(full_render):
 def test_numbers_are_integers_not_pulumi_floats(full_render):
     workers = by_kind(full_render)["RayService"]["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
     assert workers["replicas"] == 2 and isinstance(workers["replicas"], int)
-    assert "2.0" not in (full_render / "manifests/04-rayservice-ray-llm.yaml").read_text()
+    assert "2.0" not in (full_render / "manifests/06-rayservice-ray-llm.yaml").read_text()
 
 
 def test_serve_config_is_the_rayservices_own(shipped_render):
@@ -233,7 +240,7 @@ def test_command_renders_what_the_library_renders_and_removes_what_it_no_longer_
     assert first == rendered(full_render), "byte for byte, run after run"
     second = rendered(render_into(tmp_path, "--stack", "dev"))
     assert "manifests/02-secret-hf-token.yaml" not in second
-    assert "manifests/03-service-ray-llm-serve-lb.yaml" not in second
+    assert "manifests/04-service-ray-llm-serve-lb.yaml" not in second
 
 
 def test_gpu_azs_choose_where_the_gpu_nodes_go(tmp_path):

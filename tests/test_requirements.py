@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import re
 import sys
+from importlib import metadata
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.test_layout import STACK_MODULES, imported_modules
 from tools.project import PROJECT_DIR, project_file
 
 # What CI installs (.ci/run and the workflow): the test requirements and every file they include.
-CI_INSTALLED = ["requirements.txt", "requirements-tools.txt", "requirements-test.txt", "policy/requirements.txt"]
-PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z,]+\])?==[0-9][0-9A-Za-z.+-]*$")
+CI_INSTALLED = [
+    "requirements.txt",
+    "requirements-tools.txt",
+    "requirements-test.txt",
+    "requirements-s3.txt",
+    "policy/requirements.txt",
+]
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,]+\])?==[0-9][0-9A-Za-z.+-]*$")
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -64,3 +73,59 @@ def test_the_workflow_tests_in_the_test_venv():
         step["run"] for step in workflow["jobs"]["tests"]["steps"] if "requirements-test" in step.get("run", "")
     )
     assert ".venv-test/bin/pip install --quiet -r requirements-test.txt" in install
+    assert ".venv-test/bin/pip install --quiet --no-deps -r requirements-s3.txt" in install
+
+
+def _required(requirement: Requirement) -> list[Requirement]:
+    """What an installed distribution requires, with the extras `requirement` asks for (markers evaluated here)."""
+    environments = [{"extra": extra} for extra in requirement.extras or {""}]
+    return [
+        needed
+        for needed in map(Requirement, metadata.distribution(requirement.name).requires or [])
+        if needed.marker is None or any(needed.marker.evaluate(environment) for environment in environments)
+    ]
+
+
+def _with_dependencies(roots: list[Requirement]) -> set[str]:
+    found: set[str] = set()
+    todo = list(roots)
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name not in found:
+            found.add(name)
+            todo.extend(_required(requirement))
+    return found
+
+
+def _requirements(name: str) -> list[Requirement]:
+    lines = requirement_lines(name)
+    included = [line.split()[1] for line in lines if line.startswith("-r ")]
+    return [Requirement(line) for line in lines if not line.startswith("-r ")] + [
+        requirement for file in included for requirement in _requirements(file)
+    ]
+
+
+# botocore's cap on python-dateutil, which kubernetes 37 (requirements.txt) needs at 3 or later (requirements-s3.txt).
+KNOWN_UNMET = {("botocore", "python-dateutil")}
+
+
+def test_what_is_installed_without_the_resolver_pins_everything_it_needs():
+    """`pip install --no-deps` installs only the lines of the file, not what they require
+    (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-no-deps): every requirement of a requirements-s3.txt
+    package (its installed metadata, with the extras the line names) is pinned there too or comes with
+    requirements-test.txt's resolved set, at a version it accepts, but for the one conflict that file says why."""
+    pinned = {canonicalize_name(r.name): r for r in _requirements("requirements-s3.txt")}
+    resolved = _with_dependencies(_requirements("requirements-test.txt"))
+    assert not set(pinned) & resolved, "installed twice: by the resolver and again without it"
+    missing, unmet = [], set()
+    for requirement in pinned.values():
+        assert requirement.specifier.contains(metadata.version(requirement.name)), requirement
+        for needed in _required(requirement):
+            name = canonicalize_name(needed.name)
+            if name not in pinned and name not in resolved:
+                missing.append(f"{requirement.name} -> {needed}")
+            elif not needed.specifier.contains(metadata.version(name), prereleases=True):
+                unmet.add((canonicalize_name(requirement.name), name))
+    assert missing == []
+    assert unmet == KNOWN_UNMET

@@ -63,8 +63,9 @@ def test_only_arguments_the_pd_builder_knows(args):
 
 
 @pytest.mark.parametrize("field", ["model_id", "model_source"])
-def test_both_sides_load_the_configured_model(args, field):
-    expected = {"model_id": "qwen3.5-9b", "model_source": "Qwen/Qwen3.5-9B"}[field]
+def test_both_sides_load_the_configured_model(dev, args, field):
+    """The Hub repo is loaded from the stack's model cache, its copy of it (infra/model_cache.py)."""
+    expected = {"model_id": "qwen3.5-9b", "model_source": dev.outputs["modelCacheUri"]}[field]
     assert args["prefill_config"]["model_loading_config"][field] == expected
     assert args["decode_config"]["model_loading_config"][field] == expected
 
@@ -102,23 +103,32 @@ def test_each_side_is_one_replica(args):
 
 
 def test_model_override_reaches_both_sides():
-    args = pd_args(run_stack({"modelId": "qwen3-8b", "modelSource": "Qwen/Qwen3-8B", "maxModelLen": 8192}))
+    run = run_stack({"modelId": "qwen3-8b", "modelSource": "Qwen/Qwen3-8B", "maxModelLen": 8192})
+    args = pd_args(run)
+    assert run.outputs["modelCacheUri"].endswith("/models/Qwen/Qwen3-8B")
     for side in ("prefill", "decode"):
         assert args[f"{side}_config"]["model_loading_config"] == {
             "model_id": "qwen3-8b",
-            "model_source": "Qwen/Qwen3-8B",
+            "model_source": run.outputs["modelCacheUri"],
         }
         assert args[f"{side}_config"]["engine_kwargs"]["max_model_len"] == 8192
 
 
-def test_changing_the_model_moves_only_the_rayservice_and_its_rollout(dev):
-    """A serve-only change updates the RayService in place and, after it, the wait for the new config."""
+def test_changing_the_model_moves_only_the_rayservice_its_rollout_and_the_model_cache(dev):
+    """A serve-only change updates the RayService in place and, after it, the wait for the new config; before it
+    the model cache mirrors the new model (a new Job) under its own prefix (the cache's two IAM policies)."""
     changed = run_stack({"modelId": "qwen3-8b", "modelSource": "Qwen/Qwen3-8B", "maxModelLen": 8192})
     before = {(r.type, r.name): r.inputs for r in dev.resources}
     after = {(r.type, r.name): r.inputs for r in changed.resources}
     assert before.keys() == after.keys()
     moved = {key for key in before if before[key] != after[key]}
-    assert moved == {(RAYSERVICE, "serving-rayservice"), (ROLLOUT, "serving-rollout")}
+    assert moved == {
+        (RAYSERVICE, "serving-rayservice"),
+        (ROLLOUT, "serving-rollout"),
+        ("kubernetes:batch/v1:Job", "model-cache-mirror"),
+        ("aws:iam/rolePolicy:RolePolicy", "model-cache-reader"),
+        ("aws:iam/rolePolicy:RolePolicy", "model-cache-mirror"),
+    }
 
 
 @pytest.mark.parametrize("side", ["prefill", "decode"])

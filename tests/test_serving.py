@@ -135,7 +135,7 @@ def test_worker_lands_on_gpu_nodes_through_their_taint(dev):
 
 def test_worker_has_a_memory_backed_dev_shm(dev):
     spec = worker_group(dev)["template"]["spec"]
-    (volume,) = spec["volumes"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "dshm"]
     assert volume["emptyDir"]["medium"] == "Memory"
     assert {"name": volume["name"], "mountPath": "/dev/shm"} in container(worker_group(dev))["volumeMounts"]
 

@@ -44,9 +44,21 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 # Objects of these types are the stack's plumbing, not something to apply to a cluster.
 NOT_MANIFESTS = frozenset({HELM_RELEASE, "pulumi:providers:kubernetes"})
-# `kubectl apply -f manifests/` goes in file-name order: the namespace first, then the RayService, then the
-# monitoring objects (their namespace and CRDs come with the kube-prometheus-stack release, installed before).
-APPLY_ORDER = ("Namespace", "Secret", "Service", "RayService", "ConfigMap", "PodMonitor", "PrometheusRule")
+# `kubectl apply -f manifests/` goes in file-name order: the namespaces first, the service accounts before the pods
+# that run as them, the model mirror's Job before the RayService (kubectl does not wait for it: `pulumi up` does),
+# then the monitoring objects (their namespace and CRDs come with the kube-prometheus-stack release, installed
+# before).
+APPLY_ORDER = (
+    "Namespace",
+    "Secret",
+    "ServiceAccount",
+    "Service",
+    "Job",
+    "RayService",
+    "ConfigMap",
+    "PodMonitor",
+    "PrometheusRule",
+)
 # Secret values shorter than this are too likely to occur by chance to search for.
 MIN_SEARCHED_SECRET_LENGTH = 4
 RENDERED_LIST = ".rendered-files"

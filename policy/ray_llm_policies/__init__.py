@@ -10,6 +10,7 @@ from pulumi_policy import Policy
 
 from .cluster import EKS_CONTROL_PLANE_LOGGING, EKS_PUBLIC_ENDPOINT_RESTRICTED
 from .governance import CREDENTIALS_NOT_IN_OUTPUTS, OWNERSHIP_TAGS_PRESENT
+from .model_access import WORKER_ACCESS_MODEL_ONLY
 from .nodes import GPU_NODES_EFA, GPU_NODES_SINGLE_AZ, GPU_ROOT_VOLUME, NODES_NO_PUBLIC_IP
 from .serving import (
     HELM_CHARTS_PINNED,
@@ -37,6 +38,7 @@ POLICIES: list[Policy] = [
     SERVE_ENDPOINT_TLS,
     SERVE_ENDPOINT_AUTHENTICATED,
     CREDENTIALS_NOT_IN_OUTPUTS,
+    WORKER_ACCESS_MODEL_ONLY,
     # advisory: a violation is a warning
     EKS_PUBLIC_ENDPOINT_RESTRICTED,
     EKS_CONTROL_PLANE_LOGGING,

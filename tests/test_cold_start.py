@@ -1,0 +1,85 @@
+"""The cold start (issue 23): the image on the node faster, the compile cache kept on the node, and the model of
+what a new node waits for (tools/cold_start.py), which the README's table is generated from."""
+
+from __future__ import annotations
+
+import base64
+import email
+import json
+import math
+
+import yaml
+
+from infra.node_groups import GPU_NODE_DIRECTORIES, GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
+from infra.rayservice import VLLM_CACHE_HOST_PATH, VLLM_CACHE_ROOT
+from tests.rayservice_parts import worker_group
+from tools import cold_start
+from tools.offline import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
+from tools.project import PROJECT_DIR
+
+README = (PROJECT_DIR / "README.md").read_text()
+
+
+def gpu_launch_template(run) -> dict:
+    return run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu-nodes-gpu").inputs
+
+
+def test_the_gpu_root_volume_has_the_throughput_fast_image_pull_asks_for(dev):
+    """nodeadm's guide: at least 600 MiB/s, up to 1000 MiB/s (awslabs/amazon-eks-ami nodeadm/doc/examples.md);
+    gp3 allows at most 0.25 MiB/s per provisioned IOPS (https://docs.aws.amazon.com/ebs/latest/userguide/
+    general-purpose.html)."""
+    (mapping,) = gpu_launch_template(dev)["blockDeviceMappings"]
+    assert mapping["ebs"]["throughput"] == GPU_ROOT_THROUGHPUT_MIBPS >= 600
+    assert mapping["ebs"]["iops"] == GPU_ROOT_IOPS >= GPU_ROOT_THROUGHPUT_MIBPS / 0.25
+
+
+def user_data_parts(run) -> dict[str, str]:
+    message = email.message_from_string(base64.b64decode(gpu_launch_template(run)["userData"]).decode())
+    assert message.is_multipart()
+    return {part.get_content_type(): part.get_payload() for part in message.get_payload()}
+
+
+def test_the_gpu_nodes_pull_in_parallel(dev):
+    """The FastImagePull feature gate turns on the SOCI snapshotter's parallel pull and unpack
+    (nodeadm/internal/containerd/config.go UseSOCISnapshotter); a launch template's NodeConfig is an
+    application/node.eks.aws part of MIME multi-part user data (EKS user guide, launch templates)."""
+    node_config = yaml.safe_load(user_data_parts(dev)["application/node.eks.aws"])
+    assert node_config["apiVersion"] == "node.eks.aws/v1alpha1" and node_config["kind"] == "NodeConfig"
+    assert node_config["spec"]["featureGates"] == {"FastImagePull": True}
+
+
+def test_the_compile_cache_lives_on_the_node(dev):
+    """vLLM keys its compile cache by config, code and compiler under VLLM_CACHE_ROOT
+    (vllm/compilation/backends.py), so a cache on the node serves the next engine pod there."""
+    spec = worker_group(dev)["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "vllm-cache"]
+    assert volume["hostPath"]["path"] == VLLM_CACHE_HOST_PATH
+    (container,) = spec["containers"]
+    assert {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT} in container["volumeMounts"]
+    assert {"name": "VLLM_CACHE_ROOT", "value": VLLM_CACHE_ROOT} in container["env"]
+
+
+def test_the_node_makes_the_cache_directory_writable_for_any_user(dev):
+    script = user_data_parts(dev)["text/x-shellscript"]
+    assert VLLM_CACHE_HOST_PATH in GPU_NODE_DIRECTORIES
+    assert f"install -d -m 1777 {VLLM_CACHE_HOST_PATH}" in script.splitlines()
+
+
+def test_the_readme_table_is_generated_from_the_model():
+    begin, end = README.index(cold_start.BEGIN_MARKER), README.index(cold_start.END_MARKER)
+    assert README[begin : end + len(cold_start.END_MARKER)] == cold_start.markdown(), "python -m tools.cold_start"
+
+
+def test_the_weights_figure_is_the_default_checkpoints_bytes():
+    tensors = json.loads(HUB_TENSORS["Qwen/Qwen3.5-9B"].read_text()).values()
+    size = sum(math.prod(shape) * SAFETENSORS_DTYPE_BYTES[dtype] for dtype, shape in tensors)
+    assert round(size / cold_start.GB, 2) == cold_start.FIGURES["weights"].value
+
+
+def test_every_figure_names_its_source():
+    assert all(figure.source for figure in cold_start.FIGURES.values())
+
+
+def test_the_readme_refresh_command_names_the_mirror_jobs_urn(dev):
+    job = dev.get("kubernetes:batch/v1:Job", "model-cache-mirror")
+    assert job.urn.replace("urn:pulumi:dev::", "urn:pulumi:<stack>::") in README

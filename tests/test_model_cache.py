@@ -1,0 +1,217 @@
+"""The model cache (infra/model_cache.py): the bucket, the mirror Job, the access scoped to the model's prefix, and
+the serve config's loader settings on both sides, as the shipped stacks declare them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+from ray.llm._internal.common.utils.cloud_utils import is_remote_path
+from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+
+from infra import model_cache
+from infra.serve_config import PD_SIDES
+from serve_ext import model_mirror
+from serve_ext.model_mirror import RepoFile
+from tests.rayservice_parts import RAYSERVICE, pd_args, worker_group
+from tests.schemas import core_object_errors
+from tools.offline import ACCOUNT_ID, run_stack
+
+JOB = "kubernetes:batch/v1:Job"
+BUCKET = "aws:s3/bucket:Bucket"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+ROLE = "aws:iam/role:Role"
+
+
+def cache_uri(run) -> str:
+    return run.outputs["modelCacheUri"]
+
+
+def test_the_cache_is_the_stacks_own_bucket_named_for_account_region_and_cluster(dev):
+    bucket, prefix = model_cache.split_s3_uri(cache_uri(dev))
+    assert dev.get(BUCKET, "model-cache-bucket").inputs["bucket"] == bucket
+    assert bucket.endswith(f"-{ACCOUNT_ID}-sa-east-1") and len(bucket) <= 63
+    assert prefix == "models/Qwen/Qwen3.5-9B"
+
+
+def test_the_bucket_is_private_encrypted_tagged_and_kept_on_destroy(dev):
+    """S3 Block Public Access, all four settings (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+    access-control-block-public-access.html); default encryption SSE-S3; forceDestroy false keeps a bucket with
+    objects in it (the provider refuses to delete a non-empty bucket unless force_destroy)."""
+    block = dev.get("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "model-cache-bucket").inputs
+    assert all(
+        block[key] for key in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
+    encryption = dev.get(
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration", "model-cache-bucket"
+    ).inputs
+    assert encryption["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    bucket = dev.get(BUCKET, "model-cache-bucket").inputs
+    assert bucket["forceDestroy"] is False
+    assert bucket["tags"]["project"] == "ray-llm-eks"
+    # Versioning is never turned on: a refreshed file replaces the old one instead of keeping both.
+    assert not dev.of_type("aws:s3/bucketVersioning:BucketVersioning")
+
+
+def test_force_destroy_is_the_settings_word():
+    run = run_stack({"modelCacheForceDestroy": True})
+    assert run.get(BUCKET, "model-cache-bucket").inputs["forceDestroy"] is True
+
+
+def policy_of(run, name: str) -> dict:
+    return json.loads(run.get(ROLE_POLICY, name).inputs["policy"])
+
+
+def test_the_workers_may_read_the_models_prefix_and_nothing_else(dev):
+    """GetObject on the prefix's objects; ListBucket on the bucket only with the s3:prefix condition
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html)."""
+    bucket, prefix = model_cache.split_s3_uri(cache_uri(dev))
+    statements = policy_of(dev, "model-cache-reader")["Statement"]
+    assert {action for s in statements for action in s["Action"]} == {"s3:GetObject", "s3:ListBucket"}
+    get, listing = statements
+    assert get["Resource"] == [f"arn:aws:s3:::{bucket}/{prefix}/*"]
+    assert listing["Resource"] == [f"arn:aws:s3:::{bucket}"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}}
+
+
+def test_only_the_mirror_may_write_and_only_under_the_prefix(dev):
+    bucket, prefix = model_cache.split_s3_uri(cache_uri(dev))
+    writes = [s for s in policy_of(dev, "model-cache-mirror")["Statement"] if "s3:PutObject" in s["Action"]]
+    assert [s["Resource"] for s in writes] == [[f"arn:aws:s3:::{bucket}/{prefix}/*"]]
+    assert not any("Put" in a for s in policy_of(dev, "model-cache-reader")["Statement"] for a in s["Action"])
+
+
+def trust_subject(run, role: str) -> str:
+    (statement,) = json.loads(run.get(ROLE, role).inputs["assumeRolePolicy"])["Statement"]
+    (subject,) = (value for key, value in statement["Condition"]["StringEquals"].items() if key.endswith(":sub"))
+    return subject
+
+
+def test_each_role_is_assumed_by_its_one_service_account(dev):
+    assert trust_subject(dev, "model-cache-reader") == "system:serviceaccount:inference:model-reader"
+    assert trust_subject(dev, "model-cache-mirror") == "system:serviceaccount:model-cache:model-mirror"
+
+
+def test_the_gpu_workers_run_as_the_reader(dev):
+    account = dev.get("kubernetes:core/v1:ServiceAccount", "serving-worker-service-account").inputs["metadata"]
+    assert worker_group(dev)["template"]["spec"]["serviceAccountName"] == account["name"] == "model-reader"
+    assert "eks.amazonaws.com/role-arn" in account["annotations"]
+
+
+def test_both_sides_load_the_cached_copy_through_rays_cloud_loading(dev):
+    """Ray 2.58 takes a remote model_source (is_remote_path) as a CloudMirrorConfig and downloads it on each node
+    (ray/llm/_internal/serve/engines/vllm/vllm_models.py from_llm_config); no load_format is set, since a
+    streaming one makes Ray download nothing and hand vLLM the model_id (llm_config.py get_or_create_callback)."""
+    for side in PD_SIDES:
+        config = LLMConfig.model_validate(pd_args(dev)[f"{side}_config"])
+        assert config.model_loading_config.model_source == cache_uri(dev)
+        assert is_remote_path(config.model_loading_config.model_source)
+        assert "load_format" not in config.engine_kwargs
+
+
+def test_the_rayservice_waits_for_the_mirror(dev):
+    """pulumi-kubernetes waits for a Job to complete (provider/pkg/await/job.go: a `Complete` condition, and a
+    `Failed` one fails the update at once), so a dependency on it holds the RayService until the weights are in."""
+    job = dev.get(JOB, "model-cache-mirror")
+    assert job.urn in dev.get(RAYSERVICE, "serving-rayservice").dependencies
+    annotations = job.inputs["metadata"]["annotations"]
+    assert int(annotations["pulumi.com/timeoutSeconds"]) > 10 * 60  # the provider's Job default is 10 minutes
+
+
+def test_the_mirror_runs_again_only_for_another_model(dev):
+    same = run_stack({"maxModelLen": 8192}).get(JOB, "model-cache-mirror").inputs["metadata"]["name"]
+    other = run_stack({"modelSource": "Qwen/Qwen3-8B"}).get(JOB, "model-cache-mirror").inputs["metadata"]["name"]
+    assert dev.get(JOB, "model-cache-mirror").inputs["metadata"]["name"] == same != other
+
+
+def test_the_hub_token_reaches_the_mirror_only_from_a_secret():
+    run = run_stack({"hfToken": "hf_secret"}, secret_keys=("hfToken",))
+    secret = run.get("kubernetes:core/v1:Secret", "model-cache-hf-token")
+    assert "stringData" in secret.secret_inputs
+    (container,) = run.get(JOB, "model-cache-mirror").inputs["spec"]["template"]["spec"]["containers"]
+    (token,) = [e for e in container["env"] if e["name"] == "HF_TOKEN"]
+    assert token["valueFrom"]["secretKeyRef"]["name"] == model_cache.HF_TOKEN_SECRET
+    assert "hf_secret" not in json.dumps(container)
+
+
+def test_the_job_ships_the_mirror_script_it_runs(dev):
+    script = dev.get("kubernetes:core/v1:ConfigMap", "model-cache-script").inputs["data"]
+    assert script == {"model_mirror.py": Path(model_mirror.__file__).read_text()}
+
+
+def test_a_users_own_s3_source_is_read_as_it_is_with_no_bucket_and_no_mirror():
+    run = run_stack({"modelSource": "s3://example-models/qwen3.5-9b"})
+    assert not run.of_type(BUCKET) and not run.of_type(JOB)
+    assert json.loads(run.get(ROLE_POLICY, "model-cache-reader").inputs["policy"])["Statement"][0]["Resource"] == [
+        "arn:aws:s3:::example-models/qwen3.5-9b/*"
+    ]
+    assert pd_args(run)["decode_config"]["model_loading_config"]["model_source"] == "s3://example-models/qwen3.5-9b"
+
+
+def test_with_the_cache_off_the_workers_read_the_hub_as_before():
+    run = run_stack({"modelCache": False})
+    assert not run.of_type("ray-llm-eks:serving:ModelCache")
+    assert pd_args(run)["prefill_config"]["model_loading_config"]["model_source"] == "Qwen/Qwen3.5-9B"
+    assert "serviceAccountName" not in worker_group(run)["template"]["spec"]
+
+
+def test_the_mirror_job_is_a_valid_batch_v1_job():
+    job = model_cache.build_mirror_job("Qwen/Qwen3.5-9B", "s3://b/models/Qwen/Qwen3.5-9B", "img:1", True)
+    assert core_object_errors(job) == []
+
+
+# --- the mirror script, against moto's S3 (in process) ---
+
+URI = "s3://mirror-test-bucket/models/org/model"
+FILES = [RepoFile("config.json", 3, "blob-1"), RepoFile("model.safetensors", 5, "sha-2")]
+
+
+@pytest.fixture
+def s3():
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="mirror-test-bucket")
+        yield client
+
+
+def hub(fetched: list[str]):
+    def fetch(repo_file: RepoFile, work: Path) -> Path:
+        fetched.append(repo_file.name)
+        path = work / repo_file.name
+        path.write_bytes(b"x" * repo_file.size)
+        return path
+
+    return fetch
+
+
+def test_the_mirror_copies_each_file_and_names_the_commit_last(s3):
+    fetched: list[str] = []
+    model_mirror.mirror(FILES, "abc123", hub(fetched), s3, URI, log=lambda line: None)
+    assert fetched == ["config.json", "model.safetensors"]
+    body = s3.get_object(Bucket="mirror-test-bucket", Key="models/org/model/hash")["Body"].read()
+    assert body == b"abc123"
+    head = s3.head_object(Bucket="mirror-test-bucket", Key="models/org/model/model.safetensors")
+    assert head["Metadata"][model_mirror.DIGEST_KEY] == "sha-2"
+
+
+def test_a_second_run_copies_only_what_changed(s3):
+    model_mirror.mirror(FILES, "abc123", hub([]), s3, URI, log=lambda line: None)
+    fetched: list[str] = []
+    changed = [FILES[0], RepoFile("model.safetensors", 5, "sha-3")]
+    uploaded = model_mirror.mirror(changed, "def456", hub(fetched), s3, URI, log=lambda line: None)
+    assert fetched == ["model.safetensors"] and uploaded == 5
+
+
+def test_the_mirror_logs_its_progress(s3):
+    lines: list[str] = []
+    model_mirror.mirror(FILES, "abc123", hub([]), s3, URI, log=lines.append)
+    assert [line for line in lines if line.startswith("progress")][-1].startswith("progress 0.00/0.00 GB (100%)")
+
+
+def test_the_job_manifest_names_what_the_script_reads():
+    (container,) = model_cache.build_mirror_job("o/m", URI, "img:1", False)["spec"]["template"]["spec"]["containers"]
+    assert {e["name"] for e in container["env"]} >= {"MODEL_REPO", "MODEL_CACHE_URI", "MIRROR_WORK_DIR"}
+    assert container["command"][-1].endswith(Path(model_mirror.__file__).name)
