@@ -200,7 +200,7 @@ class StackConfig:
     model_preflight: bool
     # The stack's S3 model cache (infra/model_cache.py): mirror a Hub modelSource into it; keep it on destroy.
     model_cache: bool
-    model_cache_force_destroy: bool
+    model_cache_retain_on_destroy: bool
     # observability (infra/observability.py)
     observability: bool
     kube_prometheus_stack_version: str

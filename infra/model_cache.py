@@ -148,7 +148,13 @@ def build_mirror_job(
         "metadata": {
             "name": mirror_job_name(repo, uri),
             "namespace": namespace,
-            "annotations": {"pulumi.com/timeoutSeconds": str(MIRROR_TIMEOUT_SECONDS)},
+            # A Job that failed (a Hub outage, a missing token, the timeout) is replaced on the next `pulumi up`
+            # and goes on where it stopped; without this the provider awaits the failed one again and the update
+            # fails at once, every time (pulumi-kubernetes provider/pkg/gen/additionalComments.go, replaceUnready).
+            "annotations": {
+                "pulumi.com/timeoutSeconds": str(MIRROR_TIMEOUT_SECONDS),
+                "pulumi.com/replaceUnready": "true",
+            },
         },
         "spec": {
             "backoffLimit": MIRROR_BACKOFF_LIMIT,
@@ -193,7 +199,9 @@ class ModelCacheArgs:
     image: str = ""  # the mirror's image, pinned (the DLC has huggingface_hub and boto3); needed with `repo`
     repo: str | None = None  # a Hugging Face repo id, owner/name, to mirror into `uri`
     mirror_namespace: str = NAMESPACE  # the namespace the mirror Job, its account and Secret go in (created here)
-    bucket_force_destroy: bool = False  # let `pulumi destroy` delete the bucket with the weights in it
+    # Keep the bucket and its weights in the account on `pulumi destroy` (out of the state); else it is deleted with
+    # them: the provider refuses to delete a bucket with objects unless force_destroy (pulumi-aws s3.Bucket).
+    retain_bucket_on_destroy: bool = False
     hf_token: pulumi.Input[str] | None = None  # for a gated repo: the mirror reads it from its own Secret
     tags: Mapping[str, str] = field(default_factory=dict)  # on the bucket and the IAM roles
 
@@ -262,9 +270,9 @@ class ModelCache(pulumi.ComponentResource):
         bucket = aws.s3.Bucket(
             children.name("bucket"),
             bucket=bucket_name,
-            force_destroy=args.bucket_force_destroy,
+            force_destroy=not args.retain_bucket_on_destroy,
             tags=dict(args.tags),
-            opts=children.new_opts(),
+            opts=children.new_opts(retain_on_delete=args.retain_bucket_on_destroy),
         )
         in_bucket = pulumi.ResourceOptions(parent=bucket)
         aws.s3.BucketPublicAccessBlock(

@@ -849,12 +849,12 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "account (read access to the cache) comes or goes",
         ),
         Setting(
-            "modelCacheForceDestroy",
+            "modelCacheRetainOnDestroy",
             BOOLEAN,
             False,
-            "Let `pulumi destroy` delete the model cache bucket with the weights in it; false keeps a non-empty "
-            "bucket, and the destroy fails on it until it is emptied.",
-            feeds="model_cache_force_destroy",
+            "Keep the model cache bucket and its weights in the account on `pulumi destroy` (it leaves the stack's "
+            "state; delete it yourself later); false, the default, deletes the bucket with the weights in it.",
+            feeds="model_cache_retain_on_destroy",
             effects=(AWS_IN_PLACE,),
         ),
     ),

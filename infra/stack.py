@@ -189,7 +189,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
                     partition=partition.name,
                     image=cfg.dlc_image,
                     repo=cfg.model_source if bucket is not None else None,
-                    bucket_force_destroy=cfg.model_cache_force_destroy,
+                    retain_bucket_on_destroy=cfg.model_cache_retain_on_destroy,
                     hf_token=cfg.hf_token,
                     tags=cfg.tags,
                 ),

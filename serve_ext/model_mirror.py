@@ -37,14 +37,38 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
-def stored_digest(s3: Any, bucket: str, key: str) -> str | None:
-    """The digest recorded on the object, None when it is missing (HeadObject answers 404)."""
-    try:
-        return s3.head_object(Bucket=bucket, Key=key)["Metadata"].get(DIGEST_KEY)
-    except s3.exceptions.ClientError as error:
-        if error.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-            return None
-        raise
+# vLLM 0.26's default loader reads the weights of one format, from the repo's top level only: the first of
+# *.safetensors, *.bin, *.pt that any top-level file has (vllm/model_executor/model_loader/default_loader.py,
+# `_prepare_weights`: glob in the model folder, break at the first pattern that matches). Ray Serve LLM downloads
+# every object under the prefix (ray/llm/_internal/common/utils/cloud_utils.py), so the mirror copies only those.
+LOADED_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
+WEIGHT_SUFFIXES = (*LOADED_WEIGHT_SUFFIXES, ".pth", ".gguf", ".msgpack", ".h5", ".onnx", ".ckpt", ".ot")
+
+
+def loaded_files(files: list[RepoFile]) -> list[RepoFile]:
+    """The repo's files vLLM's default loader needs: every non-weight file (configs, tokenizer, chat template) and
+    the top-level weights of the format it picks; not a second copy of the weights (`original/*.pth`, `*.bin`
+    beside `*.safetensors`), which would double the bucket and every node's download."""
+    top_level = [f.name for f in files if "/" not in f.name]
+    chosen = next((s for s in LOADED_WEIGHT_SUFFIXES if any(n.endswith(s) for n in top_level)), None)
+    return [
+        f
+        for f in files
+        if not f.name.endswith(WEIGHT_SUFFIXES) or ("/" not in f.name and chosen and f.name.endswith(chosen))
+    ]
+
+
+def stored_digests(s3: Any, bucket: str, prefix: str) -> dict[str, str | None]:
+    """The digest recorded on each object already under the prefix. Listed first, then each listed key read: without
+    s3:ListBucket for a request, HeadObject of a missing key answers 403, not 404
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html), and the mirror's ListBucket holds only
+    with an s3:prefix condition, which a HeadObject request does not carry."""
+    keys = [
+        item["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/")
+        for item in page.get("Contents", [])
+    ]
+    return {key: s3.head_object(Bucket=bucket, Key=key)["Metadata"].get(DIGEST_KEY) for key in keys}
 
 
 def mirror(
@@ -58,13 +82,14 @@ def mirror(
     """Copies each file missing from `uri` or changed; returns the bytes uploaded."""
     bucket, prefix = split_s3_uri(uri)
     files = list(files)
+    stored = stored_digests(s3, bucket, prefix)
     total = sum(f.size for f in files)
     done = uploaded = 0
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=os.environ.get("MIRROR_WORK_DIR")) as work:
         for index, repo_file in enumerate(files, 1):
             key = f"{prefix}/{repo_file.name}"
-            if stored_digest(s3, bucket, key) == repo_file.digest:
+            if stored.get(key) == repo_file.digest:
                 log(f"[{index}/{len(files)}] {repo_file.name}: already in the cache, skipped")
             else:
                 local = fetch(repo_file, Path(work))
@@ -91,7 +116,7 @@ def hub_files(repo: str, token: str | None) -> tuple[str, list[RepoFile]]:
         for s in info.siblings
         if not s.rfilename.startswith(".")
     ]
-    return info.sha, files
+    return info.sha, loaded_files(files)
 
 
 def main() -> int:

@@ -67,7 +67,9 @@ def test_the_node_makes_the_cache_directory_writable_for_any_user(dev):
 
 def test_the_readme_table_is_generated_from_the_model():
     begin, end = README.index(cold_start.BEGIN_MARKER), README.index(cold_start.END_MARKER)
-    assert README[begin : end + len(cold_start.END_MARKER)] == cold_start.markdown(), "python -m tools.cold_start"
+    assert README[begin : end + len(cold_start.END_MARKER)] == cold_start.markdown(), (
+        "python -m tools.cold_start --write"
+    )
 
 
 def test_the_weights_figure_is_the_default_checkpoints_bytes():

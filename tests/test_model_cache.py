@@ -37,10 +37,11 @@ def test_the_cache_is_the_stacks_own_bucket_named_for_account_region_and_cluster
     assert prefix == "models/Qwen/Qwen3.5-9B"
 
 
-def test_the_bucket_is_private_encrypted_tagged_and_kept_on_destroy(dev):
+def test_the_bucket_is_private_encrypted_tagged_and_deleted_with_the_stack(dev):
     """S3 Block Public Access, all four settings (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
-    access-control-block-public-access.html); default encryption SSE-S3; forceDestroy false keeps a bucket with
-    objects in it (the provider refuses to delete a non-empty bucket unless force_destroy)."""
+    access-control-block-public-access.html); default encryption SSE-S3; forceDestroy, because the provider refuses to
+    delete a bucket with objects in it otherwise and `pulumi destroy` would stop on it (pulumi-aws s3.Bucket
+    `force_destroy`)."""
     block = dev.get("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "model-cache-bucket").inputs
     assert all(
         block[key] for key in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
@@ -49,16 +50,16 @@ def test_the_bucket_is_private_encrypted_tagged_and_kept_on_destroy(dev):
         "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration", "model-cache-bucket"
     ).inputs
     assert encryption["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
-    bucket = dev.get(BUCKET, "model-cache-bucket").inputs
-    assert bucket["forceDestroy"] is False
-    assert bucket["tags"]["project"] == "ray-llm-eks"
+    bucket = dev.get(BUCKET, "model-cache-bucket")
+    assert bucket.inputs["forceDestroy"] is True and not bucket.retain_on_delete
+    assert bucket.inputs["tags"]["project"] == "ray-llm-eks"
     # Versioning is never turned on: a refreshed file replaces the old one instead of keeping both.
     assert not dev.of_type("aws:s3/bucketVersioning:BucketVersioning")
 
 
-def test_force_destroy_is_the_settings_word():
-    run = run_stack({"modelCacheForceDestroy": True})
-    assert run.get(BUCKET, "model-cache-bucket").inputs["forceDestroy"] is True
+def test_the_bucket_is_kept_on_destroy_only_when_asked():
+    bucket = run_stack({"modelCacheRetainOnDestroy": True}).get(BUCKET, "model-cache-bucket")
+    assert bucket.retain_on_delete and bucket.inputs["forceDestroy"] is False
 
 
 def policy_of(run, name: str) -> dict:
@@ -119,6 +120,14 @@ def test_the_rayservice_waits_for_the_mirror(dev):
     assert job.urn in dev.get(RAYSERVICE, "serving-rayservice").dependencies
     annotations = job.inputs["metadata"]["annotations"]
     assert int(annotations["pulumi.com/timeoutSeconds"]) > 10 * 60  # the provider's Job default is 10 minutes
+
+
+def test_a_failed_mirror_is_replaced_by_the_next_pulumi_up(dev):
+    """pulumi-kubernetes awaits a Job again on every update and fails at once on a Failed one, unless the Job has
+    `pulumi.com/replaceUnready: "true"`, which replaces an unready Job instead (provider/pkg/gen/additionalComments.go;
+    provider/pkg/provider/provider.go, the replaceUnready check in Diff)."""
+    job = dev.get(JOB, "model-cache-mirror")
+    assert job.inputs["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
 
 
 def test_the_mirror_runs_again_only_for_another_model(dev):
@@ -215,3 +224,61 @@ def test_the_job_manifest_names_what_the_script_reads():
     (container,) = model_cache.build_mirror_job("o/m", URI, "img:1", False)["spec"]["template"]["spec"]["containers"]
     assert {e["name"] for e in container["env"]} >= {"MODEL_REPO", "MODEL_CACHE_URI", "MIRROR_WORK_DIR"}
     assert container["command"][-1].endswith(Path(model_mirror.__file__).name)
+
+
+class HeadRecorder:
+    """The S3 client, recording each HeadObject: the mirror's role may HEAD only keys that exist (a missing key is a
+    403 without s3:ListBucket for the request, https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html)."""
+
+    def __init__(self, client) -> None:
+        self._client, self.heads = client, []
+
+    def head_object(self, **kwargs):
+        self.heads.append(kwargs["Key"])
+        return self._client.head_object(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def test_the_mirror_reads_digests_only_of_objects_it_listed(s3):
+    recorder = HeadRecorder(s3)
+    model_mirror.mirror(FILES, "abc123", hub([]), recorder, URI, log=lambda line: None)
+    assert recorder.heads == []
+    model_mirror.mirror(FILES, "abc123", hub([]), recorder, URI, log=lambda line: None)
+    assert sorted(recorder.heads) == sorted(
+        f"models/org/model/{name}" for name in ("config.json", "model.safetensors", "hash")
+    )
+
+
+def names(files):
+    return sorted(f.name for f in files)
+
+
+def test_only_the_weights_vllms_default_loader_reads_are_mirrored():
+    """vLLM 0.26's default loader globs the top level for *.safetensors, else *.bin, else *.pt
+    (vllm/model_executor/model_loader/default_loader.py, `_prepare_weights`); Ray downloads the whole prefix."""
+    repo = [
+        RepoFile(name, 1, name)
+        for name in (
+            "config.json",
+            "tokenizer.json",
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "pytorch_model.bin",
+            "original/consolidated.00.pth",
+            "original/params.json",
+        )
+    ]
+    assert names(model_mirror.loaded_files(repo)) == [
+        "config.json",
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "original/params.json",
+        "tokenizer.json",
+    ]
+
+
+def test_a_repo_of_bin_weights_keeps_them():
+    repo = [RepoFile(name, 1, name) for name in ("config.json", "pytorch_model.bin", "original/model.pth")]
+    assert names(model_mirror.loaded_files(repo)) == ["config.json", "pytorch_model.bin"]

@@ -124,6 +124,8 @@ class Resource:
     delete_before_replace: bool = False
     # The URNs of the `aliases` option: what the engine would take for this resource's old URN.
     alias_urns: tuple[str, ...] = ()
+    # The `retain_on_delete` option: `pulumi destroy` drops it from the state and leaves it in the cloud.
+    retain_on_delete: bool = False
 
 
 @dataclass
@@ -553,6 +555,7 @@ class CapturingMonitor(mocks.MockMonitor):
                     replace_on_changes=tuple(request.replaceOnChanges),
                     delete_before_replace=request.deleteBeforeReplace,
                     alias_urns=tuple(self._alias_urn(request, alias) for alias in request.aliases),
+                    retain_on_delete=bool(request.retainOnDelete),
                 )
             )
         return super().RegisterResource(request)
