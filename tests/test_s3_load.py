@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tools import s3_load
+from tools import s3_load, smoke
 
 
 def test_the_model_comes_back_whole_through_rays_downloader(tiny_model_dir, tmp_path):
@@ -30,3 +30,16 @@ def test_without_the_engine_the_tool_writes_the_fetch_as_json(tiny_model_dir, tm
     assert result["fetched_bytes"] == result["model_bytes"] > 0
     assert result["s3_fetch_gb_per_s"] > 0
     assert "from_s3" not in result
+
+
+def test_both_loads_use_the_engine_the_stack_starts(tiny_model_dir):
+    """The timed engine is the stack's decode engine as tools.smoke serves it on one host, so its load and first token
+    are the workers' (language_model_only, the stack's max_model_len and batch limits, CUDA graphs), not vLLM's
+    defaults; one engine, so no KV connector."""
+    settings = s3_load.engine_settings(tiny_model_dir, gpu_memory_utilization=0.3)
+    cfg = smoke.serve_stack_config("dev")
+    kwargs = settings.engine_kwargs
+    assert kwargs["max_model_len"] == cfg.max_model_len and kwargs["language_model_only"] is cfg.language_model_only
+    assert kwargs["gpu_memory_utilization"] == 0.3 and "enforce_eager" not in kwargs
+    assert "kv_transfer_config" not in kwargs
+    assert settings.env["VLLM_SSM_CONV_STATE_LAYOUT"] == "DS"

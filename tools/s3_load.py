@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,12 +120,39 @@ def fetch(uri: str, hub_cache: Path, model_id: str = MODEL_ID) -> tuple[Path, fl
     return Path(path), time.monotonic() - started
 
 
-def engine_load(model_path: Path, max_model_len: int) -> dict[str, float]:
+@dataclass(frozen=True)
+class EngineSettings:
+    engine_kwargs: dict[str, Any]  # vllm.LLM's keyword arguments
+    env: dict[str, str]  # the engine's runtime_env env_vars, set in this process for the offline engine
+
+
+def engine_settings(model_dir: Path, gpu_memory_utilization: float, stack: str = "dev") -> EngineSettings:
+    """The engine the stack's workers start, as tools.smoke serves it on one host (its aggregated baseline: the decode
+    side's engine_kwargs without the KV connector, the host's named overrides, a share of this GPU): the load and the
+    first token are timed with the stack's own settings (language_model_only, max_model_len, CUDA graphs, batch
+    limits), not vLLM's defaults."""
+    from tools import smoke
+
+    opts = smoke.SmokeOptions(
+        model_dir=model_dir,
+        model_has_mamba_state=smoke.model_has_mamba_state(model_dir),
+        aggregated=True,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=None,
+        enforce_eager=False,
+    )
+    _, config, _ = smoke.smoke_serve_config(smoke.serve_stack_config(stack), opts, smoke.detect_host())
+    engine = smoke.served_engine(config)
+    return EngineSettings(dict(engine["engine_kwargs"]), dict(engine["runtime_env"]["env_vars"]))
+
+
+def engine_load(model_path: Path, settings: EngineSettings) -> dict[str, float]:
     """vLLM's offline engine on the GPU: seconds to a loaded engine, then one token's latency. Not run on CPU."""
     import vllm
 
+    os.environ.update(settings.env)
     started = time.monotonic()
-    llm = vllm.LLM(model=str(model_path), max_model_len=max_model_len, enforce_eager=True)
+    llm = vllm.LLM(model=str(model_path), **settings.engine_kwargs)
     loaded = time.monotonic()
     llm.generate(["The capital of France is"], vllm.SamplingParams(max_tokens=1))
     first_token = time.monotonic()
@@ -137,7 +165,7 @@ def directory_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name != HASH_OBJECT)
 
 
-def measure(model_dir: Path, hub_cache: Path, with_engine: bool, max_model_len: int) -> dict[str, Any]:
+def measure(model_dir: Path, hub_cache: Path, settings: EngineSettings | None) -> dict[str, Any]:
     size = directory_bytes(model_dir)
     result: dict[str, Any] = {"model_bytes": size}
     with local_s3() as endpoint:
@@ -155,9 +183,10 @@ def measure(model_dir: Path, hub_cache: Path, with_engine: bool, max_model_len: 
             "fetched_bytes": directory_bytes(local_copy),
         }
     )
-    if with_engine:
-        result["from_s3"] = engine_load(local_copy, max_model_len)
-        result["from_local_disk"] = engine_load(model_dir, max_model_len)
+    if settings is not None:
+        result["engine_kwargs"] = settings.engine_kwargs
+        result["from_s3"] = engine_load(local_copy, settings)
+        result["from_local_disk"] = engine_load(model_dir, settings)
         result["from_s3"]["load_s"] = round(fetch_s + result["from_s3"]["engine_load_s"], 2)
         result["from_local_disk"]["load_s"] = result["from_local_disk"]["engine_load_s"]
     return result
@@ -167,12 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model_dir", type=Path, help="a model directory (python -m tools.tiny_model)")
     parser.add_argument("--no-engine", action="store_true", help="the S3 upload and fetch only, no vLLM (CPU)")
-    parser.add_argument("--max-model-len", type=int, default=2048, help="vLLM max_model_len of both loads")
+    parser.add_argument("--stack", default="dev", help="stack whose engine settings both loads use")
+    parser.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.3, help="the share of this GPU each engine takes"
+    )
     parser.add_argument("--work-dir", type=Path, default=None, help="where the fetched copy goes (a temporary dir)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here (Ray and vLLM log to stdout)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.work_dir) as hub_cache:
-        result = json.dumps(measure(args.model_dir, Path(hub_cache), not args.no_engine, args.max_model_len), indent=2)
+        settings = None if args.no_engine else engine_settings(args.model_dir, args.gpu_memory_utilization, args.stack)
+        result = json.dumps(measure(args.model_dir, Path(hub_cache), settings), indent=2)
     print(result)
     if args.out:
         args.out.write_text(result + "\n")
