@@ -305,11 +305,8 @@ class _Reader:
     def string_list(self, key: str, raw: str, kind: StringList) -> tuple[str, ...]:
         """A JSON list of strings, each checked by the row's `item` (its ValueError says why one is wrong) and given
         in the normal form `item` returns; a problem names the item by its index, and so does a repeated one."""
-        try:
-            values = json.loads(raw)
-        except json.JSONDecodeError:
-            values = None
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        values = json_string_list(raw)
+        if values is None:
             self.problems.append(f"{key}={raw!r} is invalid: allowed is a JSON list of {kind.allowed}")
             return ()
         first_index: dict[str, int] = {}
@@ -327,6 +324,17 @@ class _Reader:
                 continue
             first_index[normal] = index
         return tuple(first_index)
+
+
+def json_string_list(raw: str) -> list[str] | None:
+    """A list value as the CLI stores it (JSON), or None when it is not a JSON list of strings."""
+    try:
+        values = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+        return None
+    return values
 
 
 def _boolean(text: str) -> bool:
@@ -420,11 +428,8 @@ def _api_keys(read: _Reader, config: pulumi.Config, raw: str | None) -> tuple[st
             f"{API_KEYS_SETTING} is set in plain text: set it with `{API_KEY_COMMAND}` (a JSON list of keys)"
         )
         return ()
-    try:
-        keys = json.loads(raw)
-    except json.JSONDecodeError:
-        keys = None
-    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+    keys = json_string_list(raw)
+    if keys is None:
         read.problems.append(f"{API_KEYS_SETTING} is invalid: allowed is a JSON list of keys, e.g. `{API_KEY_COMMAND}`")
         return ()
     for index, key in enumerate(keys):

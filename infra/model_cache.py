@@ -35,6 +35,7 @@ from pulumi.errors import InputPropertyErrorDetails
 from infra.cluster import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.irsa import service_account_trust
+from infra.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
@@ -141,7 +142,7 @@ def build_mirror_job(
         {"name": "MIRROR_WORK_DIR", "value": WORK_MOUNT},
     ]
     if with_hf_token:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "HF_TOKEN"}}})
+        env.append(hf_token_env(HF_TOKEN_SECRET))
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -337,7 +338,7 @@ class ModelCache(pulumi.ComponentResource):
                     children.name("hf-token"),
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.mirror_namespace),
                     type="Opaque",
-                    string_data={"HF_TOKEN": pulumi.Output.secret(args.hf_token)},
+                    string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
                     opts=in_namespace,
                 )
             )

@@ -57,12 +57,15 @@ def serve_service_name(cfg: StackConfig) -> str:
     return f"{cfg.ray_service_name}-serve-svc"
 
 
+def hf_token_env(secret: str = HF_TOKEN_SECRET) -> dict[str, Any]:
+    """`HF_TOKEN`, which huggingface_hub reads, from the `HF_TOKEN` key of the Secret named `secret`."""
+    return {"name": HF_TOKEN_KEY, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_KEY}}}
+
+
 def _env(with_hf_token: bool, extra: dict[str, str]) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in extra.items()]
     if with_hf_token:
-        env.append(
-            {"name": HF_TOKEN_KEY, "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": HF_TOKEN_KEY}}}
-        )
+        env.append(hf_token_env())
     return env
 
 
