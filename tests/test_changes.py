@@ -58,6 +58,9 @@ MOVES = {
     changes.GPU_NODES_SCALED.name: {(NODE_GROUP, "gpu-nodes-gpu")},
     changes.GPU_NODES_ROLLED.name: {(LAUNCH_TEMPLATE, "gpu-nodes-gpu")},
     changes.GPU_NODES_REPLACED.name: {(NODE_GROUP, "gpu-nodes-gpu"), (LAUNCH_TEMPLATE, "gpu-nodes-gpu")},
+    # The AWS resources the settings tried here update in place (modelCacheRetainOnDestroy: the bucket's
+    # force_destroy, a provider-side attribute, and its retain_on_delete option, which is state only).
+    changes.AWS_IN_PLACE.name: {("aws:s3/bucket:Bucket", "model-cache-bucket")},
     changes.MONITORING.name: {
         ("ray-llm-eks:observability:Observability", "observability"),
         (RELEASE, "observability-kube-prometheus-stack"),
@@ -95,6 +98,7 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "quotaPreflight": {"quotaPreflight": False},
     "modelPreflight": {"modelPreflight": False},
     "modelCache": {"modelCache": False},
+    "modelCacheRetainOnDestroy": {"modelCacheRetainOnDestroy": True},
     "gpuNodeCount": {"gpuNodeCount": 2},
     "observability": {"observability": False},
     "ttftP99ObjectiveMs": {"ttftP99ObjectiveMs": 1500},

@@ -58,6 +58,9 @@ def test_the_bucket_is_private_encrypted_tagged_and_deleted_with_the_stack(dev):
 
 
 def test_the_bucket_is_kept_on_destroy_only_when_asked():
+    """`retain_on_delete` leaves the resource in the cloud when Pulumi deletes it from the stack
+    (https://www.pulumi.com/docs/iac/concepts/options/retainondelete/); without force_destroy a retained bucket keeps
+    its weights whatever the state does."""
     bucket = run_stack({"modelCacheRetainOnDestroy": True}).get(BUCKET, "model-cache-bucket")
     assert bucket.retain_on_delete and bucket.inputs["forceDestroy"] is False
 

@@ -667,7 +667,9 @@ def test_the_auth_files_paths_are_overridden_exactly_where_the_stack_emits_the_i
 @pytest.mark.parametrize("aggregated", [False, True])
 def test_api_key_auth_serves_the_stacks_ingress_with_its_two_pod_paths_on_this_host(auth_cfg, tmp_path, aggregated):
     """The ingress class and its arguments are what build_serve_config emits for an exposed endpoint; only the zip
-    (a ConfigMap mount in the cluster) and the keys file (the mounted Secret) are pointed at this host."""
+    (a ConfigMap mount in the cluster) and the keys file (the mounted Secret) are pointed at this host. The baseline
+    keeps them: build_openai_app takes the same `ingress_cls_config` as the PD builder (ray 2.58
+    ray/llm/_internal/serve/core/ingress/builder.py, LLMServingArgs)."""
     opts = options(tmp_path, aggregated=aggregated)
     production, config, overrides = smoke.smoke_serve_config(auth_cfg, opts, NO_EFA)
     assert smoke.unexplained_changes(production, config, overrides) == set()
@@ -699,6 +701,8 @@ def test_the_auth_files_are_the_package_zip_and_the_keys_readable_by_their_owner
 
 
 def test_the_bench_client_gets_the_key_by_environment_not_on_its_command_line(tmp_path):
+    """vLLM 0.26's bench client sends `Authorization: Bearer $OPENAI_API_KEY` when it is set
+    (vllm/benchmarks/lib/endpoint_request_func.py, `_get_headers`) and has no key flag of its own."""
     args = smoke.parse_args(["--model-dir", str(tmp_path), "--bench", "4", "--bench-requests", "200"])
     command = smoke.bench_command(MODEL, tmp_path, 4, args)
     assert dict(itertools.pairwise(command))["--num-prompts"] == "200"
