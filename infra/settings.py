@@ -660,7 +660,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "none",
             "vLLM quantization of the prefill side's weights: none (the checkpoint's own dtype, or its own "
             "quantization_config) or fp8 (vLLM's online FP8 of the linear layers at load, half their bytes; compute "
-            "capability 7.5 or later, weight-only below 8.9). Off by default until the GPU comparison (see Scaling).",
+            "capability 7.5 or later, weight-only below 8.9). Off by default: no published evaluation covers it for "
+            "the default model's Gated DeltaNet layers (see Scaling, FP8).",
             feeds="prefill.quantization",
             effects=SERVE_ONLY,
         ),
@@ -679,8 +680,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "auto",
             "vLLM kv_cache_dtype of both sides (NIXL refuses a pair that differs): auto (the model dtype) or fp8, "
             "fp8_e4m3, fp8_e5m2 (one byte per element, half the KV bytes per token and per transfer; compute "
-            "capability 8.0 or later). A hybrid model's Gated DeltaNet state keeps its dtype. Off by default until "
-            "the GPU comparison (see Scaling).",
+            "capability 8.0 or later). A hybrid model's Gated DeltaNet state keeps its dtype. Off by default: at "
+            "the default maxModelLen and decodeMaxNumSeqs the KV of FP8 weights alone holds every sequence (see "
+            "Scaling, FP8).",
             feeds="kv_cache_dtype",
             effects=SERVE_ONLY,
         ),

@@ -130,7 +130,7 @@ def test_a_model_without_weights_on_the_hub_is_not_estimated():
     assert "engineCapacity" not in run.outputs
 
 
-# --- FP8 (infra/quantization.py): estimates from vLLM's sizing, not yet measured on the GPU ---
+# --- FP8 (infra/quantization.py): estimates from vLLM's sizing; held to the GPU runs below ---
 
 
 def test_an_fp8_kv_cache_doubles_the_block_but_not_its_bytes():
@@ -210,3 +210,17 @@ def test_fp8_weights_and_kv_are_the_measured_block_and_one_block_short_of_the_me
     assert measured_blocks - 1 <= capacity.blocks <= measured_blocks
     assert abs(capacity.kv_bytes / GIB - 7.92) < 0.03
     assert abs(capacity.weight_bytes / GIB - 10.39) < 0.2
+
+
+def test_fp8_weights_alone_are_the_bf16_block_and_one_block_short_of_the_measured_kv():
+    """Logged (docs/bench/2026-12-01-fp8/smoke-fp8.log): "Model loading took 10.39 GiB", "Available KV cache memory:
+    7.92 GiB", "GPU KV cache size: 143,652 tokens", "Maximum concurrency for 2,048 tokens per request: 70.14x": with a
+    bf16 KV cache the block stays 528 tokens, 7 per request, and 491 blocks give int(491 / 7 x 2048) = 143,652. The
+    estimate has 490, short by the same block as FP8 weights + KV (the weights are the same)."""
+    capacity = shipped_run(online_fp8=True, kv_cache_dtype="auto")
+    measured_blocks = 491
+    assert capacity.layout.block_tokens == 528 and capacity.blocks_per_request == 7
+    assert int(measured_blocks / capacity.blocks_per_request * SHIPPED_MAX_MODEL_LEN) == 143652
+    assert round(measured_blocks / capacity.blocks_per_request, 2) == 70.14
+    assert measured_blocks - 1 <= capacity.blocks <= measured_blocks
+    assert abs(capacity.kv_bytes / GIB - 7.92) < 0.03
