@@ -44,9 +44,14 @@ SHM_SIZE = "16Gi"
 # named by a hash of the config, the code and the compiler (vLLM 0.26 vllm/compilation/backends.py: factors
 # env_hash, config_hash, code_hash, compiler_hash -> VLLM_CACHE_ROOT/torch_compile_cache/<hash>), so a cache left
 # by another model or version is never reused by mistake. On the node's disk (hostPath), it outlives the pod: an
-# engine restarted on the same node skips the 2.5 to 3 minutes of compiling (docs/gpu-end-to-end.md); a new node
-# compiles once.
+# engine restarted on the same node skips torch.compile (37 s of the 2.5 to 3 minutes of a cold start measured in
+# docs/cold-start.md; how much more the caches save is not measured yet); a new node compiles once.
 VLLM_CACHE_ROOT = "/var/cache/vllm"
+# Triton's own kernels (the Gated DeltaNet ones, vLLM's Triton ops) and their autotuning results go to Triton's cache,
+# ~/.triton/cache in the container unless TRITON_CACHE_DIR says otherwise: vLLM 0.26 points only Inductor's cache
+# under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
+# TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
+TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
 VLLM_CACHE_HOST_PATH = "/var/lib/ray-llm-eks/vllm-cache"
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
@@ -126,7 +131,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
         "nvidia.com/gpu": str(node.gpus),
         "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }
-    env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT})
+    env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT, "TRITON_CACHE_DIR": TRITON_CACHE_DIR})
     auth_volumes, auth_mounts = serve_auth_volumes(cfg)
     # NIXL and vLLM advertise this address to the other side of the KV transfer.
     env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})

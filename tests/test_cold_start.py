@@ -11,7 +11,7 @@ import math
 import yaml
 
 from infra.node_groups import GPU_NODE_DIRECTORIES, GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
-from infra.rayservice import VLLM_CACHE_HOST_PATH, VLLM_CACHE_ROOT
+from infra.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_HOST_PATH, VLLM_CACHE_ROOT
 from tests.rayservice_parts import worker_group
 from tools import cold_start
 from tools.offline import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
@@ -57,6 +57,18 @@ def test_the_compile_cache_lives_on_the_node(dev):
     (container,) = spec["containers"]
     assert {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT} in container["volumeMounts"]
     assert {"name": "VLLM_CACHE_ROOT", "value": VLLM_CACHE_ROOT} in container["env"]
+
+
+def test_tritons_own_cache_lives_on_the_node_too(dev):
+    """vLLM 0.26 points only Inductor's cache under VLLM_CACHE_ROOT on its default path: with
+    VLLM_USE_STANDALONE_COMPILE=1 (vllm/envs.py) make_compiler picks InductorStandaloneAdaptor, whose initialize_cache
+    sets no environment (vllm/compilation/backends.py, compiler_interface.py), and the AOT path sets
+    TORCHINDUCTOR_CACHE_DIR alone (vllm/compilation/decorators.py). Triton's kernels outside Inductor and the
+    autotuning results vllm/env_override.py turns on go to TRITON_CACHE_DIR, or ~/.triton/cache in the container,
+    which a restarted pod loses."""
+    (container,) = worker_group(dev)["template"]["spec"]["containers"]
+    assert {"name": "TRITON_CACHE_DIR", "value": TRITON_CACHE_DIR} in container["env"]
+    assert TRITON_CACHE_DIR.startswith(VLLM_CACHE_ROOT + "/")
 
 
 def test_the_node_makes_the_cache_directory_writable_for_any_user(dev):
