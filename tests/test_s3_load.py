@@ -97,3 +97,19 @@ def test_a_run_cut_short_keeps_what_it_measured(tiny_model_dir, tmp_path, monkey
         s3_load.main([str(tiny_model_dir), "--work-dir", str(tmp_path), "--out", str(out)])
     result = json.loads(out.read_text())
     assert result["fetched_bytes"] == result["model_bytes"] > 0 and "from_s3" not in result
+
+
+def test_a_copy_that_came_back_short_is_refused_before_any_load(tiny_model_dir, tmp_path, monkeypatch):
+    """Ray's S3 downloader logs a file it could not fetch and returns as if it had (ray
+    python/ray/llm/_internal/common/utils/cloud_filesystem/s3_filesystem.py `_download_single_file` catches, and
+    `download_files` only logs the failures), so the tool counts the bytes that came back."""
+    real_fetch = s3_load.fetch
+
+    def fetch_losing_a_file(uri, hub_cache):
+        copy, seconds = real_fetch(uri, hub_cache)
+        (copy / "tokenizer.json").unlink()
+        return copy, seconds
+
+    monkeypatch.setattr(s3_load, "fetch", fetch_losing_a_file)
+    with pytest.raises(RuntimeError, match=r"fetched \d+ of the model's \d+ bytes"):
+        s3_load.measure(tiny_model_dir, tmp_path, None)

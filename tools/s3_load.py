@@ -228,8 +228,9 @@ def drop_page_cache() -> bool:
 def engine_load_in_process(
     model_path: Path, cache_root: Path, gpu_memory_utilization: float, stack: str
 ) -> dict[str, Any]:
-    """One load in a fresh process, as an engine pod starts one: vLLM's compile caches under `cache_root` (the
-    VLLM_CACHE_ROOT the workers keep on a hostPath, infra/rayservice.py), cold or left by an earlier load."""
+    """One load in a fresh process, as an engine pod starts one: vLLM's and Triton's caches under `cache_root` (the
+    VLLM_CACHE_ROOT and TRITON_CACHE_DIR the workers keep on a hostPath, infra/rayservice.py), cold or left by an
+    earlier load."""
     drop_page_cache_ok = drop_page_cache()
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(
@@ -245,7 +246,8 @@ def engine_load_in_process(
                 "--stack",
                 stack,
             ],
-            env={**os.environ, "VLLM_CACHE_ROOT": str(cache_root)},
+            # Triton's cache too, as the workers keep it on the node (infra/rayservice.py TRITON_CACHE_DIR).
+            env={**os.environ, "VLLM_CACHE_ROOT": str(cache_root), "TRITON_CACHE_DIR": str(cache_root / "triton")},
             check=True,
         )
         result: dict[str, Any] = json.loads(Path(out.name).read_text())
@@ -273,6 +275,11 @@ def measure(
     uri = stage(model_dir, served)
     with local_s3(served) as endpoint:
         local_copy, fetch_s = fetch(uri, work_dir / "hub")
+    fetched = directory_bytes(local_copy)
+    if fetched != size:
+        # Ray's S3 downloader logs a file it failed to fetch and goes on (cloud_filesystem/s3_filesystem.py
+        # _download_single_file, download_files): a short copy must not be timed as a load.
+        raise RuntimeError(f"fetched {fetched} of the model's {size} bytes into {local_copy}: see Ray's log above")
     result.update(
         {
             "s3_server": "rclone serve s3",
@@ -281,7 +288,7 @@ def measure(
             "s3_fetch_s": round(fetch_s, 2),
             "s3_fetch_gb_per_s": round(size / fetch_s / 1e9, 3),
             "fetched_copy": str(local_copy),
-            "fetched_bytes": directory_bytes(local_copy),
+            "fetched_bytes": fetched,
         }
     )
     save(result)
