@@ -95,7 +95,8 @@ FIGURES = {
     "compile_cached": Figure(
         15,
         "s",
-        "vLLM reading its compile cache instead (vllm/compilation/backends.py); not measured",
+        "vLLM and Triton reading the node's caches instead (VLLM_CACHE_ROOT, TRITON_CACHE_DIR); not measured: "
+        "whether they skip the cold start's 95 s first profiling pass decides it (docs/cold-start.md)",
         estimate=True,
     ),
 }
