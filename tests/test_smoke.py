@@ -315,6 +315,26 @@ def test_aggregated_baseline_serves_the_decode_engine_alone(cfg, tmp_path):
     assert "VLLM_DP_MASTER_PORT" not in engine["runtime_env"]["env_vars"]
 
 
+@pytest.mark.parametrize(
+    ("settings", "aggregated", "share_gpu", "gpus"),
+    [
+        ({}, False, False, 2),  # 1P1D
+        ({}, True, False, 1),  # the baseline's one engine
+        ({"decodeReplicas": "2"}, True, False, 2),  # issue 26's like-for-like baseline
+        ({"prefillReplicas": "2", "decodeReplicas": "2"}, False, False, 4),
+        ({}, False, True, 1),  # both sides on halves of one GPU
+    ],
+)
+def test_the_gpus_checked_for_are_the_ones_the_engines_take(tmp_path, settings, aggregated, share_gpu, gpus):
+    """Ray Serve LLM 2.58 places one GPU per tensor x pipeline parallel rank of each replica
+    (python/ray/llm/_internal/serve/engines/vllm/vllm_models.py `num_devices`, `placement_bundles`); the aggregated
+    baseline takes decode's deployment_config, so `decodeReplicas` 2 is two engines on two GPUs."""
+    cfg = smoke.serve_stack_config("dev", settings)
+    opts = options(tmp_path, aggregated=aggregated, share_gpu=share_gpu)
+    _, config, _ = smoke.smoke_serve_config(cfg, opts, NO_EFA)
+    assert smoke.gpus_needed(config, opts) == gpus
+
+
 @pytest.mark.parametrize("aggregated", [False, True])
 def test_ray_accepts_the_smoke_config(cfg, tmp_path, aggregated):
     _, config, _ = smoke.smoke_serve_config(cfg, options(tmp_path, aggregated=aggregated), NO_EFA)

@@ -381,10 +381,14 @@ def side_config(cfg_doc: dict[str, Any], side: str) -> dict[str, Any]:
     return config
 
 
-def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
-    """A side's replicas as the stack deploys them: fixed, or an autoscaling side's minimum."""
-    deployment = side_config(cfg_doc, side)["deployment_config"]
+def engine_replicas(llm_config: dict[str, Any]) -> int:
+    """An engine's replicas as the stack deploys them: fixed, or an autoscaling deployment's minimum."""
+    deployment = llm_config["deployment_config"]
     return int(deployment.get("num_replicas") or deployment["autoscaling_config"]["min_replicas"])
+
+
+def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
+    return engine_replicas(side_config(cfg_doc, side))
 
 
 def env_of(cfg_doc: dict[str, Any], side: str) -> dict[str, str]:
@@ -1337,6 +1341,20 @@ def write_metrics(path: Path, scrapes: dict[str, dict[str, float]]) -> None:
     print(f"  metrics: {len(names)} names written to {path}, {len(rows)} PD samples to {samples_path}", flush=True)
 
 
+def gpus_needed(smoke: dict[str, Any], opts: SmokeOptions) -> int:
+    """The GPUs the app's engines take: each replica one per tensor x pipeline parallel rank (Ray Serve LLM 2.58's
+    default placement bundles: python/ray/llm/_internal/serve/engines/vllm/vllm_models.py `num_devices`), so the
+    aggregated baseline at `decodeReplicas` 2 needs two, like 1P1D; with --share-gpu both sides fit on one."""
+    if opts.share_gpu:
+        return 1
+    return sum(
+        engine_replicas(engine)
+        * int(engine["engine_kwargs"].get("tensor_parallel_size", 1))
+        * int(engine["engine_kwargs"].get("pipeline_parallel_size", 1))
+        for engine in engine_configs(smoke)
+    )
+
+
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
     args = smoke["applications"][0]["args"]
@@ -1361,7 +1379,7 @@ def run_smoke(
     smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespace, api_keys: tuple[str, ...] = ()
 ) -> Report:
     report = Report()
-    needed = 1 if opts.aggregated or opts.share_gpu else len(PD_SIDES)
+    needed = gpus_needed(smoke, opts)
     gpus = gpu_count()
     if not report.record("gpus", CheckResult(gpus >= needed, f"{gpus} NVIDIA GPU(s), {needed} needed")):
         return report
