@@ -253,6 +253,111 @@ READER_WIDENINGS = (
 )
 
 
+READER_ROLE = _inputs("aws:iam/role:Role", "model-cache-reader")
+READER_POLICY = _inputs("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
+ANY_S3 = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
+ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
+
+
+def _statement_as_one_object(captured: CapturedStack) -> None:
+    """IAM takes one statement as well as a list (reference_policies_elements_statement.html)."""
+    READER_POLICY(captured)["policy"] = json.dumps({"Version": "2012-10-17", "Statement": ANY_S3})
+
+
+def _loosen_trust(pattern: bool) -> Callable[[CapturedStack], None]:
+    """The reader's trust let in by a StringLike pattern over the namespace (or no `:sub` at all), its policy
+    widened: the role is still the workers'."""
+
+    def edit(captured: CapturedStack) -> None:
+        role = READER_ROLE(captured)
+        trust = json.loads(role["assumeRolePolicy"])
+        condition = trust["Statement"][0]["Condition"]
+        (sub,) = [key for key in condition["StringEquals"] if key.endswith(":sub")]
+        subject = condition["StringEquals"].pop(sub)
+        if pattern:
+            condition["StringLike"] = {sub: subject.rsplit(":", 1)[0] + ":*"}
+        role["assumeRolePolicy"] = json.dumps(trust)
+        _widen_reader(lambda statements: statements.append(ANY_S3))(captured)
+
+    return edit
+
+
+def _add_resource(
+    captured: CapturedStack, type_: str, name: str, inputs: dict[str, Any], depends_on: tuple[str, ...] = ()
+) -> Resource:
+    like = captured.get("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
+    urn = like.urn.replace("aws:iam/rolePolicy:RolePolicy::model-cache-reader", f"{type_}::{name}")
+    added = dataclasses.replace(like, type=type_, name=name, urn=urn, inputs=inputs, dependencies=depends_on)
+    captured.resources.append(added)
+    return added
+
+
+def _attach_by_name(captured: CapturedStack) -> None:
+    """A PolicyAttachment naming a named reader role, with no dependency on it."""
+    READER_ROLE(captured)["name"] = "workers-model-reader"
+    _add_resource(
+        captured,
+        "aws:iam/policyAttachment:PolicyAttachment",
+        "extra",
+        {"name": "extra", "roles": ["workers-model-reader"], "policyArn": ADMIN},
+    )
+
+
+def _attach_exclusively(captured: CapturedStack) -> None:
+    role = captured.get("aws:iam/role:Role", "model-cache-reader")
+    _add_resource(
+        captured,
+        "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive",
+        "extra",
+        {"roleName": "model-cache-reader", "policyArns": [ADMIN]},
+        (role.urn,),
+    )
+
+
+def _pod_identity_role(captured: CapturedStack) -> None:
+    """A second role, handed to the workers' service account by an EKS Pod Identity association."""
+    rayservice = RAYSERVICE(captured)
+    (group,) = rayservice["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+            }
+        ],
+    }
+    role = _add_resource(captured, "aws:iam/role:Role", "extra", {"assumeRolePolicy": json.dumps(trust)})
+    policy = {"Version": "2012-10-17", "Statement": [ANY_S3]}
+    _add_resource(
+        captured, "aws:iam/rolePolicy:RolePolicy", "extra", {"role": "extra", "policy": json.dumps(policy)}, (role.urn,)
+    )
+    association = {
+        "clusterName": "cluster",
+        "namespace": rayservice["metadata"]["namespace"],
+        "serviceAccount": group["template"]["spec"]["serviceAccountName"],
+        "roleArn": "arn:aws:iam::123456789012:role/extra",
+    }
+    _add_resource(captured, "aws:eks/podIdentityAssociation:PodIdentityAssociation", "extra", association, (role.urn,))
+
+
+# Each a route to the workers' role, or to their rights, that is not the stack's one RolePolicy.
+READER_ROUTES = (
+    ("statement-object", _statement_as_one_object),
+    ("trust-pattern", _loosen_trust(pattern=True)),
+    ("trust-any-subject", _loosen_trust(pattern=False)),
+    (
+        "role-inline-policy",
+        lambda c: READER_ROLE(c).update(inlinePolicies=[{"name": "x", "policy": json.dumps({"Statement": [ANY_S3]})}]),
+    ),
+    ("role-managed-arns", lambda c: READER_ROLE(c).update(managedPolicyArns=[ADMIN])),
+    ("policy-attachment-by-name", _attach_by_name),
+    ("attachments-exclusive", _attach_exclusively),
+    ("pod-identity", _pod_identity_role),
+)
+
+
 SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without the literal
 # Ranges that let the whole internet in: config validation rejects both (infra/config.py covers_the_internet);
 # the policies guard stacks built some other way.
@@ -459,6 +564,10 @@ BREAKAGES = [
     *(
         Breakage(f"reader-{name}", "worker-access-model-only", MANDATORY, None, edit=_widen_reader(change))
         for name, change in READER_WIDENINGS
+    ),
+    *(
+        Breakage(f"reader-route-{name}", "worker-access-model-only", MANDATORY, None, edit=edit)
+        for name, edit in READER_ROUTES
     ),
     Breakage(
         "kubeconfig-plain-output",

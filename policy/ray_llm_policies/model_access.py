@@ -6,12 +6,23 @@ the prefix both sides' `model_source` names (infra/model_cache.py reader_policy)
 outside the prefix, a listing not narrowed to it (s3:ListBucket without an s3:prefix condition under it,
 https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html), or a managed policy attached
 to that role hands the engines (and whatever code a model ships) more than the weights.
+
+A role is the workers' when its trust lets their service account in: a `:sub` condition that names it, or a
+StringLike pattern that matches it (IAM's `*` and `?`,
+https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html#Conditions_String),
+or no `:sub` condition at all (then every service account of the cluster may); or an EKS Pod Identity association
+gives their service account the role. Its permissions come from every
+route pulumi-aws has: RolePolicy and RolePolicyAttachment resources, the role's own `inlinePolicies` and
+`managedPolicyArns`, PolicyAttachment's `roles` and RolePolicyAttachmentsExclusive's `policyArns`; a policy's
+`Statement` may be one statement or a list
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_statement.html).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource
@@ -24,7 +35,12 @@ from .serving import ServeConfigError, pd_applications
 
 IAM_ROLE = "aws:iam/role:Role"
 IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-IAM_ROLE_POLICY_ATTACHMENTS = ("aws:iam/rolePolicyAttachment:RolePolicyAttachment",)
+IAM_ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+IAM_POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
+IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+EKS_POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+# A trust with no `:sub` condition: any service account the OIDC provider vouches for.
+ANY_SUBJECT = "*"
 READ_ACTIONS = {"s3:GetObject", "s3:ListBucket"}
 FIX = "Fix: no stack config widens it; the reader's policy is infra/model_cache.py reader_policy."
 
@@ -54,20 +70,39 @@ def _worker_subjects(rayservice: PolicyResource) -> set[str]:
     return {f"system:serviceaccount:{namespace}:{account}" for account in accounts if isinstance(account, str)}
 
 
-def _trusted_subjects(role: PolicyResource) -> set[str]:
-    text = get(role.props, "assumeRolePolicy")
+def _document(text: Any) -> Mapping[str, Any]:
     try:
         document = json.loads(text) if isinstance(text, str) else {}
     except ValueError:
-        return set()
+        return {}
+    return document if isinstance(document, Mapping) else {}
+
+
+def _statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A policy's statements: `Statement` is one statement or a list of them."""
+    statement = get(document, "Statement")
+    return [statement] if isinstance(statement, Mapping) else mappings(statement)
+
+
+def _trusted_subjects(role: PolicyResource) -> set[str]:
+    """The service-account subjects (or patterns) the role's web-identity trust lets in; ANY_SUBJECT where a
+    statement names none."""
     subjects = set()
-    for statement in mappings(get(document, "Statement")):
+    for statement in _statements(_document(get(role.props, "assumeRolePolicy"))):
+        if get(statement, "Effect") != "Allow" or not get(statement, "Principal", "Federated"):
+            continue
+        named = set()
         for _, condition in known_children(get(statement, "Condition", default={})):
             if isinstance(condition, Mapping):
                 for key, value in condition.items():
                     if str(key).endswith(":sub"):
-                        subjects.update(_strings(value))
+                        named.update(_strings(value))
+        subjects.update(named or {ANY_SUBJECT})
     return subjects
+
+
+def _trusts_any_of(patterns: set[str], subjects: set[str]) -> bool:
+    return any(fnmatchcase(subject, pattern) for pattern in patterns for subject in subjects)
 
 
 def _statement_problem(statement: Mapping[str, Any], prefixes: set[tuple[str, str]]) -> str | None:
@@ -101,6 +136,69 @@ def _trust_subjects_or_none(role: PolicyResource) -> set[str]:
         return set()
 
 
+def _known(props: Any, *path: str) -> Any:
+    """A property that may be unknown until the update runs (a role's generated name in a first preview)."""
+    try:
+        return get(props, *path)
+    except UnknownValueError:
+        return None
+
+
+def _names_role(attached: PolicyResource, role: PolicyResource) -> bool:
+    """Whether a resource attaches something to `role`: it depends on it, or names it (by name or ARN)."""
+    if role in attached.dependencies:
+        return True
+    names = {value for value in (_known(role.props, "name"), _known(role.props, "arn")) if isinstance(value, str)}
+    named = _strings(_known(attached.props, "role")) + _strings(_known(attached.props, "roleName"))
+    named += _strings(_known(attached.props, "roles"))
+    return bool(names & set(named))
+
+
+def _managed_policies(
+    role: PolicyResource, resources: Sequence[PolicyResource]
+) -> Iterator[tuple[PolicyResource, str]]:
+    """(the resource, the managed policy ARN) of every managed policy attached to `role`."""
+    for arn in _strings(_known(role.props, "managedPolicyArns")):
+        yield role, arn
+    for attached in resources:
+        if not _names_role(attached, role):
+            continue
+        if attached.resource_type in (IAM_ROLE_POLICY_ATTACHMENT, IAM_POLICY_ATTACHMENT):
+            yield attached, str(_known(attached.props, "policyArn"))
+        elif attached.resource_type == IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE:
+            for arn in _strings(_known(attached.props, "policyArns")):
+                yield attached, arn
+
+
+def _inline_policies(role: PolicyResource, resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, Any]]:
+    """(the resource, the policy's JSON) of every inline policy of `role`."""
+    for inline in mappings(_known(role.props, "inlinePolicies")):
+        yield role, get(inline, "policy")
+    for attached in resources:
+        if attached.resource_type == IAM_ROLE_POLICY and _names_role(attached, role):
+            yield attached, _known(attached.props, "policy")
+
+
+def _associated(role: PolicyResource, resources: Sequence[PolicyResource], subjects: set[str]) -> bool:
+    """Whether an EKS Pod Identity association hands `role` to one of the workers' service accounts."""
+    for association in of_type(resources, EKS_POD_IDENTITY_ASSOCIATION):
+        namespace, account = _known(association.props, "namespace"), _known(association.props, "serviceAccount")
+        if f"system:serviceaccount:{namespace}:{account}" not in subjects:
+            continue
+        arn = _known(role.props, "arn")
+        if role in association.dependencies or (isinstance(arn, str) and _known(association.props, "roleArn") == arn):
+            return True
+    return False
+
+
+def _worker_roles(resources: Sequence[PolicyResource], subjects: set[str]) -> Iterable[PolicyResource]:
+    return [
+        role
+        for role in of_type(resources, IAM_ROLE)
+        if _trusts_any_of(_trust_subjects_or_none(role), subjects) or _associated(role, resources, subjects)
+    ]
+
+
 def _worker_access_beyond_the_model(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     for rayservice in of_type(resources, RAY_SERVICE):
         try:
@@ -110,30 +208,20 @@ def _worker_access_beyond_the_model(resources: Sequence[PolicyResource]) -> Iter
         subjects = _worker_subjects(rayservice)
         if not subjects:
             continue
-        roles = [role for role in of_type(resources, IAM_ROLE) if _trust_subjects_or_none(role) & subjects]
-        for role in roles:
-            for attached in resources:
-                if role not in attached.dependencies:
-                    continue
-                if attached.resource_type in IAM_ROLE_POLICY_ATTACHMENTS:
-                    yield (
-                        attached,
-                        (
-                            f"IAM role '{role.name}' of the GPU workers has a managed policy attached "
-                            f"({get(attached.props, 'policyArn')}): they may only read the model's S3 prefix. {FIX}"
-                        ),
-                    )
-                if attached.resource_type != IAM_ROLE_POLICY:
-                    continue
-                text = get(attached.props, "policy")
-                try:
-                    document = json.loads(text) if isinstance(text, str) else {}
-                except ValueError:
-                    continue
-                for statement in mappings(get(document, "Statement")):
+        where = ", ".join(f"s3://{b}/{p}" for b, p in sorted(prefixes)) or "no S3 model source"
+        for role in _worker_roles(resources, subjects):
+            for attached, arn in _managed_policies(role, resources):
+                yield (
+                    attached,
+                    (
+                        f"IAM role '{role.name}' of the GPU workers has a managed policy attached ({arn}): they may "
+                        f"only read the model's S3 prefix. {FIX}"
+                    ),
+                )
+            for attached, text in _inline_policies(role, resources):
+                for statement in _statements(_document(text)):
                     problem = _statement_problem(statement, prefixes)
                     if problem:
-                        where = ", ".join(f"s3://{b}/{p}" for b, p in sorted(prefixes)) or "no S3 model source"
                         yield (
                             attached,
                             (
