@@ -35,6 +35,7 @@ from pulumi.errors import InputPropertyErrorDetails
 from infra.cluster import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.irsa import service_account_trust
+from infra.model_source import is_s3_uri
 from infra.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings import DNS_LABEL_PATTERN, IMAGE_PATTERN
@@ -61,10 +62,6 @@ MIRROR_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memor
 MAX_BUCKET_NAME = 63
 # The same rules: lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit.
 BUCKET_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
-
-
-def is_s3_uri(source: str) -> bool:
-    return source.startswith("s3://")
 
 
 def is_hub_repo(source: str) -> bool:

@@ -147,6 +147,10 @@ def hub_config(repo: str, token: str | None, fetch: Fetch | None = None) -> dict
     return _parse_config(repo, answer.body.decode("utf-8", "replace"))
 
 
+def is_s3_uri(source: str) -> bool:
+    return source.startswith("s3://")
+
+
 def s3_config(source: str, read: ReadS3Object | None = None) -> dict[str, Any] | None:
     """The config of an s3:// source, or None where S3 holds it under a content type the provider won't return."""
     bucket, _, prefix = source.removeprefix("s3://").partition("/")
@@ -305,7 +309,7 @@ def read_model(
         return ModelFacts(
             None, None, (f"modelSource={source!r} is a path inside the image: not checked before deploying",)
         )
-    if source.startswith("s3://"):
+    if is_s3_uri(source):
         config = s3_config(source, read_s3)
         if config is None:
             warning = f"modelSource={source!r}: config.json exists but is not stored as text or JSON; not checked"

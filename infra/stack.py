@@ -14,7 +14,8 @@ from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.config import ConfigError, StackConfig, amp_workspace_region
 from infra.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri, is_s3_uri
+from infra.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
+from infra.model_source import is_s3_uri
 from infra.network import Network, NetworkArgs
 from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
 from infra.observability import (
