@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
 from infra.serve_config import model_loading_config
 from serve_ext.model_mirror import HASH_OBJECT
 
@@ -225,6 +226,11 @@ def drop_page_cache() -> bool:
     return True
 
 
+def triton_cache(cache_root: Path) -> Path:
+    """Triton's cache under a load's VLLM_CACHE_ROOT, laid out as on the workers (infra/rayservice.py)."""
+    return cache_root / Path(TRITON_CACHE_DIR).relative_to(VLLM_CACHE_ROOT)
+
+
 def engine_load_in_process(
     model_path: Path, cache_root: Path, gpu_memory_utilization: float, stack: str
 ) -> dict[str, Any]:
@@ -246,8 +252,8 @@ def engine_load_in_process(
                 "--stack",
                 stack,
             ],
-            # Triton's cache too, as the workers keep it on the node (infra/rayservice.py TRITON_CACHE_DIR).
-            env={**os.environ, "VLLM_CACHE_ROOT": str(cache_root), "TRITON_CACHE_DIR": str(cache_root / "triton")},
+            # Triton's cache too, where the workers keep it beside vLLM's on the node.
+            env={**os.environ, "VLLM_CACHE_ROOT": str(cache_root), "TRITON_CACHE_DIR": str(triton_cache(cache_root))},
             check=True,
         )
         result: dict[str, Any] = json.loads(Path(out.name).read_text())
