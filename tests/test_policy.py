@@ -342,7 +342,11 @@ def _pod_identity_role(captured: CapturedStack) -> None:
     _add_resource(captured, "aws:eks/podIdentityAssociation:PodIdentityAssociation", "extra", association, (role.urn,))
 
 
-# Each a route to the workers' role, or to their rights, that is not the stack's one RolePolicy.
+# Each a route to the workers' role, or to their rights, that is not the stack's one RolePolicy: IAM's StringLike
+# wildcards (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
+# #Conditions_String), EKS Pod Identity (https://docs.aws.amazon.com/eks/latest/userguide/pod-identities.html), and
+# the attachments pulumi-aws declares (sdk/python pulumi_aws/iam/role.py inline_policies, managed_policy_arns;
+# policy_attachment.py roles; role_policy_attachments_exclusive.py policy_arns).
 READER_ROUTES = (
     ("statement-object", _statement_as_one_object),
     ("trust-pattern", _loosen_trust(pattern=True)),

