@@ -5,11 +5,13 @@ Ray Serve LLM 2.58's own downloader, driven by the stack's loader settings. The 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from infra.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
 from tools import s3_load, smoke
 
 
@@ -114,3 +116,26 @@ def test_a_copy_that_came_back_short_is_refused_before_any_load(tiny_model_dir, 
     monkeypatch.setattr(s3_load, "fetch", fetch_losing_a_file)
     with pytest.raises(RuntimeError, match=r"fetched \d+ of the model's \d+ bytes"):
         s3_load.measure(tiny_model_dir, tmp_path, None)
+
+
+def test_a_load_keeps_tritons_cache_inside_the_cache_root_it_measures(tmp_path, monkeypatch):
+    """The engine process gets TRITON_CACHE_DIR below VLLM_CACHE_ROOT as the workers lay it out on the hostPath
+    (infra/rayservice.py), and the record's cache_bytes counts what the engine left there, Triton's kernels with
+    vLLM's torch.compile artifacts: the room the node's hostPath needs."""
+    cache_root = tmp_path / "cache"
+    triton_dirs: list[Path] = []
+
+    def engine_process(argv, env, check):
+        triton = Path(env["TRITON_CACHE_DIR"])
+        triton_dirs.append(triton)
+        triton.mkdir(parents=True)
+        (triton / "kernel.cubin").write_bytes(b"k" * 1000)
+        (Path(env["VLLM_CACHE_ROOT"]) / "torch_compile_cache").mkdir()
+        (Path(env["VLLM_CACHE_ROOT"]) / "torch_compile_cache" / "graph").write_bytes(b"g" * 24)
+        Path(argv[argv.index("--engine-only") + 1]).write_text('{"engine_load_s": 1.0, "first_token_s": 0.1}')
+
+    monkeypatch.setattr(s3_load.subprocess, "run", engine_process)
+    monkeypatch.setattr(s3_load, "drop_page_cache", lambda: False)
+    result = s3_load.engine_load_in_process(tmp_path / "model", cache_root, 0.3, "dev")
+    assert triton_dirs == [cache_root / Path(TRITON_CACHE_DIR).relative_to(VLLM_CACHE_ROOT)]
+    assert result["cache_bytes"] == 1024

@@ -258,11 +258,13 @@ def engine_load_in_process(
         )
         result: dict[str, Any] = json.loads(Path(out.name).read_text())
     result["page_cache_dropped"] = drop_page_cache_ok
+    # What the node's hostPath holds after this start: the room the caches need.
+    result["cache_bytes"] = directory_bytes(cache_root)
     return result
 
 
 def directory_bytes(path: Path) -> int:
-    """The model's bytes: the files under `path`, less the `hash` object Ray downloads with them."""
+    """The bytes of the files under `path`, less the `hash` object Ray downloads with a model's."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name != HASH_OBJECT)
 
 
