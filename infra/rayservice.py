@@ -44,8 +44,8 @@ SHM_SIZE = "16Gi"
 # named by a hash of the config, the code and the compiler (vLLM 0.26 vllm/compilation/backends.py: factors
 # env_hash, config_hash, code_hash, compiler_hash -> VLLM_CACHE_ROOT/torch_compile_cache/<hash>), so a cache left
 # by another model or version is never reused by mistake. On the node's disk (hostPath), it outlives the pod: an
-# engine restarted on the same node skips torch.compile (37 s of the 2.5 to 3 minutes of a cold start measured in
-# docs/cold-start.md; how much more the caches save is not measured yet); a new node compiles once.
+# engine restarted on the same node skips torch.compile and, with TRITON_CACHE_DIR beside it, the kernel builds of
+# the first profiling run: vLLM's engine init 11 s against 118 s cold (docs/cold-start.md); a new node compiles once.
 VLLM_CACHE_ROOT = "/var/cache/vllm"
 # Triton's own kernels (the Gated DeltaNet ones, vLLM's Triton ops) and their autotuning results go to Triton's cache,
 # ~/.triton/cache in the container unless TRITON_CACHE_DIR says otherwise: vLLM 0.26 points only Inductor's cache

@@ -88,6 +88,7 @@ def local_s3(root: Path) -> Iterator[str]:
     credentials from the environment. ETags are off (`--etag-hash ""`): rclone would otherwise read every object
     whole to hash it when it is listed or fetched."""
     port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [
             rclone_binary(),
@@ -115,13 +116,13 @@ def local_s3(root: Path) -> Iterator[str]:
         wait_for_port(port, process)
         os.environ.update(
             {
-                "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+                "AWS_ENDPOINT_URL": endpoint,
                 "AWS_ACCESS_KEY_ID": ACCESS_KEY,
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                 "AWS_DEFAULT_REGION": REGION,
             }
         )
-        yield f"http://127.0.0.1:{port}"
+        yield endpoint
     finally:
         process.terminate()
         process.wait(timeout=10)

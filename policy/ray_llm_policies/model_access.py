@@ -28,7 +28,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from .props import get, is_sequence, known_children, mappings
+from .props import get, is_sequence, known, known_children, mappings
 from .resource_types import RAY_SERVICE
 from .rules import of_type, stack_policy
 from .serving import ServeConfigError, pd_applications
@@ -136,21 +136,13 @@ def _trust_subjects_or_none(role: PolicyResource) -> set[str]:
         return set()
 
 
-def _known(props: Any, *path: str) -> Any:
-    """A property that may be unknown until the update runs (a role's generated name in a first preview)."""
-    try:
-        return get(props, *path)
-    except UnknownValueError:
-        return None
-
-
 def _names_role(attached: PolicyResource, role: PolicyResource) -> bool:
     """Whether a resource attaches something to `role`: it depends on it, or names it (by name or ARN)."""
     if role in attached.dependencies:
         return True
-    names = {value for value in (_known(role.props, "name"), _known(role.props, "arn")) if isinstance(value, str)}
-    named = _strings(_known(attached.props, "role")) + _strings(_known(attached.props, "roleName"))
-    named += _strings(_known(attached.props, "roles"))
+    names = {value for value in (known(role.props, "name"), known(role.props, "arn")) if isinstance(value, str)}
+    named = _strings(known(attached.props, "role")) + _strings(known(attached.props, "roleName"))
+    named += _strings(known(attached.props, "roles"))
     return bool(names & set(named))
 
 
@@ -158,35 +150,35 @@ def _managed_policies(
     role: PolicyResource, resources: Sequence[PolicyResource]
 ) -> Iterator[tuple[PolicyResource, str]]:
     """(the resource, the managed policy ARN) of every managed policy attached to `role`."""
-    for arn in _strings(_known(role.props, "managedPolicyArns")):
+    for arn in _strings(known(role.props, "managedPolicyArns")):
         yield role, arn
     for attached in resources:
         if not _names_role(attached, role):
             continue
         if attached.resource_type in (IAM_ROLE_POLICY_ATTACHMENT, IAM_POLICY_ATTACHMENT):
-            yield attached, str(_known(attached.props, "policyArn"))
+            yield attached, str(known(attached.props, "policyArn"))
         elif attached.resource_type == IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE:
-            for arn in _strings(_known(attached.props, "policyArns")):
+            for arn in _strings(known(attached.props, "policyArns")):
                 yield attached, arn
 
 
 def _inline_policies(role: PolicyResource, resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, Any]]:
     """(the resource, the policy's JSON) of every inline policy of `role`."""
-    for inline in mappings(_known(role.props, "inlinePolicies")):
+    for inline in mappings(known(role.props, "inlinePolicies")):
         yield role, get(inline, "policy")
     for attached in resources:
         if attached.resource_type == IAM_ROLE_POLICY and _names_role(attached, role):
-            yield attached, _known(attached.props, "policy")
+            yield attached, known(attached.props, "policy")
 
 
 def _associated(role: PolicyResource, resources: Sequence[PolicyResource], subjects: set[str]) -> bool:
     """Whether an EKS Pod Identity association hands `role` to one of the workers' service accounts."""
     for association in of_type(resources, EKS_POD_IDENTITY_ASSOCIATION):
-        namespace, account = _known(association.props, "namespace"), _known(association.props, "serviceAccount")
+        namespace, account = known(association.props, "namespace"), known(association.props, "serviceAccount")
         if f"system:serviceaccount:{namespace}:{account}" not in subjects:
             continue
-        arn = _known(role.props, "arn")
-        if role in association.dependencies or (isinstance(arn, str) and _known(association.props, "roleArn") == arn):
+        arn = known(role.props, "arn")
+        if role in association.dependencies or (isinstance(arn, str) and known(association.props, "roleArn") == arn):
             return True
     return False
 

@@ -31,6 +31,15 @@ def get(value: Any, *path: str | int, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def known(value: Any, *path: str | int) -> Any:
+    """`get`, or None where the property is unknown until the update runs (a role's generated name in a first
+    preview)."""
+    try:
+        return get(value, *path)
+    except UnknownValueError:
+        return None
+
+
 def mappings(value: Any) -> list[Mapping[str, Any]]:
     """The mapping items of a list property (an absent or scalar property has none)."""
     return [item for item in value if isinstance(item, Mapping)] if is_sequence(value) else []
