@@ -2,8 +2,8 @@
 
 import pulumi
 
-from infra.config import load_config
-from infra.node_groups import describe_instance_type
+from infra.nodes.node_groups import describe_instance_type
+from infra.settings.config import load_config
 from infra.stack import build_stack
 
 for name, value in build_stack(load_config(describe_instance_type=describe_instance_type)).items():

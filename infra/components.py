@@ -10,6 +10,8 @@ that instance does: a second one has no old resources, and two resources may not
 Bad args raise Pulumi's `InputPropertiesError` (pulumi/errors.py) with one `InputPropertyErrorDetails` (a property
 path and a reason) per problem, all at once, as pulumi-eks's node group does (nodejs/eks/nodes/nodegroup.ts
 collects `validationErrors` and throws `InputPropertiesError({message: "Invalid arguments for node group", errors})`).
+
+Imports: infra.settings.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 import pulumi
 from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
+
+from infra.settings.table import EKS_NAME_PATTERN
 
 
 class Children:
@@ -48,7 +52,7 @@ def problem(property_path: str, reason: str) -> InputPropertyErrorDetails:
     return InputPropertyErrorDetails(property_path=property_path, reason=reason)
 
 
-# What the common patterns (infra/config.py) allow, for the errors of `unmatched`.
+# What the common patterns (infra/settings/config.py) allow, for the errors of `unmatched`.
 CHART_VERSION = "a chart version such as 1.2.3"
 REGION = "an AWS region name such as us-east-1"
 NAMESPACE_NAME = "a Kubernetes namespace name (a DNS label)"
@@ -57,6 +61,13 @@ NAMESPACE_NAME = "a Kubernetes namespace name (a DNS label)"
 def unmatched(fields: dict[str, str], pattern: re.Pattern[str], allowed: str) -> list[InputPropertyErrorDetails]:
     """A problem for each field (path -> value) whose value `pattern` does not match; `allowed` says what would."""
     return [problem(path, f"{value!r} is not {allowed}") for path, value in fields.items() if not pattern.match(value)]
+
+
+def cluster_name_errors(cluster_name: str) -> list[InputPropertyErrorDetails]:
+    """The `cluster_name` field of any component's args: the EKS cluster it is for."""
+    if EKS_NAME_PATTERN.match(cluster_name):
+        return []
+    return [problem("cluster_name", f"{cluster_name!r} is not an EKS cluster name (1-100 letters, digits, - and _)")]
 
 
 def raise_input_errors(component: str, errors: list[InputPropertyErrorDetails]) -> None:

@@ -8,29 +8,29 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.errors import InputPropertiesError
 
-from infra.alerts import AlertArgs
-from infra.cluster import Cluster, ClusterArgs, update_kubeconfig_command
-from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.config import ConfigError, StackConfig, amp_workspace_region
-from infra.device_plugins import DevicePlugins, DevicePluginsArgs
-from infra.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
-from infra.model_source import is_s3_uri
-from infra.network import Network, NetworkArgs
-from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
-from infra.observability import (
+from infra.cluster.eks import Cluster, ClusterArgs, update_kubeconfig_command
+from infra.network.vpc import Network, NetworkArgs
+from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.nodes.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.observability.alerts import AlertArgs
+from infra.observability.monitoring import (
     REMOTE_WRITE_POLICY,
     Observability,
     ObservabilityArgs,
     RemoteWrite,
     observability_outputs,
 )
-from infra.preflight import preflight
-from infra.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
-from infra.scheduling import SYSTEM_NODEGROUP_NAME
-from infra.serve_app import Serving, ServingArgs
-from infra.serve_config import application_name
-from infra.settings import settings_by_effect
+from infra.preflight.checks import preflight
+from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
+from infra.serving.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
+from infra.serving.model_source import is_s3_uri
+from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
+from infra.serving.serve_app import Serving, ServingArgs
+from infra.serving.serve_config import application_name
+from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
+from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
+from infra.settings.table import settings_by_effect
 
 T = TypeVar("T")
 # The stack key each component args field is set from: a component reports its args' property paths, and the
@@ -173,7 +173,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             depends_on=[system_nodes.node_group],
             opts=pulumi.ResourceOptions(parent=gpu_nodes),
         )
-    # The model cache (infra/model_cache.py): a Hub repo mirrored into the stack's bucket, or the user's own s3://
+    # The model cache (infra/serving/model_cache.py): a Hub repo mirrored into the stack's bucket, or the user's own s3://
     # source; either way the workers read it with a role that may read that prefix only.
     bucket = facts.model_cache_bucket
     model_cache_uri = cache_uri(bucket, cfg.model_source) if bucket is not None else None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from infra.config import ConfigError
+from infra.settings.config import ConfigError
 from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from infra.rollout import ServeRollout
+from infra.serving.rollout import ServeRollout
 from tools.offline import StackRun
 from tools.render import RAYSERVICE
 

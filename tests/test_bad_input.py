@@ -272,7 +272,7 @@ def test_well_typed_aws_provider_settings_are_accepted(key, value):
     load_stack_config({key: value})
 
 
-# --- the default model's measured limits (infra/config.py KNOWN_MODELS, docs/gpu-end-to-end.md) ---
+# --- the default model's measured limits (infra/settings/config.py KNOWN_MODELS, docs/gpu-end-to-end.md) ---
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from infra.capacity import (
+from infra.preflight.checks import PreflightError, engine_capacity
+from infra.serving.model_source import ModelFacts, hub_weight_tensors
+from infra.settings.capacity import (
     GIB,
     PROFILED_OVERHEAD_GIB,
     EngineCapacity,
     kv_layout,
     vllm_default_gpu_memory_utilization,
 )
-from infra.model_source import ModelFacts, hub_weight_tensors
-from infra.preflight import PreflightError, engine_capacity
-from infra.quantization import loaded_weight_bytes
+from infra.settings.quantization import loaded_weight_bytes
 from tools.offline import HUB_CONFIGS, hub_fetch, load_stack_config, run_stack
 
 DEFAULT_MODEL = HUB_CONFIGS["Qwen/Qwen3.5-9B"]
@@ -130,7 +130,7 @@ def test_a_model_without_weights_on_the_hub_is_not_estimated():
     assert "engineCapacity" not in run.outputs
 
 
-# --- FP8 (infra/quantization.py): estimates from vLLM's sizing; held to the GPU runs below ---
+# --- FP8 (infra/settings/quantization.py): estimates from vLLM's sizing; held to the GPU runs below ---
 
 
 def test_an_fp8_kv_cache_doubles_the_block_but_not_its_bytes():

@@ -1,4 +1,4 @@
-"""The change model (infra/changes.py) is held to what the program declares when a setting changes: each
+"""The change model (infra/settings/changes.py) is held to what the program declares when a setting changes: each
 setting's effects allow exactly the resources that move, and the README's table is generated from it."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from infra import changes
-from infra.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
-from infra.settings import CHANGE_EFFECTS, settings_by_effect
+from infra.settings import changes
+from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
+from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tools.change_reference import BEGIN_MARKER, END_MARKER, WRITE_COMMAND, markdown_table
@@ -129,7 +129,7 @@ def test_a_change_moves_only_what_its_effects_allow(baseline, key):
 
 @pytest.mark.parametrize("key", sorted(k for k in NEW_VALUES if RAYSERVICE_REPLACED not in CHANGE_EFFECTS[k]))
 def test_a_change_kept_in_place_leaves_the_cluster_spec(dev, key):
-    """Only a rayClusterConfig change replaces the RayService (infra/serve_app.py REPLACE_ON_CHANGES): a setting
+    """Only a rayClusterConfig change replaces the RayService (infra/serving/serve_app.py REPLACE_ON_CHANGES): a setting
     whose effects say in place must not touch it."""
     before = rayservice(dev)["spec"]["rayClusterConfig"]
     assert rayservice(run_stack(NEW_VALUES[key]))["spec"]["rayClusterConfig"] == before
@@ -154,7 +154,7 @@ def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the
     first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
     second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",))
     assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
-    # The workers' Secret, and the model mirror's own (infra/model_cache.py): the mirror Job has run already.
+    # The workers' Secret, and the model mirror's own (infra/serving/model_cache.py): the mirror Job has run already.
     assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {
         (SECRET, "serving-hf-token"),
         (SECRET, "model-cache-hf-token"),
@@ -218,8 +218,8 @@ def test_an_exposed_endpoints_change_moves_only_what_its_effects_allow(exposed_b
 
 
 def test_exposing_the_endpoint_replaces_the_rayservice_for_its_keys(dev):
-    """The pods mount the keys and the auth code (infra/rayservice.py serve_auth_volumes), a rayClusterConfig
-    change (infra/serve_app.py REPLACE_ON_CHANGES)."""
+    """The pods mount the keys and the auth code (infra/serving/rayservice.py serve_auth_volumes), a rayClusterConfig
+    change (infra/serving/serve_app.py REPLACE_ON_CHANGES)."""
     run = run_stack(exposed(), secret_keys=EXPOSED_SECRET_KEYS)
     assert rayservice(run)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
     assert RAYSERVICE_REPLACED in CHANGE_EFFECTS["serveExposure"]

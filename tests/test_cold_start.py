@@ -10,8 +10,8 @@ import math
 
 import yaml
 
-from infra.node_groups import GPU_NODE_DIRECTORIES, GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
-from infra.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_HOST_PATH, VLLM_CACHE_ROOT
+from infra.nodes.node_groups import GPU_NODE_DIRECTORIES, GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
+from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_HOST_PATH, VLLM_CACHE_ROOT
 from tests.rayservice_parts import worker_group
 from tools import cold_start
 from tools.offline import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES

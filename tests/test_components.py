@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pulumi.errors import InputPropertiesError
 
-from infra.cluster import ClusterArgs
+from infra.cluster.eks import ClusterArgs
 from infra.components import raise_input_errors
-from infra.config import ConfigError
-from infra.network import NetworkArgs, network_args_errors
+from infra.network.vpc import NetworkArgs, network_args_errors
+from infra.settings.config import ConfigError
 from infra.stack import in_config_terms
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed
 from tools.offline import StackRun, run_stack
@@ -24,17 +24,17 @@ from tools.project import SHIPPED_STACKS
 TWO_OF_EACH = """
 import pulumi
 
-from infra.alerts import AlertArgs
-from infra.cluster import Cluster, ClusterArgs
-from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.device_plugins import DevicePlugins, DevicePluginsArgs
-from infra.kuberay import KubeRayOperatorArgs
-from infra.model_cache import ModelCache, ModelCacheArgs
-from infra.network import Network, NetworkArgs
-from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
-from infra.observability import Observability, ObservabilityArgs
-from infra.regions import Partition
-from infra.serve_app import Serving, ServingArgs
+from infra.observability.alerts import AlertArgs
+from infra.cluster.eks import Cluster, ClusterArgs
+from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.serving.kuberay import KubeRayOperatorArgs
+from infra.serving.model_cache import ModelCache, ModelCacheArgs
+from infra.network.vpc import Network, NetworkArgs
+from infra.nodes.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.observability.monitoring import Observability, ObservabilityArgs
+from infra.settings.regions import Partition
+from infra.serving.serve_app import Serving, ServingArgs
 
 
 def rayservice(name):
@@ -265,17 +265,17 @@ BAD_ARGS = {
     ),
 }
 IMPORTS = """
-from infra.alerts import AlertArgs
-from infra.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.device_plugins import DevicePlugins, DevicePluginsArgs
-from infra.kuberay import KubeRayOperator, KubeRayOperatorArgs
-from infra.model_cache import ModelCache, ModelCacheArgs
-from infra.observability import Observability, ObservabilityArgs
-from infra.serve_app import Serving, ServingArgs
-from infra.cluster import Cluster, ClusterArgs
-from infra.network import Network, NetworkArgs
-from infra.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
-from infra.regions import Partition
+from infra.observability.alerts import AlertArgs
+from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
+from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.serving.model_cache import ModelCache, ModelCacheArgs
+from infra.observability.monitoring import Observability, ObservabilityArgs
+from infra.serving.serve_app import Serving, ServingArgs
+from infra.cluster.eks import Cluster, ClusterArgs
+from infra.network.vpc import Network, NetworkArgs
+from infra.nodes.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
+from infra.settings.regions import Partition
 """
 
 

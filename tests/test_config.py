@@ -7,17 +7,17 @@ import dataclasses
 import pulumi
 import pytest
 
-from infra.config import (
+from infra.nodes.node_groups import describe_instance_type
+from infra.settings.config import (
     API_ALLOW_LIST_COMMAND,
-    DEFAULT_IMAGE_RAY_VERSION,
     VALIDATED_KUBERAY_VERSIONS,
     ConfigError,
     ServeSide,
     covers_the_internet,
     load_config,
 )
-from infra.config_keys import aws_provider_keys, kubernetes_provider_keys
-from infra.node_groups import describe_instance_type
+from infra.settings.config_keys import aws_provider_keys, kubernetes_provider_keys
+from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION
 from tests.conftest import rejection
 from tests.schemas import kuberay_dir
 from tools.offline import load_stack_config
@@ -138,7 +138,7 @@ def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
     1.35 -> v1.35.x-eksbuild.N, 1.34 -> v1.34.x-eksbuild.N; `aws eks describe-addon-versions` lists each
     build as compatible with its own cluster version only), and kube-proxy must never be newer than the
     API server (https://kubernetes.io/releases/version-skew-policy/#kube-proxy). Unset, kube-proxy follows
-    kubernetesVersion (infra/offerings.py); a pin of another minor would put v1.35 on a 1.34 control plane.
+    kubernetesVersion (infra/preflight/offerings.py); a pin of another minor would put v1.35 on a 1.34 control plane.
     """
     (problem,) = rejection({"kubernetesVersion": "1.34", "kubeProxyVersion": "v1.35.0-eksbuild.2"}).problems
     assert problem.startswith(
@@ -146,7 +146,7 @@ def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
     )
 
 
-# Bounds from AWS, as infra/config.py cites them: 450 nodes per managed node group
+# Bounds from AWS, as infra/settings/config.py cites them: 450 nodes per managed node group
 # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html); gp3 holds at most 16384 GiB
 # (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html); assumed-role credentials last at
 # most 12 h (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html).
@@ -186,7 +186,7 @@ BAD_VALUES = [
     ("vpcCidr", "10.0.0.0/24", "/16 to /20"),
     ("vpcCidr", "10.0.0.1/16", "has host bits set"),
     ("vpcCidr", "999.1.2.3/16", "Octet 999 (> 255) not permitted"),
-    # Ranges no VPC can use (infra/config.py NON_VPC_RANGES: RFC 6890; 172.17.0.0/16 per
+    # Ranges no VPC can use (infra/settings/config.py NON_VPC_RANGES: RFC 6890; 172.17.0.0/16 per
     # https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html).
     ("vpcCidr", "224.0.0.0/16", "multicast"),
     ("vpcCidr", "0.0.0.0/16", "'this network'"),

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from infra.alerts import AlertArgs, alert_rules
-from infra.dashboards import DASHBOARDS_DIR, pd_health_dashboard, shipped_dashboards
-from infra.observability import DASHBOARD_SIDECAR_LABEL, NAMESPACE
+from infra.observability.alerts import AlertArgs, alert_rules
+from infra.observability.dashboards import DASHBOARDS_DIR, pd_health_dashboard, shipped_dashboards
+from infra.observability.monitoring import DASHBOARD_SIDECAR_LABEL, NAMESPACE
 from tests.chart_values import chart_defaults
 from tests.promql import dashboard_expressions, known_metrics, parse, unknown_metrics
 from tests.schemas import schemas_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.device_plugins import efa_plugin_values
+from infra.nodes.device_plugins import efa_plugin_values
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.schemas import schemas_dir
 from tools.offline import run_stack

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from infra.instance_types import InstanceShape, gpu_node_type_problem, instance_shape
-from infra.node_groups import describe_instance_type
+from infra.nodes.node_groups import describe_instance_type
+from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, instance_shape
 from tests.conftest import rejection
 from tools.offline import load_stack_config
 

@@ -1,8 +1,10 @@
-"""The layout keeps the stack apart from its tools: `pulumi up` imports infra/, which never imports tools/ or tests/."""
+"""The layout: `pulumi up` imports infra/, which never imports tools/ or tests/; inside infra/ each part imports only
+the parts below it, as its docstring's `Imports:` line says (infra/__init__.py lists the parts)."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
 import importlib
 import inspect
 import subprocess
@@ -15,8 +17,12 @@ import pytest
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
-STACK_MODULES = sorted([*(PROJECT_DIR / "infra").glob("*.py"), PROJECT_DIR / "__main__.py"])
+INFRA = PROJECT_DIR / "infra"
+STACK_MODULES = sorted([*INFRA.rglob("*.py"), PROJECT_DIR / "__main__.py"])
 NOT_FOR_THE_STACK = ("tools", "tests")
+# The parts of infra/: its packages, and the one module beside them that the components share.
+PARTS = sorted([*(path.parent.name for path in INFRA.glob("*/__init__.py")), "components"])
+TOP = "stack"  # infra/stack.py declares the whole stack from every part; no part imports it
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -26,7 +32,34 @@ def imported_modules(path: Path) -> set[str]:
             modules.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             modules.add(node.module)
+            if node.module == "infra":  # `from infra import x`: x may be a package of infra/ (or PROJECT_DIR)
+                modules.update(f"infra.{alias.name}" for alias in node.names)
     return modules
+
+
+def part_of(module: str) -> str | None:
+    """The part of infra/ that a dotted module name is in; None for infra itself and anything outside it."""
+    names = module.split(".")
+    return names[1] if names[0] == "infra" and len(names) > 1 and names[1] in [*PARTS, TOP] else None
+
+
+def declared_imports(part: str) -> set[str]:
+    """The parts a part's docstring allows it to import (`Imports: infra.a, infra.b.` or `nothing else of infra/.`)."""
+    source = INFRA / part / "__init__.py" if (INFRA / part).is_dir() else INFRA / f"{part}.py"
+    docstring = ast.get_docstring(ast.parse(source.read_text())) or ""
+    lines = [line for line in docstring.splitlines() if line.startswith("Imports:")]
+    assert len(lines) == 1, f"{source.relative_to(PROJECT_DIR)} says in one `Imports:` line what it may import"
+    named = lines[0].removeprefix("Imports:").strip().rstrip(".")
+    return (
+        set()
+        if named == "nothing else of infra/"
+        else {name.strip().removeprefix("infra.") for name in named.split(",")}
+    )
+
+
+def parts_imported(path: Path) -> set[str]:
+    own = path.relative_to(INFRA).parts[0].removesuffix(".py")
+    return {part for module in imported_modules(path) if (part := part_of(module)) not in (None, own)}
 
 
 @pytest.mark.parametrize("path", STACK_MODULES, ids=lambda path: str(path.relative_to(PROJECT_DIR)))
@@ -39,15 +72,52 @@ def test_the_scan_sees_the_stacks_own_imports():
     assert "infra.stack" in imported_modules(PROJECT_DIR / "__main__.py")
 
 
+def test_the_scan_sees_a_part_import_another():
+    assert parts_imported(INFRA / "serving" / "rayservice.py") == {"settings"}
+
+
+def test_infra_is_its_architectures_parts():
+    """Each box of the README's architecture has its package; infra/__init__.py names them all."""
+    assert PARTS == ["cluster", "components", "network", "nodes", "observability", "preflight", "serving", "settings"]
+    listed = ast.get_docstring(ast.parse((INFRA / "__init__.py").read_text())) or ""
+    assert [part for part in [*PARTS, TOP] if f"`{part}" not in listed] == []
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_a_part_may_import_only_parts(part):
+    assert declared_imports(part) - set(PARTS) == set()
+
+
+def test_the_parts_import_one_way():
+    """The allowed imports form no cycle: settings at the bottom, the stack at the top, each part above what it uses."""
+    order = list(graphlib.TopologicalSorter({part: declared_imports(part) for part in PARTS}).static_order())
+    assert order[0] == "settings"
+    assert declared_imports("settings") == set()
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(path for path in INFRA.rglob("*.py") if path.parent != INFRA or path.stem not in (TOP, "__init__")),
+    ids=lambda path: str(path.relative_to(PROJECT_DIR)),
+)
+def test_a_module_imports_only_what_its_part_allows(path):
+    part = path.relative_to(INFRA).parts[0].removesuffix(".py")
+    assert parts_imported(path) - declared_imports(part) == set()
+
+
 def test_the_pure_builders_load_without_the_cloud_sdks():
-    """The RayService and serve-config builders take their scheduling facts from infra.scheduling, not from the
+    """The RayService and serve-config builders take their scheduling facts from infra.settings.scheduling, not from the
     node groups, so they load (in tools, in a GitOps pipeline) without pulumi_aws or pulumi_eks."""
     probe = (
-        "import sys, infra.rayservice, infra.serve_config, infra.scheduling; "
+        "import sys, infra.serving.rayservice, infra.serving.serve_config, infra.settings.scheduling; "
         "print(sorted(m for m in ('pulumi_aws', 'pulumi_eks', 'pulumi_kubernetes') if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(PROJECT_DIR).with_suffix("").parts).removesuffix(".__init__")
 
 
 def test_no_component_takes_the_projects_config():
@@ -55,8 +125,8 @@ def test_no_component_takes_the_projects_config():
     components = [
         member
         for path in STACK_MODULES
-        if path.parent.name == "infra"
-        for member in vars(importlib.import_module(f"infra.{path.stem}")).values()
+        if path.parent != PROJECT_DIR
+        for member in vars(importlib.import_module(module_name(path))).values()
         if isinstance(member, type)
         and issubclass(member, pulumi.ComponentResource)
         and member.__module__.startswith("infra.")

@@ -1,5 +1,5 @@
-"""The model cache (infra/model_cache.py): the bucket, the mirror Job, the access scoped to the model's prefix, and
-the serve config's loader settings on both sides, as the shipped stacks declare them."""
+"""The model cache (infra/serving/model_cache.py): the bucket, the mirror Job, the access scoped to the model's prefix,
+and the serve config's loader settings on both sides, as the shipped stacks declare them."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from moto import mock_aws
 from ray.llm._internal.common.utils.cloud_utils import is_remote_path
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 
-from infra import model_cache
-from infra.serve_config import PD_SIDES
+from infra.serving import model_cache
+from infra.serving.serve_config import PD_SIDES
 from serve_ext import model_mirror
 from serve_ext.model_mirror import RepoFile
 from tests.rayservice_parts import RAYSERVICE, pd_args, worker_group

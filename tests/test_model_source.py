@@ -7,7 +7,8 @@ import ast
 
 import pytest
 
-from infra.model_source import (
+from infra.preflight.checks import PreflightError
+from infra.serving.model_source import (
     HUB,
     MAX_LENGTH_KEYS,
     REGISTRY,
@@ -16,7 +17,6 @@ from infra.model_source import (
     read_model,
     vllm_architectures,
 )
-from infra.preflight import PreflightError
 from tests.rayservice_parts import RAYSERVICE
 from tools.offline import HUB_CONFIGS, hub_fetch, run_stack
 
@@ -173,7 +173,7 @@ def test_the_preflight_can_be_turned_off():
 def _redirect(url: str, to: str, headers: dict[str, str]):
     import urllib.request
 
-    from infra.model_source import _KeepHeadersOnRedirect
+    from infra.serving.model_source import _KeepHeadersOnRedirect
 
     request = urllib.request.Request(url, headers=headers)
     return _KeepHeadersOnRedirect().redirect_request(request, None, 302, "Found", {}, to)

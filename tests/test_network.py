@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from infra.config import ConfigError
+from infra.settings.config import ConfigError
 from tools.offline import StackRun, run_stack
 
 SUBNET = "aws:ec2/subnet:Subnet"

@@ -13,9 +13,9 @@ import promql_parser
 import pytest
 import yaml
 
-from infra.alerts import HEAD_CONTAINER
-from infra.kuberay import OPERATOR_NAMESPACE
-from infra.observability import RELEASE_LABEL
+from infra.observability.alerts import HEAD_CONTAINER
+from infra.observability.monitoring import RELEASE_LABEL
+from infra.serving.kuberay import OPERATOR_NAMESPACE
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.conftest import rejection
 from tests.promql import parse

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra import offerings
+from infra.preflight import offerings
 from tests.conftest import rejection
 from tools.offline import EKS_CLUSTER_VERSIONS, run_stack
 

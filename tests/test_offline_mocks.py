@@ -123,7 +123,7 @@ def test_the_shape_check_catches_a_misnamed_field():
 def test_every_lookup_the_program_makes_is_mocked_and_documented():
     """The invoke functions the program calls, found in its source, are exactly INVOKES; each is listed
     in docs/deploy-time-lookups.md with the IAM action it needs."""
-    sources = "\n".join(path.read_text() for path in (PROJECT_DIR / "infra").glob("*.py"))
+    sources = "\n".join(path.read_text() for path in (PROJECT_DIR / "infra").rglob("*.py"))
     called = set(re.findall(r"\baws\.(?:(\w+)\.)?get_(\w+?)(?:_output)?\(", sources))
     tokens = {token.split(":")[-1] for token in INVOKES}
     assert {name for _, name in called} == {re.sub(r"(?<!^)([A-Z])", r"_\1", t[3:]).lower() for t in tokens}

@@ -23,7 +23,7 @@ import yaml
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
-from infra import config as program_config
+from infra.settings import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
@@ -227,7 +227,7 @@ def _add_output(name: str, value: Callable[[CapturedStack], Any]) -> Callable[[C
 
 
 def _widen_reader(change: Callable[[list[dict[str, Any]]], None]) -> Callable[[CapturedStack], None]:
-    """Edits the statements of the GPU workers' S3 read policy (infra/model_cache.py reader_policy)."""
+    """Edits the statements of the GPU workers' S3 read policy (infra/serving/model_cache.py reader_policy)."""
 
     def edit(captured: CapturedStack) -> None:
         inputs = captured.get("aws:iam/rolePolicy:RolePolicy", "model-cache-reader").inputs
@@ -363,7 +363,7 @@ READER_ROUTES = (
 
 
 SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without the literal
-# Ranges that let the whole internet in: config validation rejects both (infra/config.py covers_the_internet);
+# Ranges that let the whole internet in: config validation rejects both (infra/settings/config.py covers_the_internet);
 # the policies guard stacks built some other way.
 OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERNET))
 INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
@@ -829,7 +829,7 @@ def test_remote_write_to_amp_passes(engine: OfflinePolicyEngine) -> None:
 
 def test_pack_and_program_name_the_same_auth_ingress_and_tls_annotations() -> None:
     """The pack cannot import infra/: the names it looks for are held to the ones the program writes."""
-    from infra import rayservice, serve_auth
+    from infra.serving import rayservice, serve_auth
     from policy.ray_llm_policies import serving as pack_serving
 
     assert pack_serving.AUTH_INGRESS_CLS == serve_auth.INGRESS_CLS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.preflight import PreflightError
+from infra.preflight.checks import PreflightError
 from tests.conftest import rejection
 from tools.offline import AwsMocks, run_stack
 

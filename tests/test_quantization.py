@@ -1,5 +1,5 @@
 """FP8 weights and KV cache as settings: what reaches the engines, and what vLLM 0.26 would refuse on which GPU
-(infra/quantization.py, read from vLLM 0.26.0's source; vendor/vllm-0.26.0 holds the files the tests parse)."""
+(infra/settings/quantization.py, read from vLLM 0.26.0's source; vendor/vllm-0.26.0 holds the files the tests parse)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.quantization import (
+from infra.settings.quantization import (
     CUDA_COMPUTE_CAPABILITY,
     FP8_WEIGHTS_MIN_CAPABILITY,
     KV_CACHE_DTYPES,

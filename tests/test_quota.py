@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from infra.node_groups import GPU_UPDATE_STRATEGY
-from infra.preflight import PreflightError
-from infra.quota import gpu_vcpu_need
+from infra.nodes.node_groups import GPU_UPDATE_STRATEGY
+from infra.preflight.checks import PreflightError
+from infra.preflight.quota import gpu_vcpu_need
 from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR
 

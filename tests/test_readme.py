@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.config import API_ALLOW_LIST_COMMAND
+from infra.settings.config import API_ALLOW_LIST_COMMAND
 from tools.config_reference import WRITE_COMMAND, markdown_table
 from tools.offline import load_stack_config
 from tools.project import PROJECT_DIR, replace_generated_block

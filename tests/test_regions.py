@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from infra.device_plugins import efa_plugin_values
-from infra.regions import (
+from infra.nodes.device_plugins import efa_plugin_values
+from infra.settings.regions import (
     DLC_IMAGE_ACCOUNTS,
     EKS_ADDON_IMAGE_ACCOUNTS,
     SUPPORTED_REGIONS,
@@ -117,7 +117,7 @@ def test_arns_and_service_principals_follow_the_partition():
 def test_deployed_arns_use_the_partition_the_provider_reports(prod):
     """The node role carries AmazonEKSWorkerNodePolicy, ECR pull permissions and AmazonEKS_CNI_Policy
     (https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html); AmazonSSMManagedInstanceCore
-    is the stack's own addition (infra/cluster.py NODE_MANAGED_POLICIES). Each ARN names the partition
+    is the stack's own addition (infra/cluster/eks.py NODE_MANAGED_POLICIES). Each ARN names the partition
     (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
     policies = sorted(r.inputs["policyArn"] for r in prod.of_type(ATTACHMENT))
     assert policies == [

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import model_cache, serve_auth
-from infra.config import OFFLINE_ALLOW_LIST_OPTION
+from infra.serving import model_cache, serve_auth
+from infra.settings.config import OFFLINE_ALLOW_LIST_OPTION
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
     API_KEYS,

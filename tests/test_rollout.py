@@ -20,8 +20,8 @@ import yaml
 from pulumi.dynamic.dynamic import serialize_provider
 from ray.serve.schema import ServeInstanceDetails
 
-from infra.rollout import KubernetesReader, ServeRolloutProvider
-from infra.rollout_status import (
+from infra.serving.rollout import KubernetesReader, ServeRolloutProvider
+from infra.serving.rollout_status import (
     FAILED,
     READY,
     UNHEALTHY,

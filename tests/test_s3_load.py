@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from infra.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
+from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
 from tools import s3_load, smoke
 
 
@@ -73,7 +73,7 @@ def test_the_restart_load_reuses_the_compile_cache_of_the_first_and_the_disk_loa
 ):
     """The three loads: the fetched copy and the original each with a cold VLLM_CACHE_ROOT (vLLM keeps its
     torch.compile artifacts there, vllm/compilation/backends.py), then the fetched copy again on the cache its first
-    load left, as an engine restarted on its node finds the hostPath (infra/rayservice.py)."""
+    load left, as an engine restarted on its node finds the hostPath (infra/serving/rayservice.py)."""
     loads: list[tuple[str, str]] = []
 
     def fake_load(model_path, cache_root, share, stack):
@@ -120,7 +120,7 @@ def test_a_copy_that_came_back_short_is_refused_before_any_load(tiny_model_dir, 
 
 def test_a_load_keeps_tritons_cache_inside_the_cache_root_it_measures(tmp_path, monkeypatch):
     """The engine process gets TRITON_CACHE_DIR below VLLM_CACHE_ROOT as the workers lay it out on the hostPath
-    (infra/rayservice.py), and the record's cache_bytes counts what the engine left there, Triton's kernels with
+    (infra/serving/rayservice.py), and the record's cache_bytes counts what the engine left there, Triton's kernels with
     vLLM's torch.compile artifacts: the room the node's hostPath needs."""
     cache_root = tmp_path / "cache"
     triton_dirs: list[Path] = []

@@ -18,10 +18,10 @@ from ray.llm._internal.common.placement import PlacementGroupConfig
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
-from infra.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, ConfigError
-from infra.instance_types import InstanceShape
-from infra.quota import gpu_vcpu_need
-from infra.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
+from infra.preflight.quota import gpu_vcpu_need
+from infra.settings.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, ConfigError
+from infra.settings.instance_types import InstanceShape
+from infra.settings.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from tests.chart_values import chart_defaults, unknown_value_keys

@@ -21,7 +21,7 @@ from typing import Any
 import openai
 import pytest
 
-from infra import serve_auth
+from infra.serving import serve_auth
 from tools.project import PROJECT_DIR
 
 KEYS = ["sk-rotate-in-0123456789abcdefghij", "sk-rotate-out-9876543210zyxwvutsrq"]

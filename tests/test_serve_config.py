@@ -64,7 +64,7 @@ def test_only_arguments_the_pd_builder_knows(args):
 
 @pytest.mark.parametrize("field", ["model_id", "model_source"])
 def test_both_sides_load_the_configured_model(dev, args, field):
-    """The Hub repo is loaded from the stack's model cache, its copy of it (infra/model_cache.py)."""
+    """The Hub repo is loaded from the stack's model cache, its copy of it (infra/serving/model_cache.py)."""
     expected = {"model_id": "qwen3.5-9b", "model_source": dev.outputs["modelCacheUri"]}[field]
     assert args["prefill_config"]["model_loading_config"][field] == expected
     assert args["decode_config"]["model_loading_config"][field] == expected

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from infra import serve_auth
-from infra.changes import KEYS_RELOADED
-from infra.config import ConfigError
-from infra.rayservice import TLS_CERT_ANNOTATION, TLS_POLICY_ANNOTATION, TLS_PORTS_ANNOTATION
-from infra.settings import CHANGE_EFFECTS
+from infra.serving import serve_auth
+from infra.serving.rayservice import TLS_CERT_ANNOTATION, TLS_POLICY_ANNOTATION, TLS_PORTS_ANNOTATION
+from infra.settings.changes import KEYS_RELOADED
+from infra.settings.config import ConfigError
+from infra.settings.table import CHANGE_EFFECTS
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, OPERATOR_CERTIFICATE, exposed
 from tests.rayservice_parts import rayservice, serve_config, worker_group
 from tools.offline import StackRun, load_stack_config, run_stack

@@ -1,4 +1,4 @@
-"""The settings table (infra/settings.py) is the one statement of each key: Pulumi.yaml is generated from it,
+"""The settings table (infra/settings/table.py) is the one statement of each key: Pulumi.yaml is generated from it,
 each row feeds a StackConfig field, and the program knows a key by its row, not by having read it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from infra.config import STACK_FIELDS, StackConfig
-from infra.settings import SETTINGS, Integer, Text
+from infra.settings.config import STACK_FIELDS, StackConfig
+from infra.settings.table import SETTINGS, Integer, Text
 from tests.conftest import rejection
 from tools.config_reference import WRITE_COMMAND, project_file_text
 from tools.project import PROJECT_FILE, declared_config

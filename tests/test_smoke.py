@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from infra import serve_auth
-from infra.serve_config import KV_ROLES, build_serve_config, serve_app_args
+from infra.serving import serve_auth
+from infra.serving.serve_config import KV_ROLES, build_serve_config, serve_app_args
 from tests.conftest import OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
 from tests.openai_server import MODEL
 from tools import offline, smoke
@@ -437,7 +437,7 @@ def test_log_checks_fail_without_a_finished_read_or_with_one_side_missing(tmp_pa
 def test_dry_run_builds_prints_and_validates(tiny_model_dir, capsys):
     assert smoke.main(["--stack", "dev", "--model-dir", str(tiny_model_dir), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "infra.serve_config.build_serve_config" in out
+    assert "infra.serving.serve_config.build_serve_config" in out
     for name in ("model_source", "dp_master_port", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
         assert f"override {name}: " in out
     assert '"import_path": "ray.serve.llm:build_pd_openai_app"' in out
@@ -518,7 +518,7 @@ def test_share_gpu_refuses_more_than_the_engines_share_of_memory(tiny_model_dir,
 
 def test_share_gpu_gives_each_of_more_replicas_its_share_and_its_own_executor_ports(tmp_path):
     """Two replicas a side on one GPU: a quarter each, and the classic Ray executor, since vLLM 0.26's RayExecutorV2
-    starts every engine's TCPStore port search at one port (infra/serve_config.py SHARED_POD_ENGINE_ENV)."""
+    starts every engine's TCPStore port search at one port (infra/serving/serve_config.py SHARED_POD_ENGINE_ENV)."""
     cfg = smoke.serve_stack_config("dev", {"prefillReplicas": "2", "decodeReplicas": "2"})
     production, config, overrides = smoke.smoke_serve_config(cfg, options(tmp_path, share_gpu=True), NO_EFA)
     assert smoke.unexplained_changes(production, config, overrides) == set()

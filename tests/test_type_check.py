@@ -37,10 +37,10 @@ def test_ci_runs_the_type_check_before_the_tests():
 
 def test_an_optional_passed_where_a_value_is_declared_is_refused(tmp_path):
     """mypy's `arg-type` error under strict_optional (https://mypy.readthedocs.io/en/stable/kinds_of_types.html#
-    optional-types-and-the-none-type), with the project's configuration and its own infra.topology."""
+    optional-types-and-the-none-type), with the project's configuration and its own infra.settings.topology."""
     program = tmp_path / "optional_topology.py"
     program.write_text(
-        "from infra.topology import Topology\n\n\n"
+        "from infra.settings.topology import Topology\n\n\n"
         "def nodes(topology: Topology) -> int:\n    return topology.gpu_nodes\n\n\n"
         "def plan(topology: Topology | None) -> int:\n    return nodes(topology)\n"
     )

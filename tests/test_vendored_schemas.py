@@ -19,7 +19,7 @@ VENDORED_CHARTS = {
 }
 UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 # Vendored sources that pin no chart: vLLM's model registry at the version Ray 2.58.0's `ray[llm]` pins, read by
-# the model preflight (infra/model_source.py), and pulumi-eks's `nodejs/eks` at the SDK version requirements.txt
+# the model preflight (infra/serving/model_source.py), and pulumi-eks's `nodejs/eks` at the SDK version requirements.txt
 # pins, run by the expansion tests (tests/test_eks_expansion_source.py holds the two versions together).
 VENDORED_SOURCES = {"vllm-0.26.0", "pulumi-eks-4.3.0"}
 

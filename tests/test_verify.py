@@ -150,7 +150,7 @@ def test_the_stacks_kubeconfig_is_used_from_a_private_file_then_removed(cluster,
 
 
 def test_verify_reports_where_the_deployed_stack_keeps_kv_for_transfer(cluster, api, capsys):
-    """kv_buffer_device is read from the RayService's serveConfigV2, as `infra.serve_config` emits it."""
+    """kv_buffer_device is read from the RayService's serveConfigV2, as `infra.serving.serve_config` emits it."""
     assert cluster.rayservice is not None
     spec = cluster.rayservice["spec"]
     decode_in_cpu = "engine_id: decode\n          kv_buffer_device: cpu"

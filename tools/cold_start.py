@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from infra.node_groups import GPU_ROOT_THROUGHPUT_MIBPS
+from infra.nodes.node_groups import GPU_ROOT_THROUGHPUT_MIBPS
 from tools.project import PROJECT_DIR, replace_generated_block
 
 GB = 1e9
@@ -52,7 +52,7 @@ FIGURES = {
         "gp3 baseline throughput (https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html)",
     ),
     "gp3_set": Figure(
-        GPU_ROOT_THROUGHPUT_MIBPS, "MiB/s", "the GPU root volume's throughput now (infra/node_groups.py)"
+        GPU_ROOT_THROUGHPUT_MIBPS, "MiB/s", "the GPU root volume's throughput now (infra/nodes/node_groups.py)"
     ),
     "uncached_pull": Figure(
         9.5 / 334 * 1000,

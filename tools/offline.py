@@ -24,9 +24,10 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import Stack
 
-from infra import model_source, node_groups
-from infra.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig, load_config
-from infra.quota import ON_DEMAND_VCPU_QUOTAS
+from infra.nodes import node_groups
+from infra.preflight.quota import ON_DEMAND_VCPU_QUOTAS
+from infra.serving import model_source
+from infra.settings.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig, load_config
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 from tools.stack_yaml import StackFileError, cli_string, read_stack_file

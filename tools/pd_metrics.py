@@ -3,7 +3,7 @@
 Prometheus' HTTP API answers an instant query with `{"status": "success", "data": {"resultType": "vector",
 "result": [{"metric": {...}, "value": [<time>, "<number>"]}]}}`
 (https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries). The queries are the dashboard's
-(`infra.pd_queries`) over everything since each replica started (no rate window): one request is enough to
+(`infra.observability.pd_queries`) over everything since each replica started (no rate window): one request is enough to
 count, where a rate needs two samples that differ.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from infra import pd_queries as q
-from infra.serve_config import PD_SIDES
+from infra.observability import pd_queries as q
+from infra.serving.serve_config import PD_SIDES
 
 QUERY_PATH = "/api/v1/query"
 

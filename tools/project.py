@@ -1,7 +1,7 @@
 """The project file, `Pulumi.yaml`, read in this one place for the tools and the tests.
 
 (The program itself never reads it: the Pulumi CLI turns its defaults into the config that
-`infra.config` reads through `pulumi.Config`.)
+`infra.settings.config` reads through `pulumi.Config`.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+from infra import PROJECT_DIR
+
 PROJECT_FILE = PROJECT_DIR / "Pulumi.yaml"
 # A stack is shipped by adding its settings file, Pulumi.<stack>.yaml.
 SHIPPED_STACKS = sorted(path.name.split(".")[1] for path in PROJECT_DIR.glob("Pulumi.*.yaml"))

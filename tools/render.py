@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from infra.config import SECRET_SETTINGS, ConfigError
+from infra.settings.config import SECRET_SETTINGS, ConfigError
 from tools.offline import (
     Resource,
     StackFileError,

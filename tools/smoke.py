@@ -2,14 +2,14 @@
 
 `python -m tools.smoke --stack dev --model-dir DIR` (a host with two or more NVIDIA GPUs and
 `requirements-gpu.txt` installed) takes the serve config the RayService gets, built by the same
-`infra.serve_config.build_serve_config` from the stack's config, and changes only what one host
+`infra.serving.serve_config.build_serve_config` from the stack's config, and changes only what one host
 needs; each change is printed by name. It then starts Ray, deploys the app through the dashboard's
 REST API (the call KubeRay makes), waits for RUNNING, lists the models, times a streamed chat
 completion, checks the logs for the NIXL backend and a prefill→decode KV transfer, stops Ray and
 exits 0 only when every step passed. `--aggregated` serves the same model without disaggregation
 (`build_openai_app`, one replica, one GPU) as the baseline; `--share-gpu` puts prefill and decode on one
 GPU; `--update-scenario OUT.json` then replays KubeRay's in-place update (a good change, a broken one, the
-rollback) under traffic and judges each with the stack's rollout verdict (`infra.rollout_status`);
+rollback) under traffic and judges each with the stack's rollout verdict (`infra.serving.rollout_status`);
 `--metrics-out FILE` scrapes Ray's metrics export; `--dry-run` only builds, prints and validates the
 config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
 """
@@ -44,18 +44,18 @@ import httpx
 import openai
 import yaml
 
-from infra import serve_auth
-from infra.capacity import vllm_default_gpu_memory_utilization
-from infra.config import API_KEYS_SETTING
-from infra.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
-from infra.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config, serve_app_args
+from infra.serving import serve_auth
+from infra.serving.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAITING, Verdict, serve_verdict
+from infra.serving.serve_config import KV_ROLES, PD_IMPORT_PATH, PD_SIDES, build_serve_config, serve_app_args
+from infra.settings.capacity import vllm_default_gpu_memory_utilization
+from infra.settings.config import API_KEYS_SETTING
 from serve_ext.ray_llm_eks_auth import RELOAD_SECONDS
 from tools.offline import load_stack_config, stack_file
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT, key_value_pairs
 
 if TYPE_CHECKING:
-    from infra.config import StackConfig
+    from infra.settings.config import StackConfig
 
 AGGREGATED_IMPORT_PATH = "ray.serve.llm:build_openai_app"
 DASHBOARD_URL = "http://127.0.0.1:8265"
@@ -455,7 +455,7 @@ def _pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) 
                         (*env, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND"),
                         "0",
                         f"{side}: --share-gpu puts this side's replicas on one host, where vLLM 0.26's RayExecutorV2 "
-                        "starts every engine's TCPStore port search at the same port (infra/serve_config.py "
+                        "starts every engine's TCPStore port search at the same port (infra/serving/serve_config.py "
                         "SHARED_POD_ENGINE_ENV, which the stack sets where replicas share a pod)",
                     )
                 )
@@ -1639,7 +1639,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{VLLM_DEFAULT_GPU_MEMORY_UTILIZATION / engines_of(production):.2f} each"
         )
         return 2
-    print(f"serve config of stack {args.stack!r} from infra.serve_config.build_serve_config, with overrides:")
+    print(f"serve config of stack {args.stack!r} from infra.serving.serve_config.build_serve_config, with overrides:")
     for override in overrides:
         print(f"  override {override.describe()}")
     unexplained = unexplained_changes(production, smoke, overrides)

@@ -54,8 +54,8 @@ from kubernetes import config as kubernetes_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from infra.rollout_status import FAILED_APP_STATUSES, READY, cluster_verdict
-from infra.serve_config import NIXL_EFA_BACKEND, PD_SIDES
+from infra.serving.rollout_status import FAILED_APP_STATUSES, READY, cluster_verdict
+from infra.serving.serve_config import NIXL_EFA_BACKEND, PD_SIDES
 from tools.pd_metrics import PdFigures, PrometheusError, read_figures
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT_DIR
@@ -551,7 +551,7 @@ def check_pd_metrics(ctx: VerifyContext) -> CheckResult:
     """The PD figures from Prometheus, polled until healthy or `metrics_wait_s` has passed: Prometheus scrapes
     every 30 s (kube-prometheus-stack's default scrapeInterval), so check 3's request shows up after a while."""
     assert ctx.open_prometheus is not None
-    # The Serve application is named after the RayService (infra/serve_config.py application_name).
+    # The Serve application is named after the RayService (infra/serving/serve_config.py application_name).
     app = ctx.outputs.ray_service_name
     deadline = time.monotonic() + ctx.metrics_wait_s
     try:

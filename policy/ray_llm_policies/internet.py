@@ -1,7 +1,7 @@
 """Whether a set of CIDRs admits the whole internet: judged on their union, not on a literal 0.0.0.0/0.
 
 `0.0.0.0/1` + `128.0.0.0/1` is as open as `0.0.0.0/0`. This is a near-copy of
-`covers_the_internet` in infra/config.py, which rejects such a set at config time: the pack runs
+`covers_the_internet` in infra/settings/config.py, which rejects such a set at config time: the pack runs
 from its own virtualenv (policy/requirements.txt) and cannot import the program, so it keeps its
 own stdlib-only check. tests/test_policy.py holds the two lists of non-internet blocks equal.
 """

@@ -2,7 +2,7 @@
 
 The workers' pods run as a Kubernetes service account whose IAM role (IRSA: the role trusts
 `system:serviceaccount:<namespace>:<account>` through the cluster's OIDC provider) the stack grants read access to
-the prefix both sides' `model_source` names (infra/model_cache.py reader_policy). Any other action, any object
+the prefix both sides' `model_source` names (infra/serving/model_cache.py reader_policy). Any other action, any object
 outside the prefix, a listing not narrowed to it (s3:ListBucket without an s3:prefix condition under it,
 https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html), or a managed policy attached
 to that role hands the engines (and whatever code a model ships) more than the weights.
@@ -42,7 +42,7 @@ EKS_POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssoci
 # A trust with no `:sub` condition: any service account the OIDC provider vouches for.
 ANY_SUBJECT = "*"
 READ_ACTIONS = {"s3:GetObject", "s3:ListBucket"}
-FIX = "Fix: no stack config widens it; the reader's policy is infra/model_cache.py reader_policy."
+FIX = "Fix: no stack config widens it; the reader's policy is infra/serving/model_cache.py reader_policy."
 
 
 def _strings(value: Any) -> list[str]:

@@ -85,7 +85,7 @@ def root_volume_gib(launch_template: Mapping[str, Any]) -> float | None:
 def _gpu_nodes_without_efa(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     fix = (
         "Fix: set gpuNodeType to an EFA-capable instance type (e.g. g6.8xlarge); the stack's GPU launch template "
-        "gets one EFA interface per EFA network card of that type (infra/node_groups.py)."
+        "gets one EFA interface per EFA network card of that type (infra/nodes/node_groups.py)."
     )
     for group in gpu_node_groups(resources):
         template = launch_template_of(group)
@@ -128,20 +128,20 @@ def _public_ip_assignments(resource: Inspected) -> Iterator[str]:
             if as_bool(get(interface, "associatePublicIpAddress")):
                 yield (
                     f"launch template '{resource.name}' network interface {index} sets associatePublicIpAddress. "
-                    f"{no_config} infra/node_groups.py (associate_public_ip_address='false')."
+                    f"{no_config} infra/nodes/node_groups.py (associate_public_ip_address='false')."
                 )
     elif resource.resource_type == SUBNET:
         if as_bool(get(resource.props, "mapPublicIpOnLaunch")):
             yield (
                 f"subnet '{resource.name}' gives every instance launched in it a public IP (mapPublicIpOnLaunch). "
-                f"{no_config} infra/network.py (map_public_ip_on_launch=False); NAT gateways and load balancers "
+                f"{no_config} infra/network/vpc.py (map_public_ip_on_launch=False); NAT gateways and load balancers "
                 "bring their own addresses."
             )
     elif resource.resource_type == EKS_CLUSTER_COMPONENT:
         if as_bool(get(resource.props, "nodeAssociatePublicIpAddress")):
             yield (
                 f"EKS cluster '{resource.name}' sets nodeAssociatePublicIpAddress. "
-                f"{no_config} infra/cluster.py (node_associate_public_ip_address=False)."
+                f"{no_config} infra/cluster/eks.py (node_associate_public_ip_address=False)."
             )
 
 

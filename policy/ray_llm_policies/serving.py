@@ -38,7 +38,7 @@ LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
 TLS_PORTS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
 # The ingress class that asks every request for an API key (serve_ext/ray_llm_eks_auth; the pack cannot import
-# infra/, a test holds this equal to infra/serve_auth.py INGRESS_CLS).
+# infra/, a test holds this equal to infra/serving/serve_auth.py INGRESS_CLS).
 AUTH_INGRESS_CLS = "ray_llm_eks_auth.ingress:ApiKeyIngress"
 
 
@@ -126,7 +126,7 @@ def _nixl_backends_off_efa(resources: Sequence[PolicyResource]) -> Iterator[tupl
                         f"RayService '{rayservice.name}' app '{app.name}': the {side} side's NIXL backends are "
                         f"{found}, but the nodes have EFA: NIXL must use {NIXL_EFA_BACKENDS}, since UCX runs at TCP "
                         "speed on EKS. Fix: no stack config sets this; restore NIXL_EFA_BACKEND in "
-                        "infra/serve_config.py.",
+                        "infra/serving/serve_config.py.",
                     )
 
 
@@ -149,14 +149,14 @@ def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
                 yield (
                     f"{where}: prefill {label} {prefill_value!r} differs from decode {decode_value!r}; the KV cache "
                     f"prefill hands over only fits the same model and context. Fix: set {config_key} once in stack "
-                    "config; both sides take it from there (infra/serve_config.py must not set one side apart)."
+                    "config; both sides take it from there (infra/serving/serve_config.py must not set one side apart)."
                 )
         engine_ids = [get(config, "engine_kwargs", "kv_transfer_config", "engine_id") for _, config in app.sides()]
         if None in engine_ids or engine_ids[0] == engine_ids[1]:
             yield (
                 f"{where}: NIXL engine ids must be set and distinct (prefill {engine_ids[0]!r}, decode "
                 f"{engine_ids[1]!r}), or the two sides cannot address each other. Fix: no stack config sets them; "
-                "infra/serve_config.py gives each side its own engine_id."
+                "infra/serving/serve_config.py gives each side its own engine_id."
             )
 
 

@@ -1,0 +1,300 @@
+"""The VPC: public subnets for NAT and load balancers, private subnets for every node.
+
+Subnets go only where the GPU instance type is offered, so the GPU node group always has a usable
+subnet; the AZ choice is made from EC2's instance-type offerings before anything is declared.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra.components import REGION, Children, cluster_name_errors, problem, raise_input_errors, unmatched
+from infra.settings.config import REGION_PATTERN, ConfigError, StackConfig
+from infra.settings.table import ipv4_network
+
+# Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP);
+# the last of those blocks is cut into small public subnets that only hold NAT gateways and NLBs.
+PRIVATE_PREFIX_DELTA = 3
+PUBLIC_PREFIX_DELTA = 6
+EKS_MIN_AZS = 2
+MIN_VPC_PREFIX = 16
+MAX_SUBNET_PREFIX = 28
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where things go: the GPU AZ first, then the other AZs the cluster spans."""
+
+    gpu_az: str
+    azs: tuple[str, ...]
+
+
+def choose_placement(cfg: StackConfig, region_azs: list[str], offering_azs: list[str]) -> Placement:
+    """Picks the GPU AZ and the cluster's AZs from what the region offers (pure, so it is testable)."""
+    offering = [az for az in region_azs if az in set(offering_azs)]
+    if not offering:
+        raise ConfigError(
+            [
+                f"gpuNodeType={cfg.gpu_node_type!r} is not offered in any Availability Zone of {cfg.region}: "
+                "pick another type or region"
+            ]
+        )
+    if cfg.gpu_az is not None and cfg.gpu_az not in offering:
+        raise ConfigError(
+            [
+                f"gpuAz={cfg.gpu_az!r} does not offer {cfg.gpu_node_type}: "
+                f"allowed is one of {', '.join(offering)} (or empty to auto-pick)"
+            ]
+        )
+    gpu_az = cfg.gpu_az or offering[0]
+    # GPU-offering AZs first; EKS needs two AZs, so fall back to others when only one offers the type.
+    ordered = [gpu_az] + [az for az in offering if az != gpu_az] + [az for az in region_azs if az not in offering]
+    count = max(EKS_MIN_AZS, min(cfg.max_azs, len(offering)))
+    if len(ordered) < count:
+        raise ConfigError([f"aws:region={cfg.region!r} has fewer than {EKS_MIN_AZS} Availability Zones; EKS needs two"])
+    return Placement(gpu_az=gpu_az, azs=tuple(ordered[:count]))
+
+
+def discover_placement(cfg: StackConfig) -> Placement:
+    """Asks EC2 which AZs exist and which offer the GPU type, as the sample's scripts did."""
+    zones = aws.get_availability_zones(
+        state="available", filters=[aws.GetAvailabilityZonesFilterArgs(name="zone-type", values=["availability-zone"])]
+    )
+    offerings = aws.ec2.get_instance_type_offerings(
+        location_type="availability-zone",
+        filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=[cfg.gpu_node_type])],
+    )
+    return choose_placement(cfg, list(zones.names), list(offerings.locations))
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    az: str
+    private_cidr: str
+    public_cidr: str
+
+
+def subnet_blocks(vpc_cidr: str) -> list[ipaddress.IPv4Network]:
+    """The private /19s (of a /16) the VPC is cut into; the last is cut again into the public subnets."""
+    return list(ipaddress.IPv4Network(vpc_cidr).subnets(prefixlen_diff=PRIVATE_PREFIX_DELTA))
+
+
+def plan_subnets(vpc_cidr: str, azs: tuple[str, ...]) -> list[SubnetPlan]:
+    blocks = subnet_blocks(vpc_cidr)
+    public_blocks = list(blocks[-1].subnets(prefixlen_diff=PUBLIC_PREFIX_DELTA - PRIVATE_PREFIX_DELTA))
+    return [SubnetPlan(az, str(blocks[i]), str(public_blocks[i])) for i, az in enumerate(azs)]
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    """What the VPC is made of."""
+
+    # The EKS cluster the VPC is for: it names the VPC and its parts, and tags the subnets
+    # `kubernetes.io/cluster/<name>: shared`, so that cluster's load balancers find them.
+    cluster_name: str
+    # The VPC's IPv4 block, e.g. 10.0.0.0/16: a private /19-equivalent per AZ, the last one cut into public subnets.
+    vpc_cidr: str
+    # The Availability Zones to span, the GPU AZ first (Placement.azs): one private and one public subnet in each.
+    azs: tuple[str, ...]
+    nat_gateway_per_az: bool = False  # one NAT gateway per AZ, rather than one for all (cheaper, one AZ's fate)
+    protect: bool = False  # Pulumi's `protect` on the VPC, so `pulumi destroy` refuses until it is lifted
+    tags: Mapping[str, str] = field(default_factory=dict)  # on every resource of the network
+    # The VPC's region, which names its S3 gateway endpoint's service (com.amazonaws.<region>.s3); empty makes none.
+    region: str = ""
+
+
+def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
+    """What EKS and the subnet plan need: a valid name and CIDR, and two AZs up to as many as the CIDR has room for."""
+    errors = cluster_name_errors(args.cluster_name)
+    room = None
+    try:
+        vpc = ipv4_network(args.vpc_cidr)
+    except ValueError as error:
+        errors.append(problem("vpc_cidr", f"{args.vpc_cidr!r} is invalid: {error}"))
+    else:
+        # A VPC subnet is /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html); the
+        # public subnets are PUBLIC_PREFIX_DELTA bits narrower than the VPC.
+        if not MIN_VPC_PREFIX <= vpc.prefixlen <= MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA:
+            errors.append(
+                problem(
+                    "vpc_cidr",
+                    f"{args.vpc_cidr} is invalid: allowed is a /{MIN_VPC_PREFIX} to "
+                    f"/{MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA} block "
+                    f"(its public subnets are {PUBLIC_PREFIX_DELTA} bits narrower)",
+                )
+            )
+        else:
+            room = len(subnet_blocks(args.vpc_cidr)) - 1
+    if len(set(args.azs)) != len(args.azs):
+        errors.append(problem("azs", f"{list(args.azs)} names an Availability Zone twice"))
+    if len(args.azs) < EKS_MIN_AZS:
+        # A cluster needs "at least two subnets that are in different Availability Zones"
+        # (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
+        errors.append(problem("azs", f"{len(args.azs)} Availability Zone(s): EKS needs two"))
+    elif room is not None and len(args.azs) > room:
+        errors.append(
+            problem("azs", f"{len(args.azs)} Availability Zones: vpc_cidr={args.vpc_cidr} has room for {room}")
+        )
+    if args.region:
+        errors += unmatched({"region": args.region}, REGION_PATTERN, REGION)
+    return errors
+
+
+class Network(pulumi.ComponentResource):
+    """A VPC with a private and a public subnet in each of `args.azs`, NAT egress and an internet gateway.
+
+    Each subnet id it exposes resolves only once that subnet's routes are in place, so whatever is given the id
+    (a node group, a cluster) waits for them: a node launched before its private route table and association
+    exist has no egress (it cannot pull images or join the cluster), and load balancers the cluster creates in the
+    public subnets need the internet gateway and public routes, and hold public addresses that stop the gateway
+    from being detached until they are gone (so the cluster is also deleted before them)."""
+
+    STACK_NAME = "network"  # the name infra/stack.py gives it; under it the children keep their old names
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its NAT route is associated
+    public_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its internet route is associated
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        raise_input_errors("Network", network_args_errors(args))
+        super().__init__("ray-llm-eks:network:Network", name, None, opts)
+        self._children = children = Children(self, name, self.STACK_NAME)
+
+        vpc = aws.ec2.Vpc(
+            children.name("vpc"),
+            cidr_block=args.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**args.tags, "Name": f"{args.cluster_name}-vpc"},
+            opts=children.opts("vpc", protect=args.protect),
+        )
+        gateway = aws.ec2.InternetGateway(
+            children.name("internet-gateway"),
+            vpc_id=vpc.id,
+            tags={**args.tags, "Name": f"{args.cluster_name}-igw"},
+            opts=children.opts("internet-gateway"),
+        )
+        public_routes = aws.ec2.RouteTable(
+            children.name("public-routes"),
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
+            tags={**args.tags, "Name": f"{args.cluster_name}-public"},
+            opts=children.opts("public-routes"),
+        )
+
+        self.public_subnet_ids = {}
+        self.private_subnet_ids = {}
+        nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
+        subnet_plans = plan_subnets(args.vpc_cidr, args.azs)
+        for plan in subnet_plans:
+            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb")
+            association = aws.ec2.RouteTableAssociation(
+                children.name(f"public-{plan.az}"),
+                subnet_id=public.id,
+                route_table_id=public_routes.id,
+                opts=children.opts(f"public-{plan.az}"),
+            )
+            self.public_subnet_ids[plan.az] = _once_routed(public, gateway, public_routes, association)
+            if args.nat_gateway_per_az or not nat_gateway_ids:
+                nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
+
+        private_route_tables: list[aws.ec2.RouteTable] = []
+        for plan in subnet_plans:
+            private = self._subnet(
+                args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb"
+            )
+            nat_id = nat_gateway_ids.get(plan.az, next(iter(nat_gateway_ids.values())))
+            routes = aws.ec2.RouteTable(
+                children.name(f"private-routes-{plan.az}"),
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
+                tags={**args.tags, "Name": f"{args.cluster_name}-private-{plan.az}"},
+                opts=children.opts(f"private-routes-{plan.az}"),
+            )
+            association = aws.ec2.RouteTableAssociation(
+                children.name(f"private-{plan.az}"),
+                subnet_id=private.id,
+                route_table_id=routes.id,
+                opts=children.opts(f"private-{plan.az}"),
+            )
+            self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
+            private_route_tables.append(routes)
+
+        if args.region:
+            # S3 from the private subnets without the NAT gateway (no per-GB processing charge): a gateway
+            # endpoint puts the region's S3 prefix list on the private route tables
+            # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
+            # (infra/serving/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
+            # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
+            # gateway endpoint"). The route tables keep their inline `routes`: the provider leaves out of them the
+            # routes a VPC endpoint adds (a prefix-list destination through a vpce- gateway), so neither side undoes
+            # the other's (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes:
+            # "Skipping because VPC endpoint routes are handled separately").
+            aws.ec2.VpcEndpoint(
+                children.name("s3"),
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{args.region}.s3",
+                vpc_endpoint_type="Gateway",
+                route_table_ids=[routes.id for routes in private_route_tables],
+                tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+                opts=children.new_opts(),
+            )
+        self.vpc_id = vpc.id
+        self.register_outputs({"vpcId": vpc.id})
+
+    def _subnet(
+        self,
+        args: NetworkArgs,
+        vpc_id: pulumi.Output[str],
+        az: str,
+        tier: str,
+        cidr: str,
+        load_balancer_role_tag: str,
+    ) -> aws.ec2.Subnet:
+        """A subnet of one tier in one AZ, tagged so EKS and its load balancers find it."""
+        return aws.ec2.Subnet(
+            self._children.name(f"{tier}-{az}"),
+            vpc_id=vpc_id,
+            cidr_block=cidr,
+            availability_zone=az,
+            map_public_ip_on_launch=False,
+            tags={
+                **args.tags,
+                f"kubernetes.io/cluster/{args.cluster_name}": "shared",
+                "Name": f"{args.cluster_name}-{tier}-{az}",
+                load_balancer_role_tag: "1",
+            },
+            opts=self._children.opts(f"{tier}-{az}"),
+        )
+
+    def _nat_gateway(
+        self,
+        args: NetworkArgs,
+        az: str,
+        public_subnet: aws.ec2.Subnet,
+        gateway: aws.ec2.InternetGateway,
+    ) -> pulumi.Output[str]:
+        address = aws.ec2.Eip(
+            self._children.name(f"nat-{az}"),
+            domain="vpc",
+            tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
+            opts=self._children.opts(f"nat-{az}"),
+        )
+        nat = aws.ec2.NatGateway(
+            self._children.name(f"nat-{az}"),
+            subnet_id=public_subnet.id,
+            allocation_id=address.id,
+            tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
+            opts=self._children.opts(f"nat-{az}", depends_on=[gateway]),
+        )
+        return nat.id
+
+
+def _once_routed(subnet: aws.ec2.Subnet, *routing: pulumi.CustomResource) -> pulumi.Output[str]:
+    """The subnet's id, carrying the resources that route it: a resource given it depends on them too."""
+    return pulumi.Output.all(subnet.id, *(resource.id for resource in routing)).apply(lambda ids: ids[0])

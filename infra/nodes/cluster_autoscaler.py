@@ -1,0 +1,116 @@
+"""Cluster Autoscaler: adds a GPU node when KubeRay's autoscaler asks for a Ray worker pod that fits nowhere.
+
+Ray Serve scales replicas, KubeRay's in-tree autoscaler scales Ray worker pods, and EKS managed node
+groups do not scale themselves: the Cluster Autoscaler changes the node group's desired size between
+its min and max. It finds the group by the tags EKS puts on every managed node group's Auto Scaling
+group (k8s.io/cluster-autoscaler/enabled and k8s.io/cluster-autoscaler/<cluster>,
+https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html), and acts through an IAM
+role for its service account (IRSA) on the cluster's OIDC provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra.cluster.eks import Cluster
+from infra.cluster.helm import Chart, pinned_release
+from infra.cluster.irsa import service_account_trust
+from infra.components import CHART_VERSION, REGION, Children, cluster_name_errors, raise_input_errors, unmatched
+from infra.settings.config import REGION_PATTERN
+from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
+from infra.settings.table import CHART_VERSION_PATTERN
+
+CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+# "Full Cluster Autoscaler Features Policy (Recommended)" for ASG auto-discovery, from the Cluster
+# Autoscaler's AWS guide (kubernetes/autoscaler, cluster-autoscaler/cloudprovider/aws/README.md).
+DESCRIBE_ACTIONS = (
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+    "eks:DescribeNodegroup",
+)
+SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerArgs:
+    """Which Cluster Autoscaler, and the cluster whose node groups it scales."""
+
+    version: str  # of the cluster-autoscaler chart, e.g. "9.59.0" (its app minor should match the cluster's)
+    cluster_name: str  # the EKS cluster: it scales the node groups tagged k8s.io/cluster-autoscaler/<name>
+    region: str  # the cluster's region, where it calls the Auto Scaling API
+    tags: Mapping[str, str] = field(default_factory=dict)  # on its IAM role
+
+
+def cluster_autoscaler_args_errors(args: ClusterAutoscalerArgs) -> list[InputPropertyErrorDetails]:
+    return [
+        *unmatched({"version": args.version}, CHART_VERSION_PATTERN, CHART_VERSION),
+        *cluster_name_errors(args.cluster_name),
+        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
+    ]
+
+
+def autoscaler_policy() -> dict[str, Any]:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": list(DESCRIBE_ACTIONS), "Resource": ["*"]},
+            {"Effect": "Allow", "Action": list(SCALING_ACTIONS), "Resource": ["*"]},
+        ],
+    }
+
+
+def cluster_autoscaler_values(args: ClusterAutoscalerArgs, role_arn: pulumi.Input[str]) -> dict[str, Any]:
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": args.region,
+        "autoDiscovery": {"clusterName": args.cluster_name},
+        "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT, "annotations": {"eks.amazonaws.com/role-arn": role_arn}}},
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+    }
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    STACK_NAME = "cluster-autoscaler"  # the name infra/stack.py gives it; under it the release keeps its old name
+
+    def __init__(
+        self,
+        name: str,
+        args: ClusterAutoscalerArgs,
+        cluster: Cluster,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        raise_input_errors("ClusterAutoscaler", cluster_autoscaler_args_errors(args))
+        super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
+        # The role and its policy were named after the component from the start.
+        child = pulumi.ResourceOptions(parent=self)
+        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
+            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
+        )
+        role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy()), opts=child)
+        self.release = pinned_release(
+            Children(self, name, self.STACK_NAME),
+            "cluster-autoscaler",
+            Chart("cluster-autoscaler", CLUSTER_AUTOSCALER_REPO, args.version),
+            NAMESPACE,
+            cluster_autoscaler_values(args, role.arn),
+            cluster.provider,
+            depends_on,
+        )
+        self.register_outputs({})

@@ -1,0 +1,481 @@
+"""Managed node groups: CPU system nodes, and the EFA-enabled GPU nodes in one AZ.
+
+The GPU group uses a launch template of our own rather than pulumi-eks's `enableEfaSupport`:
+that option cannot add an On-Demand Capacity Reservation, and under test mocks its launch template,
+placement group and EFA interfaces would be invisible. Ours declares them as plain resources, with
+IMDSv2 required and the root disk sized for the DLC image and model weights.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra.cluster.eks import Cluster
+from infra.components import Children, problem, raise_input_errors
+from infra.settings.instance_types import InstanceShape, instance_shape, unfit_gpu_node_reason
+from infra.settings.scheduling import (
+    GPU_NODE_LABELS,
+    GPU_TAINT,
+    SYSTEM_NODE_LABELS,
+    SYSTEM_NODEGROUP_NAME,
+    accelerator_label,
+)
+from infra.settings.table import (
+    ADDON_VERSION_PATTERN,
+    INSTANCE_TYPE_PATTERN,
+    MAX_GP3_GIB,
+    MAX_NODES_PER_NODE_GROUP,
+    NODEGROUP_NAME_PATTERN,
+)
+
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+SYSTEM_ROOT_VOLUME_GIB = 50
+ROOT_DEVICE_NAME = "/dev/xvda"
+NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+# EKS node group capacity types (CreateNodegroup capacityType) for the stack's gpuCapacityType values.
+EKS_CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
+EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+# What EC2 answers DescribeInstanceTypes for a name it does not know (the EC2 API reference's error codes,
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+UNKNOWN_INSTANCE_TYPE_ERROR = "InvalidInstanceType"
+
+
+def describe_instance_type(instance_type: str) -> InstanceShape | None:
+    """EC2's facts about an instance type in the deploy region, None if it has no such type.
+
+    Called while the config is loaded, before any resource is declared, like the placement lookup."""
+    try:
+        result = aws.ec2.get_instance_type(instance_type=instance_type)
+    except Exception as error:  # the provider turns EC2's error into a failed invoke; only this one is expected
+        if UNKNOWN_INSTANCE_TYPE_ERROR in str(error):
+            return None
+        raise
+    return instance_shape(result)
+
+
+# How EKS replaces nodes on an AMI, launch template or Kubernetes version update (NodegroupUpdateConfig,
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html): DEFAULT "launches the new
+# instances first, before terminating the old instances"; MINIMAL "terminates the old instances before launching
+# the new instances", for groups "constrained to resources or costs (for example, with hardware accelerators such
+# as GPUs)". The GPU group takes MINIMAL: a DEFAULT update first adds nodes beyond the group (up to two per AZ,
+# managed-node-update-behavior), which a GPU quota, a capacity reservation or a full placement group cannot give,
+# and the update fails half-way. One node at a time.
+SYSTEM_UPDATE_STRATEGY = "DEFAULT"
+GPU_UPDATE_STRATEGY = "MINIMAL"
+MAX_UNAVAILABLE_NODES = 1
+
+
+def node_group_options(update_strategy: str) -> Callable[[pulumi.ResourceTransformArgs], Any]:
+    """A transform for pulumi-eks's inner `aws:eks/nodeGroup:NodeGroup`, which its ManagedNodeGroup has no input for:
+    delete before replace, and the group's update behaviour.
+
+    EKS node group names are unique in a cluster and ours are fixed, so a replacement (new instance type, subnets,
+    launch template) must delete the old group before creating the new one. The props of a child registered by
+    pulumi-eks reach the transform under their wire (camelCase) names (pulumi `runtime/_callbacks.py`
+    deserializes the request's properties as they are)."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != NODE_GROUP_TYPE:
+            return None
+        props = {
+            **args.props,
+            "updateConfig": {"maxUnavailable": MAX_UNAVAILABLE_NODES, "updateStrategy": update_strategy},
+        }
+        return pulumi.ResourceTransformResult(
+            props, pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(delete_before_replace=True))
+        )
+
+    return transform
+
+
+def _managed_node_group(
+    children: Children,
+    tags: Mapping[str, str],
+    cluster: Cluster,
+    *,
+    node_group_name: str,
+    instance_type: str | None,
+    count: int,
+    subnet_ids: list[pulumi.Input[str]],
+    ami_type: str,
+    labels: dict[str, str],
+    capacity_type: str = "on-demand",
+    max_count: int | None = None,
+    update_strategy: str = SYSTEM_UPDATE_STRATEGY,
+    role: str,
+    **extra: Any,
+) -> eks.ManagedNodeGroup:
+    """A managed node group `<component>-<role>` in private subnets on the cluster's Kubernetes version, created once
+    they have egress where the subnet ids carry their routes (as infra.network.vpc.Network's do): fixed (min = max =
+    desired), or from `count` up to `max_count` with the desired size left to the Cluster Autoscaler.
+    `instance_type` None leaves the type to the launch template."""
+    most = max_count or count
+    return eks.ManagedNodeGroup(
+        children.name(role),
+        cluster=cluster.eks_cluster,
+        node_group_name=node_group_name,
+        node_role=cluster.node_role,
+        subnet_ids=subnet_ids,
+        instance_types=[instance_type] if instance_type else None,
+        capacity_type=EKS_CAPACITY_TYPES[capacity_type],
+        ami_type=ami_type,
+        # pulumi-eks sets no version when a launch template is given; without one, a node group stays
+        # on its Kubernetes version when the control plane is upgraded.
+        version=cluster.kubernetes_version,
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=most, desired_size=count),
+        # The Cluster Autoscaler moves the desired size; a later `pulumi up` must not reset it.
+        ignore_scaling_changes=most > count,
+        labels=labels,
+        tags=tags,
+        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside (named after this one,
+        # "<name>-nodeGroup", so the engine's inherited alias keeps the old one too).
+        opts=pulumi.ResourceOptions.merge(
+            children.opts(role), pulumi.ResourceOptions(transforms=[node_group_options(update_strategy)])
+        ),
+        **extra,
+    )
+
+
+# The GPU node pulls the DLC image (tens of GB) before the engines can start. nodeadm's FastImagePull feature
+# gate makes containerd pull and unpack layers in parallel through the SOCI snapshotter's parallel pull mode
+# (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go UseSOCISnapshotter: on with the gate, for nodes of
+# at least 4 vCPUs and 7 GiB; snapshotter/soci-snapshotter.config.toml: 16 MB chunks, 20 downloads and 12
+# unpacks per image). Its guide asks for at least 600 MiB/s of root-volume throughput, up to 1000 MiB/s and 16k
+# IOPS for more (nodeadm/doc/examples.md, "Enabling fast image pull"); gp3 gives 125 MiB/s and 3000 IOPS unless
+# set, and at most 0.25 MiB/s per provisioned IOPS (https://docs.aws.amazon.com/ebs/latest/userguide/
+# general-purpose.html#gp3-ebs-volume-type), so 1000 MiB/s needs 4000 IOPS.
+GPU_ROOT_THROUGHPUT_MIBPS = 1000
+GPU_ROOT_IOPS = 4000
+# Made before the kubelet places a Ray worker there, writable whatever user the image runs as: the hostPath of
+# vLLM's compile cache (infra/serving/rayservice.py VLLM_CACHE_HOST_PATH).
+GPU_NODE_DIRECTORIES = ("/var/lib/ray-llm-eks/vllm-cache",)
+USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
+
+
+def gpu_node_user_data() -> str:
+    """The GPU launch template's user data: EKS merges a managed node group's own NodeConfig with a launch
+    template's, which must be MIME multi-part (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html,
+    "Amazon EKS AMIs": nodeadm reads every application/node.eks.aws part; cloud-init runs the shell script part)."""
+    node_config = "\n".join(
+        [
+            "---",
+            "apiVersion: node.eks.aws/v1alpha1",
+            "kind: NodeConfig",
+            "spec:",
+            "  featureGates:",
+            "    FastImagePull: true",
+        ]
+    )
+    script = "\n".join(
+        ["#!/bin/bash", "set -euo pipefail", *(f"install -d -m 1777 {path}" for path in GPU_NODE_DIRECTORIES)]
+    )
+    parts = [
+        f"--{USER_DATA_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{node_config}\n",
+        f'--{USER_DATA_BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{script}\n',
+    ]
+    header = f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"\n\n'
+    return header + "\n".join(parts) + f"\n--{USER_DATA_BOUNDARY}--\n"
+
+
+def _launch_template(
+    children: Children,
+    role: str,
+    tags: Mapping[str, str],
+    *,
+    description: str,
+    root_volume_gib: int,
+    root_volume_throughput: int | None = None,
+    root_volume_iops: int | None = None,
+    **extra: Any,
+) -> aws.eks.NodeGroupLaunchTemplateArgs:
+    """A launch template with IMDSv2 required and an encrypted gp3 root volume, and no AMI: EKS picks the
+    node group's AMI for its `amiType` and `version`."""
+    template = aws.ec2.LaunchTemplate(
+        children.name(role),
+        description=description,
+        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+        ),
+        block_device_mappings=[
+            aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name=ROOT_DEVICE_NAME,
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=root_volume_gib,
+                    volume_type="gp3",
+                    encrypted="true",
+                    delete_on_termination="true",
+                    throughput=root_volume_throughput,
+                    iops=root_volume_iops,
+                ),
+            )
+        ],
+        tag_specifications=[
+            aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+            for kind in ("instance", "volume", "network-interface")
+        ],
+        tags=tags,
+        opts=children.opts(role),
+        **extra,
+    )
+    return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
+
+
+@dataclass(frozen=True)
+class SystemNodesArgs:
+    """The CPU nodes of the system pods, the KubeRay operator and the Ray head, and the CoreDNS add-on they host."""
+
+    instance_type: str  # an EC2 instance type, e.g. "m7i.xlarge"
+    count: int  # nodes, fixed (1 to EKS's 450 per managed node group)
+    coredns_version: str  # the coredns add-on build, e.g. "v1.13.2-eksbuild.1" (one EKS offers for the version)
+    subnet_ids: Sequence[pulumi.Input[str]]  # private subnets with egress (Network.private_subnet_ids), any AZs
+    tags: Mapping[str, str] = field(default_factory=dict)  # on the node group, its template and the add-on
+
+
+def _node_count_errors(path: str, count: int, least: int) -> list[InputPropertyErrorDetails]:
+    # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+    if least <= count <= MAX_NODES_PER_NODE_GROUP:
+        return []
+    return [problem(path, f"{count} nodes: allowed is {least} to {MAX_NODES_PER_NODE_GROUP} (EKS's per-group quota)")]
+
+
+def system_nodes_args_errors(args: SystemNodesArgs) -> list[InputPropertyErrorDetails]:
+    errors = _node_count_errors("count", args.count, 1)
+    if not INSTANCE_TYPE_PATTERN.match(args.instance_type):
+        errors.append(
+            problem("instance_type", f"{args.instance_type!r} is not an EC2 instance type such as m7i.xlarge")
+        )
+    if not ADDON_VERSION_PATTERN.match(args.coredns_version):
+        errors.append(
+            problem("coredns_version", f"{args.coredns_version!r} is not an add-on build such as v1.13.2-eksbuild.1")
+        )
+    if not args.subnet_ids:
+        errors.append(problem("subnet_ids", "empty: a managed node group needs a subnet"))
+    return errors
+
+
+class SystemNodes(pulumi.ComponentResource):
+    STACK_NAME = "system-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
+    node_group: eks.ManagedNodeGroup
+    coredns: aws.eks.Addon
+
+    def __init__(
+        self, name: str, args: SystemNodesArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        raise_input_errors("SystemNodes", system_nodes_args_errors(args))
+        super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
+        self.node_group = _managed_node_group(
+            children,
+            args.tags,
+            cluster,
+            role="system",
+            node_group_name=SYSTEM_NODEGROUP_NAME,
+            instance_type=args.instance_type,
+            count=args.count,
+            subnet_ids=list(args.subnet_ids),
+            ami_type=SYSTEM_AMI_TYPE,
+            labels=SYSTEM_NODE_LABELS,
+            # pulumi-eks's own template (made for `enable_imd_sv2`/`disk_size`) cannot encrypt the root volume.
+            launch_template=_launch_template(
+                children,
+                "system",
+                args.tags,
+                description=f"{SYSTEM_NODEGROUP_NAME}: IMDSv2, {SYSTEM_ROOT_VOLUME_GIB} GiB encrypted gp3 root",
+                root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
+            ),
+        )
+        # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,
+        # before any node group, it would block every node group that waits for the cluster.
+        self.coredns = aws.eks.Addon(
+            children.name("coredns"),
+            cluster_name=cluster.cluster_name,
+            addon_name="coredns",
+            addon_version=args.coredns_version,
+            # Take over the self-managed CoreDNS that EKS bootstraps with the cluster.
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=children.opts("coredns", depends_on=[self.node_group]),
+        )
+        self.register_outputs({})
+
+
+def efa_network_interfaces(
+    efa_interfaces: int, security_group_ids: list[pulumi.Input[str]]
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """One EFA interface per EFA-capable network card.
+
+    EC2 wants the primary (card 0, device 0) to be an EFA with ENA, and each further card's interface
+    at device index 1; those are EFA-only, which take no IP address (no private addresses used up, no
+    second route for the node's traffic), so only the primary carries the public-IP setting.
+    """
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=card,
+            device_index=0 if card == 0 else 1,
+            interface_type="efa" if card == 0 else "efa-only",
+            associate_public_ip_address="false" if card == 0 else None,
+            delete_on_termination="true",
+            security_groups=security_group_ids,
+        )
+        for card in range(efa_interfaces)
+    ]
+
+
+@dataclass(frozen=True)
+class GpuNodesArgs:
+    """The EFA-enabled GPU node group in one subnet (so one AZ), with a cluster placement group of its own when no
+    reservation brings one (`uses_own_placement_group`). What the instance type decides (its EFA interfaces, its GPU
+    model) is not asked: GpuNodes reads it from EC2's DescribeInstanceTypes, as pulumi-eks's EFA support counts its
+    interfaces from `aws.ec2.getInstanceTypeOutput` (nodejs/eks/nodes/instances.ts getEfaNetworkInterfaces)."""
+
+    node_group_name: str  # the EKS node group's name (unique in the cluster)
+    instance_type: str  # an EC2 type with NVIDIA GPUs and EFA, e.g. "g6.8xlarge"
+    count: int  # nodes (0 to 450); with max_count, the least the group keeps
+    vpc_id: pulumi.Input[str]  # the VPC of subnet_id, for the EFA security group
+    subnet_id: pulumi.Input[str]  # one private subnet with egress, in an AZ that offers instance_type
+    root_volume_gib: int = 200  # the gp3 root volume, where the image and the model weights land
+    capacity_reservation_id: str | None = None  # an ODCR to launch into, or the Capacity Block's reservation
+    # "on-demand" (optionally into capacity_reservation_id) or "capacity-block" (the block's reservation id).
+    capacity_type: str = "on-demand"
+    # More nodes the Cluster Autoscaler may add, up to this many (None: a fixed `count`).
+    max_count: int | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)  # on every resource of the group
+
+
+def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> list[InputPropertyErrorDetails]:
+    """What EKS and EC2 refuse in the args, with EC2's answer (`shape`) about the instance type."""
+    errors = _node_count_errors("count", args.count, 0)
+    if args.max_count is not None:
+        errors += _node_count_errors("max_count", args.max_count, max(args.count, 1))
+    if not NODEGROUP_NAME_PATTERN.match(args.node_group_name):
+        errors.append(
+            problem(
+                "node_group_name",
+                f"{args.node_group_name!r} is not an EKS node group name (1-63 letters, digits, - and _)",
+            )
+        )
+    reason = unfit_gpu_node_reason(shape, "the deploy region")
+    if reason:
+        errors.append(problem("instance_type", f"{args.instance_type!r} cannot be a GPU node: {reason}"))
+    if args.capacity_type not in EKS_CAPACITY_TYPES:
+        errors.append(
+            problem("capacity_type", f"{args.capacity_type!r}: allowed is one of {', '.join(EKS_CAPACITY_TYPES)}")
+        )
+    elif args.capacity_type == "capacity-block" and not args.capacity_reservation_id:
+        errors.append(
+            problem("capacity_reservation_id", "a Capacity Block is launched into through its reservation id")
+        )
+    # gp3 holds at most 16384 GiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
+    if not 1 <= args.root_volume_gib <= MAX_GP3_GIB:
+        errors.append(problem("root_volume_gib", f"{args.root_volume_gib} GiB: a gp3 volume holds 1 to {MAX_GP3_GIB}"))
+    return errors
+
+
+def uses_own_placement_group(args: GpuNodesArgs) -> bool:
+    """Plain On-Demand nodes only: a reservation (an ODCR or a Capacity Block) brings its own placement."""
+    return args.capacity_type == "on-demand" and not args.capacity_reservation_id
+
+
+class GpuNodes(pulumi.ComponentResource):
+    STACK_NAME = "gpu-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
+    node_group: eks.ManagedNodeGroup
+    node_group_name: str
+    shape: InstanceShape  # EC2's facts about args.instance_type
+
+    def __init__(
+        self, name: str, args: GpuNodesArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        shape = describe_instance_type(args.instance_type)
+        raise_input_errors("GpuNodes", gpu_nodes_args_errors(args, shape))
+        assert shape is not None  # an unknown type is one of the errors above
+        super().__init__("ray-llm-eks:nodes:GpuNodes", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
+        self.shape = shape
+
+        # EFA requires a group that admits all traffic from itself, both ways.
+        efa_security_group = aws.ec2.SecurityGroup(
+            children.name("efa"),
+            description="EFA: all traffic between the GPU nodes' EFA interfaces",
+            vpc_id=args.vpc_id,
+            ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+            egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+            tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
+            opts=children.opts("efa"),
+        )
+        # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
+        # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
+        # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
+        placement_group = (
+            aws.ec2.PlacementGroup(
+                children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts("gpu-placement")
+            )
+            if uses_own_placement_group(args)
+            else None
+        )
+        capacity_block = args.capacity_type == "capacity-block"
+        capacity_reservation = (
+            aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=args.capacity_reservation_id
+                )
+            )
+            if args.capacity_reservation_id
+            else None
+        )
+        launch_template = _launch_template(
+            children,
+            "gpu",
+            args.tags,
+            description=f"{args.node_group_name}: EFA, {'cluster placement' if placement_group else args.capacity_type}"
+            f", IMDSv2, {args.root_volume_gib} GiB root",
+            root_volume_gib=args.root_volume_gib,
+            root_volume_throughput=GPU_ROOT_THROUGHPUT_MIBPS,
+            root_volume_iops=GPU_ROOT_IOPS,
+            user_data=base64.b64encode(gpu_node_user_data().encode()).decode(),
+            network_interfaces=efa_network_interfaces(
+                shape.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
+            ),
+            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name) if placement_group else None,
+            capacity_reservation_specification=capacity_reservation,
+            # A Capacity Block is used through its own market type, besides its reservation id, and EKS takes its
+            # instance type only from the launch template.
+            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+            if capacity_block
+            else None,
+            instance_type=args.instance_type if capacity_block else None,
+        )
+        self.node_group_name = args.node_group_name
+        self.node_group = _managed_node_group(
+            children,
+            args.tags,
+            cluster,
+            role="gpu",
+            node_group_name=args.node_group_name,
+            instance_type=None if capacity_block else args.instance_type,
+            count=args.count,
+            subnet_ids=[args.subnet_id],
+            ami_type=GPU_AMI_TYPE,
+            capacity_type=args.capacity_type,
+            max_count=args.max_count,
+            update_strategy=GPU_UPDATE_STRATEGY,
+            labels={**GPU_NODE_LABELS, **accelerator_label(shape.gpu_name)},
+            taints=[
+                aws.eks.NodeGroupTaintArgs(
+                    key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect=EKS_TAINT_EFFECTS[GPU_TAINT["effect"]]
+                )
+            ],
+            launch_template=launch_template,
+        )
+        self.register_outputs({"nodeGroupName": args.node_group_name})

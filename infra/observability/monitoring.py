@@ -1,0 +1,288 @@
+"""Metrics, dashboards and alerts: kube-prometheus-stack on the system nodes, NVIDIA's DCGM exporter on the
+GPU nodes, PodMonitors for Ray and the KubeRay operator, Ray's and our Grafana dashboards, the alert rules.
+
+Prometheus finds monitors and rules by the chart's release label (kube-prometheus-stack values.yaml,
+`*SelectorNilUsesHelmValues: true`), the same label KubeRay's own PodMonitors carry
+(ray-project/kuberay config/prometheus/podMonitor.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra.cluster.eks import Cluster
+from infra.cluster.helm import Chart, pinned_release
+from infra.cluster.irsa import service_account_trust
+from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
+from infra.observability.alerts import AlertArgs, prometheus_rule
+from infra.observability.dashboards import dashboard_config_maps
+from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
+from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
+
+PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
+# NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").
+DCGM_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
+NAMESPACE = "monitoring"
+STACK_RELEASE = "kube-prometheus-stack"
+RELEASE_LABEL = {"release": STACK_RELEASE}
+# The Grafana subchart's Service: `<release>-grafana`, port 80 (grafana-community/helm-charts charts/grafana
+# templates/service.yaml, values.yaml service.port); its admin password is generated into the Secret of the
+# same name (templates/_helpers.tpl `randAlphaNum 40`) since the values set none.
+GRAFANA_SERVICE = f"{STACK_RELEASE}-grafana"
+PROMETHEUS_SERVICE = f"{STACK_RELEASE}-prometheus"
+PROMETHEUS_PORT = 9090  # values.yaml prometheus.service.port
+# Prometheus' service account: `<fullname>-prometheus` (templates/_helpers.tpl
+# kube-prometheus-stack.prometheus.serviceAccountName), the one its IAM role for remote writes trusts.
+PROMETHEUS_SERVICE_ACCOUNT = f"{STACK_RELEASE}-prometheus"
+# The AWS managed policy that allows aps:RemoteWrite only
+# (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonPrometheusRemoteWriteAccess.html).
+REMOTE_WRITE_POLICY = "AmazonPrometheusRemoteWriteAccess"
+# The label (and value) kube-prometheus-stack sets for Grafana's dashboard sidecar, which loads every
+# ConfigMap carrying it from any namespace (values.yaml grafana.sidecar.dashboards: label, labelValue,
+# searchNamespace: ALL).
+DASHBOARD_SIDECAR_LABEL = {"grafana_dashboard": "1"}
+
+# KubeRay labels each Ray pod with its node type and cluster (ray-operator/controllers/ray/utils/constant.go,
+# RayNodeTypeLabelKey, RayClusterLabelKey) and adds the container port "metrics" (8080) where Ray exports
+# its metrics (ray-operator/controllers/ray/common/pod.go, MetricsPortName, DefaultMetricsPort).
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+RAY_METRICS_PORT = "metrics"
+# Ray's Grafana dashboards filter on `ray_io_cluster`, which KubeRay's PodMonitors copy from the pod's
+# ray.io/cluster label (config/prometheus/podMonitor.yaml).
+RAY_CLUSTER_RELABELING = {
+    "action": "replace",
+    "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
+    "targetLabel": "ray_io_cluster",
+}
+# The kuberay-operator chart's pod carries app.kubernetes.io/name: kuberay-operator and serves /metrics on
+# its container port "http" (helm-chart/kuberay-operator templates/deployment.yaml, _helpers.tpl labels).
+KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
+KUBERAY_METRICS_PORT = "http"
+
+# What the metrics stack reserves on the system nodes (the chart sets no requests): 525m CPU and 2 GiB, so
+# the default stack, and the one with serveAutoscaling (the head's autoscaler sidecar), still fit one
+# m7i.xlarge (tests/test_observability.py adds up every system pod). CPU limits are left off: Prometheus may
+# burst while it compacts.
+PROMETHEUS_RESOURCES = {"requests": {"cpu": "300m", "memory": "1536Mi"}, "limits": {"memory": "3Gi"}}
+GRAFANA_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
+OPERATOR_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
+KUBE_STATE_METRICS_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
+ALERTMANAGER_RESOURCES = {"requests": {"cpu": "25m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+# Prometheus keeps its TSDB in an emptyDir on the system node's 50 GiB root volume: bounded in size.
+RETENTION = "7d"
+RETENTION_SIZE = "10GB"
+
+
+@dataclass(frozen=True)
+class RemoteWrite:
+    """An Amazon Managed Service for Prometheus workspace Prometheus also writes to: its endpoint (ending in
+    `/`), its region (SigV4 signs for it) and the ARN of the managed policy that allows the writes."""
+
+    workspace_url: str
+    region: str
+    policy_arn: str
+
+
+@dataclass(frozen=True)
+class ObservabilityArgs:
+    """Chart versions, where the Ray pods and the KubeRay operator run, what the alerts watch, and an optional
+    managed Prometheus to remote-write to."""
+
+    stack_version: str  # of the kube-prometheus-stack chart, e.g. "88.5.3"
+    dcgm_version: str  # of the dcgm-exporter chart, e.g. "4.8.2"
+    ray_namespace: str  # where the Ray head and workers run: the PodMonitors look there
+    kuberay_namespace: str  # where the KubeRay operator runs
+    alerts: AlertArgs  # the Serve application and the objectives the alert rules and dashboards watch
+    remote_write: RemoteWrite | None = None  # a managed Prometheus workspace to write to as well
+    tags: Mapping[str, str] = field(default_factory=dict)  # on the remote-write IAM role
+
+
+def observability_args_errors(args: ObservabilityArgs) -> list[InputPropertyErrorDetails]:
+    versions = {"stack_version": args.stack_version, "dcgm_version": args.dcgm_version}
+    namespaces = {"ray_namespace": args.ray_namespace, "kuberay_namespace": args.kuberay_namespace}
+    errors = unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION)
+    errors += unmatched(namespaces, DNS_LABEL_PATTERN, NAMESPACE_NAME)
+    return errors
+
+
+def remote_write_values(remote_write: RemoteWrite, role_arn: pulumi.Input[str]) -> dict[str, Any]:
+    """Prometheus' service account assumes the role (IRSA) and signs each write with SigV4 for the workspace's
+    region, as the AMP guide configures a Prometheus on EKS
+    (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-ingest-metrics-existing-Prometheus.html)."""
+    return {
+        "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "prometheusSpec": {
+            "remoteWrite": [
+                {"url": f"{remote_write.workspace_url}api/v1/remote_write", "sigv4": {"region": remote_write.region}}
+            ]
+        },
+    }
+
+
+def stack_values(remote_write: dict[str, Any] | None = None) -> dict[str, Any]:
+    """kube-prometheus-stack's values; `remote_write` (remote_write_values) adds the managed Prometheus."""
+    on_system = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
+    remote_write = remote_write or {"prometheusSpec": {}}
+    return {
+        "prometheusOperator": {
+            **on_system,
+            "resources": OPERATOR_RESOURCES,
+            "admissionWebhooks": {"patch": dict(on_system)},
+        },
+        "prometheus": {
+            **remote_write,
+            "prometheusSpec": {
+                **on_system,
+                "resources": PROMETHEUS_RESOURCES,
+                "retention": RETENTION,
+                "retentionSize": RETENTION_SIZE,
+                **remote_write["prometheusSpec"],
+            },
+        },
+        "alertmanager": {"alertmanagerSpec": {**on_system, "resources": ALERTMANAGER_RESOURCES}},
+        "grafana": {**on_system, "resources": GRAFANA_RESOURCES},
+        "kube-state-metrics": {**on_system, "resources": KUBE_STATE_METRICS_RESOURCES},
+        # EKS runs the scheduler, controller manager and etcd off the cluster's nodes: nothing to scrape,
+        # and their default targets would only raise the chart's "...Down" alerts.
+        "kubeControllerManager": {"enabled": False},
+        "kubeScheduler": {"enabled": False},
+        "kubeEtcd": {"enabled": False},
+    }
+
+
+def dcgm_values() -> dict[str, Any]:
+    # The chart's ServiceMonitor needs the release label for Prometheus to select it.
+    return {**gpu_node_scheduling(), "serviceMonitor": {"additionalLabels": dict(RELEASE_LABEL)}}
+
+
+def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoint: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(RELEASE_LABEL)},
+        # No jobLabel (a pod label to take the job name from): the job is "monitoring/<name>", per monitor.
+        "spec": {
+            "namespaceSelector": {"matchNames": [namespace]},
+            "selector": {"matchLabels": dict(selector)},
+            "podMetricsEndpoints": [endpoint],
+        },
+    }
+
+
+def pod_monitors(ray_namespace: str, kuberay_namespace: str) -> list[dict[str, Any]]:
+    """The Ray head, every Ray worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
+    ray_endpoint = {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING]}
+    return [
+        _pod_monitor("ray-head", ray_namespace, {RAY_NODE_TYPE_LABEL: "head"}, ray_endpoint),
+        _pod_monitor("ray-workers", ray_namespace, {RAY_NODE_TYPE_LABEL: "worker"}, ray_endpoint),
+        _pod_monitor("kuberay-operator", kuberay_namespace, KUBERAY_OPERATOR_SELECTOR, {"port": KUBERAY_METRICS_PORT}),
+    ]
+
+
+def monitoring_objects(args: ObservabilityArgs) -> list[dict[str, Any]]:
+    """Everything besides the charts: the PodMonitors, the alert rules and the dashboards."""
+    return [
+        *pod_monitors(args.ray_namespace, args.kuberay_namespace),
+        prometheus_rule("ray-llm-eks", NAMESPACE, dict(RELEASE_LABEL), args.alerts),
+        *dashboard_config_maps(args.alerts.application, NAMESPACE, dict(DASHBOARD_SIDECAR_LABEL)),
+    ]
+
+
+def grafana_port_forward_command() -> str:
+    return f"kubectl -n {NAMESPACE} port-forward svc/{GRAFANA_SERVICE} 3000:80"
+
+
+def grafana_password_command() -> str:
+    return f"kubectl -n {NAMESPACE} get secret {GRAFANA_SERVICE} -o jsonpath='{{.data.admin-password}}' | base64 -d"
+
+
+def prometheus_port_forward_command() -> str:
+    return f"kubectl -n {NAMESPACE} port-forward svc/{PROMETHEUS_SERVICE} {PROMETHEUS_PORT}:{PROMETHEUS_PORT}"
+
+
+def observability_outputs() -> dict[str, str]:
+    """How to open Grafana (user admin) and Prometheus from a machine with the cluster's kubeconfig."""
+    return {
+        "grafanaPortForwardCommand": grafana_port_forward_command(),
+        "grafanaPasswordCommand": grafana_password_command(),
+        "prometheusPortForwardCommand": prometheus_port_forward_command(),
+        # In-cluster, like serveEndpoint: tools.verify port-forwards to it and reads the PD figures.
+        "prometheusEndpoint": f"http://{PROMETHEUS_SERVICE}.{NAMESPACE}.svc.cluster.local:{PROMETHEUS_PORT}",
+    }
+
+
+class Observability(pulumi.ComponentResource):
+    STACK_NAME = "observability"  # the name infra/stack.py gives it; under it the children keep their old names
+
+    def __init__(
+        self,
+        name: str,
+        args: ObservabilityArgs,
+        cluster: Cluster,
+        system_nodes: pulumi.Resource,
+        gpu_nodes: pulumi.Resource,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        raise_input_errors("Observability", observability_args_errors(args))
+        super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
+        remote_write = None
+        if args.remote_write is not None:
+            remote_write = remote_write_values(args.remote_write, self._remote_write_role(name, args, cluster).arn)
+        stack = pinned_release(
+            children,
+            STACK_RELEASE,
+            Chart("kube-prometheus-stack", PROMETHEUS_COMMUNITY_REPO, args.stack_version),
+            NAMESPACE,
+            stack_values(remote_write),
+            cluster.provider,
+            [system_nodes],
+        )
+        # After the stack: the exporter's ServiceMonitor needs the CRDs the stack installs.
+        pinned_release(
+            children,
+            "dcgm-exporter",
+            Chart("dcgm-exporter", DCGM_REPO, args.dcgm_version),
+            NAMESPACE,
+            dcgm_values(),
+            cluster.provider,
+            [stack, gpu_nodes],
+        )
+        for manifest in monitoring_objects(args):
+            _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
+        self.register_outputs({})
+
+    def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
+        assert args.remote_write is not None
+        child = pulumi.ResourceOptions(parent=self)
+        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
+            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT))
+        )
+        role = aws.iam.Role(f"{name}-remote-write", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        aws.iam.RolePolicyAttachment(
+            f"{name}-remote-write", role=role.name, policy_arn=args.remote_write.policy_arn, opts=child
+        )
+        return role
+
+
+def _declare(manifest: dict[str, Any], children: Children, **options: Any) -> pulumi.Resource:
+    role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+    name, opts = children.name(role), children.opts(role, **options)
+    if manifest["kind"] == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=opts,
+    )

@@ -1,0 +1,57 @@
+"""The KubeRay operator: it turns the RayService into a Ray cluster and wires its Serve endpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra.cluster.eks import Cluster
+from infra.cluster.helm import Chart, pinned_release
+from infra.components import Children, raise_input_errors, unmatched
+from infra.settings.scheduling import OPERATOR_NAMESPACE
+from infra.settings.table import SEMVER_PATTERN
+
+KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
+
+
+@dataclass(frozen=True)
+class KubeRayOperatorArgs:
+    """Which KubeRay operator to install."""
+
+    version: str  # of the kuberay-operator chart, which is the operator's version, e.g. "1.4.0"
+
+
+def kuberay_values() -> dict[str, Any]:
+    # The chart has no nodeSelector; the GPU taint already keeps the operator on the system nodes.
+    # Its default 100m CPU limit throttles reconciles while a model-sized RayService comes up.
+    return {"resources": {"limits": {"cpu": "500m", "memory": "512Mi"}}}
+
+
+class KubeRayOperator(pulumi.ComponentResource):
+    # The name Serving gives it in this project's stack ("<serving>-kuberay"); under it the release keeps its old name.
+    STACK_NAME = "serving-kuberay"
+
+    def __init__(
+        self,
+        name: str,
+        args: KubeRayOperatorArgs,
+        cluster: Cluster,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        raise_input_errors(
+            "KubeRayOperator", unmatched({"version": args.version}, SEMVER_PATTERN, "a version such as 1.4.0")
+        )
+        super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
+        self.release = pinned_release(
+            Children(self, name, self.STACK_NAME),
+            "kuberay-operator",
+            Chart("kuberay-operator", KUBERAY_REPO, args.version),
+            OPERATOR_NAMESPACE,
+            kuberay_values(),
+            cluster.provider,
+            depends_on,
+        )
+        self.register_outputs({})

@@ -1,0 +1,348 @@
+"""The model cache: the weights in the stack's own S3 bucket, mirrored once, read by the GPU workers only.
+
+Why this shape (README, Model cache; each rule is tested in tests/test_model_cache.py with its source):
+- Workers load through Ray Serve LLM 2.58's cloud loading: a `model_source` of `s3://bucket/prefix` becomes a
+  CloudMirrorConfig, and each node's engine start downloads the files with boto3 into the local Hugging Face
+  cache, from which vLLM loads as from any local directory (ray/llm/_internal/serve/engines/vllm/vllm_models.py
+  `from_llm_config`; common/utils/download_utils.py `CloudModelDownloader.get_model`; cloud_filesystem/
+  s3_filesystem.py). vLLM's Run:ai streamer (`load_format: runai_streamer`) is not used: with it Ray 2.58
+  downloads nothing and hands vLLM the served `model_id` instead of the URI (llm_config.py
+  `get_or_create_callback`: NodeModelDownloadable.NONE for STREAMING_LOAD_FORMATS), so a model_id that is not
+  the URI itself would be looked up on the Hub.
+- Access through IRSA (infra/cluster/irsa.py, as the autoscaler and AMP already do): boto3's default credential chain
+  takes the web identity token EKS mounts. EKS Pod Identity would need the eks-pod-identity-agent add-on on
+  every node besides (https://docs.aws.amazon.com/eks/latest/userguide/pod-identities.html).
+- The mirror is a Job the Kubernetes provider waits for (pulumi-kubernetes provider/pkg/await/job.go: ready when
+  a `Complete` condition is true, failed at once on `Failed`; 10 minutes unless `pulumi.com/timeoutSeconds`),
+  named by a digest of what it copies, so it runs on the first `pulumi up` and again only when that changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra import PROJECT_DIR
+from infra.cluster.eks import Cluster
+from infra.cluster.irsa import service_account_trust
+from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.serving.model_source import is_s3_uri
+from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
+from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
+from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
+
+NAMESPACE = "model-cache"
+MIRROR_SERVICE_ACCOUNT = "model-mirror"
+# The GPU workers' service account, in the serving namespace: read-only on the model's prefix.
+READER_SERVICE_ACCOUNT = "model-reader"
+HF_TOKEN_SECRET = "model-mirror-hf-token"
+SCRIPT_CONFIGMAP = "model-mirror-script"
+SCRIPT = PROJECT_DIR / "serve_ext" / "model_mirror.py"
+SCRIPT_MOUNT = "/opt/model-mirror"
+# One file at a time passes through local disk: the largest shard of a safetensors checkpoint is a few GB, and a
+# system node's root volume is 50 GiB (infra/nodes/node_groups.py SYSTEM_ROOT_VOLUME_GIB).
+WORK_MOUNT = "/var/tmp/model-mirror"
+WORK_SIZE = "20Gi"
+CACHE_PREFIX = "models"
+# 19 GB from the Hub at a few hundred MB/s is minutes; the provider's own Job default is 10 minutes.
+MIRROR_TIMEOUT_SECONDS = 2 * 60 * 60
+# A failed pod is retried where it stopped: the script skips what is already in the bucket.
+MIRROR_BACKOFF_LIMIT = 6
+MIRROR_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+# S3 bucket names: 3-63 characters (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+MAX_BUCKET_NAME = 63
+# The same rules: lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit.
+BUCKET_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+
+
+def is_hub_repo(source: str) -> bool:
+    """A Hugging Face repo id, `owner/name`: neither an S3 URI nor a path inside the image."""
+    return not is_s3_uri(source) and not source.startswith(("/", ".", "~")) and source.count("/") == 1
+
+
+def cache_bucket_name(cluster_name: str, account_id: str, region: str) -> str:
+    """Globally unique and fixed per cluster, so the serve config can name it before the bucket exists: the
+    account and region, and a digest of the cluster name (which may hold upper case and '_', unlike a bucket)."""
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:8]
+    name = f"llm-models-{digest}-{account_id}-{region}"
+    assert len(name) <= MAX_BUCKET_NAME, name
+    return name
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """(bucket, prefix without slashes at either end)."""
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    return bucket, prefix.strip("/")
+
+
+def cache_uri(bucket: str, repo: str) -> str:
+    return f"s3://{bucket}/{CACHE_PREFIX}/{repo}"
+
+
+def reader_policy(partition: str, bucket: str, prefix: str) -> dict[str, Any]:
+    """Read the objects under `prefix/` and list only that prefix: Ray's S3FileSystem reads `<prefix>/hash`, lists
+    the folder with Prefix `<prefix>/` (ray/llm/_internal/common/utils/cloud_filesystem/s3_filesystem.py
+    download_files: ListObjectsV2, which needs s3:ListBucket on the bucket, narrowed by the s3:prefix condition
+    key) and downloads each object (GetObject) (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+    amazon-s3-policy-keys.html, "Limit the list to a prefix")."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:{partition}:s3:::{bucket}/{prefix}/*"]},
+            {
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [f"arn:{partition}:s3:::{bucket}"],
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
+            },
+        ],
+    }
+
+
+def mirror_policy(partition: str, bucket: str, prefix: str) -> dict[str, Any]:
+    """The reader's rights plus writing under `prefix/` (a multipart upload is PutObject, and abandoning one is
+    AbortMultipartUpload: https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuAndPermissions.html)."""
+    policy = reader_policy(partition, bucket, prefix)
+    policy["Statement"].append(
+        {
+            "Effect": "Allow",
+            "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
+            "Resource": [f"arn:{partition}:s3:::{bucket}/{prefix}/*"],
+        }
+    )
+    return policy
+
+
+def mirror_job_name(repo: str, uri: str) -> str:
+    """A new name whenever what is copied changes (the Job's template is immutable, and a new name is a new run)."""
+    return f"model-mirror-{hashlib.sha256(f'{repo} {uri}'.encode()).hexdigest()[:10]}"
+
+
+def build_mirror_job(
+    repo: str, uri: str, image: str, with_hf_token: bool, namespace: str = NAMESPACE
+) -> dict[str, Any]:
+    """The batch/v1 Job that copies the Hub repo `repo` to `uri`, on a system node, as the mirror account."""
+    env: list[dict[str, Any]] = [
+        {"name": "MODEL_REPO", "value": repo},
+        {"name": "MODEL_CACHE_URI", "value": uri},
+        # Progress lines reach `kubectl logs` as they are printed.
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        {"name": "MIRROR_WORK_DIR", "value": WORK_MOUNT},
+    ]
+    if with_hf_token:
+        env.append(hf_token_env(HF_TOKEN_SECRET))
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": mirror_job_name(repo, uri),
+            "namespace": namespace,
+            # A Job that failed (a Hub outage, a missing token, the timeout) is replaced on the next `pulumi up`
+            # and goes on where it stopped; without this the provider awaits the failed one again and the update
+            # fails at once, every time (pulumi-kubernetes provider/pkg/gen/additionalComments.go, replaceUnready).
+            "annotations": {
+                "pulumi.com/timeoutSeconds": str(MIRROR_TIMEOUT_SECONDS),
+                "pulumi.com/replaceUnready": "true",
+            },
+        },
+        "spec": {
+            "backoffLimit": MIRROR_BACKOFF_LIMIT,
+            "template": {
+                "spec": {
+                    "serviceAccountName": MIRROR_SERVICE_ACCOUNT,
+                    "restartPolicy": "Never",
+                    "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                    "containers": [
+                        {
+                            "name": "mirror",
+                            "image": image,
+                            "command": ["python", f"{SCRIPT_MOUNT}/{SCRIPT.name}"],
+                            "env": env,
+                            "resources": MIRROR_RESOURCES,
+                            "volumeMounts": [
+                                {"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True},
+                                {"name": "work", "mountPath": WORK_MOUNT},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "script", "configMap": {"name": SCRIPT_CONFIGMAP}},
+                        {"name": "work", "emptyDir": {"sizeLimit": WORK_SIZE}},
+                    ],
+                }
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class ModelCacheArgs:
+    """Where the model comes from and where the workers read it.
+
+    `repo` set: a Hugging Face repo mirrored into the bucket `uri` names (created here, so a bucket of this
+    component's own). `repo` None: `uri` is the user's own S3 source, which is only granted to the workers."""
+
+    uri: str  # s3://<bucket>/<prefix> the workers read (cache_uri for a mirrored repo)
+    namespace: str  # the Ray pods' namespace, where the workers' account (READER_SERVICE_ACCOUNT) is
+    partition: str  # the AWS partition of the S3 ARNs in the policies, e.g. "aws"
+    image: str = ""  # the mirror's image, pinned (the DLC has huggingface_hub and boto3); needed with `repo`
+    repo: str | None = None  # a Hugging Face repo id, owner/name, to mirror into `uri`
+    mirror_namespace: str = NAMESPACE  # the namespace the mirror Job, its account and Secret go in (created here)
+    # Keep the bucket and its weights in the account on `pulumi destroy` (out of the state); else it is deleted with
+    # them: the provider refuses to delete a bucket with objects unless force_destroy (pulumi-aws s3.Bucket).
+    retain_bucket_on_destroy: bool = False
+    hf_token: pulumi.Input[str] | None = None  # for a gated repo: the mirror reads it from its own Secret
+    tags: Mapping[str, str] = field(default_factory=dict)  # on the bucket and the IAM roles
+
+
+def model_cache_args_errors(args: ModelCacheArgs) -> list[InputPropertyErrorDetails]:
+    """An s3:// URI with a bucket and a prefix (the policies grant that prefix only), namespaces Kubernetes takes,
+    and for a mirror a Hub repo, a bucket name S3 takes and a pinned image."""
+    errors = unmatched(
+        {"namespace": args.namespace, "mirror_namespace": args.mirror_namespace}, DNS_LABEL_PATTERN, NAMESPACE_NAME
+    )
+    bucket, prefix = split_s3_uri(args.uri)
+    if not is_s3_uri(args.uri) or not bucket or not prefix:
+        errors.append(problem("uri", f"{args.uri!r} is not an s3://<bucket>/<prefix> URI"))
+    if args.repo is not None:
+        if not is_hub_repo(args.repo):
+            errors.append(problem("repo", f"{args.repo!r} is not a Hugging Face repo id (owner/name)"))
+        if bucket and not BUCKET_NAME_PATTERN.match(bucket):
+            errors.append(problem("uri", f"bucket {bucket!r} breaks S3's bucket naming rules"))
+        errors += unmatched({"image": args.image}, IMAGE_PATTERN, "an image reference pinned by tag or digest")
+    return errors
+
+
+class ModelCache(pulumi.ComponentResource):
+    """The bucket (when mirroring), the mirror Job and its account, and the workers' read-only account.
+
+    Children are named `<name>-<role>` (infra/components.py); the component came after that rule, so no stack
+    holds them under older names. The Kubernetes objects of its mirror have fixed names in `mirror_namespace`, so
+    two instances mirroring in one cluster each need a namespace of their own."""
+
+    reader_role_arn: pulumi.Output[str]
+    mirror: pulumi.Resource | None
+
+    def __init__(
+        self, name: str, args: ModelCacheArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        raise_input_errors("ModelCache", model_cache_args_errors(args))
+        super().__init__("ray-llm-eks:serving:ModelCache", name, None, opts)
+        self._children = Children(self, name, None)
+        bucket_name, prefix = split_s3_uri(args.uri)
+        self._oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
+        reader = self._role(
+            "reader", args, args.namespace, READER_SERVICE_ACCOUNT, reader_policy(args.partition, bucket_name, prefix)
+        )
+        self.reader_role_arn = reader.arn
+        self.mirror = None
+        if args.repo is not None:
+            self.mirror = self._mirror(args, args.repo, cluster, bucket_name, prefix)
+        self.register_outputs({})
+
+    def _role(
+        self, role: str, args: ModelCacheArgs, namespace: str, account: str, policy: dict[str, Any]
+    ) -> aws.iam.Role:
+        """An IAM role only `namespace/account` may assume (IRSA), with `policy` inline."""
+        children = self._children
+        trust = self._oidc.apply(lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], namespace, account)))
+        iam_role = aws.iam.Role(
+            children.name(role), assume_role_policy=trust, tags=dict(args.tags), opts=children.new_opts()
+        )
+        aws.iam.RolePolicy(children.name(role), role=iam_role.id, policy=json.dumps(policy), opts=children.new_opts())
+        return iam_role
+
+    def _mirror(
+        self, args: ModelCacheArgs, repo: str, cluster: Cluster, bucket_name: str, prefix: str
+    ) -> k8s.batch.v1.Job:
+        children = self._children
+        bucket = aws.s3.Bucket(
+            children.name("bucket"),
+            bucket=bucket_name,
+            force_destroy=not args.retain_bucket_on_destroy,
+            tags=dict(args.tags),
+            opts=children.new_opts(retain_on_delete=args.retain_bucket_on_destroy),
+        )
+        in_bucket = pulumi.ResourceOptions(parent=bucket)
+        aws.s3.BucketPublicAccessBlock(
+            children.name("bucket"),
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=in_bucket,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            children.name("bucket"),
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    )
+                )
+            ],
+            opts=in_bucket,
+        )
+        writer = self._role(
+            "mirror",
+            args,
+            args.mirror_namespace,
+            MIRROR_SERVICE_ACCOUNT,
+            mirror_policy(args.partition, bucket_name, prefix),
+        )
+        namespace = k8s.core.v1.Namespace(
+            children.name("namespace"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.mirror_namespace),
+            opts=children.new_opts(provider=cluster.provider),
+        )
+        in_namespace = children.new_opts(provider=cluster.provider, depends_on=[namespace])
+        deps: list[pulumi.Resource] = [
+            bucket,
+            k8s.core.v1.ServiceAccount(
+                children.name("mirror"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=MIRROR_SERVICE_ACCOUNT,
+                    namespace=args.mirror_namespace,
+                    annotations={"eks.amazonaws.com/role-arn": writer.arn},
+                ),
+                opts=in_namespace,
+            ),
+            k8s.core.v1.ConfigMap(
+                children.name("script"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=SCRIPT_CONFIGMAP,
+                    namespace=args.mirror_namespace,
+                    labels={"app.kubernetes.io/name": "model-mirror"},
+                ),
+                data={SCRIPT.name: SCRIPT.read_text()},
+                opts=in_namespace,
+            ),
+        ]
+        if args.hf_token is not None:
+            deps.append(
+                k8s.core.v1.Secret(
+                    children.name("hf-token"),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.mirror_namespace),
+                    type="Opaque",
+                    string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
+                    opts=in_namespace,
+                )
+            )
+        job = build_mirror_job(repo, args.uri, args.image, args.hf_token is not None, args.mirror_namespace)
+        return k8s.batch.v1.Job(
+            children.name("mirror"),
+            metadata=job["metadata"],
+            spec=job["spec"],
+            opts=children.new_opts(provider=cluster.provider, depends_on=deps, delete_before_replace=True),
+        )

@@ -1,0 +1,260 @@
+"""The RayService manifest (ray.io/v1), built from the stack config as a plain dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from infra.serving import serve_auth
+from infra.serving.serve_config import build_serve_config, serve_app_args
+from infra.settings.config import StackConfig
+from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
+from infra.settings.topology import worker_cpu, worker_memory_gib
+
+SERVE_PORT = 8000
+# The serve load balancer's one listener: TLS on 443 (cloud-provider-aws annotations), TCP to the pods' 8000.
+HTTPS_PORT = 443
+TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
+TLS_PORTS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+TLS_POLICY_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"
+# TLS 1.3 and 1.2 only. Without a policy a listener made through the API gets ELBSecurityPolicy-2016-08, which
+# still takes TLS 1.0 (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html).
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+DASHBOARD_PORT = 8265
+HF_TOKEN_SECRET = "hf-token"
+HF_TOKEN_KEY = "HF_TOKEN"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+WORKER_GROUP = "gpu-workers"
+# The head only coordinates: it fits an m7i.xlarge (4 vCPU, 16 GiB) beside the system pods.
+HEAD_RESOURCES = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
+# With Serve autoscaling, KubeRay's in-tree autoscaler (a sidecar in the head pod) adds a worker pod when
+# replicas wait for GPUs and removes it once idle, within the worker group's minReplicas..maxReplicas.
+RAY_AUTOSCALER = {
+    "enableInTreeAutoscaling": True,
+    "autoscalerOptions": {
+        "upscalingMode": "Default",
+        "idleTimeoutSeconds": 300,
+        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+    },
+}
+# vLLM moves tensors between processes through /dev/shm; the container default of 64 MiB is too small.
+SHM_SIZE = "16Gi"
+# vLLM's compile caches (torch.compile's artifacts and its AOT graphs) live under VLLM_CACHE_ROOT, in a directory
+# named by a hash of the config, the code and the compiler (vLLM 0.26 vllm/compilation/backends.py: factors
+# env_hash, config_hash, code_hash, compiler_hash -> VLLM_CACHE_ROOT/torch_compile_cache/<hash>), so a cache left
+# by another model or version is never reused by mistake. On the node's disk (hostPath), it outlives the pod: an
+# engine restarted on the same node skips torch.compile and, with TRITON_CACHE_DIR beside it, the kernel builds of
+# the first profiling run: vLLM's engine init 11 s against 118 s cold (docs/cold-start.md); a new node compiles once.
+VLLM_CACHE_ROOT = "/var/cache/vllm"
+# Triton's own kernels (the Gated DeltaNet ones, vLLM's Triton ops) and their autotuning results go to Triton's cache,
+# ~/.triton/cache in the container unless TRITON_CACHE_DIR says otherwise: vLLM 0.26 points only Inductor's cache
+# under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
+# TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
+TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
+VLLM_CACHE_HOST_PATH = "/var/lib/ray-llm-eks/vllm-cache"
+# NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
+EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
+
+
+def serve_service_name(cfg: StackConfig) -> str:
+    """The Service KubeRay creates once the Serve app is healthy."""
+    return f"{cfg.ray_service_name}-serve-svc"
+
+
+def hf_token_env(secret: str = HF_TOKEN_SECRET) -> dict[str, Any]:
+    """`HF_TOKEN`, which huggingface_hub reads, from the `HF_TOKEN` key of the Secret named `secret`."""
+    return {"name": HF_TOKEN_KEY, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_KEY}}}
+
+
+def _env(with_hf_token: bool, extra: dict[str, str]) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in extra.items()]
+    if with_hf_token:
+        env.append(hf_token_env())
+    return env
+
+
+def serve_auth_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The auth code (ConfigMap) and the API keys (Secret) as files, in every pod: Serve may place the ingress,
+    and the app's runtime_env reaches every replica, on any node. A Secret or ConfigMap volume (no subPath) is
+    updated in place when the object changes (Kubernetes docs, Secrets: "Mounted Secrets are updated
+    automatically"), which is how a rotated key arrives without a restart."""
+    if not cfg.serve_api_key_auth:
+        return [], []
+    volumes = [
+        {"name": "serve-auth-code", "configMap": {"name": serve_auth.code_configmap_name()}},
+        {"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}},
+    ]
+    mounts = [
+        {"name": "serve-auth-code", "mountPath": serve_auth.CODE_MOUNT, "readOnly": True},
+        {"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True},
+    ]
+    return volumes, mounts
+
+
+def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
+    volumes, mounts = serve_auth_volumes(cfg)
+    return {
+        # No model work on the CPU head: its logical CPUs and GPUs are zero.
+        "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0"},
+        "template": {
+            "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
+            "spec": {
+                "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                "containers": [
+                    {
+                        "name": "ray-head",
+                        "image": cfg.dlc_image,
+                        "ports": [
+                            {"containerPort": 6379, "name": "gcs-server"},
+                            {"containerPort": DASHBOARD_PORT, "name": "dashboard"},
+                            {"containerPort": 10001, "name": "client"},
+                            {"containerPort": SERVE_PORT, "name": "serve"},
+                        ],
+                        "resources": HEAD_RESOURCES,
+                        "env": _env(with_hf_token, {}),
+                        **({"volumeMounts": mounts} if mounts else {}),
+                    }
+                ],
+                **({"volumes": volumes} if volumes else {}),
+            },
+        },
+    }
+
+
+def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | None = None) -> dict[str, Any]:
+    # One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it.
+    node = cfg.topology.node
+    resources = {
+        "cpu": str(worker_cpu(node)),
+        "memory": f"{worker_memory_gib(node)}Gi",
+        "nvidia.com/gpu": str(node.gpus),
+        "vpc.amazonaws.com/efa": str(node.efa_interfaces),
+    }
+    env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT, "TRITON_CACHE_DIR": TRITON_CACHE_DIR})
+    auth_volumes, auth_mounts = serve_auth_volumes(cfg)
+    # NIXL and vLLM advertise this address to the other side of the KV transfer.
+    env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    return {
+        "groupName": WORKER_GROUP,
+        "replicas": cfg.gpu_node_count,
+        "minReplicas": cfg.gpu_node_count,
+        "maxReplicas": cfg.topology.most_gpu_nodes,
+        "rayStartParams": {},
+        "template": {
+            "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
+            "spec": {
+                **gpu_node_scheduling(),
+                # The model cache's reader (infra/serving/model_cache.py): IRSA credentials for the model's S3 prefix
+                # only.
+                **({"serviceAccountName": service_account} if service_account else {}),
+                "containers": [
+                    {
+                        "name": "ray-worker",
+                        "image": cfg.dlc_image,
+                        "resources": {"requests": resources, "limits": resources},
+                        "env": env,
+                        # EFA registers pinned memory: libfabric needs to lock it.
+                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        "volumeMounts": [
+                            {"name": "dshm", "mountPath": "/dev/shm"},
+                            {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
+                            *auth_mounts,
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+                    {"name": "vllm-cache", "hostPath": {"path": VLLM_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}},
+                    *auth_volumes,
+                ],
+            },
+        },
+    }
+
+
+def build_rayservice(
+    cfg: StackConfig, with_hf_token: bool, model_cache_uri: str | None = None, service_account: str | None = None
+) -> dict[str, Any]:
+    """`model_cache_uri` and `service_account`: the model cache's copy and the workers' reader account
+    (infra/serving/model_cache.py), when the workers load from S3."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {
+            "name": cfg.ray_service_name,
+            "namespace": cfg.namespace,
+            # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay 1.4.0's Ready condition stays
+            # true
+            # over a failed or still-old serve config, so the provider's own wait would report success at once.
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
+        "spec": {
+            # A rayClusterConfig change replaces the RayService (infra/serving/serve_app.py); KubeRay must never start a
+            # second cluster beside the active one, which the GPU node group cannot hold (NewCluster, the default).
+            "upgradeStrategy": {"type": "None"},
+            "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg, model_cache_uri)), sort_keys=False),
+            "rayClusterConfig": {
+                "rayVersion": cfg.ray_version,
+                **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
+                "headGroupSpec": head_group(cfg, with_hf_token),
+                "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
+            },
+        },
+    }
+
+
+def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
+    """An NLB in front of the pods that serve, for clients outside the cluster (serveExposure): HTTPS only.
+
+    EKS's cloud provider builds it (no AWS Load Balancer Controller runs): for an `nlb` Service, a port listed in
+    `aws-load-balancer-ssl-ports` with an `aws-load-balancer-ssl-cert` gets a TLS listener with that certificate
+    and the `aws-load-balancer-ssl-negotiation-policy` as its SslPolicy, and forwards TCP to the pods
+    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, EnsureLoadBalancer's NLB port mappings). The one port
+    is that TLS port, so nothing answers in the clear; TLS ends at the NLB and the hop to the pod stays in the VPC.
+    """
+    if not cfg.serve_certificate_arn:
+        # cloud-provider-aws makes a TLS listener only for a non-empty certificate (aws.go): never a plain 443.
+        raise ValueError("an exposed serve endpoint needs serveCertificateArn: its only listener is TLS")
+    annotations = {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+        TLS_CERT_ANNOTATION: cfg.serve_certificate_arn,
+        TLS_PORTS_ANNOTATION: str(HTTPS_PORT),
+        TLS_POLICY_ANNOTATION: TLS_POLICY,
+    }
+    if cfg.serve_exposure == "internal":
+        annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] = "true"
+    spec: dict[str, Any] = {
+        "type": "LoadBalancer",
+        # KubeRay marks the pods whose Serve proxy is healthy with ray.io/serve=true.
+        "selector": {INSTANCE_LABEL: cfg.ray_service_name, "ray.io/serve": "true"},
+        "ports": [{"name": "https", "port": HTTPS_PORT, "targetPort": SERVE_PORT, "protocol": "TCP"}],
+    }
+    if cfg.serve_source_cidrs:
+        spec["loadBalancerSourceRanges"] = list(cfg.serve_source_cidrs)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": f"{cfg.ray_service_name}-serve-lb",
+            "namespace": cfg.namespace,
+            "annotations": annotations,
+        },
+        "spec": spec,
+    }
+
+
+# The header a client sends when the endpoint asks for a key, its value read from the stack's secret output.
+API_KEY_HEADER = "Authorization: Bearer $(pulumi stack output --show-secrets serveApiKey)"
+
+
+def endpoint_outputs(cfg: StackConfig) -> dict[str, str]:
+    """How to reach the OpenAI-compatible API once the RayService is ready."""
+    service = serve_service_name(cfg)
+    key_header = f' --header "{API_KEY_HEADER}"' if cfg.serve_api_key_auth else ""
+    return {
+        "serveEndpoint": f"http://{service}.{cfg.namespace}.svc.cluster.local:{SERVE_PORT}/v1",
+        "portForwardCommand": f"kubectl port-forward -n {cfg.namespace} svc/{service} {SERVE_PORT}:{SERVE_PORT}",
+        "modelId": cfg.model_id,
+        "curlModelsCommand": f"curl --silent{key_header} http://127.0.0.1:{SERVE_PORT}/v1/models",
+    }

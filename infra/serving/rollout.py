@@ -1,0 +1,181 @@
+"""ServeRollout: `pulumi up` returns once the live RayService runs the config just applied, and fails otherwise.
+
+A small waiting resource (a Pulumi dynamic resource) after the RayService: its create and update poll the
+cluster until `infra.serving.rollout_status` gives its verdict, so a `pulumi up` that changes the serve config waits
+for the new engines, fails with Serve's own message on DEPLOY_FAILED (on UNHEALTHY that lasts), and fails at
+`serveReadyTimeoutMinutes` naming what was still missing. Its inputs carry the stack settings that shape the
+RayService, grouped by what changing them does (`infra.settings.changes`), so `pulumi preview --diff` shows which
+settings change and what that costs a running stack.
+
+Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
+provider uses too) and the Kubernetes API server's service proxy to the Ray dashboard on the RayCluster's head
+Service, as KubeRay's own dashboard client does when it runs with `useKubernetesProxy`
+(`ray-operator/controllers/ray/utils/dashboard_httpclient.go`, `InitClient`). Each new verdict is written to
+stderr, which the engine shows for a dynamic provider (`pulumi/log.py` falls back to it there).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi.dynamic
+
+from infra.serving.rollout_status import ClusterRefused, await_rollout
+
+# Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
+UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
+POLL_SECONDS = 10.0
+# Not an error while the cluster comes up: no such object yet, or the dashboard behind the proxy not answering.
+NOT_THERE_YET = (404, 502, 503)
+# A read refused for good: the identity's credentials or RBAC.
+REFUSED = (400, 401, 403, 405)
+REQUEST_TIMEOUT_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class ServeRolloutArgs:
+    """What to wait for and how long.
+
+    namespace, name: the RayService. pod_selector: a label selector of the RayService's pods,
+    read only to say at the deadline which of them cannot be scheduled. applications: `serveConfigV2`'s
+    `applications`, as submitted. spec_sha256: a digest of the whole RayService spec, so any change to it waits
+    again. rayservice_generation: the RayService's metadata.generation as Pulumi last wrote it, which moves with
+    every spec change Pulumi makes (a rollback to the config the rollout last saw included, so it waits then
+    too), and not with KubeRay's status writes, so a `pulumi refresh` leaves it.
+    changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
+    """
+
+    kubeconfig: pulumi.Input[str]
+    namespace: str
+    name: str
+    pod_selector: str
+    applications: Sequence[Mapping[str, Any]]
+    spec_sha256: str
+    timeout_seconds: int
+    changes: Mapping[str, Mapping[str, Any]]
+    rayservice_generation: pulumi.Input[int] = 0
+
+
+class KubernetesReader:
+    """The reads `infra.serving.rollout_status` makes, as raw JSON from the Kubernetes API.
+
+    Paths are written out, not built by the generated client: its proxy call quotes the path parameter
+    (`api%2Fserve%2Fapplications%2F`, `…-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The exec
+    token (`aws eks get-token`, valid 15 minutes, with its expirationTimestamp) is renewed by the client itself
+    before a request once it has expired (kubernetes `config/kube_config.py` `_set_config`,
+    refresh_api_key_hook), so a wait of 45 minutes keeps one client; each request has a timeout, so a hung read
+    cannot outlast the deadline."""
+
+    def __init__(self, kubeconfig: str, namespace: str, name: str, pod_selector: str) -> None:
+        from kubernetes import config
+
+        self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
+        self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
+
+    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Mapping[str, Any] | None:
+        method, url, headers, _, _ = self._api.param_serialize(
+            "GET",
+            path,
+            query_params=query or [],
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = self._api.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        response.read()
+        if response.status in NOT_THERE_YET:
+            return None
+        answer = f"GET {path}: HTTP {response.status} {response.data[:300]!r}"
+        if response.status in REFUSED:
+            raise ClusterRefused(answer)
+        if not 200 <= response.status <= 299:
+            raise ConnectionError(answer)  # 5xx, 429: ask again at the next poll
+        document: Mapping[str, Any] = json.loads(response.data)
+        return document
+
+    def rayservice(self) -> Mapping[str, Any] | None:
+        return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}")
+
+    def serve_details(self, cluster: str) -> Mapping[str, Any] | None:
+        # KubeRay names a RayCluster's head Service `<cluster>-head-svc` (utils/util.go GenerateHeadServiceName, no
+        # HeadService name in our spec); it exists as soon as the cluster does, the RayService's own only once a
+        # cluster is ready.
+        service = f"{cluster}-head-svc:dashboard"
+        return self._get(f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy/api/serve/applications/")
+
+    def pods(self) -> Mapping[str, Any]:
+        return self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", self.pod_selector)]) or {}
+
+
+Reader = Callable[[Mapping[str, Any]], Any]
+
+
+def kubernetes_reader(props: Mapping[str, Any]) -> KubernetesReader:
+    return KubernetesReader(props["kubeconfig"], props["namespace"], props["name"], props["podSelector"])
+
+
+def report_to_stderr(message: str) -> None:
+    print(f"ServeRollout: {message}", file=sys.stderr, flush=True)
+
+
+class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
+    """Create and update wait for the rollout; delete has nothing to undo."""
+
+    def __init__(self, reader: Reader = kubernetes_reader, poll_seconds: float = POLL_SECONDS) -> None:
+        super().__init__()
+        self._reader = reader
+        self._poll_seconds = poll_seconds
+
+    def _wait(self, props: dict[str, Any]) -> dict[str, Any]:
+        verdict = await_rollout(
+            self._reader(props),
+            props["applications"],
+            float(props["timeoutSeconds"]),
+            poll_s=self._poll_seconds,
+            report=report_to_stderr,
+        )
+        outs = {key: value for key, value in props.items() if key != "kubeconfig"}
+        outs["verdict"] = verdict.message
+        return outs
+
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        outs = self._wait(props)
+        return pulumi.dynamic.CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=outs)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        return pulumi.dynamic.UpdateResult(outs=self._wait(news))
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        changed = sorted(
+            key for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS - {"verdict"} if olds.get(key) != news.get(key)
+        )
+        # Never a replacement: the waiting is all an update does.
+        return pulumi.dynamic.DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+
+class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRollout"):
+    """Waits, on every `pulumi up` that changes the RayService, for the live app to run what was applied."""
+
+    verdict: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ServeRolloutArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        props = {
+            "kubeconfig": pulumi.Output.secret(args.kubeconfig),
+            "namespace": args.namespace,
+            "name": args.name,
+            "podSelector": args.pod_selector,
+            "applications": [dict(app) for app in args.applications],
+            "specSha256": args.spec_sha256,
+            "rayserviceGeneration": args.rayservice_generation,
+            "timeoutSeconds": args.timeout_seconds,
+            "changes": {effect: dict(settings) for effect, settings in args.changes.items()},
+            "verdict": None,
+        }
+        super().__init__(ServeRolloutProvider(), name, props, opts)

@@ -1,0 +1,208 @@
+"""Serving: the KubeRay operator, the inference namespace, the RayService and its endpoint."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra.cluster.eks import Cluster
+from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.serving import serve_auth
+from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.serving.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, INSTANCE_LABEL
+from infra.serving.rollout import ServeRollout, ServeRolloutArgs
+from infra.settings.table import DNS_LABEL_PATTERN
+
+# What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
+# engine
+# turns every changed path under it into a replacement (pkg/resource/deploy/step_generator.go,
+# applyReplaceOnChanges: a replaceOnChanges path "contains" each detailed-diff path below it).
+REPLACE_ON_CHANGES = ["spec.rayClusterConfig"]
+
+
+@dataclass(frozen=True)
+class ServingArgs:
+    """The serving objects: plain manifests (`infra.serving.rayservice` builds them), the operator that runs them, and
+    the token the RayService reads from the `hf-token` Secret when it refers to one."""
+
+    namespace: str  # the namespace the RayService and its Secrets go in (created here)
+    operator: KubeRayOperatorArgs  # the KubeRay operator to install
+    rayservice: Mapping[str, Any]  # the RayService manifest (apiVersion, kind, metadata, spec), in `namespace`
+    hf_token: pulumi.Input[str] | None = None
+    # The serve endpoint's API keys (a secret list) when the RayService asks for them (infra/serving/serve_auth.py).
+    api_keys: pulumi.Input[list[str]] | None = None
+    load_balancer: Mapping[str, Any] | None = None  # a Service in front of the serve pods
+    ready_timeout_seconds: int = 45 * 60  # how long `pulumi up` waits for the applied config to run
+    # Settings grouped by what a change to them does (infra.settings.changes.settings_by_effect), for the preview's
+    # diff.
+    changes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The GPU workers' service account, by name, and the IAM role it stands for (IRSA): the model cache's reader
+    # (infra/serving/model_cache.py), which the RayService's worker pods name.
+    worker_service_account: tuple[str, pulumi.Input[str]] | None = None
+    # What must be done before the RayService is applied: the model cache's mirror Job.
+    waits_for: Sequence[pulumi.Resource] = ()
+
+
+def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
+    errors = unmatched({"namespace": args.namespace}, DNS_LABEL_PATTERN, NAMESPACE_NAME)
+    if (
+        args.rayservice.get("kind") != "RayService"
+        or args.rayservice.get("metadata", {}).get("namespace") != args.namespace
+    ):
+        errors.append(problem("rayservice", f"not a RayService manifest in namespace {args.namespace!r}"))
+    if args.ready_timeout_seconds <= 0:
+        errors.append(problem("ready_timeout_seconds", f"{args.ready_timeout_seconds}: allowed is a positive number"))
+    if args.worker_service_account is not None:
+        account = args.worker_service_account[0]
+        errors += unmatched({"worker_service_account": account}, DNS_LABEL_PATTERN, "a service account name")
+        # An account no worker pod names gives the workers nothing: they would load without the access it grants.
+        groups = args.rayservice.get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
+        named = [group.get("template", {}).get("spec", {}).get("serviceAccountName") for group in groups]
+        if not named or any(name != account for name in named):
+            errors.append(problem("worker_service_account", f"{account!r} is not the account of every worker pod"))
+    return errors
+
+
+def rollout_args(
+    args: ServingArgs, kubeconfig: pulumi.Input[str], rayservice_generation: pulumi.Input[int] = 0
+) -> ServeRolloutArgs:
+    """What the ServeRollout waits for, all read off the RayService manifest."""
+    manifest = args.rayservice
+    name = manifest["metadata"]["name"]
+    return ServeRolloutArgs(
+        kubeconfig=kubeconfig,
+        namespace=manifest["metadata"]["namespace"],
+        name=name,
+        pod_selector=f"{INSTANCE_LABEL}={name}",
+        applications=yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"],
+        spec_sha256=hashlib.sha256(json.dumps(manifest["spec"], sort_keys=True).encode()).hexdigest(),
+        timeout_seconds=args.ready_timeout_seconds,
+        changes=args.changes,
+        rayservice_generation=rayservice_generation,
+    )
+
+
+def serve_auth_objects(
+    args: ServingArgs, children: Children, provider: pulumi.ProviderResource, namespace: pulumi.Resource
+) -> list[pulumi.Resource]:
+    """The auth package as a ConfigMap (the zip its `py_modules` URI names) and the keys as a Secret (one a line),
+    both mounted into the Ray pods (infra/serving/rayservice.py serve_auth_volumes)."""
+    assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
+    code = k8s.core.v1.ConfigMap(
+        children.name("serve-auth-code"),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.code_configmap_name(), namespace=args.namespace),
+        binary_data={serve_auth.package_zip_name(): base64.b64encode(serve_auth.package_zip()).decode()},
+        opts=children.opts("serve-auth-code", provider=provider, depends_on=[namespace]),
+    )
+    keys = k8s.core.v1.Secret(
+        children.name("serve-api-keys"),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.KEYS_SECRET, namespace=args.namespace),
+        type="Opaque",
+        string_data={
+            serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)
+        },
+        opts=children.opts("serve-api-keys", provider=provider, depends_on=[namespace]),
+    )
+    return [code, keys]
+
+
+class Serving(pulumi.ComponentResource):
+    STACK_NAME = "serving"  # the name infra/stack.py gives it; under it the children keep their old names
+    load_balancer_hostname: pulumi.Output[str] | None
+
+    def __init__(
+        self,
+        name: str,
+        args: ServingArgs,
+        cluster: Cluster,
+        system_nodes: pulumi.Resource,
+        device_plugins: pulumi.Resource,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        raise_input_errors("Serving", serving_args_errors(args))
+        super().__init__("ray-llm-eks:serving:Serving", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
+
+        operator = KubeRayOperator(
+            children.name("kuberay"), args.operator, cluster, depends_on=[system_nodes], opts=children.opts("kuberay")
+        )
+        namespace = k8s.core.v1.Namespace(
+            children.name("namespace"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
+            opts=children.opts("namespace", provider=cluster.provider),
+        )
+        rayservice_deps: list[pulumi.Resource] = [operator.release, device_plugins, namespace]
+        if args.hf_token is not None:
+            rayservice_deps.append(
+                k8s.core.v1.Secret(
+                    children.name("hf-token"),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
+                    type="Opaque",
+                    string_data={HF_TOKEN_KEY: args.hf_token},
+                    opts=children.opts("hf-token", provider=cluster.provider, depends_on=[namespace]),
+                )
+            )
+
+        if args.api_keys is not None:
+            rayservice_deps.extend(serve_auth_objects(args, children, cluster.provider, namespace))
+        if args.worker_service_account is not None:
+            account, role_arn = args.worker_service_account
+            rayservice_deps.append(
+                k8s.core.v1.ServiceAccount(
+                    children.name("worker-service-account"),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
+                    ),
+                    opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
+                )
+            )
+        rayservice_deps.extend(args.waits_for)
+
+        manifest = args.rayservice
+        rayservice = k8s.apiextensions.CustomResource(
+            children.name("rayservice"),
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            # The operator's CRDs, the device plugins' resources and the namespace must exist first. The name is
+            # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new.
+            opts=children.opts(
+                "rayservice",
+                provider=cluster.provider,
+                depends_on=rayservice_deps,
+                replace_on_changes=REPLACE_ON_CHANGES,
+                delete_before_replace=True,
+            ),
+        )
+        # A resource's output properties are set on it from its inputs' names at run time (pulumi
+        # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
+        applied_generation = pulumi.Output.from_input(rayservice.metadata).apply(  # type: ignore[attr-defined]
+            lambda metadata: (metadata or {}).get("generation", 0)
+        )
+        ServeRollout(
+            children.name("rollout"),
+            rollout_args(args, cluster.kubeconfig, applied_generation),
+            opts=children.opts("rollout", depends_on=[rayservice]),
+        )
+
+        self.load_balancer_hostname = None
+        if args.load_balancer is not None:
+            service = args.load_balancer
+            load_balancer = k8s.core.v1.Service(
+                children.name("serve-load-balancer"),
+                metadata=service["metadata"],
+                spec=service["spec"],
+                opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=[namespace]),
+            )
+            self.load_balancer_hostname = load_balancer.status.load_balancer.ingress[0].hostname
+        self.register_outputs({})

@@ -1,0 +1,161 @@
+"""The whole application: Ray Serve LLM's prefill/decode app as a `serveConfigV2` document.
+
+A plain function of its own args (`ServeAppArgs`; `serve_app_args` reads them from the stack config), so the
+RayService, the offline render and the GPU smoke test all use exactly the same document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from infra.serving import serve_auth
+
+if TYPE_CHECKING:
+    from infra.settings.config import ServeSide, StackConfig
+
+PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
+KV_CONNECTOR = "NixlConnector"
+# NIXL picks UCX by default, which runs at TCP speed on EKS without an error. LIBFABRIC rides EFA.
+NIXL_EFA_BACKEND = "LIBFABRIC"
+PD_SIDES = ("prefill", "decode")
+# vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
+# prefill as kv_producer / decode as kv_consumer booted and served (docs/gpu-end-to-end.md).
+KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
+# vLLM 0.26's NIXL worker refuses a model with Mamba-type state (hybrid models such as Qwen3.5's Gated
+# DeltaNet layers) unless its conv state is laid out "DS"; vLLM's default is "SD". The variable only
+# changes the layout of Mamba conv state, so pure-attention models are unaffected. Ray Serve LLM hands
+# an LLMConfig's runtime_env to the replica and to the engine's workers.
+PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
+# Engines that share a pod (several replicas per GPU node) share its ports. vLLM 0.26's default Ray
+# executor (RayExecutorV2) starts every non-data-parallel engine's TCPStore port search at the same
+# port (VLLM_DP_MASTER_PORT + 100), so engines starting together can pick the same one; the classic Ray
+# executor takes a free port from the OS. Only set where engines share a pod.
+SHARED_POD_ENGINE_ENV = {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}
+# One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
+# STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
+# holds a whole GPU, so prefill and decode replicas never share one.
+PLACEMENT_STRATEGY = "STRICT_PACK"
+
+
+@dataclass(frozen=True)
+class ServeAppArgs:
+    """What the prefill/decode application is made of."""
+
+    name: str  # the Serve application's name (the RayService's)
+    model_id: str  # the name clients ask for
+    # Where the engines load the weights: a Hugging Face repo id, s3:// prefix (the stack's model cache's copy of
+    # the repo, infra/serving/model_cache.py, or the user's own) or path in the image.
+    model_source: str
+    max_model_len: int
+    language_model_only: bool  # vLLM language_model_only: no vision tower
+    prefill: ServeSide
+    decode: ServeSide
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    engines_share_a_pod: bool  # several replicas on one GPU node share its pod's ports
+    kv_buffer_device: str  # "cuda" or "cpu" (resolve_kv_buffer_device)
+    kv_cache_dtype: str  # "auto" or an FP8 dtype, both sides alike
+    api_key_auth: bool  # our ingress asks for a key (infra/serving/serve_auth.py)
+
+
+def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> ServeAppArgs:
+    """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set."""
+    return ServeAppArgs(
+        name=application_name(cfg),
+        model_id=cfg.model_id,
+        model_source=model_cache_uri or cfg.model_source,
+        max_model_len=cfg.max_model_len,
+        language_model_only=cfg.language_model_only,
+        prefill=cfg.prefill,
+        decode=cfg.decode,
+        tensor_parallel_size=cfg.topology.tensor_parallel_size,
+        pipeline_parallel_size=cfg.topology.pipeline_parallel_size,
+        engines_share_a_pod=cfg.topology.replicas_per_node > 1,
+        kv_buffer_device=cfg.kv_buffer_device,
+        kv_cache_dtype=cfg.kv_cache_dtype,
+        api_key_auth=cfg.serve_api_key_auth,
+    )
+
+
+def _side(args: ServeAppArgs, side: str) -> ServeSide:
+    return {"prefill": args.prefill, "decode": args.decode}[side]
+
+
+def engine_env(args: ServeAppArgs) -> dict[str, str]:
+    return {**PD_ENGINE_ENV, **(SHARED_POD_ENGINE_ENV if args.engines_share_a_pod else {})}
+
+
+def deployment_config(side: ServeSide) -> dict[str, Any]:
+    """A fixed replica count, or Ray Serve's autoscaling between the side's minimum and maximum."""
+    if side.max_replicas is None:
+        return {"num_replicas": side.replicas}
+    return {
+        "autoscaling_config": {
+            "min_replicas": side.replicas,
+            "max_replicas": side.max_replicas,
+            "target_ongoing_requests": side.target_ongoing_requests,
+        }
+    }
+
+
+def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | str]:
+    """What the side sets instead of vLLM's default; an FP8 KV cache on both sides alike (NIXL's compatibility
+    hash holds `cache_dtype`, infra/settings/quantization.py)."""
+    overrides = {
+        "max_num_seqs": side.max_num_seqs,
+        "max_num_batched_tokens": side.max_num_batched_tokens,
+        "quantization": side.quantization,
+        "kv_cache_dtype": None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
+    }
+    return {key: value for key, value in overrides.items() if value is not None}
+
+
+def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
+    """Where the engines load the weights from. An `s3://` source is Ray Serve LLM 2.58's cloud loading: each node
+    downloads the files from S3 into its Hugging Face cache with boto3, and vLLM loads that local copy
+    (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`, infra/serving/model_cache.py); the GPU proof
+    (tools/s3_load.py) loads through this same function."""
+    return {"model_id": model_id, "model_source": model_source}
+
+
+def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
+    """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
+    serve_side = _side(args, side)
+    return {
+        "model_loading_config": model_loading_config(args.model_id, args.model_source),
+        "engine_kwargs": {
+            "max_model_len": args.max_model_len,
+            "language_model_only": args.language_model_only,
+            "tensor_parallel_size": args.tensor_parallel_size,
+            "pipeline_parallel_size": args.pipeline_parallel_size,
+            **_engine_overrides(args, serve_side),
+            "kv_transfer_config": {
+                "kv_connector": KV_CONNECTOR,
+                "kv_role": KV_ROLES[side],
+                "engine_id": side,
+                "kv_buffer_device": args.kv_buffer_device,
+                "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
+            },
+        },
+        "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
+        "deployment_config": deployment_config(serve_side),
+        "runtime_env": {"env_vars": engine_env(args)},
+    }
+
+
+def application_name(cfg: StackConfig) -> str:
+    return cfg.ray_service_name
+
+
+def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
+    """The app; with API keys on, the PD builder's ingress is ours (infra/serving/serve_auth.py), loaded from the zip
+    the app's runtime_env names, on top of what the image has."""
+    app: dict[str, Any] = {"name": args.name, "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
+    if args.api_key_auth:
+        app["runtime_env"] = {"py_modules": [serve_auth.package_uri()]}
+    app["args"] = {
+        **{f"{side}_config": llm_config(args, side) for side in PD_SIDES},
+        **(serve_auth.ingress_args() if args.api_key_auth else {}),
+    }
+    return {"applications": [app]}

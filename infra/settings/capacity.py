@@ -1,0 +1,255 @@
+"""Capacity per engine, before deploying: weights, KV/state bytes, blocks and tokens of KV, requests that fit.
+
+The arithmetic is vLLM 0.26's own, redone from the model's config.json and the GPU EC2 reports:
+- the memory an engine's workers may take: `gpu_memory_utilization` of each GPU (`vllm/v1/worker/gpu_worker.py`,
+  `request_memory`), 0.92 by default (`CacheConfig.gpu_memory_utilization`, vendored `cache.py`); what is left
+  for KV after the weights, the profiled activation peak, non-torch memory and CUDA graphs
+  (`Worker.determine_available_memory`) is `available_kv_cache_memory_bytes`;
+- an attention layer's page: 2 (K and V) x block size x KV heads per worker x head size x dtype bytes
+  (`vllm/v1/kv_cache_interface.py`, `AttentionSpec.real_page_size_bytes`), KV heads `max(1, heads // tp)`
+  (`vllm/config/model.py`, `get_num_kv_heads`);
+- a Gated DeltaNet layer's state page: a conv state of (key dim x 2 + value dim) / tp x (kernel - 1) and an SSM
+  state of value heads / tp x value dim x key dim (`vllm/model_executor/layers/mamba/mamba_utils.py`,
+  `gated_delta_net_state_shape`), the conv in the model dtype and the SSM in `mamba_ssm_dtype`
+  (`_mamba_state_dtype`; Qwen3.5's config sets float32, `models/config.py` `Qwen3_5ForConditionalGenerationConfig`);
+- on a hybrid model the attention block grows until its page holds a state page: 16 x cdiv(state page,
+  16 x attention bytes per token) tokens (`vllm/platforms/interface.py`, `_align_hybrid_block_size`, without
+  prefix caching for state; 16 is FlashAttention's `MultipleOf(16)` and `CacheConfig.DEFAULT_BLOCK_SIZE`), and the
+  state page is padded to it;
+- layers of one kind are split into groups of the smallest kind's layer count (`vllm/v1/core/kv_cache_utils.py`,
+  `_get_kv_cache_groups_uniform_page_size`), and a block is one page in every layer of a group:
+  blocks = available // (page x group size) (`get_kv_cache_config_from_groups`, `get_num_blocks`);
+- a request of `max_model_len` needs cdiv(max_model_len, block size) blocks in each attention group and one in
+  each state group (`MambaSpec.max_memory_usage_bytes`, mamba_cache_mode "none"), and vLLM's "Maximum
+  concurrency" is blocks / that, its "GPU KV cache size" that times max_model_len
+  (`get_max_concurrency_for_kv_cache_config`, `get_kv_cache_capacity`).
+
+With FP8 (infra/settings/quantization.py) the linear layers' weights of an online-quantized side count one byte per
+element, and an FP8 KV cache one byte per attention KV element; the Gated DeltaNet state keeps its dtypes.
+
+What vLLM only learns by profiling (activations, non-torch memory, CUDA graphs, buffers made while loading) is
+one measured term, `PROFILED_OVERHEAD_GIB`; it is the one number here that is an estimate.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from infra import PROJECT_DIR
+
+GIB = 1024**3
+MIB = 1024**2
+CACHE_CONFIG = PROJECT_DIR / "vendor" / "vllm-0.26.0" / "cache.py"
+# FlashAttention's kernel block sizes are MultipleOf(16) (vllm/v1/attention/backends/flash_attn.py
+# get_supported_kernel_block_sizes), the same as CacheConfig.DEFAULT_BLOCK_SIZE.
+KERNEL_BLOCK_ALIGNMENT = 16
+DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
+FP8_BYTES = 1  # fp8, fp8_e4m3 and fp8_e5m2 KV caches are torch.uint8 (vllm/utils/torch_utils.py)
+FULL_ATTENTION = "full_attention"
+LINEAR_ATTENTION = "linear_attention"
+# Memory vLLM 0.26 takes beyond the checkpoint's tensors, measured on the default model (docs/gpu-end-to-end.md,
+# fourth session: max_num_batched_tokens 2048, max_num_seqs 32, CUDA graphs on, text only): a budget of
+# 0.9 x 23034 MiB = 20.245 GiB, "Available KV cache memory: 1.01 GiB", and 16.678 GiB of text-only tensors in
+# the checkpoint (vLLM's "Model loading took 16.8 GiB" adds 0.12 GiB of buffers) leave 2.56 GiB for the
+# activation peak, non-torch memory and CUDA graphs. It is fitted to that one run and holds for that model and
+# batch shape; at vLLM's default max_num_seqs 256 the graphs took 0.25 GiB more (third session, run C).
+PROFILED_OVERHEAD_GIB = 2.56
+
+
+class CapacityError(RuntimeError):
+    """Not one request of maxModelLen fits an engine; the message names the numbers."""
+
+
+@cache
+def vllm_default_gpu_memory_utilization() -> float:
+    """`CacheConfig.gpu_memory_utilization`'s default, read from vLLM 0.26.0's own source (vendored cache.py)."""
+    for node in ast.walk(ast.parse(CACHE_CONFIG.read_text())):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "gpu_memory_utilization"
+            and isinstance(node.value, ast.Call)
+        ):
+            (default,) = [k.value for k in node.value.keywords if k.arg == "default"]
+            assert isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
+            return float(default.value)
+    raise LookupError(f"no gpu_memory_utilization default in {CACHE_CONFIG}")
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """What one worker of an engine keeps per block, from the model's config and the tensor-parallel size."""
+
+    attention_layers: int
+    state_layers: int
+    attention_bytes_per_token: int  # one attention layer, one worker
+    state_bytes: int  # one Gated DeltaNet layer's state page, one worker, unpadded
+
+    @property
+    def block_tokens(self) -> int:
+        if not self.state_layers:
+            return KERNEL_BLOCK_ALIGNMENT
+        per_block = KERNEL_BLOCK_ALIGNMENT * self.attention_bytes_per_token
+        return KERNEL_BLOCK_ALIGNMENT * math.ceil(self.state_bytes / per_block)
+
+    @property
+    def page_bytes(self) -> int:
+        """One layer's page of one block: the attention page, which a state page is padded to."""
+        return self.block_tokens * self.attention_bytes_per_token
+
+    @property
+    def group_size(self) -> int:
+        counts = [n for n in (self.attention_layers, self.state_layers) if n]
+        smallest, largest = min(counts), max(counts)
+        return largest if largest < smallest * 1.5 else smallest
+
+    @property
+    def attention_groups(self) -> int:
+        return math.ceil(self.attention_layers / self.group_size)
+
+    @property
+    def state_groups(self) -> int:
+        return math.ceil(self.state_layers / self.group_size) if self.state_layers else 0
+
+    @property
+    def block_bytes(self) -> int:
+        """One block of the shared pool: a page in each of `group_size` layers."""
+        return self.page_bytes * self.group_size
+
+    def blocks_per_request(self, max_model_len: int) -> int:
+        return self.attention_groups * math.ceil(max_model_len / self.block_tokens) + self.state_groups
+
+
+def _dtype_bytes(name: Any, source: str, key: str) -> int:
+    if name not in DTYPE_BYTES:
+        raise ValueError(f"{source}: {key}={name!r} is not a dtype the capacity arithmetic knows")
+    return DTYPE_BYTES[name]
+
+
+def kv_layout(config: Mapping[str, Any], tensor_parallel_size: int, kv_cache_dtype: str = "auto") -> KvLayout | None:
+    """The layout of a full-attention or a Gated DeltaNet hybrid (Qwen3.5, Qwen3-Next) text config; None for a
+    model with other layer kinds (sliding window, MLA, other state), or without the keys, whose sizing this does
+    not redo. An FP8 `kv_cache_dtype` stores attention KV at one byte per element (`STR_DTYPE_TO_TORCH_DTYPE`:
+    torch.uint8; `_align_hybrid_block_size` sizes the block from it), the Gated DeltaNet state not
+    (infra/settings/quantization.py)."""
+    try:
+        return _kv_layout(config.get("text_config") or config, config, tensor_parallel_size, kv_cache_dtype)
+    except KeyError:
+        return None
+
+
+def _kv_layout(
+    text: Mapping[str, Any], config: Mapping[str, Any], tensor_parallel_size: int, kv_cache_dtype: str
+) -> KvLayout | None:
+    if text.get("sliding_window") or text.get("kv_lora_rank"):
+        return None
+    layers = int(text["num_hidden_layers"])
+    layer_types = text.get("layer_types") or [FULL_ATTENTION] * layers
+    if set(layer_types) - {FULL_ATTENTION, LINEAR_ATTENTION}:
+        return None
+    dtype = text.get("dtype") or text.get("torch_dtype") or config.get("dtype") or config.get("torch_dtype")
+    model_bytes = _dtype_bytes(dtype, "config.json", "dtype")
+    heads = int(text["num_attention_heads"])
+    kv_heads = int(text.get("num_key_value_heads") or heads)
+    head_size = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
+    kv_bytes = model_bytes if kv_cache_dtype == "auto" else FP8_BYTES
+    attention_per_token = 2 * max(1, kv_heads // tensor_parallel_size) * head_size * kv_bytes
+    state_layers = layer_types.count(LINEAR_ATTENTION)
+    state_bytes = 0
+    if state_layers:
+        k_heads, v_heads = int(text["linear_num_key_heads"]), int(text["linear_num_value_heads"])
+        k_dim, v_dim = int(text["linear_key_head_dim"]), int(text["linear_value_head_dim"])
+        conv_dim = k_dim * k_heads * 2 + v_dim * v_heads
+        conv = conv_dim // tensor_parallel_size * (int(text["linear_conv_kernel_dim"]) - 1) * model_bytes
+        ssm_bytes = _dtype_bytes(text.get("mamba_ssm_dtype") or dtype, "config.json", "mamba_ssm_dtype")
+        state_bytes = conv + v_heads // tensor_parallel_size * v_dim * k_dim * ssm_bytes
+    return KvLayout(layer_types.count(FULL_ATTENTION), state_layers, attention_per_token, state_bytes)
+
+
+@dataclass(frozen=True)
+class EngineCapacity:
+    """One engine (tensor_parallel_size GPUs): what vLLM will find room for."""
+
+    layout: KvLayout
+    tensor_parallel_size: int
+    gpu_memory_mib: int  # per GPU, EC2's figure
+    gpu_memory_utilization: float
+    weight_bytes: int  # the tensors vLLM loads, over all the engine's GPUs
+    max_model_len: int
+    overhead_gib: float = PROFILED_OVERHEAD_GIB  # per GPU
+
+    @property
+    def budget_bytes(self) -> int:
+        """Per GPU: the share vLLM takes."""
+        return int(self.gpu_memory_mib * MIB * self.gpu_memory_utilization)
+
+    @property
+    def kv_bytes(self) -> int:
+        """Per GPU: what is left for KV and state (negative: not even the weights and activations fit)."""
+        return self.budget_bytes - self.weight_bytes // self.tensor_parallel_size - int(self.overhead_gib * GIB)
+
+    @property
+    def blocks(self) -> int:
+        return max(0, self.kv_bytes // self.layout.block_bytes)
+
+    @property
+    def blocks_per_request(self) -> int:
+        return self.layout.blocks_per_request(self.max_model_len)
+
+    @property
+    def requests(self) -> float:
+        """Requests of max_model_len that fit at once (vLLM's "Maximum concurrency")."""
+        return self.blocks / self.blocks_per_request
+
+    @property
+    def tokens(self) -> int:
+        """vLLM's "GPU KV cache size" in tokens."""
+        return int(self.requests * self.max_model_len)
+
+    def summary(self) -> dict[str, Any]:
+        layout, tp = self.layout, self.tensor_parallel_size
+        return {
+            "gpuMemoryGiB": round(self.gpu_memory_mib * self.tensor_parallel_size / 1024, 2),
+            "gpuMemoryUtilization": self.gpu_memory_utilization,
+            "weightsGiB": round(self.weight_bytes / GIB, 2),
+            "overheadGiB": round(self.overhead_gib * self.tensor_parallel_size, 2),
+            "kvCacheGiB": round(self.kv_bytes * self.tensor_parallel_size / GIB, 2),
+            "blockTokens": layout.block_tokens,
+            "kvBytesPerBlock": layout.block_bytes * tp,
+            "attentionKvBytesPerToken": layout.attention_bytes_per_token * layout.attention_layers * tp,
+            "stateBytesPerSequence": layout.state_bytes * layout.state_layers * tp,
+            "blocks": self.blocks,
+            "blocksPerRequest": self.blocks_per_request,
+            "kvTokens": self.tokens,
+            "requestsOfMaxModelLen": round(self.requests, 2),
+        }
+
+    def describe(self) -> str:
+        s = self.summary()
+        return (
+            f"estimated per engine ({self.tensor_parallel_size} GPU(s), {s['gpuMemoryGiB']} GiB, vLLM's share "
+            f"{self.gpu_memory_utilization}): weights {s['weightsGiB']} GiB, activations/graphs ~{s['overheadGiB']} "
+            f"GiB (fitted to one measured run of the default model at max_num_seqs 32), "
+            f"KV and state {s['kvCacheGiB']} GiB = {self.blocks} blocks of "
+            f"{s['blockTokens']} tokens, {self.blocks_per_request} per request of maxModelLen="
+            f"{self.max_model_len}: {s['kvTokens']} tokens of KV, {s['requestsOfMaxModelLen']} requests of "
+            "maxModelLen at once"
+        )
+
+
+def capacity_problem(capacity: EngineCapacity) -> str | None:
+    """Why vLLM would stop at "No available memory for the cache blocks" (or too little for one request)."""
+    if capacity.requests >= 1:
+        return None
+    return (
+        f"maxModelLen={capacity.max_model_len} does not fit an engine: {capacity.describe()}; vLLM would fail "
+        'after deploying ("No available memory for the cache blocks" or "To serve at least one request with '
+        "the model's max seq len\"); allowed is a layout where one request fits: raise tensorParallelSize, a "
+        "gpuNodeType with more GPU memory, a smaller modelSource or maxModelLen (set modelPreflight to false to "
+        "skip this estimate)"
+    )

@@ -1,0 +1,143 @@
+"""What changing a setting does to a running stack: the change model, one source for the README and the preview.
+
+Each row of the settings table (`infra/settings/table.py`) names the effects a change to its key has, mildest first.
+The rules behind each effect:
+- SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
+  (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
+  replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
+  update, and a broken config stays DEPLOY_FAILED with nothing serving (../shared/notes/serve-updates.md).
+- RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
+  first, which the GPU node group cannot hold, and ignores replica changes on a running cluster
+  (../shared/notes/kuberay-1.4-updates-and-waits.md); so the RayService is deleted and created again
+  (`replaceOnChanges` + `deleteBeforeReplace`): every engine restarts, a cold start with the model load.
+- GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS
+  replace the nodes (managed-node-update-behavior); the GPU group updates with `MINIMAL` (old node first,
+  no surge), so the pods on it restart; a system node carries the Ray head, whose restart restarts the app.
+- Node group replacements, cluster and network replacements: a new resource of a fixed name, created after
+  the old one is deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Effect:
+    name: str  # a short id, also the group name `pulumi preview --diff` shows
+    what: str  # what happens to the running stack
+    serving: str  # what clients see while it happens
+
+
+NOTHING_RUNNING = Effect(
+    "checks-only", "only what `pulumi up` checks or waits for changes; nothing running is touched", "no change"
+)
+AWS_IN_PLACE = Effect("aws-in-place", "the AWS resource is updated in place; no pod restarts", "no change")
+LOAD_BALANCER = Effect(
+    "load-balancer",
+    "the serve load balancer Service is created, updated or deleted; the in-cluster Service is untouched",
+    "the NLB's clients lose it while it is replaced or removed",
+)
+ADDON_ROLLED = Effect(
+    "addon-rolled",
+    "the EKS add-on is updated in place; EKS rolls its pods (DNS, CNI, kube-proxy)",
+    "no change expected",
+)
+CHART_ROLLED = Effect(
+    "chart-rolled",
+    "helm upgrades the chart in place; its DaemonSet or Deployment rolls",
+    "no change expected: running pods keep their GPUs and EFA devices",
+)
+MONITORING = Effect(
+    "monitoring",
+    "the metrics stack changes (infra/observability/monitoring.py): helm installs, upgrades or removes its charts, the "
+    "PodMonitors, alert rules and dashboards are updated in place; the serving objects are untouched",
+    "no change; Prometheus and Grafana restart while their chart upgrades",
+)
+SYSTEM_NODES_SCALED = Effect("system-nodes-scaled", "the system node group's size changes in place", "no change")
+GPU_NODES_SCALED = Effect(
+    "gpu-nodes-scaled", "the GPU node group's size changes in place (nodes added, or removed)", "see the RayService"
+)
+SERVE_IN_PLACE = Effect(
+    "serve-in-place",
+    "KubeRay sends the new serve config to the running cluster; Serve restarts the engines of the changed deployments",
+    "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with more replicas not "
+    "measured; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
+)
+MODEL_MIRRORED = Effect(
+    "model-mirrored",
+    "the model cache changes (infra/serving/model_cache.py): a new mirror Job copies the model into the stack's bucket "
+    "(files already there are skipped) and `pulumi up` waits for it before the RayService changes; the cache's "
+    "IAM policies and the mirror's Secret are updated in place",
+    "no change while the mirror runs; then as the serve config changes",
+)
+SECRET_UPDATED = Effect(
+    "secret-updated",
+    "the Kubernetes Secret is updated in place; pods read it when they start, so it is used from the next restart",
+    "no change",
+)
+KEYS_RELOADED = Effect(
+    "keys-reloaded",
+    "the API keys Secret is updated in place; the pods see it as a mounted file, which the kubelet refreshes "
+    "(about a minute) and the ingress re-reads every 10 s: no restart",
+    "a new key works, and a removed key is refused, about a minute after `pulumi up`",
+)
+RAYSERVICE_REPLACED = Effect(
+    "rayservice-replaced",
+    "the RayService is deleted and created again (KubeRay would otherwise build a second cluster the GPU nodes "
+    "cannot hold, or ignore the change)",
+    "no answers until the new cluster has pulled the image and loaded the model (minutes)",
+)
+GPU_NODES_ROLLED = Effect(
+    "gpu-nodes-rolled",
+    "EKS replaces each GPU node (update strategy MINIMAL: the old node goes first, no extra instance)",
+    "no answers from the side whose node is being replaced, then the engines start again",
+)
+SYSTEM_NODES_ROLLED = Effect(
+    "system-nodes-rolled",
+    "EKS replaces the system nodes (new node first); the KubeRay operator and the Ray head move",
+    "no answers from the head's restart until the app has started again",
+)
+GPU_NODES_REPLACED = Effect(
+    "gpu-nodes-replaced",
+    "the GPU node group is deleted and created again (its instance type, AZ, name or capacity are fixed at creation)",
+    "no answers until the new nodes have joined and the engines started",
+)
+SYSTEM_NODES_REPLACED = Effect(
+    "system-nodes-replaced",
+    "the system node group is deleted and created again; the operator and the Ray head restart",
+    "no answers until the app has started again",
+)
+CONTROL_PLANE_UPGRADED = Effect(
+    "control-plane-upgraded",
+    "EKS upgrades the control plane one minor at a time, then both node groups roll",
+    "as the node groups roll",
+)
+STACK_REBUILT = Effect(
+    "stack-rebuilt",
+    "the EKS cluster (or the VPC under it) is replaced, and everything in it with it; with protectResources "
+    "Pulumi refuses",
+    "down until the whole stack is up again",
+)
+
+ALL_EFFECTS = (
+    NOTHING_RUNNING,
+    AWS_IN_PLACE,
+    MODEL_MIRRORED,
+    SECRET_UPDATED,
+    KEYS_RELOADED,
+    LOAD_BALANCER,
+    ADDON_ROLLED,
+    CHART_ROLLED,
+    MONITORING,
+    SYSTEM_NODES_SCALED,
+    GPU_NODES_SCALED,
+    SERVE_IN_PLACE,
+    RAYSERVICE_REPLACED,
+    GPU_NODES_ROLLED,
+    SYSTEM_NODES_ROLLED,
+    GPU_NODES_REPLACED,
+    SYSTEM_NODES_REPLACED,
+    CONTROL_PLANE_UPGRADED,
+    STACK_REBUILT,
+)

@@ -1,0 +1,865 @@
+"""The stack's settings: read once from Pulumi config, validated, frozen.
+
+Every key is a row of the settings table (`infra/settings/table.py`: its type, what one value may be, default,
+description, the field it feeds, what a change does), from which `Pulumi.yaml` declares it; this module is the
+only reader of `pulumi.Config`. It reads every row, then applies the rules that relate several keys, each a named
+function beside the field it protects. All problems are reported together, each naming the key, the value and
+what is allowed, and `load_config` raises before the program declares any resource.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pulumi
+from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
+
+from infra.settings.config_keys import provider_value_problems, unknown_key_problems
+from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
+from infra.settings.quantization import fp8_problems
+from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image, region_problem
+from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
+from infra.settings.table import (
+    AMP_WORKSPACE_PATTERN,
+    CERTIFICATE_ARN_PATTERN,
+    INSTANCE_TYPE_PATTERN,
+    KUBERNETES_VERSION_PATTERN,
+    MAX_NODES_PER_NODE_GROUP,
+    NOT_ON_THE_INTERNET,
+    PROJECT_KEYS,
+    SEMVER_PATTERN,
+    SETTINGS,
+    Boolean,
+    Choice,
+    Integer,
+    ProviderValue,
+    Secret,
+    Setting,
+    StringList,
+    Text,
+    ipv4_network,
+)
+from infra.settings.topology import Topology, node_count_problem, topology_problems
+
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
+MIN_KUBERNETES_MINOR = 29
+
+# Keys whose value is a credential (their rows' kind): the only ones a stack file may hold encrypted (`secure:`).
+SECRET_SETTINGS = frozenset(setting.key for setting in SETTINGS if isinstance(setting.kind, Secret))
+# The serve endpoint's API keys: one secret setting whose value is a JSON list, so that several keys can be
+# valid at once while one is rotated (`pulumi config set --secret serveApiKeys '["<new>", "<old>"]'`).
+API_KEYS_SETTING = "serveApiKeys"
+# A key travels in an HTTP header and sits on a line of the keys file: printable ASCII, no space; long enough
+# that guessing is hopeless (`openssl rand -hex 32` makes 64 characters).
+API_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{32,256}\Z")
+API_KEY_COMMAND = 'pulumi config set --secret serveApiKeys "[\\"$(openssl rand -hex 32)\\"]"'
+
+# KubeRay releases whose CRDs are vendored and the RayService is validated against (tests/test_render_schemas.py).
+VALIDATED_KUBERAY_VERSIONS = ("1.4.0",)
+# The Kubernetes minor each known cluster-autoscaler chart's Cluster Autoscaler is built for (the chart's
+# appVersion: 9.59.0 runs 1.35.0). Upstream tests a Cluster Autoscaler only on the Kubernetes minor it was
+# meant for, "there is always a chance that it won't work as expected" on another (kubernetes/autoscaler
+# cluster-autoscaler/README.md, Releases). Another chart version is the user's word.
+CLUSTER_AUTOSCALER_KUBERNETES_MINOR = {"9.59.0": "1.35"}
+
+# IPv4 blocks no VPC can use: not unicast, or reserved for the host itself (RFC 6890), or, for
+# 172.17.0.0/16, a range the VPC user guide says not to use because Docker and AWS services take it
+# (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html).
+NON_VPC_RANGES = {
+    "0.0.0.0/8": "'this network' (RFC 1122)",
+    "127.0.0.0/8": "loopback",
+    "169.254.0.0/16": "link-local, where the instance metadata service lives",
+    "172.17.0.0/16": "used by Docker and some AWS services; the VPC user guide says not to use it",
+    "224.0.0.0/4": "multicast",
+    "240.0.0.0/4": "reserved (RFC 1112)",
+}
+# EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
+# (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+MAX_API_PUBLIC_ACCESS_CIDRS = 40
+API_ALLOW_LIST_COMMAND = "pulumi config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32"
+# The same for the offline render, which reads the stack file without the Pulumi CLI.
+OFFLINE_ALLOW_LIST_OPTION = "--config 'apiPublicAccessCidrs=[\"<your-ip>/32\"]'"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the project measured of a model it ships as a default (docs/gpu-end-to-end.md)."""
+
+    hybrid: bool  # layers with Mamba-type state (Qwen3.5's Gated DeltaNet), which vLLM 0.26's NIXL cannot stage on CPU
+    text_weights_gib: float  # vLLM's "Model loading took ... GiB" with languageModelOnly
+    vision_weights_gib: float  # the same with the vision tower
+    # The most GPU memory per replica on which the vision tower left vLLM no KV cache (an L4, 22888 MiB).
+    vision_does_not_fit_mib: int
+
+
+# The default modelSource, measured at its full dimensions on an L4's share of an H200 (docs/gpu-end-to-end.md,
+# sessions B and C): weights 17.66 GiB with the vision tower ("Available KV cache memory: -0.07 GiB"), 16.80 GiB
+# text only; its Gated DeltaNet layers make it hybrid.
+KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
+
+
+class ConfigError(ValueError):
+    """One or more stack-config values are invalid; the message lists every one of them."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("Invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class ServeSide:
+    """One side of the prefill/decode pair: how many replicas, and vLLM settings it alone overrides."""
+
+    replicas: int  # the minimum when Ray Serve autoscales the side
+    # None leaves vLLM's own default.
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    # vLLM `quantization` of the weights: None (the checkpoint's own) or "fp8" (online FP8,
+    # infra/settings/quantization.py).
+    quantization: str | None = None
+    # Ray Serve autoscaling (serveAutoscaling): up to max_replicas, aiming at target_ongoing_requests each.
+    max_replicas: int | None = None
+    target_ongoing_requests: int | None = None
+
+    @property
+    def most_replicas(self) -> int:
+        return self.max_replicas or self.replicas
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    region: str
+    # network
+    vpc_cidr: str
+    max_azs: int
+    nat_gateway_per_az: bool
+    # cluster
+    cluster_name: str
+    kubernetes_version: str
+    api_public_access_cidrs: tuple[str, ...]
+    admin_principal_arns: tuple[str, ...]
+    control_plane_logging: bool
+    secrets_encryption: bool
+    # Pinned EKS add-on builds; None takes the default build of kubernetes_version (infra/preflight/offerings.py).
+    vpc_cni_version: str | None
+    coredns_version: str | None
+    kube_proxy_version: str | None
+    system_node_type: str
+    system_node_count: int
+    # GPU nodes
+    gpu_node_type: str
+    gpu_nodegroup_name: str
+    gpu_az: str | None
+    gpu_root_volume_gib: int
+    capacity_reservation_id: str | None
+    gpu_capacity_type: str
+    quota_preflight: bool
+    nvidia_device_plugin_version: str
+    efa_device_plugin_version: str
+    # serving
+    dlc_image: str
+    kuberay_version: str
+    ray_version: str
+    ray_service_name: str
+    namespace: str
+    model_id: str
+    model_source: str
+    max_model_len: int
+    language_model_only: bool  # vLLM language_model_only: no vision tower, no image inputs
+    prefill: ServeSide
+    decode: ServeSide
+    topology: Topology
+    serve_autoscaling: bool
+    cluster_autoscaler_version: str
+    kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
+    # vLLM `kv_cache_dtype` of both sides ("auto": the model dtype); NIXL needs it the same on both.
+    kv_cache_dtype: str
+    hf_token: pulumi.Output[str] | None
+    # The same token in plain text, for the model preflight's request only; never printed.
+    hf_token_value: str | None = field(repr=False)
+    serve_exposure: str
+    serve_source_cidrs: tuple[str, ...]
+    # API keys on the serve endpoint: on whenever it is exposed (serveApiKeyAuth, default true).
+    serve_api_key_auth: bool
+    # The keys as one Pulumi secret (the Kubernetes Secret's file, one key a line) and the first key, for the
+    # `serveApiKey` output; None when auth is off.
+    serve_api_keys: pulumi.Output[list[str]] | None
+    serve_certificate_arn: str | None
+    serve_ready_timeout_minutes: int
+    # Check the model source before the RayService changes (infra/serving/model_source.py).
+    model_preflight: bool
+    # The stack's S3 model cache (infra/serving/model_cache.py): mirror a Hub modelSource into it; keep it on destroy.
+    model_cache: bool
+    model_cache_retain_on_destroy: bool
+    # observability (infra/observability/monitoring.py)
+    observability: bool
+    kube_prometheus_stack_version: str
+    dcgm_exporter_version: str
+    ttft_p99_objective_ms: int
+    amp_workspace_url: str | None
+    # governance
+    owner: str
+    cost_center: str
+    protect_resources: bool
+    # Every setting as it was read, by key (secrets only as set or not): what `infra.settings.changes` groups.
+    settings: Mapping[str, str]
+
+    @property
+    def gpu_node_count(self) -> int:
+        """Derived from the prefill/decode layout (gpuNodeCount may only confirm it)."""
+        return self.topology.gpu_nodes
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Tags for every AWS resource: what it belongs to, and who pays for it when set."""
+        tags = {"project": self.project, "stack": self.stack, "managed-by": "pulumi"}
+        if self.owner:
+            tags["owner"] = self.owner
+        if self.cost_center:
+            tags["cost-center"] = self.cost_center
+        return tags
+
+
+class _Reader:
+    """Reads each row of the settings table and records every problem instead of stopping at the first."""
+
+    def __init__(self, config: pulumi.Config, aws_config: pulumi.Config) -> None:
+        self.config = config
+        self.aws_config = aws_config
+        self.problems: list[str] = []
+        # What each key was set to, as read (a secret only as set or not): what a change is judged on.
+        self.values: dict[str, str] = {}
+
+    def read(self, setting: Setting) -> Any:
+        """The value of one key in the type its row gives, or a fallback of that type with the problem recorded."""
+        key, kind = setting.key, setting.kind
+        if isinstance(kind, ProviderValue):
+            namespace, _, name = key.partition(":")
+            assert namespace == "aws", key
+            value = self.aws_config.get(name) or ""
+            self.values[key] = value
+            return value
+        if isinstance(kind, Secret):
+            return self.plain(key)
+        raw = self._raw(key)
+        if isinstance(kind, Text):
+            return self.text(key, raw, kind)
+        if isinstance(kind, Integer):
+            return self.integer(key, raw, kind)
+        if isinstance(kind, Boolean):
+            return self._check(key, raw, _boolean, "true or false", False)
+        if isinstance(kind, Choice):
+            if raw not in kind.options:
+                self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(kind.options)}")
+            return raw
+        return self.string_list(key, raw or "[]", kind)
+
+    def plain(self, key: str) -> str | None:
+        value = self.config.get(key)
+        self.values[key] = ("[secret]" if value else "") if key in SECRET_SETTINGS else (value or "")
+        return value
+
+    def _raw(self, key: str) -> str:
+        value = self.plain(key)
+        if value is None:
+            self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
+            return ""
+        return value
+
+    def _check(self, key: str, raw: str, parse: Callable[[str], T], allowed: str, fallback: T) -> T:
+        try:
+            return parse(raw)
+        except ValueError:
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
+            return fallback
+
+    def text(self, key: str, raw: str, kind: Text) -> str | None:
+        if kind.optional and not raw:
+            return None
+        if kind.pattern is not None and not kind.pattern.fullmatch(raw):
+            or_empty = " (or empty)" if kind.optional else ""
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is {kind.allowed}{or_empty}")
+        return raw
+
+    def integer(self, key: str, raw: str, kind: Integer) -> int:
+        bounds = f">= {kind.minimum}" if kind.maximum is None else f"from {kind.minimum} to {kind.maximum}"
+
+        def parse(text: str) -> int:
+            value = int(text)
+            if value < kind.minimum or (kind.maximum is not None and value > kind.maximum):
+                raise ValueError(text)
+            return value
+
+        return self._check(key, raw, parse, f"an integer {bounds}{kind.why}", kind.minimum)
+
+    def string_list(self, key: str, raw: str, kind: StringList) -> tuple[str, ...]:
+        """A JSON list of strings, each checked by the row's `item` (its ValueError says why one is wrong) and given
+        in the normal form `item` returns; a problem names the item by its index, and so does a repeated one."""
+        values = json_string_list(raw)
+        if values is None:
+            self.problems.append(f"{key}={raw!r} is invalid: allowed is a JSON list of {kind.allowed}")
+            return ()
+        first_index: dict[str, int] = {}
+        for index, value in enumerate(values):
+            try:
+                normal = kind.item(value)
+            except ValueError as error:
+                self.problems.append(f"{key}[{index}]={value!r} is invalid ({error}): allowed is {kind.allowed}")
+                continue
+            if normal in first_index:
+                self.problems.append(
+                    f"{key}[{index}]={value!r} is invalid: it repeats {key}[{first_index[normal]}]; "
+                    "allowed is each value once"
+                )
+                continue
+            first_index[normal] = index
+        return tuple(first_index)
+
+
+def json_string_list(raw: str) -> list[str] | None:
+    """A list value as the CLI stores it (JSON), or None when it is not a JSON list of strings."""
+    try:
+        values = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+        return None
+    return values
+
+
+def _boolean(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise ValueError(text)
+    return text == "true"
+
+
+def _vpc_cidr_problem(value: str) -> str | None:
+    allowed = (
+        "an IPv4 network address with a /16 to /20 prefix and no host bits set, in RFC 1918 private space "
+        "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
+    )
+    try:
+        network = ipv4_network(value)
+    except ValueError as error:
+        return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
+    if not 16 <= network.prefixlen <= 20:
+        return f"vpcCidr={value!r} is invalid: allowed is {allowed}"
+    for block, why in NON_VPC_RANGES.items():
+        if network.overlaps(ipaddress.IPv4Network(block)):
+            return f"vpcCidr={value!r} is invalid: it overlaps {block}, {why}; allowed is {allowed}"
+    return None
+
+
+def _subtract(blocks: list[ipaddress.IPv4Network], cidr: ipaddress.IPv4Network) -> list[ipaddress.IPv4Network]:
+    rest: list[ipaddress.IPv4Network] = []
+    for block in blocks:
+        if not block.overlaps(cidr):
+            rest.append(block)
+        elif not block.subnet_of(cidr):
+            rest.extend(block.address_exclude(cidr))
+    return rest
+
+
+def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
+    """Whether every globally reachable IPv4 address is inside one of `cidrs` (0.0.0.0/1 + 128.0.0.0/1 is)."""
+    uncovered = [ipaddress.IPv4Network("0.0.0.0/0")]
+    for block in (*NOT_ON_THE_INTERNET, *(ipaddress.IPv4Network(c) for c in cidrs)):
+        uncovered = _subtract(uncovered, block)
+    return not uncovered
+
+
+def _kubernetes_version_problem(value: str) -> str | None:
+    match = KUBERNETES_VERSION_PATTERN.match(value)
+    if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
+        return None
+    return (
+        f"kubernetesVersion={value!r} is invalid: allowed is MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer (e.g. 1.35)"
+    )
+
+
+def _kube_proxy_version_problem(kube_proxy_version: str | None, kubernetes_version: str) -> str | None:
+    """EKS publishes one kube-proxy add-on line per Kubernetes version; another minor is refused."""
+    proxy = re.match(r"^v(\d+\.\d+)\.", kube_proxy_version or "")
+    if (
+        proxy is None
+        or not KUBERNETES_VERSION_PATTERN.match(kubernetes_version)
+        or proxy.group(1) == kubernetes_version
+    ):
+        return None
+    return (
+        f"kubeProxyVersion={kube_proxy_version!r} is invalid: kube-proxy must match kubernetesVersion "
+        f"{kubernetes_version}; allowed is a v{kubernetes_version}.x-eksbuild.N version "
+        f"(aws eks describe-addon-versions --addon-name kube-proxy --kubernetes-version {kubernetes_version})"
+    )
+
+
+def _gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
+    if gpu_az is None or not REGION_PATTERN.match(region):
+        return None
+    if re.fullmatch(re.escape(region) + r"[a-z]", gpu_az):
+        return None
+    return (
+        f"gpuAz={gpu_az!r} is invalid: it is not an Availability Zone of region {region!r} (e.g. {region}a), or empty"
+    )
+
+
+def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
+    if not token or is_config_secret(config.full_key("hfToken")):
+        return None
+    return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
+
+
+def _api_keys(read: _Reader, config: pulumi.Config, raw: str | None) -> tuple[str, ...]:
+    """The serve endpoint's keys, each checked without ever being shown: a problem names a key by its index."""
+    if not raw:
+        return ()
+    if not is_config_secret(config.full_key(API_KEYS_SETTING)):
+        read.problems.append(
+            f"{API_KEYS_SETTING} is set in plain text: set it with `{API_KEY_COMMAND}` (a JSON list of keys)"
+        )
+        return ()
+    keys = json_string_list(raw)
+    if keys is None:
+        read.problems.append(f"{API_KEYS_SETTING} is invalid: allowed is a JSON list of keys, e.g. `{API_KEY_COMMAND}`")
+        return ()
+    for index, key in enumerate(keys):
+        if not API_KEY_PATTERN.fullmatch(key):
+            read.problems.append(
+                f"{API_KEYS_SETTING}[{index}] is invalid: allowed is 32 to 256 printable ASCII characters without "
+                "spaces (`openssl rand -hex 32`)"
+            )
+        elif key in keys[:index]:
+            read.problems.append(
+                f"{API_KEYS_SETTING}[{index}] is invalid: it repeats {API_KEYS_SETTING}[{keys.index(key)}]; "
+                "allowed is each key once"
+            )
+    return tuple(keys)
+
+
+def _serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
+    """An endpoint that leaves the cluster takes only HTTPS and, unless switched off on an internal one, a key."""
+    if cfg.serve_exposure == "none":
+        return []
+    problems = []
+    if cfg.serve_certificate_arn is None:
+        problems.append(
+            f"serveExposure={cfg.serve_exposure!r} needs serveCertificateArn: the load balancer serves HTTPS only; "
+            "allowed is the ARN of an ACM certificate in the stack's region for the DNS name clients use "
+            "(`aws acm request-certificate --domain-name <name> --validation-method DNS`)"
+        )
+    else:
+        match = CERTIFICATE_ARN_PATTERN.fullmatch(cfg.serve_certificate_arn)
+        if match and cfg.region and match.group("region") != cfg.region:
+            problems.append(
+                f"serveCertificateArn={cfg.serve_certificate_arn!r} is invalid: it is in {match.group('region')}, "
+                f"and a load balancer takes only a certificate of its own region; allowed is an ACM certificate "
+                f"in {cfg.region}"
+            )
+    if not cfg.serve_api_key_auth:
+        if cfg.serve_exposure == "internet-facing":
+            problems.append(
+                "serveApiKeyAuth=false is invalid with serveExposure='internet-facing': an endpoint on the internet "
+                "must ask for a key; allowed is true (or serveExposure internal)"
+            )
+    elif not keys:
+        problems.append(
+            f"serveExposure={cfg.serve_exposure!r} needs serveApiKeys (serveApiKeyAuth is true): set at least one "
+            f"key with `{API_KEY_COMMAND}`"
+        )
+    return problems
+
+
+def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autoscaling: bool) -> ServeSide:
+    """One side's settings; the autoscaling keys must agree with serveAutoscaling."""
+    replicas = values[f"{side}Replicas"]
+    max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
+    max_replicas, target = values[max_key], values[target_key]
+    if autoscaling and max_replicas < replicas:
+        problems.append(
+            f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
+            f"{side}Replicas={replicas} (the fewest replicas Ray Serve keeps)"
+        )
+    if autoscaling and not target:
+        # Ray Serve LLM's own default target is 1e9 requests per replica, which never scales up
+        # (ray/llm/_internal/serve/constants.py DEFAULT_MAX_TARGET_ONGOING_REQUESTS).
+        problems.append(
+            f"{target_key}=0 is invalid with serveAutoscaling=true: allowed is an integer >= 1, the ongoing "
+            "requests per replica Ray Serve scales toward (Ray Serve LLM's default of 1e9 would never scale up)"
+        )
+    if not autoscaling and (max_replicas or target):
+        problems.append(
+            f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
+            "(set serveAutoscaling to true to let Ray Serve scale the side)"
+        )
+    quantization = values[f"{side}Quantization"]
+    return ServeSide(
+        replicas=replicas,
+        max_num_seqs=values[f"{side}MaxNumSeqs"] or None,
+        max_num_batched_tokens=values[f"{side}MaxNumBatchedTokens"] or None,
+        quantization=None if quantization == "none" else quantization,
+        max_replicas=max_replicas if autoscaling else None,
+        target_ongoing_requests=target if autoscaling else None,
+    )
+
+
+def _topology(
+    values: Mapping[str, Any], problems: list[str], shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide
+) -> Topology | None:
+    """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
+    # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
+    if shape is None:
+        return None
+    topology = Topology(
+        prefill.replicas,
+        decode.replicas,
+        values["tensorParallelSize"],
+        values["pipelineParallelSize"],
+        shape,
+        most_replicas=prefill.most_replicas + decode.most_replicas,
+    )
+    layout_problems = topology_problems(topology)
+    problems.extend(layout_problems)
+    if not layout_problems:
+        problem = node_count_problem(values["gpuNodeCount"], topology)
+        if problem:
+            problems.append(problem)
+        if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
+            problems.append(
+                f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "
+                f"at most {topology.peak_replicas} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; "
+                "lower prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
+            )
+    return topology
+
+
+def _encrypted_setting_problems(config: pulumi.Config) -> list[str]:
+    """A secret value where no secret belongs hides a setting from review and from `pulumi preview`."""
+    return [
+        f"{key} is stored encrypted (secure:) but is not a secret setting: set it in plain text with "
+        f"`pulumi config set {key} <value>` (only {', '.join(sorted(SECRET_SETTINGS))} may be secret)"
+        for key in sorted(PROJECT_KEYS)
+        if key not in SECRET_SETTINGS and is_config_secret(config.full_key(key))
+    ]
+
+
+def _every_setting() -> dict[str, str]:
+    """Every key the stack sets with its value (secrets hidden): the CLI hands them over as PULUMI_CONFIG,
+    mocks and automation set them in-process."""
+    settings = {**get_config_env(), **CONFIG.get()}
+    return {key: "[secret]" if is_config_secret(key) else str(value) for key, value in settings.items()}
+
+
+def _latest_image_problem(dlc_image: str | None) -> str | None:
+    if dlc_image and dlc_image.endswith(":latest"):
+        return f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag"
+    return None
+
+
+def _ray_version_problem(ray_version: str, custom_image: bool) -> str | None:
+    if custom_image or ray_version == DEFAULT_IMAGE_RAY_VERSION:
+        return None
+    return (
+        f"rayVersion={ray_version!r} is invalid: the default image runs Ray {DEFAULT_IMAGE_RAY_VERSION}, "
+        f"so allowed is {DEFAULT_IMAGE_RAY_VERSION} (or set dlcImage to an image that runs Ray {ray_version})"
+    )
+
+
+def _cluster_autoscaler_problem(serve_autoscaling: bool, chart_version: str, kubernetes_version: str) -> str | None:
+    built_for = CLUSTER_AUTOSCALER_KUBERNETES_MINOR.get(chart_version)
+    if not serve_autoscaling or built_for in (None, kubernetes_version):
+        return None
+    return (
+        f"kubernetesVersion={kubernetes_version!r} is invalid with serveAutoscaling=true: clusterAutoscalerVersion="
+        f"{chart_version!r} runs Cluster Autoscaler {built_for}, which is built and tested for Kubernetes {built_for} "
+        f"only; allowed is kubernetesVersion {built_for!r}, or a clusterAutoscalerVersion whose Cluster Autoscaler is "
+        f"{kubernetes_version}.x"
+    )
+
+
+def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | None:
+    if version in VALIDATED_KUBERAY_VERSIONS or not SEMVER_PATTERN.match(version):
+        return None
+    if allow_unvalidated:
+        pulumi.log.warn(
+            f"kuberayVersion={version!r} was not validated: the RayService was checked against the CRDs of KubeRay "
+            f"{', '.join(VALIDATED_KUBERAY_VERSIONS)} only (allowUnvalidatedKuberayVersion=true)"
+        )
+        return None
+    return (
+        f"kuberayVersion={version!r} is invalid: allowed is a KubeRay release whose CRDs the RayService is "
+        f"validated against ({', '.join(VALIDATED_KUBERAY_VERSIONS)}), or set allowUnvalidatedKuberayVersion "
+        "to true to deploy another one unchecked"
+    )
+
+
+def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+    if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
+        return (
+            f"apiPublicAccessCidrs has {len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS} "
+            "(quota 'Public endpoint access CIDR ranges per cluster', not adjustable) and would refuse the cluster "
+            "mid-deploy; allowed is at most 40: list fixed egress addresses (a NAT gateway's, a self-hosted CI "
+            "runner's), not a CI provider's published ranges (docs/policy.md, Deploying from CI)"
+        )
+    if covers_the_internet(cidrs):
+        return (
+            f"apiPublicAccessCidrs={list(cidrs)} is invalid: together they admit every internet address; allowed "
+            "is the public CIDRs `pulumi up`, kubectl and CI connect from"
+        )
+    if cidrs or raw not in ("", "[]"):
+        return None
+    # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+    return (
+        "apiPublicAccessCidrs is empty: EKS would then open the public API endpoint to 0.0.0.0/0. "
+        "Allowed is a list of the public CIDRs `pulumi up`, kubectl and CI connect from; add yours with "
+        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`); offline, without the "
+        f"Pulumi CLI, pass `python -m tools.render ... {OFFLINE_ALLOW_LIST_OPTION}`"
+    )
+
+
+def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
+    if exposure != "internet-facing" or (cidrs and not covers_the_internet(cidrs)):
+        return None
+    return (
+        f"serveExposure='internet-facing' needs serveSourceCidrs narrower than the whole internet "
+        f"(got {list(cidrs)}, which together admit every internet address): an open inference endpoint is not allowed"
+    )
+
+
+# Namespaces every cluster already has; Kubernetes reserves the `kube-` prefix for its own
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/).
+EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
+    """Names this program creates that another object already holds."""
+    problems = []
+    if namespace in EXISTING_NAMESPACES or namespace.startswith("kube-"):
+        problems.append(
+            f"namespace={namespace!r} is invalid: every cluster already has it or Kubernetes reserves its kube- "
+            "prefix, and the program creates (and on destroy deletes) the namespace it names; allowed is a "
+            "namespace of its own such as 'inference'"
+        )
+    elif namespace == OPERATOR_NAMESPACE:
+        problems.append(
+            f"namespace={namespace!r} is invalid: it is the KubeRay operator's, which its Helm release creates; "
+            "allowed is a namespace of its own such as 'inference'"
+        )
+    if gpu_nodegroup_name == SYSTEM_NODEGROUP_NAME:
+        problems.append(
+            f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
+            "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
+        )
+    return problems
+
+
+def _system_node_type_problem(
+    system_node_type: str, describe_instance_type: Callable[[str], InstanceShape | None]
+) -> str | None:
+    """A GPU type for the CPU system nodes: EC2's answer says so (a type EC2 does not know is left to the region's
+    offerings check)."""
+    if not INSTANCE_TYPE_PATTERN.fullmatch(system_node_type):
+        return None
+    shape = describe_instance_type(system_node_type)
+    if shape is None or not shape.gpus:
+        return None
+    return (
+        f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
+        "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
+        "instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
+    )
+
+
+def _capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
+    if capacity_type != "capacity-block" or not serve_autoscaling:
+        return None
+    return (
+        "serveAutoscaling=true is invalid with gpuCapacityType='capacity-block': a Capacity Block holds a fixed "
+        "number of instances for its window, so the Cluster Autoscaler could add no node beyond it; allowed is "
+        "serveAutoscaling=false with replicas that fill the block"
+    )
+
+
+def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_az: str | None) -> str | None:
+    """A Capacity Block is one reservation in one Availability Zone: the node group targets both."""
+    if capacity_type != "capacity-block" or (reservation_id and gpu_az):
+        return None
+    return (
+        "gpuCapacityType='capacity-block' needs capacityReservationId (the Capacity Block's cr-... id) and "
+        f"gpuAz (the Availability Zone it was bought in); got capacityReservationId={reservation_id or ''!r}, "
+        f"gpuAz={gpu_az or ''!r}"
+    )
+
+
+def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
+    """Settings the project's own measurements of the model (KNOWN_MODELS) call impossible; other models are the
+    user's word."""
+    facts = KNOWN_MODELS.get(cfg.model_source)
+    if facts is None or cfg.topology is None:
+        return []
+    problems = []
+    if facts.hybrid and cfg.kv_buffer_device == "cpu":
+        resolved = (
+            "" if kv_setting == "cpu" else f" (auto resolves to cpu on {cfg.gpu_node_type}: its EFA has no RDMA read)"
+        )
+        problems.append(
+            f"kvBufferDevice={kv_setting!r} is invalid with modelSource={cfg.model_source!r}{resolved}: the model is "
+            "hybrid (Mamba-type state), and vLLM 0.26's NIXL connector cannot stage its KV cache in host memory; "
+            "allowed is cuda, on a gpuNodeType whose EFA supports RDMA read (g6, g6e, p4d, p5)"
+        )
+    # The measurements are of bf16 weights; FP8 on both sides is sized by the capacity estimate in preview.
+    if cfg.prefill.quantization and cfg.decode.quantization:
+        return problems
+    replica_mib = cfg.topology.node.gpu_memory_mib * cfg.topology.gpus_per_replica
+    weights_gib = facts.text_weights_gib if cfg.language_model_only else facts.vision_weights_gib
+    if weights_gib * 1024 > replica_mib:
+        problems.append(
+            f"gpuNodeType={cfg.gpu_node_type!r} is invalid with modelSource={cfg.model_source!r} and "
+            f"tensorParallelSize={cfg.topology.tensor_parallel_size}: a replica gets {replica_mib} MiB of GPU memory, "
+            f"less than the model's {weights_gib} GiB of weights; allowed is a larger GPU or a larger "
+            "tensorParallelSize"
+        )
+    elif not cfg.language_model_only and replica_mib <= facts.vision_does_not_fit_mib:
+        problems.append(
+            f"languageModelOnly=false is invalid with modelSource={cfg.model_source!r} on {replica_mib} MiB of GPU "
+            f"memory per replica: with its vision tower ({facts.vision_weights_gib} GiB of weights) vLLM had no KV "
+            f"cache left on {facts.vision_does_not_fit_mib} MiB (docs/gpu-end-to-end.md); allowed is "
+            "languageModelOnly=true, a larger GPU or a larger tensorParallelSize"
+        )
+    return problems
+
+
+def _fp8_problems(cfg: StackConfig) -> list[str]:
+    """FP8 weights or KV cache on a GPU where vLLM 0.26 would refuse them (infra/settings/quantization.py)."""
+    if cfg.topology is None:
+        return []
+    quantized = [side for side in ("prefill", "decode") if getattr(cfg, side).quantization]
+    return fp8_problems(cfg.gpu_node_type, cfg.topology.node.gpu_name, quantized, cfg.kv_cache_dtype)
+
+
+def _remote_write_problem(observability: bool, workspace_url: str | None) -> str | None:
+    if observability or not workspace_url:
+        return None
+    return (
+        f"ampWorkspaceUrl={workspace_url!r} is invalid with observability=false: the Prometheus that would "
+        "remote-write is installed only with observability; set observability to true, or ampWorkspaceUrl to empty"
+    )
+
+
+def amp_workspace_region(workspace_url: str) -> str:
+    """The workspace's region, which SigV4 signs the remote writes for."""
+    match = AMP_WORKSPACE_PATTERN.match(workspace_url)
+    assert match is not None, workspace_url
+    return match.group(1)
+
+
+# The StackConfig fields a row feeds with its value as read; the rest load_config derives.
+STACK_FIELDS = frozenset(f.name for f in dataclasses.fields(StackConfig))
+# The fields load_config composes from several settings or resolves (a row may name one as what it feeds): passed
+# by keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a
+# repeated keyword argument).
+COMPOSED_FIELDS = frozenset(
+    {"dlc_image", "kv_buffer_device", "serve_api_key_auth", "serve_api_keys", "hf_token", "hf_token_value"}
+)
+
+
+def load_config(
+    config: pulumi.Config | None = None,
+    aws_config: pulumi.Config | None = None,
+    *,
+    describe_instance_type: Callable[[str], InstanceShape | None],
+) -> StackConfig:
+    """Builds the frozen stack config, or raises ConfigError naming every bad key.
+
+    `describe_instance_type` is EC2's answer for the GPU type (`infra.nodes.node_groups.describe_instance_type`,
+    None when EC2 does not know it): the layout is checked against what the type really has.
+    """
+    config = config or pulumi.Config()
+    read = _Reader(config, aws_config or pulumi.Config("aws"))
+    values = {setting.key: read.read(setting) for setting in SETTINGS}
+    region, gpu_node_type, dlc_image = values["aws:region"], values["gpuNodeType"], values["dlcImage"]
+    unsupported_region = region_problem(region)
+    api_keys = _api_keys(read, config, values[API_KEYS_SETTING])
+    problems = [
+        unsupported_region,
+        _vpc_cidr_problem(values["vpcCidr"]),
+        _kubernetes_version_problem(values["kubernetesVersion"]),
+        _gpu_az_problem(values["gpuAz"], region),
+        _hf_token_problem(config, values["hfToken"]),
+        _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
+        _ray_version_problem(values["rayVersion"], custom_image=dlc_image is not None),
+        _latest_image_problem(dlc_image),
+    ]
+    read.problems.extend(p for p in problems if p)
+
+    serve_autoscaling = values["serveAutoscaling"]
+    prefill = _serve_side(values, read.problems, "prefill", serve_autoscaling)
+    decode = _serve_side(values, read.problems, "decode", serve_autoscaling)
+    # Asked only for a well-formed name in a supported region: EC2 cannot answer for anything else.
+    shape = None
+    if gpu_node_type and not unsupported_region and INSTANCE_TYPE_PATTERN.match(gpu_node_type):
+        shape = describe_instance_type(gpu_node_type)
+        problem = gpu_node_type_problem(gpu_node_type, shape, region)
+        if problem:
+            read.problems.append(problem)
+            shape = None
+    # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
+    serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"
+    fed = {
+        setting.feeds: values[setting.key]
+        for setting in SETTINGS
+        if setting.feeds in STACK_FIELDS and setting.feeds not in COMPOSED_FIELDS
+    }
+    # The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
+    # keyword arguments, so that mypy checks their types.
+    cfg = StackConfig(
+        **fed,
+        project=pulumi.get_project(),
+        stack=pulumi.get_stack(),
+        dlc_image=dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
+        prefill=prefill,
+        decode=decode,
+        # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
+        # other checks (which skip what needs the layout) have added theirs.
+        topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
+        kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], gpu_node_type),
+        hf_token=config.get_secret("hfToken") if values["hfToken"] else None,
+        hf_token_value=values["hfToken"] or None,
+        serve_api_key_auth=serve_api_key_auth,
+        serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
+        settings=dict(read.values),
+    )
+    problems = [
+        _api_allow_list_problem(cfg.api_public_access_cidrs, read.values["apiPublicAccessCidrs"]),
+        _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
+        *_serve_auth_problems(cfg, api_keys),
+        _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
+        _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
+        _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
+        _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
+        *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
+        *_model_fit_problems(cfg, values["kvBufferDevice"]),
+        *_fp8_problems(cfg),
+        None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
+        _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
+    ]
+    read.problems.extend(p for p in problems if p)
+    read.problems.extend(_encrypted_setting_problems(config))
+    settings = _every_setting()
+    read.problems[:0] = [
+        *unknown_key_problems(settings, config.name, PROJECT_KEYS),
+        *provider_value_problems(settings),
+    ]
+    if read.problems:
+        raise ConfigError(read.problems)
+    return cfg

@@ -1,0 +1,968 @@
+"""The stack's settings as a table: one row per key, the one place a key is stated.
+
+Each row gives the key's type and what a single value may be (pattern, bounds, allowed values), its default and
+description (Pulumi.yaml's `config` block and the README's table are generated from these rows by
+`python -m tools.config_reference --write`, and tests hold them equal), the `StackConfig` field it feeds, and what
+changing it does to a running stack (`infra/settings/changes.py` defines the effects).
+`infra.settings.config.load_config` reads every row; the rules that relate several keys are named functions there,
+beside the fields they protect.
+
+Adding a key: a row here, the `StackConfig` field it feeds (and its consumer), then `--write`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from infra.settings.changes import (
+    ADDON_ROLLED,
+    ALL_EFFECTS,
+    AWS_IN_PLACE,
+    CHART_ROLLED,
+    CONTROL_PLANE_UPGRADED,
+    GPU_NODES_REPLACED,
+    GPU_NODES_ROLLED,
+    GPU_NODES_SCALED,
+    KEYS_RELOADED,
+    LOAD_BALANCER,
+    MODEL_MIRRORED,
+    MONITORING,
+    NOTHING_RUNNING,
+    RAYSERVICE_REPLACED,
+    SECRET_UPDATED,
+    SERVE_IN_PLACE,
+    STACK_REBUILT,
+    SYSTEM_NODES_REPLACED,
+    SYSTEM_NODES_ROLLED,
+    SYSTEM_NODES_SCALED,
+    Effect,
+)
+from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
+
+KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
+SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
+CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
+ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
+INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
+AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
+EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}\Z")
+NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}\Z")
+# RayService names prefix the RayCluster, its pods and `<name>-serve-svc`, which must stay DNS labels.
+RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?\Z")
+DNS_LABEL_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+DNS_LABEL_ALLOWED = (
+    "a DNS label: 1-63 characters of lower-case letters, digits and '-', starting and ending with a letter or digit"
+)
+NO_SPACE_PATTERN = re.compile(r"^\S+\Z")
+IAM_PRINCIPAL_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+\Z")
+IMAGE_PATTERN = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})\Z")
+CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
+# A workspace's Prometheus endpoint (the console's "Endpoint - remote write URL" without api/v1/remote_write).
+AMP_WORKSPACE_PATTERN = re.compile(
+    r"^https://aps-workspaces\.([a-z]{2}(-gov)?-[a-z]+-\d)\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/\Z"
+)
+# An ACM certificate: the NLB's TLS listener names it; ACM certificates are regional and a load balancer takes
+# one of its own region (https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html).
+CERTIFICATE_ARN_PATTERN = re.compile(
+    r"^arn:aws[a-z-]*:acm:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}\Z"
+)
+SERVE_EXPOSURES = ("none", "internal", "internet-facing")
+GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
+KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
+
+# Upper bounds, each with the reason it names in its message.
+# A VPC is split into 8 blocks (network.PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
+MAX_AZS = 7
+# EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+MAX_NODES_PER_NODE_GROUP = 450
+# gp3 volume size is 1 GiB - 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
+MAX_GP3_GIB = 16384
+# 2^20 tokens: an 8B GQA model's KV cache for that context (128 KiB/token) alone needs 128 GiB, more than any
+# one GPU of the supported types holds; vLLM further caps it at the model's own max_position_embeddings.
+MAX_MODEL_LEN = 1_048_576
+# 12 h, the longest an assumed IAM role's credentials last (MaxSessionDuration, IAM user guide
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html): a longer wait outlives them.
+MAX_SERVE_READY_MINUTES = 720
+NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
+AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
+VLLM_DEFAULT = " (0 leaves vLLM's default)"
+
+# AWS tag values: up to 256 Unicode characters; letters, numbers, spaces and _ . : / = + - @
+# (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+TAG_VALUE_PATTERN = re.compile(r"[\w .:/=+\-@]{0,256}\Z")
+TAG_VALUE_ALLOWED = "at most 256 letters, digits, spaces and _ . : / = + - @ (AWS tag value rules) (or empty)"
+
+# RFC 5737's documentation ranges: no real client has one of these addresses.
+DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+# Addresses never seen as a source on the internet (RFC 6890 special-purpose blocks that are not
+# globally reachable); a set of CIDRs covering every other address is open to the whole internet.
+NOT_ON_THE_INTERNET = tuple(
+    ipaddress.IPv4Network(c)
+    for c in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+)
+IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
+CLIENT_CIDR_LIST = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
+INTERNET_CIDR_LIST = (
+    "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
+    "in-VPC clients use the private endpoint)"
+)
+
+
+def ipv4_network(text: str) -> ipaddress.IPv4Network:
+    """An IPv4 network in prefix notation with no host bits set. Python's parser also takes a netmask or a
+    hostmask after the slash (10.0.0.0/255.255.0.0), which AWS's CIDR fields do not; it is refused here
+    rather than passed on in a form the check did not see."""
+    if not IPV4_CIDR_PATTERN.fullmatch(text):
+        raise ValueError("not an IPv4 CIDR in a.b.c.d/prefix notation")
+    return ipaddress.IPv4Network(text, strict=True)
+
+
+def client_cidr(text: str) -> str:
+    """A CIDR that real clients can come from: RFC 5737's documentation ranges reach nothing."""
+    network = ipv4_network(text)
+    if any(network.subnet_of(documentation) for documentation in DOCUMENTATION_RANGES):
+        raise ValueError("an RFC 5737 documentation range, which no real client has")
+    return str(network)
+
+
+def internet_client_cidr(text: str) -> str:
+    """A CIDR of internet addresses: the public endpoint sees only those; the VPC uses the private one."""
+    network = ipv4_network(text)
+    if network.prefixlen == 0:
+        raise ValueError("it is the whole internet")
+    for block in NOT_ON_THE_INTERNET:
+        if network.subnet_of(block):
+            raise ValueError(f"it lies in {block}, space no internet client comes from (RFC 6890)")
+    return str(network)
+
+
+def iam_principal(text: str) -> str:
+    if not IAM_PRINCIPAL_PATTERN.fullmatch(text):
+        raise ValueError("not an IAM role or user ARN")
+    return text
+
+
+# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed.
+@dataclass(frozen=True)
+class Text:
+    """A string, matching `pattern` when one is given (the check of a pattern-less key is a named rule)."""
+
+    pattern: re.Pattern[str] | None = None
+    allowed: str = ""
+    optional: bool = False  # empty is allowed too, and read as None
+
+
+@dataclass(frozen=True)
+class Integer:
+    minimum: int
+    why: str = ""  # said after the bounds in the message, e.g. " (EKS needs two Availability Zones; ...)"
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
+class Boolean:
+    pass
+
+
+@dataclass(frozen=True)
+class Choice:
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StringList:
+    """A JSON list of strings, each checked by `item` (its ValueError says why) and kept in the form it returns."""
+
+    item: Callable[[str], str]
+    allowed: str
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A credential, set with `pulumi config set --secret`; its named rule in infra.settings.config checks it unseen."""
+
+
+@dataclass(frozen=True)
+class ProviderValue:
+    """A provider's own key (`aws:region`), read from its namespace; Pulumi.yaml gives it a plain value."""
+
+
+Kind = Text | Integer | Boolean | Choice | StringList | Secret | ProviderValue
+BOOLEAN = Boolean()
+SECRET = Secret()
+# Pulumi.yaml's `type` of each kind (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
+PULUMI_TYPES: Mapping[type, str] = {
+    Text: "string",
+    Integer: "integer",
+    Boolean: "boolean",
+    Choice: "string",
+    StringList: "array",
+    Secret: "string",
+    ProviderValue: "string",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    kind: Kind
+    default: Any  # as Pulumi.yaml types it: str, int, bool or list
+    description: str
+    # The StackConfig fields the value feeds ("prefill.replicas": a field of a field; several joined by ", "). A
+    # plain field name is filled with the value as read unless load_config derives it (kvBufferDevice's "auto").
+    feeds: str
+    effects: tuple[Effect, ...]  # what a change does, mildest first (infra/settings/changes.py)
+    change_note: str = ""  # when an effect applies only to some changes of the setting
+
+    @property
+    def pulumi_type(self) -> str:
+        return PULUMI_TYPES[type(self.kind)]
+
+    @property
+    def fed_fields(self) -> frozenset[str]:
+        """The top-level StackConfig fields (or properties) the value ends up in."""
+        return frozenset(part.split(".")[0].split(" ")[0] for part in self.feeds.split(", "))
+
+
+SERVE_ONLY = (SERVE_IN_PLACE,)
+SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)
+
+# The table, by section (Pulumi.yaml lists them in this order).
+SECTIONS: Mapping[str, tuple[Setting, ...]] = {
+    "provider": (
+        Setting(
+            "aws:region",
+            ProviderValue(),
+            "sa-east-1",
+            "AWS region of every resource (the AWS provider's own key); one of the supported regions, see Regions and "
+            "partitions.",
+            feeds="region",
+            effects=(STACK_REBUILT,),
+        ),
+    ),
+    "network": (
+        Setting(
+            "vpcCidr",
+            Text(),
+            "10.0.0.0/16",
+            "IPv4 network of the VPC (/16 to /20, RFC 1918 or other unicast); private and public subnets are carved "
+            "from it per AZ.",
+            feeds="vpc_cidr",
+            effects=(STACK_REBUILT,),
+        ),
+        Setting(
+            "maxAzs",
+            Integer(2, f" (EKS needs two Availability Zones; vpcCidr has room for {MAX_AZS})", maximum=MAX_AZS),
+            3,
+            "Most Availability Zones to span (2 to 7; EKS needs 2); AZs offering gpuNodeType are used first.",
+            feeds="max_azs",
+            effects=(STACK_REBUILT,),
+            change_note=(
+                "adds or removes subnets under the cluster; whether EKS takes the new subnets in place was not "
+                "checked, so plan it as a rebuild"
+            ),
+        ),
+        Setting(
+            "natGatewayPerAz",
+            BOOLEAN,
+            False,
+            "One NAT gateway per AZ (production) instead of a single shared one (cheaper, one AZ of failure).",
+            feeds="nat_gateway_per_az",
+            effects=(AWS_IN_PLACE,),
+        ),
+    ),
+    "cluster": (
+        Setting(
+            "clusterName",
+            Text(EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'"),
+            "ray-llm-multinode",
+            "EKS cluster name.",
+            feeds="cluster_name",
+            effects=(STACK_REBUILT,),
+        ),
+        Setting(
+            "kubernetesVersion",
+            Text(),
+            "1.35",
+            "Kubernetes version of the EKS control plane and node groups (MAJOR.MINOR).",
+            feeds="kubernetes_version",
+            effects=(CONTROL_PLANE_UPGRADED, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
+            change_note="EKS upgrades one minor version at a time; a downgrade is refused by EKS",
+        ),
+        Setting(
+            "apiPublicAccessCidrs",
+            StringList(internet_client_cidr, INTERNET_CIDR_LIST),
+            [],
+            "Required: public CIDRs allowed to reach the Kubernetes API endpoint (yours, CI's); set with `pulumi "
+            "config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32`.",
+            feeds="api_public_access_cidrs",
+            effects=(AWS_IN_PLACE,),
+        ),
+        Setting(
+            "adminPrincipalArns",
+            StringList(iam_principal, "IAM role or user ARNs"),
+            [],
+            "IAM role/user ARNs given cluster-admin through EKS access entries, each once, besides the identity that "
+            "creates the cluster: EKS already makes that one admin, so listing it is refused while the cluster is "
+            "created (a second access entry would fail).",
+            feeds="admin_principal_arns",
+            effects=(AWS_IN_PLACE,),
+        ),
+        Setting(
+            "controlPlaneLogging",
+            BOOLEAN,
+            True,
+            "Send all EKS control-plane log types to CloudWatch.",
+            feeds="control_plane_logging",
+            effects=(AWS_IN_PLACE,),
+        ),
+        Setting(
+            "secretsEncryption",
+            BOOLEAN,
+            True,
+            "Encrypt Kubernetes secrets with a customer-managed KMS key.",
+            feeds="secrets_encryption",
+            effects=(STACK_REBUILT,),
+            change_note="EKS can add envelope encryption to a cluster but never remove it",
+        ),
+        Setting(
+            "vpcCniVersion",
+            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1", optional=True),
+            "",
+            "Build of the vpc-cni EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
+            "(looked up at deploy time), a value such as v1.21.1-eksbuild.1 pins it.",
+            feeds="vpc_cni_version",
+            effects=(ADDON_ROLLED,),
+        ),
+        Setting(
+            "corednsVersion",
+            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1", optional=True),
+            "",
+            "Build of the coredns EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
+            "(looked up at deploy time), a value such as v1.13.2-eksbuild.1 pins it.",
+            feeds="coredns_version",
+            effects=(ADDON_ROLLED,),
+        ),
+        Setting(
+            "kubeProxyVersion",
+            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2", optional=True),
+            "",
+            "Build of the kube-proxy EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
+            "(looked up at deploy time), a value such as v1.35.0-eksbuild.2 pins it (a pin's MAJOR.MINOR must equal "
+            "kubernetesVersion).",
+            feeds="kube_proxy_version",
+            effects=(ADDON_ROLLED,),
+        ),
+        Setting(
+            "systemNodeType",
+            Text(INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
+            "m7i.xlarge",
+            "Instance type of the CPU system nodes (system pods, KubeRay operator, Ray head).",
+            feeds="system_node_type",
+            effects=(SYSTEM_NODES_REPLACED,),
+        ),
+        Setting(
+            "systemNodeCount",
+            Integer(1, NODE_GROUP_QUOTA, maximum=MAX_NODES_PER_NODE_GROUP),
+            1,
+            "Number of system nodes (1 to 450).",
+            feeds="system_node_count",
+            effects=(SYSTEM_NODES_SCALED,),
+        ),
+    ),
+    "GPU nodes": (
+        Setting(
+            "gpuNodeType",
+            Text(INSTANCE_TYPE_PATTERN, "an EC2 instance type such as g6.8xlarge"),
+            "g6.8xlarge",
+            "EFA-capable GPU instance type of the worker nodes (smallest EFA-capable g6 by default).",
+            feeds="gpu_node_type",
+            effects=(GPU_NODES_REPLACED, RAYSERVICE_REPLACED),
+        ),
+        Setting(
+            "gpuNodeCount",
+            Integer(
+                0,
+                f" (0 derives it from the prefill/decode layout; EKS allows {MAX_NODES_PER_NODE_GROUP} per node group)",
+                maximum=MAX_NODES_PER_NODE_GROUP,
+            ),
+            0,
+            "Number of GPU nodes; 0 derives it from the prefill/decode layout (see Scaling), any other value must "
+            "equal it.",
+            feeds="topology.gpu_nodes",
+            effects=(NOTHING_RUNNING,),
+        ),
+        Setting(
+            "gpuNodegroupName",
+            Text(NODEGROUP_NAME_PATTERN, "1-63 letters, digits, '-' or '_'"),
+            "gpu-workers",
+            "Name of the GPU managed node group.",
+            feeds="gpu_nodegroup_name",
+            effects=(GPU_NODES_REPLACED,),
+        ),
+        Setting(
+            "gpuAz",
+            Text(AZ_PATTERN, "an Availability Zone name", optional=True),
+            "",
+            "Availability Zone of the GPU node group; empty picks the first AZ that offers gpuNodeType.",
+            feeds="gpu_az",
+            effects=(GPU_NODES_REPLACED,),
+        ),
+        Setting(
+            "gpuRootVolumeGiB",
+            Integer(
+                50,
+                f" GiB (the DLC image and model weights land there; a gp3 volume holds at most {MAX_GP3_GIB} GiB)",
+                maximum=MAX_GP3_GIB,
+            ),
+            200,
+            "Root disk (gp3) of each GPU node in GiB, 50 to 16384 (the DLC image and model weights land there).",
+            feeds="gpu_root_volume_gib",
+            effects=(GPU_NODES_ROLLED,),
+        ),
+        Setting(
+            "capacityReservationId",
+            Text(CAPACITY_RESERVATION_PATTERN, "a capacity reservation id such as cr-0123456789abcdef0", optional=True),
+            "",
+            "Optional capacity reservation (cr-...) the GPU nodes launch into, an On-Demand Capacity Reservation or, "
+            "with gpuCapacityType capacity-block, the Capacity Block.",
+            feeds="capacity_reservation_id",
+            effects=(GPU_NODES_REPLACED,),
+        ),
+        Setting(
+            "gpuCapacityType",
+            Choice(GPU_CAPACITY_TYPES),
+            "on-demand",
+            "How the GPU nodes are bought: on-demand (optionally into capacityReservationId) or capacity-block "
+            "(Capacity Blocks for ML: needs capacityReservationId and gpuAz).",
+            feeds="gpu_capacity_type",
+            effects=(GPU_NODES_REPLACED,),
+        ),
+        Setting(
+            "quotaPreflight",
+            BOOLEAN,
+            True,
+            "Before anything is created, check that the account's On-Demand vCPU quota for the GPU family (Service "
+            "Quotas) holds the GPU nodes; false skips it.",
+            feeds="quota_preflight",
+            effects=(NOTHING_RUNNING,),
+        ),
+        Setting(
+            "nvidiaDevicePluginVersion",
+            Text(CHART_VERSION_PATTERN, "a version such as 1.4.0"),
+            "0.20.0",
+            "Version of the nvidia-device-plugin Helm chart.",
+            feeds="nvidia_device_plugin_version",
+            effects=(CHART_ROLLED,),
+        ),
+        Setting(
+            "efaDevicePluginVersion",
+            Text(CHART_VERSION_PATTERN, "a version such as v0.5.30"),
+            "v0.5.30",
+            "Version of the aws-efa-k8s-device-plugin Helm chart.",
+            feeds="efa_device_plugin_version",
+            effects=(CHART_ROLLED,),
+        ),
+    ),
+    "serving": (
+        Setting(
+            "dlcImage",
+            Text(IMAGE_PATTERN, "an image reference pinned by tag or digest", optional=True),
+            "",
+            "Ray Serve LLM container image; empty uses ray:serve-llm-cuda-v1.0 from the region's Deep Learning "
+            "Containers registry (<account>.dkr.ecr.<region>.amazonaws.com).",
+            feeds="dlc_image",
+            effects=(MODEL_MIRRORED, RAYSERVICE_REPLACED),
+            change_note="the mirror Job runs in the same image, so it runs again; with the files already in the bucket "
+            "it only checks them",
+        ),
+        Setting(
+            "kuberayVersion",
+            Text(SEMVER_PATTERN, "a version such as 1.4.0"),
+            "1.4.0",
+            "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored (1.4.0).",
+            feeds="kuberay_version",
+            effects=(CHART_ROLLED,),
+        ),
+        Setting(
+            "allowUnvalidatedKuberayVersion",
+            BOOLEAN,
+            False,
+            "Deploy a kuberayVersion the RayService was not validated against (preview warns).",
+            feeds="kuberay_version (whether an unvalidated one is allowed)",
+            effects=(NOTHING_RUNNING,),
+        ),
+        Setting(
+            "rayVersion",
+            Text(SEMVER_PATTERN, "a version such as 2.58.0"),
+            "2.58.0",
+            "Ray version of the image (RayService spec.rayClusterConfig.rayVersion); must be 2.58.0 with the default "
+            "image.",
+            feeds="ray_version",
+            effects=(RAYSERVICE_REPLACED,),
+        ),
+        Setting(
+            "rayServiceName",
+            Text(
+                RAYSERVICE_NAME_PATTERN,
+                "1-40 characters of lower-case letters, digits and '-', starting with a letter and ending with a "
+                "letter or digit (a DNS label that prefixes the RayCluster's own)",
+            ),
+            "ray-llm",
+            "Name of the RayService; the endpoint Service is <name>-serve-svc.",
+            feeds="ray_service_name",
+            effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
+        ),
+        Setting(
+            "namespace",
+            Text(DNS_LABEL_PATTERN, DNS_LABEL_ALLOWED),
+            "inference",
+            "Kubernetes namespace of the RayService.",
+            feeds="namespace",
+            effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
+        ),
+        Setting(
+            "modelId",
+            Text(NO_SPACE_PATTERN, "a non-empty name without spaces"),
+            "qwen3.5-9b",
+            "Model id exposed on the OpenAI-compatible API.",
+            feeds="model_id",
+            effects=SERVE_ONLY,
+            change_note=(
+                "Ray Serve LLM names each engine deployment after the model id, so a new id replaces the deployment "
+                "whatever the replica count: no rolling update"
+            ),
+        ),
+        Setting(
+            "modelSource",
+            Text(NO_SPACE_PATTERN, "a Hugging Face repo id, s3:// or local path"),
+            "Qwen/Qwen3.5-9B",
+            "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
+            feeds="model_source",
+            effects=(MODEL_MIRRORED, SERVE_IN_PLACE),
+            change_note="with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
+            "read as it is",
+        ),
+        Setting(
+            "maxModelLen",
+            Integer(
+                1,
+                " tokens (2^20: more KV cache than one GPU of the supported types holds for an 8B model)",
+                maximum=MAX_MODEL_LEN,
+            ),
+            4096,
+            "vLLM max_model_len (context length) of prefill and decode, 1 to 1048576 tokens.",
+            feeds="max_model_len",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "languageModelOnly",
+            BOOLEAN,
+            True,
+            "Serve text only (vLLM language_model_only): a multimodal model's vision tower is neither loaded nor "
+            "profiled, and requests with images are refused. The default Qwen3.5-9B at maxModelLen 4096 fits a g6's "
+            "L4 only this way (docs/gpu-end-to-end.md); false needs a larger GPU.",
+            feeds="language_model_only",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefillReplicas",
+            Integer(1),
+            1,
+            "Prefill replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
+            feeds="prefill.replicas",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+        ),
+        Setting(
+            "decodeReplicas",
+            Integer(1),
+            1,
+            "Decode replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
+            feeds="decode.replicas",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+        ),
+        Setting(
+            "tensorParallelSize",
+            Integer(1),
+            1,
+            "vLLM tensor_parallel_size of every replica, both sides; at most the GPUs of one gpuNodeType node, and a "
+            "divisor of them.",
+            feeds="topology.tensor_parallel_size",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+            change_note="the RayService is replaced and the node group resized only when the GPU node count changes",
+        ),
+        Setting(
+            "pipelineParallelSize",
+            Integer(1),
+            1,
+            "vLLM pipeline_parallel_size; only 1 with the NixlConnector KV transfer (see Scaling).",
+            feeds="topology.pipeline_parallel_size",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefillMaxNumSeqs",
+            Integer(0, VLLM_DEFAULT),
+            32,
+            "vLLM max_num_seqs of the prefill side; 0 leaves vLLM's default (256 below 70 GiB of GPU memory, 1024 "
+            "above). 32 because with CUDA graphs vLLM needs it at most a hybrid model's state blocks, and the default "
+            "model at maxModelLen 4096 on an L4 gets 47 with vLLM's 256 (62 with 32, measured: "
+            "docs/gpu-end-to-end.md); raise it on larger GPUs.",
+            feeds="prefill.max_num_seqs",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "decodeMaxNumSeqs",
+            Integer(0, VLLM_DEFAULT),
+            32,
+            "vLLM max_num_seqs of the decode side, the requests it decodes at once; 0 leaves vLLM's default (256 "
+            "below 70 GiB of GPU memory, 1024 above). 32 for the same reason as prefillMaxNumSeqs; raise it on larger "
+            "GPUs.",
+            feeds="decode.max_num_seqs",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefillMaxNumBatchedTokens",
+            Integer(0, VLLM_DEFAULT),
+            0,
+            "vLLM max_num_batched_tokens of the prefill side; 0 leaves vLLM's default.",
+            feeds="prefill.max_num_batched_tokens",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "decodeMaxNumBatchedTokens",
+            Integer(0, VLLM_DEFAULT),
+            0,
+            "vLLM max_num_batched_tokens of the decode side; 0 leaves vLLM's default.",
+            feeds="decode.max_num_batched_tokens",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefillQuantization",
+            Choice(QUANTIZATIONS),
+            "none",
+            "vLLM quantization of the prefill side's weights: none (the checkpoint's own dtype, or its own "
+            "quantization_config) or fp8 (vLLM's online FP8 of the linear layers at load, half their bytes; compute "
+            "capability 7.5 or later, weight-only below 8.9). Off by default: no published evaluation covers it for "
+            "the default model's Gated DeltaNet layers (see Scaling, FP8).",
+            feeds="prefill.quantization",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "decodeQuantization",
+            Choice(QUANTIZATIONS),
+            "none",
+            "vLLM quantization of the decode side's weights, as prefillQuantization; decode reads every weight each "
+            "step, so it gains most from fp8.",
+            feeds="decode.quantization",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "kvCacheDtype",
+            Choice(KV_CACHE_DTYPES),
+            "auto",
+            "vLLM kv_cache_dtype of both sides (NIXL refuses a pair that differs): auto (the model dtype) or fp8, "
+            "fp8_e4m3, fp8_e5m2 (one byte per element, half the KV bytes per token and per transfer; compute "
+            "capability 8.0 or later). A hybrid model's Gated DeltaNet state keeps its dtype. Off by default: at "
+            "the default maxModelLen and decodeMaxNumSeqs the KV of FP8 weights alone holds every sequence (see "
+            "Scaling, FP8).",
+            feeds="kv_cache_dtype",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "serveAutoscaling",
+            BOOLEAN,
+            False,
+            "Ray Serve autoscales each side between <side>Replicas and <side>MaxReplicas; KubeRay's autoscaler adds "
+            "Ray worker pods and the Cluster Autoscaler GPU nodes to match (see Scaling).",
+            feeds="serve_autoscaling",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+        ),
+        Setting(
+            "prefillMaxReplicas",
+            Integer(0, AUTOSCALING_ONLY),
+            0,
+            "Most prefill replicas with serveAutoscaling (at least prefillReplicas); 0 otherwise.",
+            feeds="prefill.max_replicas",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+        ),
+        Setting(
+            "decodeMaxReplicas",
+            Integer(0, AUTOSCALING_ONLY),
+            0,
+            "Most decode replicas with serveAutoscaling (at least decodeReplicas); 0 otherwise.",
+            feeds="decode.max_replicas",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+        ),
+        Setting(
+            "prefillTargetOngoingRequests",
+            Integer(0, AUTOSCALING_ONLY),
+            0,
+            "Ongoing requests per prefill replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
+            "otherwise.",
+            feeds="prefill.target_ongoing_requests",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "decodeTargetOngoingRequests",
+            Integer(0, AUTOSCALING_ONLY),
+            0,
+            "Ongoing requests per decode replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
+            "otherwise.",
+            feeds="decode.target_ongoing_requests",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "clusterAutoscalerVersion",
+            Text(CHART_VERSION_PATTERN, "a version such as 1.4.0"),
+            "9.59.0",
+            "Version of the cluster-autoscaler Helm chart (Cluster Autoscaler 1.35, built for kubernetesVersion 1.35 "
+            "only), installed only with serveAutoscaling.",
+            feeds="cluster_autoscaler_version",
+            effects=(CHART_ROLLED,),
+        ),
+        Setting(
+            "kvBufferDevice",
+            Choice(KV_BUFFER_DEVICES),
+            "auto",
+            "Where vLLM's NIXL connector registers the KV cache for transfer: cuda (GPU memory over EFA RDMA), cpu "
+            "(staged in host memory; vLLM 0.26 cannot do this for hybrid models such as the default) or auto (cuda "
+            "where the instance type's EFA supports RDMA read, else cpu).",
+            feeds="kv_buffer_device",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "hfToken",
+            SECRET,
+            "",
+            "Optional Hugging Face token for gated models; set it with `pulumi config set --secret hfToken`.",
+            feeds="hf_token, hf_token_value",
+            effects=(SECRET_UPDATED, MODEL_MIRRORED, RAYSERVICE_REPLACED),
+            change_note="a new value updates the Secrets only (the workers' and, with the model cache, the mirror's); "
+            "adding or removing the token replaces the RayService and the mirror Job",
+        ),
+        Setting(
+            "serveExposure",
+            Choice(SERVE_EXPOSURES),
+            "none",
+            "Extra LoadBalancer (NLB) in front of the serve pods: none, internal or internet-facing.",
+            feeds="serve_exposure",
+            effects=(LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note=(
+                "the RayService is replaced only when API keys come or go with the exposure (to or from none, with "
+                "serveApiKeyAuth true): its pods mount the keys; between internal and internet-facing only the load "
+                "balancer changes"
+            ),
+        ),
+        Setting(
+            "serveSourceCidrs",
+            StringList(client_cidr, CLIENT_CIDR_LIST),
+            [],
+            "CIDRs allowed through the serve load balancer (required for internet-facing, and then not the whole "
+            "internet).",
+            feeds="serve_source_cidrs",
+            effects=(LOAD_BALANCER,),
+        ),
+        Setting(
+            "serveApiKeys",
+            SECRET,
+            "",
+            "API keys the serve endpoint accepts as `Authorization: Bearer <key>`, a JSON list set as one secret "
+            "(`pulumi config set --secret serveApiKeys '[\"<key>\"]'`, each key 32-256 printable characters); two at "
+            "once let a key be rotated without downtime. Required when serveExposure is not none and serveApiKeyAuth "
+            "is true.",
+            feeds="serve_api_keys",
+            effects=(KEYS_RELOADED,),
+            change_note="only while the endpoint asks for keys (serveExposure not none, serveApiKeyAuth true)",
+        ),
+        Setting(
+            "serveApiKeyAuth",
+            BOOLEAN,
+            True,
+            "Ask every request for one of serveApiKeys whenever serveExposure is not none (a 401 otherwise; health "
+            "checks stay open). false is refused for internet-facing.",
+            feeds="serve_api_key_auth",
+            effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note="only with serveExposure internal or internet-facing; with none nothing changes",
+        ),
+        Setting(
+            "serveCertificateArn",
+            Text(
+                CERTIFICATE_ARN_PATTERN,
+                "an ACM certificate ARN such as arn:aws:acm:<region>:<account>:certificate/<uuid>",
+                optional=True,
+            ),
+            "",
+            "ACM certificate (in the stack's region) for the DNS name clients use; the serve load balancer listens "
+            "for HTTPS only, on 443. Required when serveExposure is not none.",
+            feeds="serve_certificate_arn",
+            effects=(LOAD_BALANCER,),
+        ),
+        Setting(
+            "serveReadyTimeoutMinutes",
+            Integer(
+                5,
+                f" (an assumed IAM role's credentials last at most {MAX_SERVE_READY_MINUTES // 60} h)",
+                maximum=MAX_SERVE_READY_MINUTES,
+            ),
+            45,
+            "How long `pulumi up` waits for the RayService to run the config just applied (image pull + model load), "
+            "5 to 720; past it `pulumi up` fails naming what is missing.",
+            feeds="serve_ready_timeout_minutes",
+            effects=(NOTHING_RUNNING,),
+        ),
+        Setting(
+            "modelPreflight",
+            BOOLEAN,
+            True,
+            "Before the RayService changes, check that modelSource exists, is readable with the stack's credentials "
+            "(hfToken, or the deploying identity for s3://) and holds a config.json vLLM can load; needs HTTPS to "
+            "huggingface.co or S3 from the deploying machine.",
+            feeds="model_preflight",
+            effects=(NOTHING_RUNNING,),
+        ),
+        Setting(
+            "modelCache",
+            BOOLEAN,
+            True,
+            "Mirror a Hugging Face modelSource once into the stack's own S3 bucket (an in-cluster Job on the first "
+            "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
+            "modelSource is read directly either way (README, Model cache).",
+            feeds="model_cache",
+            effects=(MODEL_MIRRORED, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
+            "account (read access to the cache) comes or goes",
+        ),
+        Setting(
+            "modelCacheRetainOnDestroy",
+            BOOLEAN,
+            False,
+            "Keep the model cache bucket and its weights in the account on `pulumi destroy` (it leaves the stack's "
+            "state; delete it yourself later); false, the default, deletes the bucket with the weights in it.",
+            feeds="model_cache_retain_on_destroy",
+            effects=(AWS_IN_PLACE,),
+        ),
+    ),
+    "observability": (
+        Setting(
+            "observability",
+            BOOLEAN,
+            True,
+            "Install the metrics stack (kube-prometheus-stack on the system nodes, DCGM exporter on the GPU nodes), "
+            "the Ray/vLLM scrapes, dashboards and alerts (see Observability).",
+            feeds="observability",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "kubePrometheusStackVersion",
+            Text(CHART_VERSION_PATTERN, "a version such as 1.4.0"),
+            "88.5.3",
+            "Version of the kube-prometheus-stack Helm chart (Prometheus, Alertmanager, Grafana, the Prometheus "
+            "operator), installed with observability.",
+            feeds="kube_prometheus_stack_version",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "dcgmExporterVersion",
+            Text(CHART_VERSION_PATTERN, "a version such as 1.4.0"),
+            "4.8.2",
+            "Version of NVIDIA's dcgm-exporter Helm chart (GPU metrics of the GPU nodes), installed with "
+            "observability.",
+            feeds="dcgm_exporter_version",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "ttftP99ObjectiveMs",
+            Integer(1, " milliseconds"),
+            2000,
+            "Time-to-first-token objective in milliseconds; the TtftP99OverObjective alert fires when a side's p99 "
+            "TTFT stays above it for 10 minutes.",
+            feeds="ttft_p99_objective_ms",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "ampWorkspaceUrl",
+            Text(
+                AMP_WORKSPACE_PATTERN,
+                "a workspace endpoint such as https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-<id>/",
+                optional=True,
+            ),
+            "",
+            "Optional Amazon Managed Service for Prometheus workspace endpoint "
+            "(https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../): Prometheus also remote-writes there, "
+            "signed with SigV4 by an IAM role for its service account. Needs observability.",
+            feeds="amp_workspace_url",
+            effects=(MONITORING,),
+        ),
+    ),
+    "governance": (
+        Setting(
+            "owner",
+            Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
+            "",
+            "Owner tag on every AWS resource (team or person to ask); AWS tag value rules.",
+            feeds="owner",
+            effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
+            change_note="tags reach the node launch templates, so both node groups roll",
+        ),
+        Setting(
+            "costCenter",
+            Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
+            "",
+            "cost-center tag on every AWS resource; AWS tag value rules.",
+            feeds="cost_center",
+            effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
+            change_note="tags reach the node launch templates, so both node groups roll",
+        ),
+        Setting(
+            "protectResources",
+            BOOLEAN,
+            False,
+            "Protect the VPC and cluster from deletion/replacement (pulumi protect + EKS deletion protection).",
+            feeds="protect_resources",
+            effects=(AWS_IN_PLACE,),
+        ),
+    ),
+}
+SETTINGS = tuple(setting for section in SECTIONS.values() for setting in section)
+SETTINGS_BY_KEY: Mapping[str, Setting] = {setting.key: setting for setting in SETTINGS}
+# The program's own keys (the provider's aws:region aside): any other key of its namespace is a typo.
+PROJECT_KEYS = frozenset(setting.key for setting in SETTINGS if ":" not in setting.key)
+
+# What a change to each setting does; a test runs the program with each setting changed and holds these to what
+# the change does to the declared resources.
+CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {setting.key: setting.effects for setting in SETTINGS}
+CHANGE_NOTES: Mapping[str, str] = {setting.key: setting.change_note for setting in SETTINGS if setting.change_note}
+
+
+def most_severe(key: str) -> Effect:
+    return max(CHANGE_EFFECTS[key], key=ALL_EFFECTS.index)
+
+
+def settings_by_effect(settings: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The settings grouped under the most severe effect a change to each has, mildest group first: the
+    ServeRollout's input, so that `pulumi preview --diff` names each changed setting under what it costs."""
+    grouped: dict[str, dict[str, str]] = {}
+    for effect in ALL_EFFECTS:
+        members = {key: value for key, value in sorted(settings.items()) if most_severe(key) is effect}
+        if members:
+            grouped[effect.name] = members
+    return grouped

@@ -1,0 +1,155 @@
+"""How the prefill/decode layout maps onto GPU nodes: pure arithmetic, checked before any resource.
+
+A replica is one vLLM engine of tensor_parallel_size x pipeline_parallel_size GPUs. Ray Serve LLM
+gives each replica a placement group of one bundle per GPU; with STRICT_PACK every bundle of a
+replica lands on one node, so tensor parallelism stays on the node's NVLink/PCIe. Prefill and decode
+replicas are separate deployments with their own placement groups, and a bundle holds a whole GPU,
+so one GPU never serves both sides. Every Ray worker pod owns a whole node (all its GPUs and EFA
+interfaces), and the GPU node count is the number of nodes the replicas need.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from infra.settings.instance_types import InstanceShape
+
+# The one NIXL backend Ray 2.58 registers (`NixlConnector`) is vLLM's pull connector. In vLLM 0.26.0
+# its decode side raises NotImplementedError for pipeline_parallel_size > 1
+# (vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py), and a pull-mode prefill sends no
+# pp_size in its kv_transfer_params (nixl/pull_scheduler.py), so decode would read only stage 0.
+MAX_PIPELINE_PARALLEL_SIZE = 1
+
+# Allocatable, as EKS's AL2023 nodeadm sets it (awslabs/amazon-eks-ami,
+# nodeadm/internal/kubelet/config.go): kube-reserved CPU is 6 % of the first core, 1 % of the
+# second, 0.5 % of the next two and 0.25 % of the rest; kube-reserved memory is 255 MiB + 11 MiB per
+# pod the node may hold; the hard eviction threshold keeps another 100 MiB.
+KUBE_RESERVED_CPU_BANDS = ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, None, 25))
+KUBE_RESERVED_MEMORY_BASE_MIB = 255
+KUBE_RESERVED_MEMORY_PER_POD_MIB = 11
+EVICTION_HARD_MEMORY_MIB = 100
+# The most pods nodeadm allows any EFA-capable GPU type (nodeadm/internal/kubelet/eni-max-pods.txt:
+# g5.12xlarge, g6.48xlarge, p4d.24xlarge ... 737); using the bound keeps the pod inside allocatable.
+MAX_PODS_BOUND = 737
+# The kernel and firmware keep part of the nominal memory from the node's capacity; Karpenter
+# subtracts 7.5 % by default for the same reason (karpenter-provider-aws, VM_MEMORY_OVERHEAD_PERCENT).
+VM_MEMORY_OVERHEAD = 0.075
+# DaemonSets on every GPU node: aws-node, kube-proxy, the NVIDIA and EFA device plugins.
+DAEMONSET_CPU_MILLIS = 1000
+DAEMONSET_MEMORY_MIB = 1024
+
+
+@dataclass(frozen=True)
+class Topology:
+    prefill_replicas: int
+    decode_replicas: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    node: InstanceShape
+    # Prefill plus decode replicas at most, when Ray Serve autoscales (0: the fixed count).
+    most_replicas: int = 0
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def replicas_per_node(self) -> int:
+        return self.node.gpus // self.gpus_per_replica
+
+    @property
+    def replicas(self) -> int:
+        return self.prefill_replicas + self.decode_replicas
+
+    @property
+    def gpu_nodes(self) -> int:
+        """Nodes for the replicas Ray Serve starts with (and keeps, when it autoscales)."""
+        return math.ceil(self.replicas / self.replicas_per_node)
+
+    @property
+    def peak_replicas(self) -> int:
+        """The most replicas Ray Serve may run: the fixed count, or the autoscaling ceiling above it."""
+        return max(self.replicas, self.most_replicas)
+
+    @property
+    def most_gpu_nodes(self) -> int:
+        """Nodes for the most replicas Ray Serve may scale to."""
+        return math.ceil(self.peak_replicas / self.replicas_per_node)
+
+    @property
+    def arithmetic(self) -> str:
+        """The derivation of the node count, in words a config error can quote."""
+        return (
+            f"({self.prefill_replicas} prefill + {self.decode_replicas} decode replicas) x "
+            f"{self.gpus_per_replica} GPU(s) each (tensorParallelSize={self.tensor_parallel_size} x "
+            f"pipelineParallelSize={self.pipeline_parallel_size}), {self.replicas_per_node} replica(s) per "
+            f"{self.node.instance_type} of {self.node.gpus} GPU(s) -> {self.gpu_nodes} GPU node(s)"
+        )
+
+
+def topology_problems(topology: Topology) -> list[str]:
+    """Why this layout cannot run on nodes of this shape; empty when it can."""
+    node, gpus_per_replica = topology.node, topology.gpus_per_replica
+    tensor_parallel_size, pipeline_parallel_size = topology.tensor_parallel_size, topology.pipeline_parallel_size
+    problems = []
+    if pipeline_parallel_size > MAX_PIPELINE_PARALLEL_SIZE:
+        problems.append(
+            f"pipelineParallelSize={pipeline_parallel_size} is invalid: allowed is 1 with the stack's KV connector "
+            "(vLLM 0.26's NixlConnector rejects pipeline parallelism on the decode side and sends a prefill's "
+            "KV cache from its first stage only); raise tensorParallelSize or use a larger gpuNodeType instead"
+        )
+    if gpus_per_replica > node.gpus:
+        problems.append(
+            f"tensorParallelSize={tensor_parallel_size} x pipelineParallelSize={pipeline_parallel_size} = "
+            f"{gpus_per_replica} GPUs per replica is invalid: gpuNodeType={node.instance_type!r} has {node.gpus} "
+            "GPU(s) and a tensor-parallel group must stay on one node; allowed is at most "
+            f"{node.gpus}, or a gpuNodeType with more GPUs"
+        )
+    elif node.gpus % gpus_per_replica:
+        idle = node.gpus % gpus_per_replica
+        problems.append(
+            f"tensorParallelSize={tensor_parallel_size} x pipelineParallelSize={pipeline_parallel_size} = "
+            f"{gpus_per_replica} GPUs per replica does not divide the {node.gpus} GPUs of a {node.instance_type}: "
+            f"{idle} GPU(s) per node would stay idle; allowed is a divisor of {node.gpus}"
+        )
+    return problems
+
+
+def node_count_problem(requested: int, topology: Topology) -> str | None:
+    """gpuNodeCount is derived; a value set by hand must agree with the layout."""
+    if requested in (0, topology.gpu_nodes):
+        return None
+    return (
+        f"gpuNodeCount={requested} is invalid: the layout needs exactly {topology.gpu_nodes} "
+        f"({topology.arithmetic}); set gpuNodeCount to {topology.gpu_nodes} or 0 (derived), or change "
+        "prefillReplicas/decodeReplicas/tensorParallelSize"
+    )
+
+
+def kube_reserved_cpu_millis(vcpus: int) -> int:
+    total = vcpus * 1000
+    reserved = 0
+    for start, end, per_ten_thousand in KUBE_RESERVED_CPU_BANDS:
+        top = total if end is None else min(total, end)
+        if top > start:
+            reserved += (top - start) * per_ten_thousand // 10000
+    return reserved
+
+
+def worker_cpu(node: InstanceShape) -> int:
+    """Whole CPUs a worker pod can request: allocatable less what the DaemonSets request."""
+    millis = node.vcpus * 1000 - kube_reserved_cpu_millis(node.vcpus) - DAEMONSET_CPU_MILLIS
+    return millis // 1000
+
+
+def worker_memory_gib(node: InstanceShape) -> int:
+    """Whole GiB a worker pod can request: capacity less kube-reserved, eviction and DaemonSets."""
+    capacity_mib = node.memory_mib * (1 - VM_MEMORY_OVERHEAD)
+    reserved_mib = (
+        KUBE_RESERVED_MEMORY_BASE_MIB
+        + KUBE_RESERVED_MEMORY_PER_POD_MIB * MAX_PODS_BOUND
+        + EVICTION_HARD_MEMORY_MIB
+        + DAEMONSET_MEMORY_MIB
+    )
+    return int((capacity_mib - reserved_mib) // 1024)
