@@ -12,6 +12,7 @@ held by tests/test_layout.py):
 - `observability/`: metrics, dashboards and alerts.
 - `preflight/`: the deploy-time lookups, run before any resource.
 - `stack.py`: the whole stack, top-down; `__main__.py` runs it.
+- `rollout.py`: an old module path that stacks' state still names (its docstring says why).
 """
 
 from pathlib import Path

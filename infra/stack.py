@@ -1,8 +1,13 @@
-"""The whole stack, top-down like the architecture: network, cluster, GPU nodes, serving."""
+"""The whole stack, top-down like the architecture: the preflight, network, cluster, nodes, model cache, serving,
+observability, and the outputs; `build_stack` reads as that list, each step a function below it.
+
+Imports: every part of infra/ (the top: nothing imports it but __main__.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pulumi
@@ -21,7 +26,7 @@ from infra.observability.monitoring import (
     RemoteWrite,
     observability_outputs,
 )
-from infra.preflight.checks import preflight
+from infra.preflight.checks import DeployFacts, preflight
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
 from infra.serving.model_source import is_s3_uri
@@ -77,15 +82,40 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
-    partition, placement, addons = facts.partition, facts.placement, facts.addons
-    network = in_config_terms(
+    network = declare_network(cfg, facts)
+    cluster = declare_cluster(cfg, facts, network)
+    nodes = declare_nodes(cfg, facts, network, cluster)
+    model = declare_model_cache(cfg, facts, cluster, nodes)
+    serving = declare_serving(cfg, cluster, nodes, model)
+    if cfg.observability:
+        declare_observability(cfg, facts, cluster, nodes)
+    return stack_outputs(cfg, facts, network, cluster, nodes, model, serving)
+
+
+@dataclass(frozen=True)
+class Nodes:
+    system: SystemNodes
+    gpu: GpuNodes
+    device_plugins: DevicePlugins
+
+
+@dataclass(frozen=True)
+class Model:
+    """Where the workers load the model from."""
+
+    cache_uri: str | None  # the stack's bucket's copy of a Hub repo; None when the model is not mirrored
+    cache: ModelCache | None  # the bucket, the mirror and the workers' reader role, for any s3:// source
+
+
+def declare_network(cfg: StackConfig, facts: DeployFacts) -> Network:
+    return in_config_terms(
         "Network",
         lambda: Network(
             "network",
             NetworkArgs(
                 cluster_name=cfg.cluster_name,
                 vpc_cidr=cfg.vpc_cidr,
-                azs=placement.azs,
+                azs=facts.placement.azs,
                 nat_gateway_per_az=cfg.nat_gateway_per_az,
                 protect=cfg.protect_resources,
                 tags=cfg.tags,
@@ -93,16 +123,19 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             ),
         ),
     )
-    cluster = in_config_terms(
+
+
+def declare_cluster(cfg: StackConfig, facts: DeployFacts, network: Network) -> Cluster:
+    return in_config_terms(
         "Cluster",
         lambda: Cluster(
             "cluster",
             ClusterArgs(
                 cluster_name=cfg.cluster_name,
                 kubernetes_version=cfg.kubernetes_version,
-                partition=partition,
-                vpc_cni_version=addons.vpc_cni,
-                kube_proxy_version=addons.kube_proxy,
+                partition=facts.partition,
+                vpc_cni_version=facts.addons.vpc_cni,
+                kube_proxy_version=facts.addons.kube_proxy,
                 vpc_id=network.vpc_id,
                 private_subnet_ids=list(network.private_subnet_ids.values()),
                 public_subnet_ids=list(network.public_subnet_ids.values()),
@@ -115,14 +148,19 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             ),
         ),
     )
-    system_nodes = in_config_terms(
+
+
+def declare_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluster: Cluster) -> Nodes:
+    """The system node group under the cluster; the GPU node group with its device plugins and, with autoscaling,
+    the Cluster Autoscaler (which runs on the system nodes)."""
+    system = in_config_terms(
         "SystemNodes",
         lambda: SystemNodes(
             "system-nodes",
             SystemNodesArgs(
                 instance_type=cfg.system_node_type,
                 count=cfg.system_node_count,
-                coredns_version=addons.coredns,
+                coredns_version=facts.addons.coredns,
                 subnet_ids=list(network.private_subnet_ids.values()),
                 tags=cfg.tags,
             ),
@@ -130,25 +168,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             opts=pulumi.ResourceOptions(parent=cluster),
         ),
     )
-    gpu_nodes = in_config_terms(
-        "GpuNodes",
-        lambda: GpuNodes(
-            "gpu-nodes",
-            GpuNodesArgs(
-                node_group_name=cfg.gpu_nodegroup_name,
-                instance_type=cfg.gpu_node_type,
-                count=cfg.gpu_node_count,
-                vpc_id=network.vpc_id,
-                subnet_id=network.private_subnet_ids[placement.gpu_az],
-                root_volume_gib=cfg.gpu_root_volume_gib,
-                capacity_reservation_id=cfg.capacity_reservation_id,
-                capacity_type=cfg.gpu_capacity_type,
-                max_count=cfg.topology.most_gpu_nodes,
-                tags=cfg.tags,
-            ),
-            cluster,
-        ),
-    )
+    gpu = declare_gpu_nodes(cfg, facts, network, cluster)
     device_plugins = DevicePlugins(
         "device-plugins",
         DevicePluginsArgs(
@@ -157,8 +177,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             region=cfg.region,
         ),
         cluster,
-        gpu_nodes,
-        opts=pulumi.ResourceOptions(parent=gpu_nodes),
+        gpu,
+        opts=pulumi.ResourceOptions(parent=gpu),
     )
     if cfg.serve_autoscaling:
         ClusterAutoscaler(
@@ -170,35 +190,66 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
                 tags=cfg.tags,
             ),
             cluster,
-            depends_on=[system_nodes.node_group],
-            opts=pulumi.ResourceOptions(parent=gpu_nodes),
+            depends_on=[system.node_group],
+            opts=pulumi.ResourceOptions(parent=gpu),
         )
-    # The model cache (infra/serving/model_cache.py): a Hub repo mirrored into the stack's bucket, or the user's own s3://
-    # source; either way the workers read it with a role that may read that prefix only.
+    return Nodes(system=system, gpu=gpu, device_plugins=device_plugins)
+
+
+def declare_gpu_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluster: Cluster) -> GpuNodes:
+    return in_config_terms(
+        "GpuNodes",
+        lambda: GpuNodes(
+            "gpu-nodes",
+            GpuNodesArgs(
+                node_group_name=cfg.gpu_nodegroup_name,
+                instance_type=cfg.gpu_node_type,
+                count=cfg.gpu_node_count,
+                vpc_id=network.vpc_id,
+                subnet_id=network.private_subnet_ids[facts.placement.gpu_az],
+                root_volume_gib=cfg.gpu_root_volume_gib,
+                capacity_reservation_id=cfg.capacity_reservation_id,
+                capacity_type=cfg.gpu_capacity_type,
+                max_count=cfg.topology.most_gpu_nodes,
+                tags=cfg.tags,
+            ),
+            cluster,
+        ),
+    )
+
+
+def declare_model_cache(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes) -> Model:
+    """The model cache (infra/serving/model_cache.py): a Hub repo mirrored into the stack's bucket, or the user's own
+    s3:// source; either way the workers read it with a role that may read that prefix only."""
     bucket = facts.model_cache_bucket
     model_cache_uri = cache_uri(bucket, cfg.model_source) if bucket is not None else None
     workers_source = model_cache_uri or cfg.model_source
-    model_cache = None
-    if is_s3_uri(workers_source):
-        model_cache = in_config_terms(
-            "ModelCache",
-            lambda: ModelCache(
-                "model-cache",
-                ModelCacheArgs(
-                    uri=workers_source,
-                    namespace=cfg.namespace,
-                    partition=partition.name,
-                    image=cfg.dlc_image,
-                    repo=cfg.model_source if bucket is not None else None,
-                    retain_bucket_on_destroy=cfg.model_cache_retain_on_destroy,
-                    hf_token=cfg.hf_token,
-                    tags=cfg.tags,
-                ),
-                cluster,
-                opts=pulumi.ResourceOptions(depends_on=[system_nodes]),
+    if not is_s3_uri(workers_source):
+        return Model(cache_uri=model_cache_uri, cache=None)
+    model_cache = in_config_terms(
+        "ModelCache",
+        lambda: ModelCache(
+            "model-cache",
+            ModelCacheArgs(
+                uri=workers_source,
+                namespace=cfg.namespace,
+                partition=facts.partition.name,
+                image=cfg.dlc_image,
+                repo=cfg.model_source if bucket is not None else None,
+                retain_bucket_on_destroy=cfg.model_cache_retain_on_destroy,
+                hf_token=cfg.hf_token,
+                tags=cfg.tags,
             ),
-        )
-    serving = Serving(
+            cluster,
+            opts=pulumi.ResourceOptions(depends_on=[nodes.system]),
+        ),
+    )
+    return Model(cache_uri=model_cache_uri, cache=model_cache)
+
+
+def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model) -> Serving:
+    cache = model.cache
+    return Serving(
         "serving",
         ServingArgs(
             namespace=cfg.namespace,
@@ -206,58 +257,73 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
             rayservice=build_rayservice(
                 cfg,
                 with_hf_token=cfg.hf_token is not None,
-                model_cache_uri=model_cache_uri,
-                service_account=READER_SERVICE_ACCOUNT if model_cache else None,
+                model_cache_uri=model.cache_uri,
+                service_account=READER_SERVICE_ACCOUNT if cache else None,
             ),
             hf_token=cfg.hf_token,
             api_keys=cfg.serve_api_keys,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
             ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
             changes=settings_by_effect(cfg.settings),
-            worker_service_account=(READER_SERVICE_ACCOUNT, model_cache.reader_role_arn) if model_cache else None,
-            waits_for=[model_cache.mirror] if model_cache and model_cache.mirror else [],
+            worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
+            waits_for=[cache.mirror] if cache and cache.mirror else [],
         ),
         cluster,
-        system_nodes,
-        device_plugins,
+        nodes.system,
+        nodes.device_plugins,
     )
-    if cfg.observability:
-        Observability(
-            "observability",
-            ObservabilityArgs(
-                stack_version=cfg.kube_prometheus_stack_version,
-                dcgm_version=cfg.dcgm_exporter_version,
-                ray_namespace=cfg.namespace,
-                kuberay_namespace=OPERATOR_NAMESPACE,
-                alerts=AlertArgs(
-                    application=application_name(cfg),
-                    namespace=cfg.namespace,
-                    ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
-                ),
-                remote_write=RemoteWrite(
-                    workspace_url=cfg.amp_workspace_url,
-                    region=amp_workspace_region(cfg.amp_workspace_url),
-                    policy_arn=partition.managed_policy_arn(REMOTE_WRITE_POLICY),
-                )
-                if cfg.amp_workspace_url
-                else None,
-                tags=cfg.tags,
-            ),
-            cluster,
-            system_nodes.node_group,
-            gpu_nodes.node_group,
-        )
 
+
+def declare_observability(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes) -> Observability:
+    remote_write = (
+        RemoteWrite(
+            workspace_url=cfg.amp_workspace_url,
+            region=amp_workspace_region(cfg.amp_workspace_url),
+            policy_arn=facts.partition.managed_policy_arn(REMOTE_WRITE_POLICY),
+        )
+        if cfg.amp_workspace_url
+        else None
+    )
+    return Observability(
+        "observability",
+        ObservabilityArgs(
+            stack_version=cfg.kube_prometheus_stack_version,
+            dcgm_version=cfg.dcgm_exporter_version,
+            ray_namespace=cfg.namespace,
+            kuberay_namespace=OPERATOR_NAMESPACE,
+            alerts=AlertArgs(
+                application=application_name(cfg),
+                namespace=cfg.namespace,
+                ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
+            ),
+            remote_write=remote_write,
+            tags=cfg.tags,
+        ),
+        cluster,
+        nodes.system.node_group,
+        nodes.gpu.node_group,
+    )
+
+
+def stack_outputs(
+    cfg: StackConfig,
+    facts: DeployFacts,
+    network: Network,
+    cluster: Cluster,
+    nodes: Nodes,
+    model: Model,
+    serving: Serving,
+) -> dict[str, Any]:
     outputs: dict[str, Any] = {
         "region": cfg.region,
         "clusterName": cfg.cluster_name,
         "kubeconfig": cluster.kubeconfig,
         "updateKubeconfigCommand": update_kubeconfig_command(cfg),
         "vpcId": network.vpc_id,
-        "availabilityZones": list(placement.azs),
-        "gpuAz": placement.gpu_az,
+        "availabilityZones": list(facts.placement.azs),
+        "gpuAz": facts.placement.gpu_az,
         "systemNodeGroupName": SYSTEM_NODEGROUP_NAME,
-        "gpuNodeGroupName": gpu_nodes.node_group_name,
+        "gpuNodeGroupName": nodes.gpu.node_group_name,
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,
         **endpoint_outputs(cfg),
@@ -265,9 +331,9 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     }
     if facts.capacity is not None:
         outputs["engineCapacity"] = facts.capacity
-    if model_cache_uri is not None:
+    if model.cache_uri is not None:
         # Where the workers load the model from; README, Model cache, says how to refresh it.
-        outputs["modelCacheUri"] = model_cache_uri
+        outputs["modelCacheUri"] = model.cache_uri
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
         # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).

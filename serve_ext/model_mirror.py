@@ -1,4 +1,4 @@
-"""The model mirror: copies a Hugging Face repo into the stack's S3 model cache, once (infra/serving/model_cache.py).
+"""The model mirror: copies a Hugging Face repo into the stack's S3 model cache, once (infra/model_cache.py).
 
 Runs as the cluster's `model-mirror` Job in the DLC image, with huggingface_hub and boto3 from it, as an IAM role
 that may write only under the cache prefix. Idempotent and resumable: a file whose object already carries the

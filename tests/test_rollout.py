@@ -15,12 +15,13 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+import dill
 import pytest
 import yaml
 from pulumi.dynamic.dynamic import serialize_provider
 from ray.serve.schema import ServeInstanceDetails
 
-from infra.serving.rollout import KubernetesReader, ServeRolloutProvider
+from infra.serving.rollout import KubernetesReader, ServeRolloutProvider, kubernetes_reader
 from infra.serving.rollout_status import (
     FAILED,
     READY,
@@ -398,6 +399,24 @@ def test_the_provider_loads_where_the_dynamic_provider_host_runs():
 
 
 # --- the program ---
+
+
+# The `__provider` a ServeRollout holds in the state of a stack deployed before infra/ had packages: the dev
+# stack's, as tools.offline.run_stack declared it at commit 399bc85 (dill, by reference to `infra.rollout`).
+PROVIDER_IN_OLDER_STATE = (
+    "gASVbQAAAAAAAACMDWluZnJhLnJvbGxvdXSUjBRTZXJ2ZVJvbGxvdXRQcm92aWRlcpSTlCmBlH2UKIwNX3BvbGxfc2Vjb25kc5RHQCQAAAAAAACMB1"
+    "9yZWFkZXKUaACMEWt1YmVybmV0ZXNfcmVhZGVylJOUdWIu"
+)
+
+
+def test_an_older_stacks_rollout_provider_still_loads():
+    """`pulumi destroy`, a replacement's delete and `pulumi refresh` of such a stack unpickle the provider stored
+    in its state, not the program's (pulumi/dynamic/__main__.py: Delete and Read call `get_provider` on the stored
+    properties, which `dill.loads` the base64 of `__provider`); the old module path (infra/rollout.py) keeps it
+    loading into today's provider."""
+    provider = dill.loads(base64.b64decode(PROVIDER_IN_OLDER_STATE))
+    assert type(provider) is ServeRolloutProvider
+    assert provider._reader is kubernetes_reader
 
 
 def test_the_rollout_follows_the_rayservice(dev):

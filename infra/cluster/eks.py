@@ -205,79 +205,9 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
         children = Children(self, name, self.STACK_NAME)
 
-        self.node_role = aws.iam.Role(
-            children.name("node-role"),
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": args.partition.service_principal("ec2")},
-                            "Action": "sts:AssumeRole",
-                        }
-                    ],
-                }
-            ),
-            tags=args.tags,
-            opts=children.opts("node-role"),
-        )
-        for short_name, policy in NODE_MANAGED_POLICIES.items():
-            aws.iam.RolePolicyAttachment(
-                children.name(f"node-role-{short_name}"),
-                role=self.node_role.name,
-                policy_arn=args.partition.managed_policy_arn(policy),
-                opts=children.opts(f"node-role-{short_name}"),
-            )
-
-        secrets_key = None
-        if args.secrets_encryption:
-            secrets_key = aws.kms.Key(
-                children.name("secrets-key"),
-                description=f"Envelope encryption of Kubernetes secrets in {args.cluster_name}",
-                enable_key_rotation=True,
-                deletion_window_in_days=30,
-                tags=args.tags,
-                opts=children.opts("secrets-key"),
-            )
-
-        self.eks_cluster = eks.Cluster(
-            children.name("eks"),
-            name=args.cluster_name,
-            version=args.kubernetes_version,
-            vpc_id=args.vpc_id,
-            private_subnet_ids=list(args.private_subnet_ids),
-            public_subnet_ids=list(args.public_subnet_ids),
-            node_associate_public_ip_address=False,
-            skip_default_node_group=True,
-            # Managed nodes use the security group EKS creates for the cluster; pulumi-eks's own cluster
-            # and node groups (and their rules) serve only self-managed node groups, which this stack has none of.
-            skip_default_security_groups=True,
-            endpoint_private_access=True,
-            endpoint_public_access=True,
-            public_access_cidrs=list(args.api_public_access_cidrs),
-            create_oidc_provider=True,
-            authentication_mode=eks.AuthenticationMode.API,
-            # No instance_roles: pulumi-eks rejects them in API mode, and EKS gives a managed node
-            # group's role its node access entry by itself.
-            access_entries=access_entries(args.admin_principal_arns, args.partition),
-            enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if args.control_plane_logging else [],
-            encryption_config_key_arn=secrets_key.arn if secrets_key else None,
-            vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.vpc_cni_version),
-            # CoreDNS needs a node to become ACTIVE; inside this component it would be created before
-            # any node group and block them all. `SystemNodes` creates it after its node group.
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
-            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=args.kube_proxy_version),
-            deletion_protection=args.protect,
-            tags=args.tags,
-            # pulumi-eks names its children after this one ("<name>-eksCluster", ...); under the alias the engine
-            # gives each of them the old name's prefix as well (pulumi/pulumi
-            # tests/integration/aliases/python/rename_component: "the implicit alias inherited from the parent
-            # alias will include replacing the name prefix"). Network's subnet ids carry their routes, so
-            # everything in the cluster, load balancers included, comes after the internet path and is gone
-            # before it is torn down.
-            opts=children.opts("eks", protect=args.protect),
-        )
+        self.node_role = _node_role(children, args)
+        secrets_key = _secrets_key(children, args) if args.secrets_encryption else None
+        self.eks_cluster = _eks_cluster(children, args, secrets_key)
 
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
         self.provider = k8s.Provider(
@@ -290,3 +220,84 @@ class Cluster(pulumi.ComponentResource):
         self.cluster_name = args.cluster_name
         self.kubernetes_version = args.kubernetes_version
         self.register_outputs({"clusterName": args.cluster_name})
+
+
+def _node_role(children: Children, args: ClusterArgs) -> aws.iam.Role:
+    """The role every node group's instances take, with the policies a node needs."""
+    role = aws.iam.Role(
+        children.name("node-role"),
+        assume_role_policy=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": args.partition.service_principal("ec2")},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+        tags=args.tags,
+        opts=children.opts("node-role"),
+    )
+    for short_name, policy in NODE_MANAGED_POLICIES.items():
+        aws.iam.RolePolicyAttachment(
+            children.name(f"node-role-{short_name}"),
+            role=role.name,
+            policy_arn=args.partition.managed_policy_arn(policy),
+            opts=children.opts(f"node-role-{short_name}"),
+        )
+    return role
+
+
+def _secrets_key(children: Children, args: ClusterArgs) -> aws.kms.Key:
+    """The cluster's own KMS key for envelope encryption of Kubernetes Secrets."""
+    return aws.kms.Key(
+        children.name("secrets-key"),
+        description=f"Envelope encryption of Kubernetes secrets in {args.cluster_name}",
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        tags=args.tags,
+        opts=children.opts("secrets-key"),
+    )
+
+
+def _eks_cluster(children: Children, args: ClusterArgs, secrets_key: aws.kms.Key | None) -> eks.Cluster:
+    return eks.Cluster(
+        children.name("eks"),
+        name=args.cluster_name,
+        version=args.kubernetes_version,
+        vpc_id=args.vpc_id,
+        private_subnet_ids=list(args.private_subnet_ids),
+        public_subnet_ids=list(args.public_subnet_ids),
+        node_associate_public_ip_address=False,
+        skip_default_node_group=True,
+        # Managed nodes use the security group EKS creates for the cluster; pulumi-eks's own cluster
+        # and node groups (and their rules) serve only self-managed node groups, which this stack has none of.
+        skip_default_security_groups=True,
+        endpoint_private_access=True,
+        endpoint_public_access=True,
+        public_access_cidrs=list(args.api_public_access_cidrs),
+        create_oidc_provider=True,
+        authentication_mode=eks.AuthenticationMode.API,
+        # No instance_roles: pulumi-eks rejects them in API mode, and EKS gives a managed node
+        # group's role its node access entry by itself.
+        access_entries=access_entries(args.admin_principal_arns, args.partition),
+        enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if args.control_plane_logging else [],
+        encryption_config_key_arn=secrets_key.arn if secrets_key else None,
+        vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.vpc_cni_version),
+        # CoreDNS needs a node to become ACTIVE; inside this component it would be created before
+        # any node group and block them all. `SystemNodes` creates it after its node group.
+        coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+        kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=args.kube_proxy_version),
+        deletion_protection=args.protect,
+        tags=args.tags,
+        # pulumi-eks names its children after this one ("<name>-eksCluster", ...); under the alias the engine
+        # gives each of them the old name's prefix as well (pulumi/pulumi
+        # tests/integration/aliases/python/rename_component: "the implicit alias inherited from the parent
+        # alias will include replacing the name prefix"). Network's subnet ids carry their routes, so
+        # everything in the cluster, load balancers included, comes after the internet path and is gone
+        # before it is torn down.
+        opts=children.opts("eks", protect=args.protect),
+    )

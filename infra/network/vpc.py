@@ -179,6 +179,20 @@ class Network(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{args.cluster_name}-igw"},
             opts=children.opts("internet-gateway"),
         )
+        plans = plan_subnets(args.vpc_cidr, args.azs)
+        nat_gateway_ids = self._public_subnets(args, vpc, gateway, plans)
+        private_route_tables = self._private_subnets(args, vpc, nat_gateway_ids, plans)
+        if args.region:
+            self._s3_gateway_endpoint(args, vpc, private_route_tables)
+        self.vpc_id = vpc.id
+        self.register_outputs({"vpcId": vpc.id})
+
+    def _public_subnets(
+        self, args: NetworkArgs, vpc: aws.ec2.Vpc, gateway: aws.ec2.InternetGateway, plans: list[SubnetPlan]
+    ) -> dict[str, pulumi.Output[str]]:
+        """A public subnet per AZ on the internet gateway's route table; returns the NAT gateway ids by AZ (one in
+        the first AZ, or one in each)."""
+        children = self._children
         public_routes = aws.ec2.RouteTable(
             children.name("public-routes"),
             vpc_id=vpc.id,
@@ -186,12 +200,9 @@ class Network(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{args.cluster_name}-public"},
             opts=children.opts("public-routes"),
         )
-
         self.public_subnet_ids = {}
-        self.private_subnet_ids = {}
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
-        subnet_plans = plan_subnets(args.vpc_cidr, args.azs)
-        for plan in subnet_plans:
+        for plan in plans:
             public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb")
             association = aws.ec2.RouteTableAssociation(
                 children.name(f"public-{plan.az}"),
@@ -202,9 +213,20 @@ class Network(pulumi.ComponentResource):
             self.public_subnet_ids[plan.az] = _once_routed(public, gateway, public_routes, association)
             if args.nat_gateway_per_az or not nat_gateway_ids:
                 nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
+        return nat_gateway_ids
 
+    def _private_subnets(
+        self,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        nat_gateway_ids: Mapping[str, pulumi.Output[str]],
+        plans: list[SubnetPlan],
+    ) -> list[aws.ec2.RouteTable]:
+        """A private subnet per AZ, each with a route table to its AZ's NAT gateway (or the one there is)."""
+        children = self._children
+        self.private_subnet_ids = {}
         private_route_tables: list[aws.ec2.RouteTable] = []
-        for plan in subnet_plans:
+        for plan in plans:
             private = self._subnet(
                 args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb"
             )
@@ -224,28 +246,28 @@ class Network(pulumi.ComponentResource):
             )
             self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
             private_route_tables.append(routes)
+        return private_route_tables
 
-        if args.region:
-            # S3 from the private subnets without the NAT gateway (no per-GB processing charge): a gateway
-            # endpoint puts the region's S3 prefix list on the private route tables
-            # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
-            # (infra/serving/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
-            # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
-            # gateway endpoint"). The route tables keep their inline `routes`: the provider leaves out of them the
-            # routes a VPC endpoint adds (a prefix-list destination through a vpce- gateway), so neither side undoes
-            # the other's (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes:
-            # "Skipping because VPC endpoint routes are handled separately").
-            aws.ec2.VpcEndpoint(
-                children.name("s3"),
-                vpc_id=vpc.id,
-                service_name=f"com.amazonaws.{args.region}.s3",
-                vpc_endpoint_type="Gateway",
-                route_table_ids=[routes.id for routes in private_route_tables],
-                tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
-                opts=children.new_opts(),
-            )
-        self.vpc_id = vpc.id
-        self.register_outputs({"vpcId": vpc.id})
+    def _s3_gateway_endpoint(self, args: NetworkArgs, vpc: aws.ec2.Vpc, route_tables: list[aws.ec2.RouteTable]) -> None:
+        children = self._children
+        # S3 from the private subnets without the NAT gateway (no per-GB processing charge): a gateway
+        # endpoint puts the region's S3 prefix list on the private route tables
+        # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
+        # (infra/serving/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
+        # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
+        # gateway endpoint"). The route tables keep their inline `routes`: the provider leaves out of them the
+        # routes a VPC endpoint adds (a prefix-list destination through a vpce- gateway), so neither side undoes
+        # the other's (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes:
+        # "Skipping because VPC endpoint routes are handled separately").
+        aws.ec2.VpcEndpoint(
+            children.name("s3"),
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[routes.id for routes in route_tables],
+            tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+            opts=children.new_opts(),
+        )
 
     def _subnet(
         self,

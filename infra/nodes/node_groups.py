@@ -404,58 +404,8 @@ class GpuNodes(pulumi.ComponentResource):
         children = Children(self, name, self.STACK_NAME)
         self.shape = shape
 
-        # EFA requires a group that admits all traffic from itself, both ways.
-        efa_security_group = aws.ec2.SecurityGroup(
-            children.name("efa"),
-            description="EFA: all traffic between the GPU nodes' EFA interfaces",
-            vpc_id=args.vpc_id,
-            ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-            egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-            tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
-            opts=children.opts("efa"),
-        )
-        # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
-        # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
-        # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
-        placement_group = (
-            aws.ec2.PlacementGroup(
-                children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts("gpu-placement")
-            )
-            if uses_own_placement_group(args)
-            else None
-        )
+        launch_template = _gpu_launch_template(children, args, cluster, shape)
         capacity_block = args.capacity_type == "capacity-block"
-        capacity_reservation = (
-            aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=args.capacity_reservation_id
-                )
-            )
-            if args.capacity_reservation_id
-            else None
-        )
-        launch_template = _launch_template(
-            children,
-            "gpu",
-            args.tags,
-            description=f"{args.node_group_name}: EFA, {'cluster placement' if placement_group else args.capacity_type}"
-            f", IMDSv2, {args.root_volume_gib} GiB root",
-            root_volume_gib=args.root_volume_gib,
-            root_volume_throughput=GPU_ROOT_THROUGHPUT_MIBPS,
-            root_volume_iops=GPU_ROOT_IOPS,
-            user_data=base64.b64encode(gpu_node_user_data().encode()).decode(),
-            network_interfaces=efa_network_interfaces(
-                shape.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
-            ),
-            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name) if placement_group else None,
-            capacity_reservation_specification=capacity_reservation,
-            # A Capacity Block is used through its own market type, besides its reservation id, and EKS takes its
-            # instance type only from the launch template.
-            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-            if capacity_block
-            else None,
-            instance_type=args.instance_type if capacity_block else None,
-        )
         self.node_group_name = args.node_group_name
         self.node_group = _managed_node_group(
             children,
@@ -479,3 +429,62 @@ class GpuNodes(pulumi.ComponentResource):
             launch_template=launch_template,
         )
         self.register_outputs({"nodeGroupName": args.node_group_name})
+
+
+def _gpu_launch_template(
+    children: Children, args: GpuNodesArgs, cluster: Cluster, shape: InstanceShape
+) -> aws.eks.NodeGroupLaunchTemplateArgs:
+    """The GPU nodes' launch template: an EFA interface per EFA card in the EFA security group, the cluster placement
+    group or the reservation, IMDSv2 and the root volume."""
+    # EFA requires a group that admits all traffic from itself, both ways.
+    efa_security_group = aws.ec2.SecurityGroup(
+        children.name("efa"),
+        description="EFA: all traffic between the GPU nodes' EFA interfaces",
+        vpc_id=args.vpc_id,
+        ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+        egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+        tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
+        opts=children.opts("efa"),
+    )
+    # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
+    # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
+    # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
+    placement_group = (
+        aws.ec2.PlacementGroup(
+            children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts("gpu-placement")
+        )
+        if uses_own_placement_group(args)
+        else None
+    )
+    capacity_block = args.capacity_type == "capacity-block"
+    capacity_reservation = (
+        aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=args.capacity_reservation_id
+            )
+        )
+        if args.capacity_reservation_id
+        else None
+    )
+    return _launch_template(
+        children,
+        "gpu",
+        args.tags,
+        description=f"{args.node_group_name}: EFA, {'cluster placement' if placement_group else args.capacity_type}"
+        f", IMDSv2, {args.root_volume_gib} GiB root",
+        root_volume_gib=args.root_volume_gib,
+        root_volume_throughput=GPU_ROOT_THROUGHPUT_MIBPS,
+        root_volume_iops=GPU_ROOT_IOPS,
+        user_data=base64.b64encode(gpu_node_user_data().encode()).decode(),
+        network_interfaces=efa_network_interfaces(
+            shape.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
+        ),
+        placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group.name) if placement_group else None,
+        capacity_reservation_specification=capacity_reservation,
+        # A Capacity Block is used through its own market type, besides its reservation id, and EKS takes its
+        # instance type only from the launch template.
+        instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+        if capacity_block
+        else None,
+        instance_type=args.instance_type if capacity_block else None,
+    )

@@ -265,35 +265,7 @@ class ModelCache(pulumi.ComponentResource):
         self, args: ModelCacheArgs, repo: str, cluster: Cluster, bucket_name: str, prefix: str
     ) -> k8s.batch.v1.Job:
         children = self._children
-        bucket = aws.s3.Bucket(
-            children.name("bucket"),
-            bucket=bucket_name,
-            force_destroy=not args.retain_bucket_on_destroy,
-            tags=dict(args.tags),
-            opts=children.new_opts(retain_on_delete=args.retain_bucket_on_destroy),
-        )
-        in_bucket = pulumi.ResourceOptions(parent=bucket)
-        aws.s3.BucketPublicAccessBlock(
-            children.name("bucket"),
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=in_bucket,
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            children.name("bucket"),
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
-                    )
-                )
-            ],
-            opts=in_bucket,
-        )
+        bucket = self._bucket(args, bucket_name)
         writer = self._role(
             "mirror",
             args,
@@ -346,3 +318,37 @@ class ModelCache(pulumi.ComponentResource):
             spec=job["spec"],
             opts=children.new_opts(provider=cluster.provider, depends_on=deps, delete_before_replace=True),
         )
+
+    def _bucket(self, args: ModelCacheArgs, bucket_name: str) -> aws.s3.Bucket:
+        """The cache's bucket: private, encrypted, emptied by `pulumi destroy` unless it is to be kept."""
+        children = self._children
+        bucket = aws.s3.Bucket(
+            children.name("bucket"),
+            bucket=bucket_name,
+            force_destroy=not args.retain_bucket_on_destroy,
+            tags=dict(args.tags),
+            opts=children.new_opts(retain_on_delete=args.retain_bucket_on_destroy),
+        )
+        in_bucket = pulumi.ResourceOptions(parent=bucket)
+        aws.s3.BucketPublicAccessBlock(
+            children.name("bucket"),
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=in_bucket,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            children.name("bucket"),
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    )
+                )
+            ],
+            opts=in_bucket,
+        )
+        return bucket

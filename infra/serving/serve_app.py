@@ -140,50 +140,13 @@ class Serving(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
             opts=children.opts("namespace", provider=cluster.provider),
         )
-        rayservice_deps: list[pulumi.Resource] = [operator.release, device_plugins, namespace]
-        if args.hf_token is not None:
-            rayservice_deps.append(
-                k8s.core.v1.Secret(
-                    children.name("hf-token"),
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
-                    type="Opaque",
-                    string_data={HF_TOKEN_KEY: args.hf_token},
-                    opts=children.opts("hf-token", provider=cluster.provider, depends_on=[namespace]),
-                )
-            )
-
-        if args.api_keys is not None:
-            rayservice_deps.extend(serve_auth_objects(args, children, cluster.provider, namespace))
-        if args.worker_service_account is not None:
-            account, role_arn = args.worker_service_account
-            rayservice_deps.append(
-                k8s.core.v1.ServiceAccount(
-                    children.name("worker-service-account"),
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
-                    ),
-                    opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
-                )
-            )
-        rayservice_deps.extend(args.waits_for)
-
-        manifest = args.rayservice
-        rayservice = k8s.apiextensions.CustomResource(
-            children.name("rayservice"),
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            # The operator's CRDs, the device plugins' resources and the namespace must exist first. The name is
-            # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new.
-            opts=children.opts(
-                "rayservice",
-                provider=cluster.provider,
-                depends_on=rayservice_deps,
-                replace_on_changes=REPLACE_ON_CHANGES,
-                delete_before_replace=True,
-            ),
-        )
+        prerequisites = [
+            operator.release,
+            device_plugins,
+            namespace,
+            *_rayservice_inputs(args, children, cluster, namespace),
+        ]
+        rayservice = _rayservice(args, children, cluster, prerequisites)
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
         # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
         applied_generation = pulumi.Output.from_input(rayservice.metadata).apply(  # type: ignore[attr-defined]
@@ -194,15 +157,73 @@ class Serving(pulumi.ComponentResource):
             rollout_args(args, cluster.kubeconfig, applied_generation),
             opts=children.opts("rollout", depends_on=[rayservice]),
         )
-
-        self.load_balancer_hostname = None
-        if args.load_balancer is not None:
-            service = args.load_balancer
-            load_balancer = k8s.core.v1.Service(
-                children.name("serve-load-balancer"),
-                metadata=service["metadata"],
-                spec=service["spec"],
-                opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=[namespace]),
-            )
-            self.load_balancer_hostname = load_balancer.status.load_balancer.ingress[0].hostname
+        self.load_balancer_hostname = (
+            _load_balancer_hostname(args.load_balancer, children, cluster, namespace) if args.load_balancer else None
+        )
         self.register_outputs({})
+
+
+def _rayservice_inputs(
+    args: ServingArgs, children: Children, cluster: Cluster, namespace: pulumi.Resource
+) -> list[pulumi.Resource]:
+    """What the RayService's pods read, made before it: the Hub token's Secret, the auth objects, the workers'
+    service account; and what it waits for (the model's mirror)."""
+    inputs: list[pulumi.Resource] = []
+    if args.hf_token is not None:
+        inputs.append(
+            k8s.core.v1.Secret(
+                children.name("hf-token"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
+                type="Opaque",
+                string_data={HF_TOKEN_KEY: args.hf_token},
+                opts=children.opts("hf-token", provider=cluster.provider, depends_on=[namespace]),
+            )
+        )
+    if args.api_keys is not None:
+        inputs.extend(serve_auth_objects(args, children, cluster.provider, namespace))
+    if args.worker_service_account is not None:
+        account, role_arn = args.worker_service_account
+        inputs.append(
+            k8s.core.v1.ServiceAccount(
+                children.name("worker-service-account"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
+                ),
+                opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
+            )
+        )
+    return [*inputs, *args.waits_for]
+
+
+def _rayservice(
+    args: ServingArgs, children: Children, cluster: Cluster, prerequisites: list[pulumi.Resource]
+) -> k8s.apiextensions.CustomResource:
+    manifest = args.rayservice
+    return k8s.apiextensions.CustomResource(
+        children.name("rayservice"),
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        # The operator's CRDs, the device plugins' resources and the namespace must exist first. The name is
+        # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new.
+        opts=children.opts(
+            "rayservice",
+            provider=cluster.provider,
+            depends_on=prerequisites,
+            replace_on_changes=REPLACE_ON_CHANGES,
+            delete_before_replace=True,
+        ),
+    )
+
+
+def _load_balancer_hostname(
+    service: Mapping[str, Any], children: Children, cluster: Cluster, namespace: pulumi.Resource
+) -> pulumi.Output[str]:
+    load_balancer = k8s.core.v1.Service(
+        children.name("serve-load-balancer"),
+        metadata=service["metadata"],
+        spec=service["spec"],
+        opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=[namespace]),
+    )
+    return load_balancer.status.load_balancer.ingress[0].hostname

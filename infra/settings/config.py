@@ -787,73 +787,13 @@ def load_config(
     config = config or pulumi.Config()
     read = _Reader(config, aws_config or pulumi.Config("aws"))
     values = {setting.key: read.read(setting) for setting in SETTINGS}
-    region, gpu_node_type, dlc_image = values["aws:region"], values["gpuNodeType"], values["dlcImage"]
-    unsupported_region = region_problem(region)
     api_keys = _api_keys(read, config, values[API_KEYS_SETTING])
-    problems = [
-        unsupported_region,
-        _vpc_cidr_problem(values["vpcCidr"]),
-        _kubernetes_version_problem(values["kubernetesVersion"]),
-        _gpu_az_problem(values["gpuAz"], region),
-        _hf_token_problem(config, values["hfToken"]),
-        _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
-        _ray_version_problem(values["rayVersion"], custom_image=dlc_image is not None),
-        _latest_image_problem(dlc_image),
-    ]
-    read.problems.extend(p for p in problems if p)
-
-    serve_autoscaling = values["serveAutoscaling"]
-    prefill = _serve_side(values, read.problems, "prefill", serve_autoscaling)
-    decode = _serve_side(values, read.problems, "decode", serve_autoscaling)
-    # Asked only for a well-formed name in a supported region: EC2 cannot answer for anything else.
-    shape = None
-    if gpu_node_type and not unsupported_region and INSTANCE_TYPE_PATTERN.match(gpu_node_type):
-        shape = describe_instance_type(gpu_node_type)
-        problem = gpu_node_type_problem(gpu_node_type, shape, region)
-        if problem:
-            read.problems.append(problem)
-            shape = None
-    # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
-    serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"
-    fed = {
-        setting.feeds: values[setting.key]
-        for setting in SETTINGS
-        if setting.feeds in STACK_FIELDS and setting.feeds not in COMPOSED_FIELDS
-    }
-    # The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
-    # keyword arguments, so that mypy checks their types.
-    cfg = StackConfig(
-        **fed,
-        project=pulumi.get_project(),
-        stack=pulumi.get_stack(),
-        dlc_image=dlc_image or (default_dlc_image(region) if not unsupported_region else ""),
-        prefill=prefill,
-        decode=decode,
-        # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
-        # other checks (which skip what needs the layout) have added theirs.
-        topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
-        kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], gpu_node_type),
-        hf_token=config.get_secret("hfToken") if values["hfToken"] else None,
-        hf_token_value=values["hfToken"] or None,
-        serve_api_key_auth=serve_api_key_auth,
-        serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
-        settings=dict(read.values),
-    )
-    problems = [
-        _api_allow_list_problem(cfg.api_public_access_cidrs, read.values["apiPublicAccessCidrs"]),
-        _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
-        *_serve_auth_problems(cfg, api_keys),
-        _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
-        _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
-        _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
-        _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
-        *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
-        *_model_fit_problems(cfg, values["kvBufferDevice"]),
-        *_fp8_problems(cfg),
-        None if unsupported_region else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
-        _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
-    ]
-    read.problems.extend(p for p in problems if p)
+    read.problems.extend(p for p in _value_problems(config, values) if p)
+    prefill = _serve_side(values, read.problems, "prefill", values["serveAutoscaling"])
+    decode = _serve_side(values, read.problems, "decode", values["serveAutoscaling"])
+    shape = _gpu_shape(values, read.problems, describe_instance_type)
+    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys)
+    read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
     read.problems.extend(_encrypted_setting_problems(config))
     settings = _every_setting()
     read.problems[:0] = [
@@ -863,3 +803,95 @@ def load_config(
     if read.problems:
         raise ConfigError(read.problems)
     return cfg
+
+
+def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[str | None]:
+    """What is wrong with a value on its own, beyond its row's kind."""
+    region = values["aws:region"]
+    return [
+        region_problem(region),
+        _vpc_cidr_problem(values["vpcCidr"]),
+        _kubernetes_version_problem(values["kubernetesVersion"]),
+        _gpu_az_problem(values["gpuAz"], region),
+        _hf_token_problem(config, values["hfToken"]),
+        _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
+        _ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
+        _latest_image_problem(values["dlcImage"]),
+    ]
+
+
+def _gpu_shape(
+    values: Mapping[str, Any], problems: list[str], describe_instance_type: Callable[[str], InstanceShape | None]
+) -> InstanceShape | None:
+    """EC2's shape of the GPU type; None (and a problem recorded) where it is unfit. Asked only for a well-formed
+    name in a supported region: EC2 cannot answer for anything else."""
+    gpu_node_type, region = values["gpuNodeType"], values["aws:region"]
+    if not gpu_node_type or region_problem(region) or not INSTANCE_TYPE_PATTERN.match(gpu_node_type):
+        return None
+    shape = describe_instance_type(gpu_node_type)
+    problem = gpu_node_type_problem(gpu_node_type, shape, region)
+    if problem:
+        problems.append(problem)
+        return None
+    return shape
+
+
+def _stack_config(
+    config: pulumi.Config,
+    read: _Reader,
+    values: Mapping[str, Any],
+    shape: InstanceShape | None,
+    prefill: ServeSide,
+    decode: ServeSide,
+    api_keys: tuple[str, ...],
+) -> StackConfig:
+    """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
+    keyword arguments, so that mypy checks their types."""
+    region, dlc_image = values["aws:region"], values["dlcImage"]
+    # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
+    serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"
+    fed = {
+        setting.feeds: values[setting.key]
+        for setting in SETTINGS
+        if setting.feeds in STACK_FIELDS and setting.feeds not in COMPOSED_FIELDS
+    }
+    return StackConfig(
+        **fed,
+        project=pulumi.get_project(),
+        stack=pulumi.get_stack(),
+        dlc_image=dlc_image or (default_dlc_image(region) if not region_problem(region) else ""),
+        prefill=prefill,
+        decode=decode,
+        # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
+        # other checks (which skip what needs the layout) have added theirs.
+        topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
+        kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], values["gpuNodeType"]),
+        hf_token=config.get_secret("hfToken") if values["hfToken"] else None,
+        hf_token_value=values["hfToken"] or None,
+        serve_api_key_auth=serve_api_key_auth,
+        serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
+        settings=dict(read.values),
+    )
+
+
+def _relation_problems(
+    cfg: StackConfig,
+    values: Mapping[str, Any],
+    api_keys: tuple[str, ...],
+    describe_instance_type: Callable[[str], InstanceShape | None],
+) -> list[str | None]:
+    """What is wrong with several values together, read on the composed config."""
+    return [
+        _api_allow_list_problem(cfg.api_public_access_cidrs, cfg.settings["apiPublicAccessCidrs"]),
+        _serve_source_problem(cfg.serve_exposure, cfg.serve_source_cidrs),
+        *_serve_auth_problems(cfg, api_keys),
+        _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
+        _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
+        _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
+        _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
+        *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
+        *_model_fit_problems(cfg, values["kvBufferDevice"]),
+        *_fp8_problems(cfg),
+        None if region_problem(cfg.region) else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
+        _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
+    ]
