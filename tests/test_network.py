@@ -6,6 +6,7 @@ import ipaddress
 
 import pytest
 
+from infra.network.subnets import MAX_SUBNET_PREFIX, MIN_VPC_PREFIX, PUBLIC_PREFIX_DELTA, plan_subnets, subnet_blocks
 from infra.settings.config import ConfigError
 from tools.offline import StackRun, run_stack
 
@@ -147,3 +148,26 @@ def test_s3_is_reached_from_the_private_subnets_through_a_gateway_endpoint(dev):
     }
     assert private_tables and private_tables <= set(endpoint_resource.dependencies)
     assert len(endpoint["routeTableIds"]) == len(private_tables)
+
+
+# Every VPC block the args accept (/16 to /22: the public subnets are PUBLIC_PREFIX_DELTA bits narrower, and a VPC
+# subnet is /16 to /28, https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html) and every AZ count it
+# has room for: the plan is plain arithmetic, so the whole space is checked rather than a sample.
+PLANNABLE = [
+    (f"10.{second}.0.0/{prefix}", count)
+    for prefix in range(MIN_VPC_PREFIX, MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA + 1)
+    for second in (0, 128)
+    for count in range(2, len(subnet_blocks(f"10.0.0.0/{prefix}")))
+]
+
+
+@pytest.mark.parametrize(("vpc_cidr", "count"), PLANNABLE)
+def test_every_plan_is_disjoint_inside_the_vpc_and_one_pair_per_az(vpc_cidr, count):
+    azs = tuple(f"sa-east-1{letter}" for letter in "abcdefg"[:count])
+    plans = plan_subnets(vpc_cidr, azs)
+    cidrs = [ipaddress.IPv4Network(cidr) for plan in plans for cidr in (plan.private_cidr, plan.public_cidr)]
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    assert [plan.az for plan in plans] == list(azs)
+    assert all(cidr.subnet_of(vpc) for cidr in cidrs)
+    assert not any(a.overlaps(b) for i, a in enumerate(cidrs) for b in cidrs[i + 1 :])
+    assert all(cidr.prefixlen <= MAX_SUBNET_PREFIX for cidr in cidrs)

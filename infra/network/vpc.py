@@ -1,12 +1,11 @@
 """The VPC: public subnets for NAT and load balancers, private subnets for every node.
 
-Subnets go only where the GPU instance type is offered, so the GPU node group always has a usable
-subnet; the AZ choice is made from EC2's instance-type offerings before anything is declared.
+Subnets go only where the GPU instance type is offered (infra.network.placement), so the GPU node group always has
+a usable subnet; infra.network.subnets cuts the VPC's block.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -15,80 +14,17 @@ import pulumi_aws as aws
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import REGION, Children, cluster_name_errors, problem, raise_input_errors, unmatched
-from infra.settings.config import REGION_PATTERN, ConfigError, StackConfig
+from infra.network.placement import EKS_MIN_AZS
+from infra.network.subnets import (
+    MAX_SUBNET_PREFIX,
+    MIN_VPC_PREFIX,
+    PUBLIC_PREFIX_DELTA,
+    SubnetPlan,
+    plan_subnets,
+    subnet_blocks,
+)
+from infra.settings.config import REGION_PATTERN
 from infra.settings.table import ipv4_network
-
-# Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP);
-# the last of those blocks is cut into small public subnets that only hold NAT gateways and NLBs.
-PRIVATE_PREFIX_DELTA = 3
-PUBLIC_PREFIX_DELTA = 6
-EKS_MIN_AZS = 2
-MIN_VPC_PREFIX = 16
-MAX_SUBNET_PREFIX = 28
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where things go: the GPU AZ first, then the other AZs the cluster spans."""
-
-    gpu_az: str
-    azs: tuple[str, ...]
-
-
-def choose_placement(cfg: StackConfig, region_azs: list[str], offering_azs: list[str]) -> Placement:
-    """Picks the GPU AZ and the cluster's AZs from what the region offers (pure, so it is testable)."""
-    offering = [az for az in region_azs if az in set(offering_azs)]
-    if not offering:
-        raise ConfigError(
-            [
-                f"gpuNodeType={cfg.gpu_node_type!r} is not offered in any Availability Zone of {cfg.region}: "
-                "pick another type or region"
-            ]
-        )
-    if cfg.gpu_az is not None and cfg.gpu_az not in offering:
-        raise ConfigError(
-            [
-                f"gpuAz={cfg.gpu_az!r} does not offer {cfg.gpu_node_type}: "
-                f"allowed is one of {', '.join(offering)} (or empty to auto-pick)"
-            ]
-        )
-    gpu_az = cfg.gpu_az or offering[0]
-    # GPU-offering AZs first; EKS needs two AZs, so fall back to others when only one offers the type.
-    ordered = [gpu_az] + [az for az in offering if az != gpu_az] + [az for az in region_azs if az not in offering]
-    count = max(EKS_MIN_AZS, min(cfg.max_azs, len(offering)))
-    if len(ordered) < count:
-        raise ConfigError([f"aws:region={cfg.region!r} has fewer than {EKS_MIN_AZS} Availability Zones; EKS needs two"])
-    return Placement(gpu_az=gpu_az, azs=tuple(ordered[:count]))
-
-
-def discover_placement(cfg: StackConfig) -> Placement:
-    """Asks EC2 which AZs exist and which offer the GPU type, as the sample's scripts did."""
-    zones = aws.get_availability_zones(
-        state="available", filters=[aws.GetAvailabilityZonesFilterArgs(name="zone-type", values=["availability-zone"])]
-    )
-    offerings = aws.ec2.get_instance_type_offerings(
-        location_type="availability-zone",
-        filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=[cfg.gpu_node_type])],
-    )
-    return choose_placement(cfg, list(zones.names), list(offerings.locations))
-
-
-@dataclass(frozen=True)
-class SubnetPlan:
-    az: str
-    private_cidr: str
-    public_cidr: str
-
-
-def subnet_blocks(vpc_cidr: str) -> list[ipaddress.IPv4Network]:
-    """The private /19s (of a /16) the VPC is cut into; the last is cut again into the public subnets."""
-    return list(ipaddress.IPv4Network(vpc_cidr).subnets(prefixlen_diff=PRIVATE_PREFIX_DELTA))
-
-
-def plan_subnets(vpc_cidr: str, azs: tuple[str, ...]) -> list[SubnetPlan]:
-    blocks = subnet_blocks(vpc_cidr)
-    public_blocks = list(blocks[-1].subnets(prefixlen_diff=PUBLIC_PREFIX_DELTA - PRIVATE_PREFIX_DELTA))
-    return [SubnetPlan(az, str(blocks[i]), str(public_blocks[i])) for i, az in enumerate(azs)]
 
 
 @dataclass(frozen=True)

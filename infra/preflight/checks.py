@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.cluster.eks import check_admin_principals, discover_partition
-from infra.network.vpc import Placement, discover_placement
+from infra.network.placement import Placement, discover_placement
 from infra.preflight.offerings import AddonVersions, check_offerings
 from infra.preflight.quota import QuotaError, check_gpu_vcpu_quota
 from infra.serving.model_cache import cache_bucket_name, is_hub_repo

@@ -75,7 +75,7 @@ GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 
 # Upper bounds, each with the reason it names in its message.
-# A VPC is split into 8 blocks (network.PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
+# A VPC is split into 8 blocks (infra.network.subnets PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
 MAX_AZS = 7
 # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_NODES_PER_NODE_GROUP = 450
