@@ -266,7 +266,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     if facts.capacity is not None:
         outputs["engineCapacity"] = facts.capacity
     if model_cache_uri is not None:
-        # Where the workers load the model from; README, Model cache, says how to refresh it.
+        # Where the workers load the model from; docs/model-cache.md says how to refresh it.
         outputs["modelCacheUri"] = model_cache_uri
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
