@@ -332,7 +332,7 @@ def stack_outputs(
     if facts.capacity is not None:
         outputs["engineCapacity"] = facts.capacity
     if model.cache_uri is not None:
-        # Where the workers load the model from; README, Model cache, says how to refresh it.
+        # Where the workers load the model from; docs/model-cache.md says how to refresh it.
         outputs["modelCacheUri"] = model.cache_uri
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname

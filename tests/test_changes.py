@@ -1,5 +1,5 @@
 """The change model (infra/settings/changes.py) is held to what the program declares when a setting changes: each
-setting's effects allow exactly the resources that move, and the README's table is generated from it."""
+setting's effects allow exactly the resources that move, and docs/changes.md's table is generated from it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
 from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
-from tools.change_reference import BEGIN_MARKER, END_MARKER, WRITE_COMMAND, markdown_table
+from tools.change_reference import BEGIN_MARKER, END_MARKER, REFERENCE_PAGE, WRITE_COMMAND, markdown_table
 from tools.offline import StackRun, run_stack
-from tools.project import PROJECT_DIR, declared_config
+from tools.project import declared_config
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
@@ -186,11 +186,11 @@ def test_a_change_shows_in_the_preview_under_its_effect(dev):
     assert differing == {("serve-in-place", "maxModelLen")}
 
 
-def test_the_readme_table_is_generated_from_the_change_model():
-    """A stale table names the command that rewrites it, not a diff of the whole table."""
-    readme = (PROJECT_DIR / "README.md").read_text()
-    if readme[readme.index(BEGIN_MARKER) : readme.index(END_MARKER) + len(END_MARKER)] != markdown_table():
-        pytest.fail(f"README's change table is stale: run {WRITE_COMMAND}", pytrace=False)
+def test_the_change_table_is_generated_from_the_change_model():
+    """docs/changes.md's table; a stale one names the command that rewrites it, not a diff of the whole table."""
+    page = REFERENCE_PAGE.read_text()
+    if page[page.index(BEGIN_MARKER) : page.index(END_MARKER) + len(END_MARKER)] != markdown_table():
+        pytest.fail(f"docs/changes.md's change table is stale: run {WRITE_COMMAND}", pytrace=False)
 
 
 # Changes of the exposed endpoint's settings, from an exposed dev (tests/conftest.py `exposed`).

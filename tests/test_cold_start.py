@@ -1,5 +1,5 @@
 """The cold start (issue 23): the image on the node faster, the compile cache kept on the node, and the model of
-what a new node waits for (tools/cold_start.py), which the README's table is generated from."""
+what a new node waits for (tools/cold_start.py), which docs/model-cache.md's table is generated from."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_HOST_PATH, VLL
 from tests.rayservice_parts import worker_group
 from tools import cold_start
 from tools.offline import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
-from tools.project import PROJECT_DIR
 
-README = (PROJECT_DIR / "README.md").read_text()
+PAGE = cold_start.REFERENCE_PAGE.read_text()
 
 
 def gpu_launch_template(run) -> dict:
@@ -77,11 +76,9 @@ def test_the_node_makes_the_cache_directory_writable_for_any_user(dev):
     assert f"install -d -m 1777 {VLLM_CACHE_HOST_PATH}" in script.splitlines()
 
 
-def test_the_readme_table_is_generated_from_the_model():
-    begin, end = README.index(cold_start.BEGIN_MARKER), README.index(cold_start.END_MARKER)
-    assert README[begin : end + len(cold_start.END_MARKER)] == cold_start.markdown(), (
-        "python -m tools.cold_start --write"
-    )
+def test_the_table_is_generated_from_the_model():
+    begin, end = PAGE.index(cold_start.BEGIN_MARKER), PAGE.index(cold_start.END_MARKER)
+    assert PAGE[begin : end + len(cold_start.END_MARKER)] == cold_start.markdown(), "python -m tools.cold_start --write"
 
 
 def test_the_weights_figure_is_the_default_checkpoints_bytes():
@@ -94,6 +91,7 @@ def test_every_figure_names_its_source():
     assert all(figure.source for figure in cold_start.FIGURES.values())
 
 
-def test_the_readme_refresh_command_names_the_mirror_jobs_urn(dev):
+def test_the_refresh_command_names_the_mirror_jobs_urn(dev):
+    """docs/model-cache.md, Refreshing the cache."""
     job = dev.get("kubernetes:batch/v1:Job", "model-cache-mirror")
-    assert job.urn.replace("urn:pulumi:dev::", "urn:pulumi:<stack>::") in README
+    assert job.urn.replace("urn:pulumi:dev::", "urn:pulumi:<stack>::") in PAGE

@@ -1,6 +1,6 @@
 """pulumi-eks's Cluster and ManagedNodeGroup, expanded by their own implementation with our inputs.
 
-The `eks.Cluster` and `eks.ManagedNodeGroup` inputs of each shipped stack and README scaling recipe
+The `eks.Cluster` and `eks.ManagedNodeGroup` inputs of each shipped stack and scaling recipe (docs/scaling.md)
 (captured offline) go through the vendored pulumi/pulumi-eks `nodejs/eks`
 (vendor/pulumi-eks-4.3.0/README.md names the release) under @pulumi/pulumi's mocks: the
 children asserted on here are the ones the provider would create at deploy time, and an error is what
@@ -41,7 +41,7 @@ def runner() -> None:
     build()
 
 
-# Every shipped stack, and every scaling recipe of the README (its node groups differ: sizes, types,
+# Every shipped stack, and every scaling recipe of docs/scaling.md (its node groups differ: sizes, types,
 # autoscaling, capacity blocks).
 CASES = {**{stack: None for stack in SHIPPED_STACKS}, **{f"recipe-{title}": title for title in sorted(EXPECTED)}}
 

@@ -58,8 +58,8 @@ def test_a_capacity_block_is_still_checked():
     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html (its only limits:
     64 instances per block, 256 across blocks) and
     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html, and EKS's
-    https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html. The README's Scaling section
-    says so; quotaPreflight: false skips the check."""
+    https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html. docs/scaling.md (Capacity
+    preflight) says so; quotaPreflight: false skips the check."""
     capacity_block = {
         **P5_TP8,
         "gpuCapacityType": "capacity-block",

@@ -1,5 +1,5 @@
-"""The README stays true: its first screen has the two commands, its config table is Pulumi.yaml's, and its
-Layout section names what the repository holds."""
+"""The README stays true: its first screen has the set-up, test and deploy commands, the configuration table it
+links (docs/configuration.md) is Pulumi.yaml's, and its Layout section names what the repository holds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infra.settings.config import API_ALLOW_LIST_COMMAND
-from tools.config_reference import WRITE_COMMAND, markdown_table
+from tools.config_reference import REFERENCE_PAGE, WRITE_COMMAND, markdown_table
 from tools.offline import load_stack_config
 from tools.project import PROJECT_DIR, replace_generated_block
 
@@ -37,9 +37,10 @@ def test_first_screen_shows_the_test_command_ci_runs():
 
 
 def test_config_table_is_generated_from_pulumi_yaml():
-    """A stale table names the command that rewrites it, not a diff of the whole README."""
-    if markdown_table() not in README:
-        pytest.fail(f"README's configuration table is stale: run {WRITE_COMMAND}", pytrace=False)
+    """The table is where the README sends a user to look a key up (docs/configuration.md); a stale one names the
+    command that rewrites it, not a diff of the whole page."""
+    if markdown_table() not in REFERENCE_PAGE.read_text():
+        pytest.fail(f"docs/configuration.md's configuration table is stale: run {WRITE_COMMAND}", pytrace=False)
 
 
 def test_writing_a_generated_block_replaces_only_the_block(tmp_path):
@@ -72,10 +73,38 @@ def test_layout_names_every_top_level_entry():
     assert [name for name in entries if name not in LAYOUT] == []
 
 
-@pytest.mark.parametrize("folder", ["infra", "tools"])
-def test_layout_names_every_module(folder):
-    modules = sorted(path.stem for path in (PROJECT_DIR / folder).glob("*.py") if path.stem != "__init__")
-    assert [module for module in modules if module not in LAYOUT] == []
+def modules_and_packages(folder: Path, *, nested: bool) -> list[str]:
+    """A folder's modules (`name`) and packages (`name/`), with each package's own modules when `nested`."""
+    names = []
+    for path in sorted(folder.iterdir()):
+        if path.is_dir() and (path / "__init__.py").is_file():
+            names += [f"{path.name}/", *(modules_and_packages(path, nested=True) if nested else [])]
+        elif path.suffix == ".py" and path.stem != "__init__":
+            names.append(path.stem)
+    return names
+
+
+def test_layout_names_every_package_and_module_of_infra():
+    """infra/ is one package per part of the architecture (settings/, network/, ...) beside components.py and
+    stack.py; the Layout names each package and each module in it."""
+    names = modules_and_packages(PROJECT_DIR / "infra", nested=True)
+    assert {"settings/", "serving/", "rayservice", "components", "stack"} <= set(names)
+    assert [name for name in names if name not in LAYOUT] == []
+
+
+def test_layout_names_every_tool():
+    """A tool is a module (`render`) or a package (`smoke/`) run with `python -m tools.<name>`."""
+    names = modules_and_packages(PROJECT_DIR / "tools", nested=False)
+    assert [name for name in names if name not in LAYOUT] == []
+
+
+def test_modules_and_packages_finds_a_package_and_its_modules(tmp_path):
+    (tmp_path / "part").mkdir()
+    for name in ("__init__.py", "top.py", "part/__init__.py", "part/inner.py"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "data").mkdir()  # no __init__.py: not a package
+    assert modules_and_packages(tmp_path, nested=True) == ["part/", "inner", "top"]
+    assert modules_and_packages(tmp_path, nested=False) == ["part/", "top"]
 
 
 def test_layout_names_the_tests_support_modules():

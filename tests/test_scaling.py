@@ -1,6 +1,6 @@
-"""Scaling: the README's recipes rendered, the node arithmetic, whole-node workers and Ray placement.
+"""Scaling: the recipes of docs/scaling.md rendered, the node arithmetic, whole-node workers and Ray placement.
 
-Each recipe of the README's "Scaling" section is evaluated offline as written; the RayService must
+Each recipe of docs/scaling.md (the README's "Scaling" links it) is evaluated offline as written; the RayService must
 validate against the KubeRay v1.4.0 CRD, each side of the serve config against Ray 2.58.0's own
 classes, and the policy pack must pass.
 """
@@ -43,18 +43,17 @@ class Recipe:
     rejected: bool
 
 
-def readme_recipes() -> list[Recipe]:
-    readme = (PROJECT_DIR / "README.md").read_text()
-    section = readme.split("\n## Scaling\n", 1)[1].split("\n## ", 1)[0]
+def documented_recipes() -> list[Recipe]:
+    page = (PROJECT_DIR / "docs" / "scaling.md").read_text()
     recipes = []
-    for match in RECIPE.finditer(section):
+    for match in RECIPE.finditer(page):
         entries = yaml.safe_load(match["body"])["config"]
         config = {key.removeprefix(f"{PROJECT}:"): value for key, value in entries.items()}
         recipes.append(Recipe(match["title"], config, bool(match["rejected"])))
     return recipes
 
 
-RECIPES = {recipe.title.split(" ")[0].rstrip(","): recipe for recipe in readme_recipes()}
+RECIPES = {recipe.title.split(" ")[0].rstrip(","): recipe for recipe in documented_recipes()}
 
 
 @dataclass(frozen=True)

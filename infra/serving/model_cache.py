@@ -1,6 +1,6 @@
 """The model cache: the weights in the stack's own S3 bucket, mirrored once, read by the GPU workers only.
 
-Why this shape (README, Model cache; each rule is tested in tests/test_model_cache.py with its source):
+Why this shape (docs/model-cache.md; each rule is tested in tests/test_model_cache.py with its source):
 - Workers load through Ray Serve LLM 2.58's cloud loading: a `model_source` of `s3://bucket/prefix` becomes a
   CloudMirrorConfig, and each node's engine start downloads the files with boto3 into the local Hugging Face
   cache, from which vLLM loads as from any local directory (ray/llm/_internal/serve/engines/vllm/vllm_models.py

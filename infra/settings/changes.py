@@ -1,4 +1,4 @@
-"""What changing a setting does to a running stack: the change model, one source for the README and the preview.
+"""What changing a setting does to a running stack: the change model, one source for docs/changes.md and the preview.
 
 Each row of the settings table (`infra/settings/table.py`) names the effects a change to its key has, mildest first.
 The rules behind each effect:
