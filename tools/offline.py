@@ -272,6 +272,10 @@ def hub_fetch(url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
     return model_source.HttpAnswer(200, {"Content-Type": "application/json"}, json.dumps(HUB_CONFIGS[repo]).encode())
 
 
+# A lookup's answer: its result's fields, or none and the provider's failures ((property, reason) pairs).
+LookupAnswer = dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]
+
+
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
@@ -319,78 +323,101 @@ class AwsMocks(pulumi.runtime.Mocks):
 
     # pulumi runtime/mocks.py `MockMonitor.Invoke` takes a plain dict as well as Mocks.call's declared
     # (outputs, failures) pair: `if isinstance(tup, dict): (ret, failures) = (tup, None)`.
-    def call(  # type: ignore[override]
-        self, args: mocks.MockCallArgs
-    ) -> dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]:
+    def call(self, args: mocks.MockCallArgs) -> LookupAnswer:  # type: ignore[override]
         """Each lookup answered with every field pulumi-aws's result type has (camelCase, same nesting),
         unset optional ones left out, as the provider does; tests/test_offline_mocks.py checks the shape."""
-        request = dict(args.args)
-        if args.token == "aws:index/getPartition:getPartition":
-            return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            # An assumed role's UserId is the role's unique id (AROA...) and the session name.
-            return {
-                "accountId": ACCOUNT_ID,
-                "arn": self.caller_arn,
-                "id": ACCOUNT_ID,
-                "userId": f"AROA3XFRBF535PLBIFPI4:{self.caller_arn.rsplit('/', 1)[-1]}",
-            }
-        if args.token == "aws:eks/getClusters:getClusters":
-            return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
-        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
-            return {
-                **request,
-                "id": self.region,
-                "region": self.region,
-                "names": self.azs,
-                "zoneIds": zone_ids,
-                "groupNames": [self.region],
-            }
-        if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
-            instance_type = request["filters"][0]["values"][0]
-            if request.get("locationType") == "region":
-                offered = instance_type in OFFERED_INSTANCE_TYPES
-                return {
-                    **request,
-                    "id": self.region,
-                    "region": self.region,
-                    "locations": [self.region] if offered else [],
-                    "locationTypes": ["region"] if offered else [],
-                    "instanceTypes": [instance_type] if offered else [],
-                }
-            return {
-                **request,
-                "id": self.region,
-                "region": self.region,
-                "locations": self.gpu_offering_azs,
-                "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
-                "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
-            }
-        if args.token == "aws:ec2/getInstanceType:getInstanceType":
-            name = request["instanceType"]
-            if name not in INSTANCE_TYPES:
-                # EC2's own error for a name it does not know, which the provider passes on.
-                return {}, [
-                    (
-                        "instanceType",
-                        f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]",
-                    )
-                ]
-            return describe_instance_type(name, self.region)
-        if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
-            return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
-        if args.token == "aws:s3/getObject:getObject":
-            return self.s3_object(request["bucket"], request["key"])
-        if args.token == "aws:eks/getClusterVersions:getClusterVersions":
-            return {**request, "region": self.region, "clusterVersions": self._cluster_versions()}
-        if args.token == "aws:eks/getAddonVersion:getAddonVersion":
-            name, kubernetes_version = request["addonName"], request["kubernetesVersion"]
-            build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
-            return {**request, "id": name, "region": self.region, "version": build}
-        raise NotImplementedError(f"no offline answer for the lookup {args.token}: add one in the real result shape")
+        lookup = self._lookups().get(args.token)
+        if lookup is None:
+            raise NotImplementedError(
+                f"no offline answer for the lookup {args.token}: add one in the real result shape"
+            )
+        return lookup(dict(args.args))
 
-    def s3_object(self, bucket: str, key: str) -> dict | tuple[dict, list[tuple[str, str]]]:
+    def _lookups(self) -> dict[str, Callable[[dict[str, Any]], LookupAnswer]]:
+        """The invoke token of each lookup the program makes -> its offline answer, from the request's arguments."""
+        return {
+            "aws:index/getPartition:getPartition": self._partition,
+            "aws:index/getCallerIdentity:getCallerIdentity": self._caller_identity,
+            "aws:eks/getClusters:getClusters": self._clusters,
+            "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
+            "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": self._instance_type_offerings,
+            "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
+            "aws:servicequotas/getServiceQuota:getServiceQuota": lambda request: self.service_quota(
+                request["serviceCode"], request["quotaCode"]
+            ),
+            "aws:s3/getObject:getObject": lambda request: self.s3_object(request["bucket"], request["key"]),
+            "aws:eks/getClusterVersions:getClusterVersions": lambda request: {
+                **request,
+                "region": self.region,
+                "clusterVersions": self._cluster_versions(),
+            },
+            "aws:eks/getAddonVersion:getAddonVersion": self._addon_version,
+        }
+
+    @staticmethod
+    def _partition(request: dict[str, Any]) -> LookupAnswer:
+        return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+
+    def _caller_identity(self, request: dict[str, Any]) -> LookupAnswer:
+        # An assumed role's UserId is the role's unique id (AROA...) and the session name.
+        return {
+            "accountId": ACCOUNT_ID,
+            "arn": self.caller_arn,
+            "id": ACCOUNT_ID,
+            "userId": f"AROA3XFRBF535PLBIFPI4:{self.caller_arn.rsplit('/', 1)[-1]}",
+        }
+
+    def _clusters(self, request: dict[str, Any]) -> LookupAnswer:
+        return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
+
+    def _availability_zones(self, request: dict[str, Any]) -> LookupAnswer:
+        zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
+        return {
+            **request,
+            "id": self.region,
+            "region": self.region,
+            "names": self.azs,
+            "zoneIds": zone_ids,
+            "groupNames": [self.region],
+        }
+
+    def _instance_type_offerings(self, request: dict[str, Any]) -> LookupAnswer:
+        """Region-wide: the types in OFFERED_INSTANCE_TYPES; by AZ: the AZs that offer the GPU type."""
+        instance_type = request["filters"][0]["values"][0]
+        if request.get("locationType") == "region":
+            offered = instance_type in OFFERED_INSTANCE_TYPES
+            return {
+                **request,
+                "id": self.region,
+                "region": self.region,
+                "locations": [self.region] if offered else [],
+                "locationTypes": ["region"] if offered else [],
+                "instanceTypes": [instance_type] if offered else [],
+            }
+        return {
+            **request,
+            "id": self.region,
+            "region": self.region,
+            "locations": self.gpu_offering_azs,
+            "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
+            "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
+        }
+
+    def _instance_type(self, request: dict[str, Any]) -> LookupAnswer:
+        name = request["instanceType"]
+        if name not in INSTANCE_TYPES:
+            # EC2's own error for a name it does not know, which the provider passes on.
+            return {}, [
+                ("instanceType", f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]")
+            ]
+        return describe_instance_type(name, self.region)
+
+    def _addon_version(self, request: dict[str, Any]) -> LookupAnswer:
+        name, kubernetes_version = request["addonName"], request["kubernetesVersion"]
+        build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
+        return {**request, "id": name, "region": self.region, "version": build}
+
+    def s3_object(self, bucket: str, key: str) -> LookupAnswer:
         """GetObject in pulumi-aws's GetObjectResult shape; S3's NoSuchKey for an object it does not hold."""
         if (bucket, key) not in S3_OBJECTS:
             return {}, [
