@@ -143,14 +143,14 @@ def test_the_example_a_refusal_suggests_passes_the_check_that_refused(key, refus
 CHECKIP_ANSWER = "100.24.10.7\n"
 
 
-def run_as_copied(command: str, tmp_path: Path) -> list[str]:
-    """The arguments `command`'s program receives when bash runs the command as a user pastes it, with `curl`
-    answering as checkip.amazonaws.com does (the caller's public IPv4 address and a newline) and every other
-    program replaced by one that prints its arguments as JSON."""
+def run_as_copied(command: str, tmp_path: Path, program: str = "pulumi") -> list[str]:
+    """The arguments `program` receives when bash runs `command` as a user pastes it, with `curl` answering as
+    checkip.amazonaws.com does (the caller's public IPv4 address and a newline) and `program` replaced by one that
+    prints its arguments as JSON."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
     (stubs / "curl").write_text(f"#!/bin/sh\nprintf '{CHECKIP_ANSWER.strip()}\\n'\n")
-    (stubs / "pulumi").write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    (stubs / program).write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
     for stub in stubs.iterdir():
         stub.chmod(0o755)
     ran = subprocess.run(

@@ -36,6 +36,11 @@ from tools.tiny_model import SHAPES, SPECIAL_TOKENS, model_config
 ACCOUNT_ID = "123456789012"
 # Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
 DEPLOYER_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/ray-llm-eks-deployer/offline"
+# What an offline run may stand in for an unset API allow-list, which `pulumi up` requires (infra.settings.config
+# refuses it empty): 192.88.99.0/24, the 6to4 relay anycast prefix RFC 7526 deprecated, no host's own address.
+# RFC 5737's documentation ranges are the usual placeholder, but the allow-list's own check refuses them (they reach
+# no one), and the stand-in must pass that check for the program to run on.
+ALLOW_LIST_PLACEHOLDER = "192.88.99.0/24"
 # An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
 DEFAULT_VCPU_QUOTA = 768.0
 
