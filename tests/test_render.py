@@ -422,3 +422,64 @@ def test_the_helps_config_example_is_accepted(tmp_path):
     assert render.CONFIG_EXAMPLE in render.build_parser().format_help()
     plan = (render_into(tmp_path, "--stack", "dev", "--config", render.CONFIG_EXAMPLE) / "plan.md").read_text()
     assert '| serveSourceCidrs | ["10.0.0.0/8"] | --config |' in plan
+
+
+# A refusal that rests on an offline table is followed by that table's note: (arguments, the note).
+OFFLINE_TABLE_REFUSALS = {
+    "unknown-instance-type": (
+        ["--config", "gpuNodeType=g7e.8xlarge"],
+        "g7e.8xlarge: not in the offline table of instance types (tools/instance_type_facts.py); `pulumi preview` "
+        "asks EC2",
+    ),
+    "type-not-offered": (
+        ["--config", "systemNodeType=m6a.xlarge"],
+        "m6a.xlarge: not among the types the offline region offers (tools/offline.py OFFERED_INSTANCE_TYPES); "
+        "`pulumi preview` asks EC2",
+    ),
+    "unknown-model": (
+        ["--config", "modelSource=acme/unreleased-7b"],
+        "acme/unreleased-7b: not in the offline Hugging Face table (tools/offline.py HUB_CONFIGS); `pulumi preview` "
+        "asks huggingface.co",
+    ),
+    "gated-model": (
+        ["--config", "modelSource=meta-llama/Llama-3.1-8B"],
+        "meta-llama/Llama-3.1-8B: gated in the offline Hugging Face table (tools/offline.py GATED_REPOS); "
+        "`pulumi preview` asks huggingface.co",
+    ),
+    "s3-object": (
+        ["--config", "modelSource=s3://example-models/unmirrored/"],
+        "s3://example-models/unmirrored/config.json: not in the offline S3 table (tools/offline.py S3_OBJECTS); "
+        "`pulumi preview` reads the bucket",
+    ),
+    "quota": (
+        # 3 + 2 replicas of 8 GPUs: five p5.48xlarge of 192 vCPUs, 960 against the offline account's 768.
+        [
+            *("--config", "gpuNodeType=p5.48xlarge", "--config", "tensorParallelSize=8"),
+            *("--config", "prefillReplicas=3", "--config", "decodeReplicas=2"),
+        ],
+        "L-417A185B: 768 vCPUs is the offline account's quota (tools/offline.py DEFAULT_VCPU_QUOTA); "
+        "`pulumi preview` asks Service Quotas for yours",
+    ),
+}
+
+
+@pytest.mark.parametrize(("args", "note"), OFFLINE_TABLE_REFUSALS.values(), ids=OFFLINE_TABLE_REFUSALS)
+def test_a_refusal_from_an_offline_table_says_so_and_who_decides(args, note, tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "out"), *args]) == 1
+    stderr = capsys.readouterr().err
+    assert render.OFFLINE_ANSWERS in stderr
+    assert f"\n  - {note}\n" in stderr.split(render.OFFLINE_ANSWERS, 1)[1]
+
+
+def test_a_refusal_that_no_table_answered_has_no_offline_note(tmp_path, capsys):
+    """maxAzs is checked against the config alone; the lookups the run made (the quota among them) are not what
+    refused it."""
+    assert main(["--out", str(tmp_path / "out"), "--config", "maxAzs=9"]) == 1
+    assert render.OFFLINE_ANSWERS not in capsys.readouterr().err
+
+
+def test_the_programs_own_refusal_is_pulumi_ups_without_the_offline_note():
+    """The note is the render's: the program's message, which `pulumi up` prints, names no offline table."""
+    (problem,) = rejection({"gpuNodeType": "g7e.8xlarge"}).problems
+    assert problem.startswith("gpuNodeType='g7e.8xlarge' is invalid: EC2 does not know it")
+    assert "offline" not in problem

@@ -16,6 +16,8 @@ named on stderr and in plan.md; `pulumi up` keeps refusing it. A value the user 
 
 Secrets never reach a file: inputs Pulumi marks secret (the HF token, the kubeconfig) are replaced by
 REDACTED, and every file is searched for the secret values given before anything is written.
+A refusal that rests on a lookup answered from the offline tables (an instance type, a model repository, an S3
+object, the vCPU quota) is followed by a note naming the table and the live lookup that decides at `pulumi preview`.
 Exit status: 0 rendered, 1 invalid configuration (the message names every bad key), 2 bad usage.
 """
 
@@ -34,6 +36,7 @@ import yaml
 from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS, ConfigError
 from tools.offline import (
     ALLOW_LIST_PLACEHOLDER,
+    OfflineNote,
     Resource,
     StackFileError,
     StackRun,
@@ -516,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ConfigError as error:
         print(error, file=sys.stderr)
+        print_offline_answers(str(error), getattr(error, "offline_notes", []))
         print_notes(request)
         return 1
     files = rendered_files(run, request)
@@ -529,6 +533,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {path}")
     print_notes(request)
     return 0
+
+
+OFFLINE_ANSWERS = (
+    "Answered offline, from tables of this repository (`pulumi preview` and `pulumi up` ask the live services, "
+    "whose answers decide):"
+)
+
+
+def print_offline_answers(refusal: str, notes: Sequence[OfflineNote]) -> None:
+    """After a refusal: the lookups behind it (those about something it names) that the render answered from its
+    own tables (tools.offline)."""
+    behind = [note.text for note in notes if note.subject in refusal]
+    if behind:
+        print("\n".join([OFFLINE_ANSWERS, *(f"  - {text}" for text in behind)]), file=sys.stderr)
 
 
 def print_notes(request: RenderRequest) -> None:
