@@ -3,8 +3,16 @@ the value and what is allowed."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from infra.settings.config import API_ALLOW_LIST_COMMAND
 from tests.conftest import rejection
 from tools.offline import load_stack_config
 from tools.project import declared_config
@@ -105,6 +113,67 @@ def test_a_repeated_cidr_is_named_with_the_item_it_repeats(key):
 def test_a_list_key_that_is_not_a_json_list_of_strings_says_so(value):
     (problem,) = rejection({"apiPublicAccessCidrs": value}).problems
     assert problem.startswith(f"apiPublicAccessCidrs={value!r} is invalid: allowed is a JSON list of public IPv4")
+
+
+# --- the example a message suggests is one the check accepts ---
+
+CIDR = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}/\d{1,2}\b")
+ALLOW_LIST_FIELD = {"apiPublicAccessCidrs": "api_public_access_cidrs", "serveSourceCidrs": "serve_source_cidrs"}
+
+
+@pytest.mark.parametrize(
+    ("key", "refused"),
+    [
+        ("apiPublicAccessCidrs", "<your-ip>/32"),
+        ("apiPublicAccessCidrs", "203.0.113.7/32"),
+        ("apiPublicAccessCidrs", "10.1.0.0/16"),
+        ("serveSourceCidrs", "<your-ip>/32"),
+        ("serveSourceCidrs", "192.0.2.0/24"),
+    ],
+)
+def test_the_example_a_refusal_suggests_passes_the_check_that_refused(key, refused):
+    """What the refusal says is allowed names an example; copying it gives a value the same key accepts."""
+    (problem,) = rejection({key: [refused]}).problems
+    examples = CIDR.findall(problem.split("allowed is", 1)[1])
+    assert examples, problem
+    for suggested in examples:
+        assert getattr(load_stack_config({key: [suggested]}), ALLOW_LIST_FIELD[key]) == (suggested,)
+
+
+CHECKIP_ANSWER = "100.24.10.7\n"
+
+
+def run_as_copied(command: str, tmp_path: Path, program: str = "pulumi") -> list[str]:
+    """The arguments `program` receives when bash runs `command` as a user pastes it, with `curl` answering as
+    checkip.amazonaws.com does (the caller's public IPv4 address and a newline) and `program` replaced by one that
+    prints its arguments as JSON."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "curl").write_text(f"#!/bin/sh\nprintf '{CHECKIP_ANSWER.strip()}\\n'\n")
+    (stubs / program).write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    ran = subprocess.run(
+        ["bash", "-c", command],
+        env={"PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(ran.stdout)
+
+
+def test_the_allow_list_command_the_refusal_names_runs_as_copied(tmp_path):
+    """Bash reads `<word` as an input redirection (bash manual, Redirections: "Redirecting Input"), so a command
+    ending in `<your-ip>/32` fails before pulumi runs; `$(...)` is replaced by the command's output with trailing
+    newlines deleted (bash manual, Command Substitution). checkip.amazonaws.com is AWS's own "what is my public IP"
+    service (EC2 user guide, "Rules for connecting to instances from your computer":
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/security-group-rules-reference.html)."""
+    (problem,) = rejection({"apiPublicAccessCidrs": []}).problems
+    assert f"`{API_ALLOW_LIST_COMMAND}`" in problem
+    arguments = run_as_copied(API_ALLOW_LIST_COMMAND, tmp_path)
+    assert arguments == ["config", "set", "--path", "apiPublicAccessCidrs[0]", "100.24.10.7/32"]
+    assert load_stack_config({"apiPublicAccessCidrs": [arguments[-1]]}).api_public_access_cidrs == ("100.24.10.7/32",)
 
 
 # --- a trailing newline (`re.match` with `$` matches before a final "\n"; the checks use fullmatch / \Z) ---

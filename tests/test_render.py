@@ -11,17 +11,19 @@ import pytest
 import yaml
 
 from infra.serving import model_cache, serve_auth
-from infra.settings.config import OFFLINE_ALLOW_LIST_OPTION
+from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
     API_KEYS,
     OPERATOR_CERTIFICATE,
     OPERATOR_CIDRS,
     SHIPPED_STACK_FILE_VALUES,
+    rejection,
 )
 from tests.schemas import core_object_errors, custom_resource_validator, rayservice_errors, schema_errors, schemas_dir
+from tests.test_bad_input import run_as_copied
 from tools import offline, render
-from tools.offline import StackRun
+from tools.offline import ALLOW_LIST_PLACEHOLDER, StackRun, load_stack_config
 from tools.project import PROJECT_DIR, SHIPPED_STACKS
 from tools.render import REDACTED, main
 
@@ -336,16 +338,148 @@ def test_an_encrypted_secret_setting_is_read_as_a_secret(monkeypatch, tmp_path):
 RENDER_COMMAND = re.compile(r"`\./\.venv-tools/bin/python -m tools\.render ([^`]+)`")
 
 
-def test_the_readmes_render_command_works_on_a_clone_as_shipped(tmp_path, monkeypatch, capsys):
-    """The shipped stack files carry no API allow-list (conftest's operator_allow_list is undone here); the README's
-    command passes one with --config, as the config error says to offline."""
+@pytest.fixture
+def as_shipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stack files as a clone has them: no API allow-list (conftest's operator_allow_list undone)."""
     monkeypatch.setattr(offline, "_stack_file_values", SHIPPED_STACK_FILE_VALUES)
+
+
+def test_the_readmes_render_command_works_as_written_on_a_clone_as_shipped(as_shipped, tmp_path, capsys):
+    """Copied from the README as it stands: nothing in it is for the user to fill in first."""
     (arguments,) = RENDER_COMMAND.findall((PROJECT_DIR / "README.md").read_text())
-    argv = shlex.split(arguments.replace("<your-ip>", "100.24.10.7").replace("build/dev", str(tmp_path / "out")))
-    assert main(argv) == 0, capsys.readouterr().err
+    assert "<" not in arguments
+    assert main(shlex.split(arguments.replace("build/dev", str(tmp_path / "out")))) == 0, capsys.readouterr().err
 
 
-def test_a_clone_without_an_allow_list_is_told_the_offline_option(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(offline, "_stack_file_values", SHIPPED_STACK_FILE_VALUES)
-    assert main(["--stack", "dev", "--out", str(tmp_path / "out")]) == 1
-    assert OFFLINE_ALLOW_LIST_OPTION in capsys.readouterr().err
+def test_a_clone_without_an_allow_list_renders_on_the_placeholder(as_shipped, tmp_path):
+    plan = (render_into(tmp_path, "--stack", "dev") / "plan.md").read_text()
+    assert f"public API CIDRs: {ALLOW_LIST_PLACEHOLDER};" in plan
+    assert f'| apiPublicAccessCidrs | ["{ALLOW_LIST_PLACEHOLDER}"] | {render.PLACEHOLDER_SOURCE} |' in plan
+
+
+def test_the_placeholder_is_named_on_stderr_with_the_command_pulumi_up_needs(as_shipped, tmp_path, capsys):
+    render_into(tmp_path, "--stack", "dev")
+    stderr = capsys.readouterr().err
+    assert f"apiPublicAccessCidrs unset: the render stands in the placeholder {ALLOW_LIST_PLACEHOLDER}" in stderr
+    assert f"`pulumi up` refuses until you set yours: {API_ALLOW_LIST_COMMAND}" in stderr
+
+
+def test_the_placeholder_is_named_in_the_plan(as_shipped, tmp_path):
+    plan = (render_into(tmp_path, "--stack", "dev") / "plan.md").read_text()
+    assert (
+        f"**Note:** apiPublicAccessCidrs unset: the render stands in the placeholder {ALLOW_LIST_PLACEHOLDER}" in plan
+    )
+
+
+def test_the_program_still_refuses_the_unset_allow_list(as_shipped):
+    """What `pulumi up` runs (load_config, before any resource) is not the render: with no publicAccessCidrs EKS
+    opens the public endpoint to 0.0.0.0/0 (https://docs.aws.amazon.com/eks/latest/APIReference/
+    API_VpcConfigRequest.html), so the unset key is refused as before."""
+    (problem,) = rejection({}, stack="dev").problems
+    assert problem.startswith("apiPublicAccessCidrs is empty: EKS would then open the public API endpoint")
+
+
+def test_the_placeholder_passes_the_allow_lists_check_where_a_documentation_range_does_not():
+    """RFC 5737's ranges are refused for the allow-list (no internet client has one); the placeholder, an internet
+    range no host holds (RFC 7526 deprecated the 6to4 relay anycast prefix), is accepted, so the program runs on."""
+    assert load_stack_config({"apiPublicAccessCidrs": [ALLOW_LIST_PLACEHOLDER]}).api_public_access_cidrs == (
+        ALLOW_LIST_PLACEHOLDER,
+    )
+    rejection({"apiPublicAccessCidrs": ["192.0.2.0/24"]})
+
+
+def test_the_users_own_allow_list_is_used_untouched(as_shipped, tmp_path, capsys):
+    out = render_into(tmp_path, "--stack", "dev", "--config", 'apiPublicAccessCidrs=["100.24.10.7/32"]')
+    plan = (out / "plan.md").read_text()
+    assert "public API CIDRs: 100.24.10.7/32;" in plan
+    assert ALLOW_LIST_PLACEHOLDER not in plan + capsys.readouterr().err
+
+
+def test_an_allow_list_in_the_stack_file_is_used_untouched(tmp_path, capsys):
+    plan = (render_into(tmp_path, "--stack", "dev") / "plan.md").read_text()
+    assert f"public API CIDRs: {', '.join(OPERATOR_CIDRS)};" in plan
+    assert ALLOW_LIST_PLACEHOLDER not in plan + capsys.readouterr().err
+
+
+def test_an_allow_list_given_empty_is_refused_like_pulumi_up(as_shipped, tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "out"), "--config", "apiPublicAccessCidrs=[]"]) == 1
+    stderr = capsys.readouterr().err
+    assert "apiPublicAccessCidrs is empty" in stderr
+    assert ALLOW_LIST_PLACEHOLDER not in stderr
+
+
+def test_the_offline_option_the_refusal_names_renders_as_copied(as_shipped, tmp_path):
+    """The option the empty allow-list's refusal names, run through bash as pasted (tests/test_bad_input.py's
+    run_as_copied: curl answering as checkip.amazonaws.com does), renders with the address it gives."""
+    (problem,) = rejection({}, stack="dev").problems
+    assert OFFLINE_ALLOW_LIST_OPTION in problem
+    arguments = run_as_copied(f"render-args {OFFLINE_ALLOW_LIST_OPTION}", tmp_path, program="render-args")
+    plan = (render_into(tmp_path / "out", "--stack", "dev", *arguments) / "plan.md").read_text()
+    assert "public API CIDRs: 100.24.10.7/32;" in plan
+
+
+def test_the_helps_config_example_is_accepted(tmp_path):
+    assert render.CONFIG_EXAMPLE in render.build_parser().format_help()
+    plan = (render_into(tmp_path, "--stack", "dev", "--config", render.CONFIG_EXAMPLE) / "plan.md").read_text()
+    assert '| serveSourceCidrs | ["10.0.0.0/8"] | --config |' in plan
+
+
+# A refusal that rests on an offline table is followed by that table's note: (arguments, the note).
+OFFLINE_TABLE_REFUSALS = {
+    "unknown-instance-type": (
+        ["--config", "gpuNodeType=g7e.8xlarge"],
+        "g7e.8xlarge: not in the offline table of instance types (tools/instance_type_facts.py); `pulumi preview` "
+        "asks EC2",
+    ),
+    "type-not-offered": (
+        ["--config", "systemNodeType=m6a.xlarge"],
+        "m6a.xlarge: not among the types the offline region offers (tools/offline.py OFFERED_INSTANCE_TYPES); "
+        "`pulumi preview` asks EC2",
+    ),
+    "unknown-model": (
+        ["--config", "modelSource=acme/unreleased-7b"],
+        "acme/unreleased-7b: not in the offline Hugging Face table (tools/offline.py HUB_CONFIGS); `pulumi preview` "
+        "asks huggingface.co",
+    ),
+    "gated-model": (
+        ["--config", "modelSource=meta-llama/Llama-3.1-8B"],
+        "meta-llama/Llama-3.1-8B: gated in the offline Hugging Face table (tools/offline.py GATED_REPOS); "
+        "`pulumi preview` asks huggingface.co",
+    ),
+    "s3-object": (
+        ["--config", "modelSource=s3://example-models/unmirrored/"],
+        "s3://example-models/unmirrored/config.json: not in the offline S3 table (tools/offline.py S3_OBJECTS); "
+        "`pulumi preview` reads the bucket",
+    ),
+    "quota": (
+        # 3 + 2 replicas of 8 GPUs: five p5.48xlarge of 192 vCPUs, 960 against the offline account's 768.
+        [
+            *("--config", "gpuNodeType=p5.48xlarge", "--config", "tensorParallelSize=8"),
+            *("--config", "prefillReplicas=3", "--config", "decodeReplicas=2"),
+        ],
+        "L-417A185B: 768 vCPUs is the offline account's quota (tools/offline.py DEFAULT_VCPU_QUOTA); "
+        "`pulumi preview` asks Service Quotas for yours",
+    ),
+}
+
+
+@pytest.mark.parametrize(("args", "note"), OFFLINE_TABLE_REFUSALS.values(), ids=OFFLINE_TABLE_REFUSALS)
+def test_a_refusal_from_an_offline_table_says_so_and_who_decides(args, note, tmp_path, capsys):
+    assert main(["--out", str(tmp_path / "out"), *args]) == 1
+    stderr = capsys.readouterr().err
+    assert render.OFFLINE_ANSWERS in stderr
+    assert f"\n  - {note}\n" in stderr.split(render.OFFLINE_ANSWERS, 1)[1]
+
+
+def test_a_refusal_that_no_table_answered_has_no_offline_note(tmp_path, capsys):
+    """maxAzs is checked against the config alone; the lookups the run made (the quota among them) are not what
+    refused it."""
+    assert main(["--out", str(tmp_path / "out"), "--config", "maxAzs=9"]) == 1
+    assert render.OFFLINE_ANSWERS not in capsys.readouterr().err
+
+
+def test_the_programs_own_refusal_is_pulumi_ups_without_the_offline_note():
+    """The note is the render's: the program's message, which `pulumi up` prints, names no offline table."""
+    (problem,) = rejection({"gpuNodeType": "g7e.8xlarge"}).problems
+    assert problem.startswith("gpuNodeType='g7e.8xlarge' is invalid: EC2 does not know it")
+    assert "offline" not in problem

@@ -11,6 +11,7 @@ not this type's facts.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,87 +49,110 @@ INSTANCE_TYPES = {
 }
 
 
+# Fields of GetInstanceTypeResult the stack does not read, the same for every type here (literal data): what all
+# the listed types share (x86_64, Nitro, two threads per core) and, for EBS, storage and the other accelerators,
+# placeholders of the right type rather than this type's facts.
+UNREAD_FIELDS: dict[str, Any] = {
+    "defaultThreadsPerCore": 2,
+    "validCores": [],
+    "validThreadsPerCores": [1, 2],
+    "defaultNetworkCardIndex": 0,
+    "bandwidthWeightings": ["default"],
+    "maximumIpv4AddressesPerInterface": 30,
+    "maximumIpv6AddressesPerInterface": 30,
+    "ipv6Supported": True,
+    "enaSupport": "required",
+    "encryptionInTransitSupported": True,
+    "supportedArchitectures": ["x86_64"],
+    "supportedCpuFeatures": [],
+    "supportedPlacementStrategies": ["cluster", "partition", "spread"],
+    "supportedRootDeviceTypes": ["ebs"],
+    "supportedUsagesClasses": ["on-demand", "spot"],
+    "supportedVirtualizationTypes": ["hvm"],
+    "sustainedClockSpeed": 0.0,
+    "bootModes": ["legacy-bios", "uefi"],
+    "bareMetal": False,
+    "burstablePerformanceSupported": False,
+    "currentGeneration": True,
+    "dedicatedHostsSupported": True,
+    "freeTierEligible": False,
+    "hibernationSupported": False,
+    "autoRecoverySupported": True,
+    "hypervisor": "nitro",
+    "ebsEncryptionSupport": "supported",
+    "ebsNvmeSupport": "required",
+    "ebsOptimizedSupport": "default",
+    "ebsPerformanceBaselineBandwidth": 0,
+    "ebsPerformanceBaselineIops": 0,
+    "ebsPerformanceBaselineThroughput": 0.0,
+    "ebsPerformanceMaximumBandwidth": 0,
+    "ebsPerformanceMaximumIops": 0,
+    "ebsPerformanceMaximumThroughput": 0.0,
+    "nitroEnclavesSupport": "supported",
+    "nitroTpmSupport": "supported",
+    "nitroTpmSupportedVersions": ["2.0"],
+    "phcSupport": "supported",
+    "fpgas": [],
+    "totalFpgaMemory": 0,
+    "inferenceAccelerators": [],
+    "totalInferenceMemory": 0,
+    "mediaAccelerators": [],
+    "totalMediaMemory": 0,
+    "neuronDevices": [],
+    "totalNeuronDeviceMemory": 0,
+    "instanceDisks": [],
+    "instanceStorageSupported": False,
+    "totalInstanceStorage": 0,
+}
+
+
 def describe_instance_type(instance_type: str, region: str) -> dict[str, Any]:
     """GetInstanceTypeResult's fields for one known type (KeyError for any other)."""
     facts = INSTANCE_TYPES[instance_type]
+    return {
+        "id": instance_type,
+        "instanceType": instance_type,
+        "region": region,
+        **_compute_fields(facts),
+        **_network_fields(facts),
+        **copy.deepcopy(UNREAD_FIELDS),  # each answer its own lists
+    }
+
+
+def _compute_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
+    """vCPUs, memory and GPUs (`gpuses`: one entry per GPU model, with its count)."""
     gpus = (
         [{"count": facts.gpus, "manufacturer": "NVIDIA", "name": facts.gpu_name, "memorySize": facts.gpu_memory_mib}]
         if facts.gpus
         else []
     )
     return {
-        "id": instance_type,
-        "instanceType": instance_type,
-        "region": region,
         "defaultVcpus": facts.vcpus,
         "defaultCores": facts.vcpus // 2,
-        "defaultThreadsPerCore": 2,
-        "validCores": [],
-        "validThreadsPerCores": [1, 2],
         "memorySize": facts.memory_mib,
         "gpuses": gpus,
         "totalGpuMemory": facts.gpus * facts.gpu_memory_mib,
+    }
+
+
+def _network_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
+    """EFA and the network cards, each card with its interface limit (8 on a one-card type, 2 per card otherwise)."""
+    interfaces_per_card = 2 if facts.network_cards > 1 else 8
+    return {
         "efaSupported": facts.efa_interfaces > 0,
         "efaMaximumInterfaces": facts.efa_interfaces,
+        "enaSrdSupported": facts.efa_interfaces > 0,
         "maximumNetworkCards": facts.network_cards,
-        "defaultNetworkCardIndex": 0,
         "networkCards": [
             {
                 "index": card,
-                "maximumInterfaces": 2 if facts.network_cards > 1 else 8,
+                "maximumInterfaces": interfaces_per_card,
                 "performance": facts.network_performance,
                 "baselineBandwidth": 0.0,
                 "peakBandwidth": 0.0,
             }
             for card in range(facts.network_cards)
         ],
-        "maximumNetworkInterfaces": 2 * facts.network_cards if facts.network_cards > 1 else 8,
+        "maximumNetworkInterfaces": interfaces_per_card * facts.network_cards,
         "networkPerformance": facts.network_performance,
-        "bandwidthWeightings": ["default"],
-        "maximumIpv4AddressesPerInterface": 30,
-        "maximumIpv6AddressesPerInterface": 30,
-        "ipv6Supported": True,
-        "enaSupport": "required",
-        "enaSrdSupported": facts.efa_interfaces > 0,
-        "encryptionInTransitSupported": True,
-        "supportedArchitectures": ["x86_64"],
-        "supportedCpuFeatures": [],
-        "supportedPlacementStrategies": ["cluster", "partition", "spread"],
-        "supportedRootDeviceTypes": ["ebs"],
-        "supportedUsagesClasses": ["on-demand", "spot"],
-        "supportedVirtualizationTypes": ["hvm"],
-        "sustainedClockSpeed": 0.0,
-        "bootModes": ["legacy-bios", "uefi"],
-        "bareMetal": False,
-        "burstablePerformanceSupported": False,
-        "currentGeneration": True,
-        "dedicatedHostsSupported": True,
-        "freeTierEligible": False,
-        "hibernationSupported": False,
-        "autoRecoverySupported": True,
-        "hypervisor": "nitro",
-        "ebsEncryptionSupport": "supported",
-        "ebsNvmeSupport": "required",
-        "ebsOptimizedSupport": "default",
-        "ebsPerformanceBaselineBandwidth": 0,
-        "ebsPerformanceBaselineIops": 0,
-        "ebsPerformanceBaselineThroughput": 0.0,
-        "ebsPerformanceMaximumBandwidth": 0,
-        "ebsPerformanceMaximumIops": 0,
-        "ebsPerformanceMaximumThroughput": 0.0,
-        "nitroEnclavesSupport": "supported",
-        "nitroTpmSupport": "supported",
-        "nitroTpmSupportedVersions": ["2.0"],
-        "phcSupport": "supported",
-        "fpgas": [],
-        "totalFpgaMemory": 0,
-        "inferenceAccelerators": [],
-        "totalInferenceMemory": 0,
-        "mediaAccelerators": [],
-        "totalMediaMemory": 0,
-        "neuronDevices": [],
-        "totalNeuronDeviceMemory": 0,
-        "instanceDisks": [],
-        "instanceStorageSupported": False,
-        "totalInstanceStorage": 0,
     }

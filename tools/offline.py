@@ -5,7 +5,10 @@ The test suite and `tools.render` both use it, so what a user renders is what th
 Config is built the way the CLI builds it: the project defaults from `Pulumi.yaml`, then a shipped
 `Pulumi.<stack>.yaml`, then the test's overrides. Every registered resource is captured with its
 type, name, inputs, parent, dependencies and provider; stack outputs are resolved with their secrecy.
-AWS lookups (Availability Zones, instance-type offerings) get realistic answers.
+AWS lookups (Availability Zones, instance-type offerings) get realistic answers, from tables here and in
+tools/instance_type_facts.py; a lookup those tables refuse (or a quota they invent) is noted (AwsMocks.offline_notes),
+so that tools.render can say which refusal rests on an offline table, which the live lookup of `pulumi preview` may
+answer otherwise.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ from tools.tiny_model import SHAPES, SPECIAL_TOKENS, model_config
 ACCOUNT_ID = "123456789012"
 # Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
 DEPLOYER_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/ray-llm-eks-deployer/offline"
+# What an offline run may stand in for an unset API allow-list, which `pulumi up` requires (infra.settings.config
+# refuses it empty): 192.88.99.0/24, the 6to4 relay anycast prefix RFC 7526 deprecated, no host's own address.
+# RFC 5737's documentation ranges are the usual placeholder, but the allow-list's own check refuses them (they reach
+# no one), and the stand-in must pass that check for the program to run on.
+ALLOW_LIST_PLACEHOLDER = "192.88.99.0/24"
 # An account whose GPU quotas were raised: enough for two p5.48xlarge (2 x 192 vCPUs) and more.
 DEFAULT_VCPU_QUOTA = 768.0
 
@@ -129,11 +137,22 @@ class Resource:
     retain_on_delete: bool = False
 
 
+@dataclass(frozen=True)
+class OfflineNote:
+    """A lookup answered from a table here: what it was about (an instance type, a repository, an object, a quota
+    code) and what the user is told."""
+
+    subject: str
+    text: str
+
+
 @dataclass
 class StackRun:
     resources: list[Resource]
     outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: set[str] = field(default_factory=set)
+    # Lookups answered from the tables here (AwsMocks.offline_notes), which the live services may answer otherwise.
+    offline_notes: list[OfflineNote] = field(default_factory=list)
 
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
@@ -272,6 +291,13 @@ def hub_fetch(url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
     return model_source.HttpAnswer(200, {"Content-Type": "application/json"}, json.dumps(HUB_CONFIGS[repo]).encode())
 
 
+# What each offline note ends with: the live lookup that decides at `pulumi preview` and `pulumi up`.
+ASKS_EC2 = "; `pulumi preview` asks EC2"
+ASKS_THE_HUB = "; `pulumi preview` asks huggingface.co"
+# A lookup's answer: its result's fields, or none and the provider's failures ((property, reason) pairs).
+LookupAnswer = dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]
+
+
 class AwsMocks(pulumi.runtime.Mocks):
     """Answers AWS lookups like a real region and gives resources the outputs the program reads."""
 
@@ -289,10 +315,33 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.vcpu_quota = vcpu_quota
         self.caller_arn = caller_arn
         self.existing_clusters = existing_clusters
+        # What this run answered from the tables here rather than as the live service would, for the user.
+        self.offline_notes: list[OfflineNote] = []
+
+    def _note(self, subject: str, text: str) -> None:
+        note = OfflineNote(subject, f"{subject}: {text}")
+        if note not in self.offline_notes:
+            self.offline_notes.append(note)
+
+    def fetch_from_hub(self, url: str, headers: Mapping[str, str]) -> model_source.HttpAnswer:
+        """hub_fetch's answer, noting a repository the offline Hub refuses (it holds a few, HUB_CONFIGS)."""
+        answer = hub_fetch(url, headers)
+        repo = url.removeprefix(f"{model_source.HUB}/").partition("/resolve/")[0]
+        refusal = answer.headers.get("X-Error-Code")
+        if refusal == "RepoNotFound":
+            self._note(repo, f"not in the offline Hugging Face table (tools/offline.py HUB_CONFIGS){ASKS_THE_HUB}")
+        elif refusal == "GatedRepo":
+            self._note(repo, f"gated in the offline Hugging Face table (tools/offline.py GATED_REPOS){ASKS_THE_HUB}")
+        return answer
 
     def service_quota(self, service_code: str, quota_code: str) -> dict:
         """A Service Quotas answer in pulumi-aws's GetServiceQuotaResult shape (camelCase)."""
         names = {code: name for code, name in ON_DEMAND_VCPU_QUOTAS.values()}
+        self._note(
+            quota_code,
+            f"{self.vcpu_quota:g} vCPUs is the offline account's quota (tools/offline.py DEFAULT_VCPU_QUOTA); "
+            "`pulumi preview` asks Service Quotas for yours",
+        )
         return {
             "adjustable": True,
             "arn": f"arn:aws:servicequotas:{self.region}:{ACCOUNT_ID}:{service_code}/{quota_code}",
@@ -319,80 +368,114 @@ class AwsMocks(pulumi.runtime.Mocks):
 
     # pulumi runtime/mocks.py `MockMonitor.Invoke` takes a plain dict as well as Mocks.call's declared
     # (outputs, failures) pair: `if isinstance(tup, dict): (ret, failures) = (tup, None)`.
-    def call(  # type: ignore[override]
-        self, args: mocks.MockCallArgs
-    ) -> dict[str, Any] | tuple[dict[str, Any], list[tuple[str, str]]]:
+    def call(self, args: mocks.MockCallArgs) -> LookupAnswer:  # type: ignore[override]
         """Each lookup answered with every field pulumi-aws's result type has (camelCase, same nesting),
         unset optional ones left out, as the provider does; tests/test_offline_mocks.py checks the shape."""
-        request = dict(args.args)
-        if args.token == "aws:index/getPartition:getPartition":
-            return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            # An assumed role's UserId is the role's unique id (AROA...) and the session name.
-            return {
-                "accountId": ACCOUNT_ID,
-                "arn": self.caller_arn,
-                "id": ACCOUNT_ID,
-                "userId": f"AROA3XFRBF535PLBIFPI4:{self.caller_arn.rsplit('/', 1)[-1]}",
-            }
-        if args.token == "aws:eks/getClusters:getClusters":
-            return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
-        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
-            return {
-                **request,
-                "id": self.region,
-                "region": self.region,
-                "names": self.azs,
-                "zoneIds": zone_ids,
-                "groupNames": [self.region],
-            }
-        if args.token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
-            instance_type = request["filters"][0]["values"][0]
-            if request.get("locationType") == "region":
-                offered = instance_type in OFFERED_INSTANCE_TYPES
-                return {
-                    **request,
-                    "id": self.region,
-                    "region": self.region,
-                    "locations": [self.region] if offered else [],
-                    "locationTypes": ["region"] if offered else [],
-                    "instanceTypes": [instance_type] if offered else [],
-                }
-            return {
-                **request,
-                "id": self.region,
-                "region": self.region,
-                "locations": self.gpu_offering_azs,
-                "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
-                "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
-            }
-        if args.token == "aws:ec2/getInstanceType:getInstanceType":
-            name = request["instanceType"]
-            if name not in INSTANCE_TYPES:
-                # EC2's own error for a name it does not know, which the provider passes on.
-                return {}, [
-                    (
-                        "instanceType",
-                        f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]",
-                    )
-                ]
-            return describe_instance_type(name, self.region)
-        if args.token == "aws:servicequotas/getServiceQuota:getServiceQuota":
-            return self.service_quota(args.args["serviceCode"], args.args["quotaCode"])
-        if args.token == "aws:s3/getObject:getObject":
-            return self.s3_object(request["bucket"], request["key"])
-        if args.token == "aws:eks/getClusterVersions:getClusterVersions":
-            return {**request, "region": self.region, "clusterVersions": self._cluster_versions()}
-        if args.token == "aws:eks/getAddonVersion:getAddonVersion":
-            name, kubernetes_version = request["addonName"], request["kubernetesVersion"]
-            build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
-            return {**request, "id": name, "region": self.region, "version": build}
-        raise NotImplementedError(f"no offline answer for the lookup {args.token}: add one in the real result shape")
+        lookup = self._lookups().get(args.token)
+        if lookup is None:
+            raise NotImplementedError(
+                f"no offline answer for the lookup {args.token}: add one in the real result shape"
+            )
+        return lookup(dict(args.args))
 
-    def s3_object(self, bucket: str, key: str) -> dict | tuple[dict, list[tuple[str, str]]]:
+    def _lookups(self) -> dict[str, Callable[[dict[str, Any]], LookupAnswer]]:
+        """The invoke token of each lookup the program makes -> its offline answer, from the request's arguments."""
+        return {
+            "aws:index/getPartition:getPartition": self._partition,
+            "aws:index/getCallerIdentity:getCallerIdentity": self._caller_identity,
+            "aws:eks/getClusters:getClusters": self._clusters,
+            "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
+            "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": self._instance_type_offerings,
+            "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
+            "aws:servicequotas/getServiceQuota:getServiceQuota": lambda request: self.service_quota(
+                request["serviceCode"], request["quotaCode"]
+            ),
+            "aws:s3/getObject:getObject": lambda request: self.s3_object(request["bucket"], request["key"]),
+            "aws:eks/getClusterVersions:getClusterVersions": lambda request: {
+                **request,
+                "region": self.region,
+                "clusterVersions": self._cluster_versions(),
+            },
+            "aws:eks/getAddonVersion:getAddonVersion": self._addon_version,
+        }
+
+    @staticmethod
+    def _partition(request: dict[str, Any]) -> LookupAnswer:
+        return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+
+    def _caller_identity(self, request: dict[str, Any]) -> LookupAnswer:
+        # An assumed role's UserId is the role's unique id (AROA...) and the session name.
+        return {
+            "accountId": ACCOUNT_ID,
+            "arn": self.caller_arn,
+            "id": ACCOUNT_ID,
+            "userId": f"AROA3XFRBF535PLBIFPI4:{self.caller_arn.rsplit('/', 1)[-1]}",
+        }
+
+    def _clusters(self, request: dict[str, Any]) -> LookupAnswer:
+        return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
+
+    def _availability_zones(self, request: dict[str, Any]) -> LookupAnswer:
+        zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
+        return {
+            **request,
+            "id": self.region,
+            "region": self.region,
+            "names": self.azs,
+            "zoneIds": zone_ids,
+            "groupNames": [self.region],
+        }
+
+    def _instance_type_offerings(self, request: dict[str, Any]) -> LookupAnswer:
+        """Region-wide: the types in OFFERED_INSTANCE_TYPES; by AZ: the AZs that offer the GPU type."""
+        instance_type = request["filters"][0]["values"][0]
+        if request.get("locationType") == "region":
+            offered = instance_type in OFFERED_INSTANCE_TYPES
+            if not offered:
+                self._note(
+                    instance_type,
+                    "not among the types the offline region offers (tools/offline.py OFFERED_INSTANCE_TYPES)"
+                    + ASKS_EC2,
+                )
+            return {
+                **request,
+                "id": self.region,
+                "region": self.region,
+                "locations": [self.region] if offered else [],
+                "locationTypes": ["region"] if offered else [],
+                "instanceTypes": [instance_type] if offered else [],
+            }
+        return {
+            **request,
+            "id": self.region,
+            "region": self.region,
+            "locations": self.gpu_offering_azs,
+            "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
+            "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
+        }
+
+    def _instance_type(self, request: dict[str, Any]) -> LookupAnswer:
+        name = request["instanceType"]
+        if name not in INSTANCE_TYPES:
+            self._note(name, f"not in the offline table of instance types (tools/instance_type_facts.py){ASKS_EC2}")
+            # EC2's own error for a name it does not know, which the provider passes on.
+            return {}, [
+                ("instanceType", f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]")
+            ]
+        return describe_instance_type(name, self.region)
+
+    def _addon_version(self, request: dict[str, Any]) -> LookupAnswer:
+        name, kubernetes_version = request["addonName"], request["kubernetesVersion"]
+        build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
+        return {**request, "id": name, "region": self.region, "version": build}
+
+    def s3_object(self, bucket: str, key: str) -> LookupAnswer:
         """GetObject in pulumi-aws's GetObjectResult shape; S3's NoSuchKey for an object it does not hold."""
         if (bucket, key) not in S3_OBJECTS:
+            self._note(
+                f"s3://{bucket}/{key}",
+                "not in the offline S3 table (tools/offline.py S3_OBJECTS); `pulumi preview` reads the bucket",
+            )
             return {}, [
                 ("key", f"reading S3 Object (s3://{bucket}/{key}): NoSuchKey: The specified key does not exist.")
             ]
@@ -530,6 +613,7 @@ def _replace_resource_references(value: Any) -> Any:
 class CapturingMonitor(mocks.MockMonitor):
     def __init__(self, mocks_: AwsMocks) -> None:
         super().__init__(mocks_)
+        self.aws = mocks_
         self.captured: list[Resource] = []
 
     def RegisterResource(self, request: Any) -> Any:
@@ -591,7 +675,7 @@ def _configure_runtime(
     monitor = CapturingMonitor(
         AwsMocks(config["aws:region"], gpu_offering_azs, vcpu_quota, caller_arn, existing_clusters)
     )
-    model_source.https_get = hub_fetch  # no network: the model preflight asks the offline Hub
+    model_source.https_get = monitor.aws.fetch_from_hub  # no network: the model preflight asks the offline Hub
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(config, [*stack_values.secret_keys, *(_qualified(k) for k in secret_keys)])
@@ -626,7 +710,7 @@ def run_stack(
     monitor = _configure_runtime(
         overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota, caller_arn, existing_clusters
     )
-    run = StackRun(resources=monitor.captured)
+    run = StackRun(resources=monitor.captured, offline_notes=monitor.aws.offline_notes)
 
     async def resolve_outputs() -> None:
         stack = pulumi.runtime.get_root_resource()
@@ -647,5 +731,7 @@ def run_stack(
     except Exception as error:
         # Lets a caller check what was declared before the failure (for config errors: nothing).
         error.declared_resources = list(monitor.captured)  # type: ignore[attr-defined]
+        # What of the refusal came from the tables here, not from the live services.
+        error.offline_notes = list(monitor.aws.offline_notes)  # type: ignore[attr-defined]
         raise
     return run

@@ -11,8 +11,13 @@ are taken from the resources it captured, so nothing here can drift from the pro
     serve-config.yaml                        the RayService's serveConfigV2, the whole application
     helm/<release>.values.yaml               the values of each Helm release, headed by its install command
 
+A stack with no API allow-list (the shipped ones: it is each user's own address) renders on a marked placeholder,
+named on stderr and in plan.md; `pulumi up` keeps refusing it. A value the user gives is used as given.
+
 Secrets never reach a file: inputs Pulumi marks secret (the HF token, the kubeconfig) are replaced by
 REDACTED, and every file is searched for the secret values given before anything is written.
+A refusal that rests on a lookup answered from the offline tables (an instance type, a model repository, an S3
+object, the vCPU quota) is followed by a note naming the table and the live lookup that decides at `pulumi preview`.
 Exit status: 0 rendered, 1 invalid configuration (the message names every bad key), 2 bad usage.
 """
 
@@ -28,8 +33,10 @@ from typing import Any
 
 import yaml
 
-from infra.settings.config import SECRET_SETTINGS, ConfigError
+from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS, ConfigError
 from tools.offline import (
+    ALLOW_LIST_PLACEHOLDER,
+    OfflineNote,
     Resource,
     StackFileError,
     StackRun,
@@ -62,6 +69,12 @@ APPLY_ORDER = (
 # Secret values shorter than this are too likely to occur by chance to search for.
 MIN_SEARCHED_SECRET_LENGTH = 4
 RENDERED_LIST = ".rendered-files"
+# The API allow-list has no default and `pulumi up` refuses to run without one; an offline render deploys nothing,
+# so where neither the stack file nor --config gives one it renders with a marked placeholder and says so.
+ALLOW_LIST_SETTING = "apiPublicAccessCidrs"
+PLACEHOLDER_SOURCE = "placeholder: unset, `pulumi up` refuses"
+# --config's example in the help (a value the check accepts: tests/test_render.py).
+CONFIG_EXAMPLE = 'serveSourceCidrs=["10.0.0.0/8"]'
 
 # What a reviewer wants to see of each resource type: (label, path into its inputs). A path is
 # dotted; `*` walks every item of a list or every value of a map.
@@ -167,10 +180,28 @@ def _unqualified(key: str) -> str:
     return key.removeprefix(f"{PROJECT}:")
 
 
+def placeholders(request: RenderRequest) -> dict[str, str]:
+    """Settings the render stands in for: the API allow-list where neither the stack file nor --config sets it (a
+    value the user gives, even `[]`, is used as given). Raises StackFileError for a stack file that cannot be read."""
+    given = {*map(_unqualified, stack_file(request.stack).config), *map(_unqualified, request.config)}
+    return {} if ALLOW_LIST_SETTING in given else {ALLOW_LIST_SETTING: json.dumps([ALLOW_LIST_PLACEHOLDER])}
+
+
+def placeholder_note(code: str = "") -> str:
+    """What the user is told when the allow-list is stood in for; `code` quotes the commands (a backtick for
+    Markdown)."""
+    return (
+        f"{ALLOW_LIST_SETTING} unset: the render stands in the placeholder {ALLOW_LIST_PLACEHOLDER} (RFC 7526's "
+        "deprecated 6to4 relay anycast prefix, no one's address); `pulumi up` refuses until you set yours: "
+        f"{code}{API_ALLOW_LIST_COMMAND}{code} (or render with yours: {code}{OFFLINE_ALLOW_LIST_OPTION}{code})"
+    )
+
+
 def evaluate(request: RenderRequest) -> StackRun:
-    """Runs the program under mocks with the request's config; raises ConfigError like `pulumi up`."""
+    """Runs the program under mocks with the request's config, placeholders first; raises ConfigError like
+    `pulumi up`."""
     return run_stack(
-        {**request.config, **request.secrets},
+        {**placeholders(request), **request.config, **request.secrets},
         stack=request.stack,
         secret_keys=tuple(request.secrets),
         gpu_offering_azs=request.gpu_offering_azs,
@@ -327,6 +358,7 @@ def config_rows(request: RenderRequest) -> list[tuple[str, str, str]]:
     stack_values = stack_file(request.stack)
     layers: list[tuple[str, Mapping[str, str]]] = [
         ("Pulumi.yaml", project_config()),
+        (PLACEHOLDER_SOURCE, placeholders(request)),
         (f"Pulumi.{request.stack}.yaml", stack_values.config),
         ("--config", request.config),
         ("--secret", request.secrets),
@@ -355,6 +387,7 @@ def plan_markdown(run: StackRun, request: RenderRequest) -> str:
         f"({len(aws)} AWS, {len(kubernetes)} Kubernetes, the rest components and providers). Ids, ARNs and "
         "hostnames are placeholders until `pulumi up`; pulumi-eks components are shown with their inputs.",
         f"AZs assumed to offer the GPU instance type (`--gpu-azs`): {offering}.",
+        *(["", f"**Note:** {placeholder_note(code='`')}"] if placeholders(request) else []),
         "",
         "## Configuration",
         "",
@@ -432,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a setting as `pulumi config set` would; lists as JSON, e.g. 'serveSourceCidrs=[\"10.0.0.0/8\"]'",
+        help=f"override a setting as `pulumi config set` would; lists as JSON, e.g. '{CONFIG_EXAMPLE}'",
     )
     parser.add_argument(
         "--secret",
@@ -481,8 +514,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     request, out = parse_args(argv)
     try:
         run = evaluate(request)
-    except (ConfigError, StackFileError) as error:
+    except StackFileError as error:
         print(error, file=sys.stderr)
+        return 1
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        print_offline_answers(str(error), getattr(error, "offline_notes", []))
+        print_notes(request)
         return 1
     files = rendered_files(run, request)
     leaks = leaked_secrets(files, list(request.secrets.values()))
@@ -493,7 +531,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Rendered stack {request.stack} ({len(run.resources)} resources) into {out}/:")
     for path in sorted(files):
         print(f"  {path}")
+    print_notes(request)
     return 0
+
+
+OFFLINE_ANSWERS = (
+    "Answered offline, from tables of this repository (`pulumi preview` and `pulumi up` ask the live services, "
+    "whose answers decide):"
+)
+
+
+def print_offline_answers(refusal: str, notes: Sequence[OfflineNote]) -> None:
+    """After a refusal: the lookups behind it (those about something it names) that the render answered from its
+    own tables (tools.offline)."""
+    behind = [note.text for note in notes if note.subject in refusal]
+    if behind:
+        print("\n".join([OFFLINE_ANSWERS, *(f"  - {text}" for text in behind)]), file=sys.stderr)
+
+
+def print_notes(request: RenderRequest) -> None:
+    """After the render or its refusal: what the render stood in for, which `pulumi up` would refuse."""
+    if placeholders(request):
+        print(placeholder_note(), file=sys.stderr)
 
 
 if __name__ == "__main__":

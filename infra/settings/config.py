@@ -82,9 +82,12 @@ NON_VPC_RANGES = {
 # EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
 # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_API_PUBLIC_ACCESS_CIDRS = 40
-API_ALLOW_LIST_COMMAND = "pulumi config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32"
+# Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
+# input redirection).
+CHECKIP = "$(curl -s https://checkip.amazonaws.com)"
+API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"{CHECKIP}/32\""
 # The same for the offline render, which reads the stack file without the Pulumi CLI.
-OFFLINE_ALLOW_LIST_OPTION = "--config 'apiPublicAccessCidrs=[\"<your-ip>/32\"]'"
+OFFLINE_ALLOW_LIST_OPTION = f'--config "apiPublicAccessCidrs=[\\"{CHECKIP}/32\\"]"'
 
 T = TypeVar("T")
 

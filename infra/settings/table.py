@@ -120,10 +120,17 @@ NOT_ON_THE_INTERNET = tuple(
     )
 )
 IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
-CLIENT_CIDR_LIST = "IPv4 CIDRs of real clients such as <your-ip>/32 (RFC 5737 documentation ranges reach no one)"
+# The example address of the two lists' messages: one the checks accept (tests/test_bad_input.py), unlike
+# `<your-ip>/32` or an RFC 5737 documentation address.
+EXAMPLE_CLIENT_CIDR = "100.24.10.7/32"
+YOUR_ADDRESS = "`curl -s https://checkip.amazonaws.com` prints yours"
+CLIENT_CIDR_LIST = (
+    f"IPv4 CIDRs of real clients such as {EXAMPLE_CLIENT_CIDR} ({YOUR_ADDRESS}; RFC 5737 documentation ranges reach "
+    "no one)"
+)
 INTERNET_CIDR_LIST = (
-    "public IPv4 CIDRs such as <your-ip>/32, narrower than the internet (not private, shared or reserved space: "
-    "in-VPC clients use the private endpoint)"
+    f"public IPv4 CIDRs such as {EXAMPLE_CLIENT_CIDR} ({YOUR_ADDRESS}), narrower than the internet (not private, "
+    "shared or reserved space: in-VPC clients use the private endpoint)"
 )
 
 
