@@ -27,7 +27,9 @@ from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image,
 from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.table import (
     AMP_WORKSPACE_PATTERN,
+    API_ALLOW_LIST_COMMAND,
     CERTIFICATE_ARN_PATTERN,
+    CHECKIP,
     INSTANCE_TYPE_PATTERN,
     KUBERNETES_VERSION_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
@@ -82,10 +84,6 @@ NON_VPC_RANGES = {
 # EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
 # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_API_PUBLIC_ACCESS_CIDRS = 40
-# Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
-# input redirection).
-CHECKIP = "$(curl -s https://checkip.amazonaws.com)"
-API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"{CHECKIP}/32\""
 # The same for the offline render, which reads the stack file without the Pulumi CLI.
 OFFLINE_ALLOW_LIST_OPTION = f'--config "apiPublicAccessCidrs=[\\"{CHECKIP}/32\\"]"'
 

@@ -43,6 +43,10 @@ from infra.settings.changes import (
 )
 from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 
+# Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
+# input redirection).
+CHECKIP = "$(curl -s https://checkip.amazonaws.com)"
+API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"{CHECKIP}/32\""
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
@@ -319,8 +323,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "apiPublicAccessCidrs",
             StringList(internet_client_cidr, INTERNET_CIDR_LIST),
             [],
-            "Required: public CIDRs allowed to reach the Kubernetes API endpoint (yours, CI's); set with `pulumi "
-            "config set --path 'apiPublicAccessCidrs[0]' <your-ip>/32`.",
+            "Required: public CIDRs allowed to reach the Kubernetes API endpoint (yours, CI's); set with "
+            f"`{API_ALLOW_LIST_COMMAND}`.",
             feeds="api_public_access_cidrs",
             effects=(AWS_IN_PLACE,),
         ),
