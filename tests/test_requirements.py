@@ -66,13 +66,13 @@ def test_the_test_venv_is_not_the_one_pulumi_runs_from():
     assert {f"{deploy_venv}/", ".venv-test/", ".venv-tools/"} <= set(ignored)
 
 
-def test_the_workflow_tests_in_the_test_venv():
+def test_the_workflow_and_ci_install_the_tests_with_the_readmes_set_up():
+    """The pull-request workflow and .ci/run install through ./setup.sh's test part (tests/test_setup.py runs it), so
+    neither can drift from the README's set-up."""
     workflow = yaml.safe_load((PROJECT_DIR / ".github" / "workflows" / "preview.yml").read_text())
-    install = next(
-        step["run"] for step in workflow["jobs"]["tests"]["steps"] if "requirements-test" in step.get("run", "")
-    )
-    assert ".venv-test/bin/pip install --quiet -r requirements-test.txt" in install
-    assert ".venv-test/bin/pip install --quiet --no-deps -r requirements-s3.txt" in install
+    runs = [step.get("run", "") for step in workflow["jobs"]["tests"]["steps"]]
+    assert "./setup.sh test node" in runs
+    assert "./setup.sh test node" in (PROJECT_DIR / ".ci" / "run").read_text().splitlines()
 
 
 def _required(requirement: Requirement) -> list[Requirement]:
