@@ -7,8 +7,10 @@ import ast
 import graphlib
 import importlib
 import inspect
+import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pulumi
@@ -150,3 +152,67 @@ def test_the_reuse_example_declares_its_own_gpu_nodes(tmp_path):
     assert len(run.get("aws:ec2/launchTemplate:LaunchTemplate", "p5-nodes-gpu").inputs["networkInterfaces"]) == 32
     assert run.get("eks:index:Cluster", "research-eks").inputs["name"] == "research"
     assert run.outputs == {"gpuNodeGroupName": "p5"}
+
+
+SMOKE = PROJECT_DIR / "tools" / "smoke"
+
+
+def smoke_job_order() -> list[str]:
+    """The smoke package's modules in the order its docstring gives them, each importing only those before it."""
+    docstring = ast.get_docstring(ast.parse((SMOKE / "__init__.py").read_text())) or ""
+    paragraph = docstring.split("The package by job", 1)[1].split("\n\n", 1)[0]
+    return [name for name in re.findall(r"`(\w+)`", paragraph) if name != "__main__"]
+
+
+def test_the_smoke_packages_docstring_orders_every_module():
+    modules = sorted(path.stem for path in SMOKE.glob("*.py") if not path.stem.startswith("__"))
+    assert sorted(smoke_job_order()) == modules
+
+
+@pytest.mark.parametrize("module", smoke_job_order())
+def test_a_smoke_module_imports_only_the_jobs_before_it(module):
+    order = smoke_job_order()
+    imported = {
+        name.removeprefix("tools.smoke.")
+        for name in imported_modules(SMOKE / f"{module}.py")
+        if name.startswith("tools.smoke.")
+    }
+    # `from tools.smoke import deploy` names the module in its alias, not in `node.module`
+    imported |= {
+        alias.name
+        for node in ast.walk(ast.parse((SMOKE / f"{module}.py").read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "tools.smoke"
+        for alias in node.names
+    }
+    assert imported - set(order[: order.index(module)]) == set()
+
+
+# Functions longer than a screen that are tables: one row per dashboard panel, one entry per alert rule.
+LONG_TABLES = {("infra/observability/dashboards.py", "_rows"), ("infra/observability/alerts.py", "alert_rules")}
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(root: Path, paths: list[Path]) -> set[tuple[str, str]]:
+    return {
+        (str(path.relative_to(root)), node.name)
+        for path in paths
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    }
+
+
+def test_every_function_of_the_program_and_its_tools_reads_in_one_screen():
+    """No function in infra/ or tools/ over 60 lines, unless it is one of the tables named here."""
+    paths = sorted([*INFRA.rglob("*.py"), *(PROJECT_DIR / "tools").rglob("*.py")])
+    assert long_functions(PROJECT_DIR, paths) == LONG_TABLES
+
+
+def test_the_length_check_counts_a_functions_lines(tmp_path):
+    module = tmp_path / "long.py"
+    body = "x = 1\n" * (MAX_FUNCTION_LINES - 1)  # after the def line: 60 lines in all
+    fits = "def fits():\n" + textwrap.indent(body, " " * 4)
+    too_long = "    def too_long(self):\n" + textwrap.indent(body + "pass\n", " " * 8)
+    module.write_text(f"{fits}\n\nclass Holder:\n{too_long}")
+    assert long_functions(tmp_path, [module]) == {("long.py", "too_long")}

@@ -12,7 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
-from tools import s3_load, smoke
+from tools import s3_load
+from tools.smoke import app as smoke_app
 
 
 def test_the_model_comes_back_whole_through_rays_downloader(tiny_model_dir, tmp_path):
@@ -43,7 +44,7 @@ def test_both_loads_use_the_engine_the_stack_starts(tiny_model_dir):
     are the workers' (language_model_only, the stack's max_model_len and batch limits, CUDA graphs), not vLLM's
     defaults; one engine, so no KV connector."""
     settings = s3_load.engine_settings(tiny_model_dir, gpu_memory_utilization=0.3)
-    cfg = smoke.serve_stack_config("dev")
+    cfg = smoke_app.serve_stack_config("dev")
     kwargs = settings.engine_kwargs
     assert kwargs["max_model_len"] == cfg.max_model_len and kwargs["language_model_only"] is cfg.language_model_only
     assert kwargs["gpu_memory_utilization"] == 0.3 and "enforce_eager" not in kwargs

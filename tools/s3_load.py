@@ -188,18 +188,21 @@ def engine_settings(model_dir: Path, gpu_memory_utilization: float, stack: str =
     side's engine_kwargs without the KV connector, the host's named overrides, a share of this GPU): the load and the
     first token are timed with the stack's own settings (language_model_only, max_model_len, CUDA graphs, batch
     limits), not vLLM's defaults."""
-    from tools import smoke
+    from tools.smoke.app import serve_stack_config, smoke_serve_config
+    from tools.smoke.document import served_engine
+    from tools.smoke.host import detect_host, model_has_mamba_state
+    from tools.smoke.overrides import SmokeOptions
 
-    opts = smoke.SmokeOptions(
+    opts = SmokeOptions(
         model_dir=model_dir,
-        model_has_mamba_state=smoke.model_has_mamba_state(model_dir),
+        model_has_mamba_state=model_has_mamba_state(model_dir),
         aggregated=True,
         gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=None,
         enforce_eager=False,
     )
-    _, config, _ = smoke.smoke_serve_config(smoke.serve_stack_config(stack), opts, smoke.detect_host())
-    engine = smoke.served_engine(config)
+    _, config, _ = smoke_serve_config(serve_stack_config(stack), opts, detect_host())
+    engine = served_engine(config)
     return EngineSettings(dict(engine["engine_kwargs"]), dict(engine["runtime_env"]["env_vars"]))
 
 

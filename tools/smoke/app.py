@@ -1,0 +1,83 @@
+"""The app this run serves: the stack's validated config (its allow-list and certificate stood in for where they
+shape the cluster, never the serve config), the serve config built from it with the one-host overrides, checked
+against Ray's own schemas.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from infra.serving.serve_config import PD_IMPORT_PATH, build_serve_config, serve_app_args
+from infra.settings.config import API_KEYS_SETTING
+from tools.offline import load_stack_config, stack_file
+from tools.project import PROJECT
+
+if TYPE_CHECKING:
+    from infra.settings.config import StackConfig
+from tools.smoke.document import Override, engine_configs, format_path, has_path
+from tools.smoke.host import HostFacts
+from tools.smoke.overrides import SmokeOptions, aggregated_overrides, auth_overrides, pd_overrides
+
+
+def smoke_serve_config(
+    cfg: StackConfig, opts: SmokeOptions, host: HostFacts
+) -> tuple[dict[str, Any], dict[str, Any], list[Override]]:
+    """(production config, smoke config, the overrides that turn one into the other)."""
+    production = build_serve_config(serve_app_args(cfg))
+    if production["applications"][0]["import_path"] != PD_IMPORT_PATH:
+        raise ValueError(f"expected the prefill/decode app ({PD_IMPORT_PATH}) from build_serve_config")
+    build = aggregated_overrides if opts.aggregated else pd_overrides
+    overrides = build(production, opts, host) + auth_overrides(production, opts)
+    smoke = copy.deepcopy(production)
+    for override in overrides:
+        if override.remove and not has_path(production, override.path):
+            raise ValueError(f"the stack's serve config has no {format_path(override.path)} to leave out")
+        override.apply(smoke)
+    return production, smoke, overrides
+
+
+def validate_with_ray(smoke: dict[str, Any]) -> None:
+    """Ray's own schemas for what the dashboard and the app builder accept (no Ray started, no vLLM)."""
+    from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+    from ray.serve.schema import ServeDeploySchema
+
+    ServeDeploySchema.model_validate(smoke)
+    for engine in engine_configs(smoke):
+        LLMConfig.model_validate(copy.deepcopy(engine))
+
+
+# The API allow-list shapes the cluster's endpoint, never the serve config; a stack file that has none yet (the
+# shipped ones: each user adds their own address) still builds the app, on a stand-in range that is never applied:
+# 192.88.99.0/24, the 6to4 relay anycast prefix RFC 7526 deprecated (an internet range, so the config accepts it).
+ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["192.88.99.0/24"]}
+# The certificate --api-key-auth stands in for: the documentation account (IAM's examples use 123456789012) and a
+# nil UUID, never an issued certificate.
+STAND_IN_ACCOUNT = "123456789012"
+STAND_IN_CERTIFICATE = "00000000-0000-0000-0000-000000000000"
+
+
+def serve_stack_config(
+    stack: str, settings: Mapping[str, str] | None = None, api_keys: tuple[str, ...] = ()
+) -> StackConfig:
+    """The stack's validated config for building the serve app, with `settings` changed (`--config`, as strings the
+    CLI would hand over); the allow-list stood in for where the file has none. With `api_keys`, the app is the one a
+    stack with an exposed endpoint emits: those keys as the secret serveApiKeys, the exposure and its certificate
+    stood in for (they shape the load balancer, never the serve config)."""
+    has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_file(stack).config
+    overrides: dict[str, Any] = {} if has_allow_list else dict(ALLOW_LIST_STAND_IN)
+    overrides.update({key: yaml.safe_load(value) for key, value in (settings or {}).items()})
+    if not api_keys:
+        return load_stack_config(overrides, stack=stack)
+    region = load_stack_config(overrides, stack=stack).region
+    overrides.update(
+        serveExposure="internal",
+        serveApiKeyAuth=True,
+        serveApiKeys=json.dumps(list(api_keys)),
+        serveCertificateArn=f"arn:aws:acm:{region}:{STAND_IN_ACCOUNT}:certificate/{STAND_IN_CERTIFICATE}",
+    )
+    return load_stack_config(overrides, stack=stack, secret_keys=(API_KEYS_SETTING,))
