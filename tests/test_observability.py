@@ -1,6 +1,6 @@
 """The metrics stack: pinned charts with values the real charts have, on the right nodes, the PodMonitors and
-rules valid against the prometheus-operator CRDs and selected by Prometheus, the Grafana outputs, the off switch,
-and room for it all on the system node."""
+rules valid against the prometheus-operator CRDs and selected by Prometheus, the Grafana outputs and the off switch
+(the room it takes on the system node: tests/test_day_two.py)."""
 
 from __future__ import annotations
 
@@ -272,60 +272,6 @@ def test_observability_off_declares_none_of_it():
     assert [r.name for r in run.of_type(RELEASE) if r.name in CHARTS] == []
     assert run.of_type(POD_MONITOR) == run.of_type(PROMETHEUS_RULE) == []
     assert not [key for key in run.outputs if "grafana" in key or "prometheus" in key]
-
-
-# One m7i.xlarge: 4 vCPUs less what the EKS AMI reserves for the kubelet (6% of the first core, 1% of the
-# second, 0.5% of each of the next two: 80m; awslabs/amazon-eks-ami, nodeadm kubelet config) = 3920m.
-M7I_XLARGE_ALLOCATABLE_MILLICPU = 4000 - 60 - 10 - 5 - 5
-# The EKS add-ons' pods on the node, by their manifests' requests: two CoreDNS replicas (100m each),
-# kube-proxy (100m), aws-node (vpc-cni, 25m).
-ADDON_MILLICPU = 2 * 100 + 100 + 25
-
-
-def _millicpu(quantity: str) -> int:
-    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
-
-
-def _requests(resources) -> int:
-    """CPU requests; a container with only a limit is given its limit as request (Kubernetes' defaulting)."""
-    return _millicpu((resources.get("requests") or resources["limits"])["cpu"])
-
-
-def _system_millicpu(run) -> int:
-    stack = _stack_values(run)
-    metrics = sum(
-        _requests(_at(stack, path)["resources"]) for path in SYSTEM_WORKLOADS if "resources" in _at(stack, path)
-    )
-    (rayservice,) = run.of_type("kubernetes:ray.io/v1:RayService")
-    cluster = rayservice.inputs["spec"]["rayClusterConfig"]
-    head = sum(_requests(c["resources"]) for c in cluster["headGroupSpec"]["template"]["spec"]["containers"])
-    autoscaler = _requests(cluster["autoscalerOptions"]["resources"]) if "autoscalerOptions" in cluster else 0
-    operator = _requests(run.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]["resources"])
-    return metrics + head + autoscaler + operator + ADDON_MILLICPU
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        {},
-        {
-            "serveAutoscaling": True,
-            **{
-                "prefillMaxReplicas": 2,
-                "decodeMaxReplicas": 2,
-                "prefillTargetOngoingRequests": 4,
-                "decodeTargetOngoingRequests": 4,
-            },
-        },
-    ],
-    ids=["default", "serveAutoscaling"],
-)
-def test_the_system_pods_fit_one_default_system_node(overrides):
-    """Everything the stack schedules on the system node group, metrics stack included, fits the default single
-    m7i.xlarge's allocatable CPU (the binding resource: memory leaves several GiB)."""
-    run = run_stack(overrides)
-    assert run.get("eks:index:ManagedNodeGroup", "system-nodes-system").inputs["scalingConfig"]["desiredSize"] == 1
-    assert _system_millicpu(run) <= M7I_XLARGE_ALLOCATABLE_MILLICPU
 
 
 AMP_WORKSPACE = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d/"

@@ -43,8 +43,16 @@ def test_operator_chart_is_pinned_from_the_kuberay_repo(dev):
 
 
 def test_operator_values_exist_in_the_real_chart(dev):
+    """`resources` is the container's ResourceRequirements as given: the chart renders `{{- with .Values.resources }}
+    resources: {{- toYaml . }}` (ray-project/kuberay helm-chart/kuberay-operator/templates/deployment.yaml), and its
+    values.yaml leaves `requests` commented out beside the `limits` it sets."""
     values = dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]
-    assert unknown_value_keys(values, chart_defaults("kuberay-operator")) == []
+    assert (
+        unknown_value_keys({k: v for k, v in values.items() if k != "resources"}, chart_defaults("kuberay-operator"))
+        == []
+    )
+    assert set(values["resources"]) <= {"requests", "limits"}
+    assert "resources" in chart_defaults("kuberay-operator")
 
 
 def test_operator_version_is_the_one_whose_schemas_are_checked(dev):

@@ -44,6 +44,7 @@ INSTANCE_TYPES = {
     # a GPU type without EFA, an EFA type without GPUs, and a type with neither
     "g6.xlarge": InstanceTypeFacts(4, 16384, 1, *L4, 0, 1, "Up to 10 Gigabit"),
     "c5n.18xlarge": InstanceTypeFacts(72, 196608, 0, "", 0, 1, 1, "100 Gigabit"),
+    "m7i.large": InstanceTypeFacts(2, 8192, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
     "m7i.xlarge": InstanceTypeFacts(4, 16384, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
     "m7i.2xlarge": InstanceTypeFacts(8, 32768, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
 }

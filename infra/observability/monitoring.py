@@ -24,6 +24,13 @@ from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
 from infra.observability.alerts import AlertArgs, prometheus_rule
 from infra.observability.dashboards import dashboard_config_maps
+from infra.settings.footprint import (
+    ALERTMANAGER_RESOURCES,
+    GRAFANA_RESOURCES,
+    KUBE_STATE_METRICS_RESOURCES,
+    PROMETHEUS_OPERATOR_RESOURCES,
+    PROMETHEUS_RESOURCES,
+)
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
@@ -67,15 +74,6 @@ RAY_CLUSTER_RELABELING = {
 KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
 KUBERAY_METRICS_PORT = "http"
 
-# What the metrics stack reserves on the system nodes (the chart sets no requests): 525m CPU and 2 GiB, so
-# the default stack, and the one with serveAutoscaling (the head's autoscaler sidecar), still fit one
-# m7i.xlarge (tests/test_observability.py adds up every system pod). CPU limits are left off: Prometheus may
-# burst while it compacts.
-PROMETHEUS_RESOURCES = {"requests": {"cpu": "300m", "memory": "1536Mi"}, "limits": {"memory": "3Gi"}}
-GRAFANA_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
-OPERATOR_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
-KUBE_STATE_METRICS_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
-ALERTMANAGER_RESOURCES = {"requests": {"cpu": "25m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
 # Prometheus keeps its TSDB in an emptyDir on the system node's 50 GiB root volume: bounded in size.
 RETENTION = "7d"
 RETENTION_SIZE = "10GB"
@@ -134,7 +132,7 @@ def stack_values(remote_write: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "prometheusOperator": {
             **on_system,
-            "resources": OPERATOR_RESOURCES,
+            "resources": PROMETHEUS_OPERATOR_RESOURCES,
             "admissionWebhooks": {"patch": dict(on_system)},
         },
         "prometheus": {

@@ -10,6 +10,7 @@ import pulumi
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
 from infra.components import Children, raise_input_errors, unmatched
+from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
 from infra.settings.scheduling import OPERATOR_NAMESPACE
 from infra.settings.table import SEMVER_PATTERN
 
@@ -25,8 +26,7 @@ class KubeRayOperatorArgs:
 
 def kuberay_values() -> dict[str, Any]:
     # The chart has no nodeSelector; the GPU taint already keeps the operator on the system nodes.
-    # Its default 100m CPU limit throttles reconciles while a model-sized RayService comes up.
-    return {"resources": {"limits": {"cpu": "500m", "memory": "512Mi"}}}
+    return {"resources": KUBERAY_OPERATOR_RESOURCES}
 
 
 class KubeRayOperator(pulumi.ComponentResource):

@@ -37,6 +37,7 @@ from infra.cluster.irsa import service_account_trust
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.serving.model_source import is_s3_uri
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
+from infra.settings.footprint import MIRROR_RESOURCES
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
@@ -57,7 +58,6 @@ CACHE_PREFIX = "models"
 MIRROR_TIMEOUT_SECONDS = 2 * 60 * 60
 # A failed pod is retried where it stopped: the script skips what is already in the bucket.
 MIRROR_BACKOFF_LIMIT = 6
-MIRROR_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
 # S3 bucket names: 3-63 characters (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 MAX_BUCKET_NAME = 63
 # The same rules: lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit.

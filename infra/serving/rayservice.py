@@ -9,6 +9,7 @@ import yaml
 from infra.serving import serve_auth
 from infra.serving.serve_config import build_serve_config, serve_app_args
 from infra.settings.config import StackConfig
+from infra.settings.footprint import HEAD_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.topology import worker_cpu, worker_memory_gib
 
@@ -26,8 +27,6 @@ HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 WORKER_GROUP = "gpu-workers"
-# The head only coordinates: it fits an m7i.xlarge (4 vCPU, 16 GiB) beside the system pods.
-HEAD_RESOURCES = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
 # With Serve autoscaling, KubeRay's in-tree autoscaler (a sidecar in the head pod) adds a worker pod when
 # replicas wait for GPUs and removes it once idle, within the worker group's minReplicas..maxReplicas.
 RAY_AUTOSCALER = {
@@ -35,7 +34,7 @@ RAY_AUTOSCALER = {
     "autoscalerOptions": {
         "upscalingMode": "Default",
         "idleTimeoutSeconds": 300,
-        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+        "resources": RAY_AUTOSCALER_RESOURCES,
     },
 }
 # vLLM moves tensors between processes through /dev/shm; the container default of 64 MiB is too small.

@@ -21,6 +21,7 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
+from infra.settings.footprint import system_node_load, system_node_problem
 from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
 from infra.settings.quantization import fp8_problems
 from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image, region_problem
@@ -681,6 +682,22 @@ def _system_node_type_problem(
     )
 
 
+def _system_node_room_problem(
+    cfg: StackConfig, describe_instance_type: Callable[[str], InstanceShape | None]
+) -> str | None:
+    """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them (a
+    type EC2 does not know, or a GPU type, is another check's to refuse)."""
+    if not INSTANCE_TYPE_PATTERN.fullmatch(cfg.system_node_type):
+        return None
+    shape = describe_instance_type(cfg.system_node_type)
+    if shape is None or shape.gpus:
+        return None
+    load = system_node_load(
+        observability=cfg.observability, serve_autoscaling=cfg.serve_autoscaling, model_cache=cfg.model_cache
+    )
+    return system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)
+
+
 def _capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
     if capacity_type != "capacity-block" or not serve_autoscaling:
         return None
@@ -894,5 +911,6 @@ def _relation_problems(
         *_model_fit_problems(cfg, values["kvBufferDevice"]),
         *_fp8_problems(cfg),
         None if region_problem(cfg.region) else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
+        None if region_problem(cfg.region) else _system_node_room_problem(cfg, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
     ]

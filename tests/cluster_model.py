@@ -1,0 +1,91 @@
+"""The running cluster's system node, modelled from what a stack run declares: every pod the stack and its charts
+place there (the Ray head and its autoscaler sidecar, the KubeRay operator, the metrics stack, the mirror Job), the
+EKS add-ons' pods, and the node group's nodes with what the EKS AMI leaves to pods. A day-two step says which of
+them run at once; `unplaced` says which would wait Pending.
+
+The stack's own answer to the same question is `infra.settings.footprint.system_node_load`, which `load_config`
+checks a system node type against; `tests/test_day_two.py` holds the two equal, so neither can drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infra.settings.footprint import EKS_ADDON_RESOURCES, Requests, allocatable, requests_of
+from tools.instance_type_facts import INSTANCE_TYPES
+from tools.offline import StackRun
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+JOB = "kubernetes:batch/v1:Job"
+SYSTEM_NODE_GROUP = ("eks:index:ManagedNodeGroup", "system-nodes-system")
+# kube-prometheus-stack's workloads on the system nodes, by their path in the chart's values.
+METRICS_WORKLOADS = {
+    "prometheus": ("prometheus", "prometheusSpec"),
+    "grafana": ("grafana",),
+    "prometheus-operator": ("prometheusOperator",),
+    "kube-state-metrics": ("kube-state-metrics",),
+    "alertmanager": ("alertmanager", "alertmanagerSpec"),
+}
+
+
+def _containers_ask(containers: list[dict]) -> Requests:
+    return sum((requests_of(container.get("resources", {})) for container in containers), Requests(0, 0))
+
+
+def _at(values: dict, path: tuple[str, ...]) -> dict:
+    for key in path:
+        values = values[key]
+    return values
+
+
+def declared_system_pods(run: StackRun) -> dict[str, Requests]:
+    """What the run's resources place on the system node, by pod, as the scheduler counts their requests."""
+    pods = {
+        f"{name}-{index}": requests_of(resources)
+        for name, (resources, replicas) in EKS_ADDON_RESOURCES.items()
+        for index in range(replicas)
+    }
+    operator = run.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]
+    pods["kuberay-operator"] = requests_of(operator["resources"])
+    (rayservice,) = run.of_type(RAYSERVICE)
+    cluster = rayservice.inputs["spec"]["rayClusterConfig"]
+    sidecar = [cluster["autoscalerOptions"]] if "autoscalerOptions" in cluster else []
+    pods["ray-head"] = _containers_ask(cluster["headGroupSpec"]["template"]["spec"]["containers"] + sidecar)
+    metrics = [r for r in run.of_type(RELEASE) if r.name == "observability-kube-prometheus-stack"]
+    for name, path in METRICS_WORKLOADS.items() if metrics else ():
+        pods[name] = requests_of(_at(metrics[0].inputs["values"], path).get("resources", {}))
+    for job in run.of_type(JOB):
+        pods[job.name.removeprefix("model-cache-").replace("mirror", "model-mirror")] = _containers_ask(
+            job.inputs["spec"]["template"]["spec"]["containers"]
+        )
+    return pods
+
+
+def system_nodes(run: StackRun) -> list[Requests]:
+    """The system node group's nodes, each with what the EKS AMI leaves to pods of its type's vCPUs and memory."""
+    group = run.get(*SYSTEM_NODE_GROUP).inputs
+    facts = INSTANCE_TYPES[group["instanceTypes"][0]]
+    # Pulumi hands numbers over the wire as floats
+    return [allocatable(facts.vcpus, facts.memory_mib)] * int(group["scalingConfig"]["desiredSize"])
+
+
+@dataclass(frozen=True)
+class Step:
+    """One `pulumi up` of a stack's life: the config it applies, and what runs on the system node meanwhile."""
+
+    name: str
+    overrides: dict
+    head_running: bool = True  # a Ray head from the step before is up (every step but the first deploy)
+    mirrors: bool = False  # the model changes, so the mirror Job runs (beside that head)
+
+
+def pods_during(run: StackRun, step: Step) -> dict[str, Requests]:
+    """The system pods that run at once during the step: the mirror Job only while it mirrors, and the old head
+    beside it (the RayService waits on the Job, so the old one is still up; a replaced one is deleted before its
+    successor is created, so there is never a second head)."""
+    pods = declared_system_pods(run)
+    if not step.mirrors:
+        pods.pop("model-mirror", None)
+    if not step.head_running and step.mirrors:
+        pods.pop("ray-head")
+    return pods

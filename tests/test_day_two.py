@@ -1,0 +1,84 @@
+"""A stack's life on its running cluster, step by step (tests/cluster_model.py): at each `pulumi up` every pod that
+runs on the system node at once finds room, and the config check that refuses a system node type
+(`infra.settings.footprint`) counts exactly what the stack declares."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.settings.config import ConfigError
+from infra.settings.footprint import system_node_load, unplaced
+from tests.cluster_model import Step, declared_system_pods, pods_during, system_nodes
+from tools.offline import run_stack
+
+AUTOSCALING = {
+    "serveAutoscaling": True,
+    "prefillMaxReplicas": 2,
+    "decodeMaxReplicas": 2,
+    "prefillTargetOngoingRequests": 4,
+    "decodeTargetOngoingRequests": 4,
+}
+OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
+LIFE = [
+    Step("first deploy", {}, head_running=False, mirrors=True),
+    Step("model change", {"modelSource": OTHER_MODEL}, mirrors=True),
+    Step("serve-only change", {"modelSource": OTHER_MODEL, "maxModelLen": 8192}),
+    Step(
+        "cluster-shape change",
+        {"modelSource": OTHER_MODEL, "maxModelLen": 8192, "decodeReplicas": 2, "gpuNodeCount": 3},
+    ),
+    Step("observability off", {"modelSource": OTHER_MODEL, "observability": False}),
+    Step("observability on again, model back", {}, mirrors=True),
+    Step("serve autoscaling on", AUTOSCALING),
+    Step(
+        "model change with autoscaling",
+        {**AUTOSCALING, "modelSource": OTHER_MODEL},
+        mirrors=True,
+    ),
+    Step("scale down, autoscaling off", {}, mirrors=True),
+]
+
+
+@pytest.mark.parametrize("step", LIFE, ids=lambda step: step.name)
+def test_every_system_pod_of_the_step_finds_room(step):
+    """The system node group is fixed-size (no autoscaler adds a system node): a pod without room waits Pending,
+    and the RayService (or `pulumi up` behind the mirror Job) waits with it until its timeout."""
+    run = run_stack(step.overrides)
+    assert unplaced(pods_during(run, step), system_nodes(run)) == []
+
+
+def test_a_model_change_runs_the_mirror_beside_the_running_head():
+    """The step that hung: on a running stack the head is up when the mirror Job starts."""
+    run = run_stack({"modelSource": OTHER_MODEL})
+    pods = pods_during(run, Step("model change", {}, mirrors=True))
+    assert {"ray-head", "model-mirror", "kuberay-operator", "prometheus"} <= set(pods)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, AUTOSCALING, {"observability": False}, {"modelCache": False}],
+    ids=["default", "serveAutoscaling", "no-observability", "no-cache"],
+)
+def test_the_config_check_counts_what_the_stack_declares(overrides):
+    run = run_stack(overrides)
+    load = system_node_load(
+        observability=overrides.get("observability", True),
+        serve_autoscaling=overrides.get("serveAutoscaling", False),
+        model_cache=overrides.get("modelCache", True),
+    )
+    assert declared_system_pods(run) == load
+
+
+def test_a_system_node_type_too_small_for_what_must_run_there_is_refused():
+    """m7i.large: 2 vCPUs (EC2 DescribeInstanceTypes), 1,930m left to pods, and the Ray head alone asks 2,000m."""
+    with pytest.raises(ConfigError) as refused:
+        run_stack({"systemNodeType": "m7i.large"})
+    message = str(refused.value)
+    assert "systemNodeType='m7i.large' with systemNodeCount=1 is too small" in message
+    assert "ray-head would find no room" in message
+
+
+def test_more_system_nodes_hold_what_one_small_node_cannot():
+    """Each pod needs one node with room; the head still needs a node that holds it alone."""
+    with pytest.raises(ConfigError, match="ray-head would find no room"):
+        run_stack({"systemNodeType": "m7i.large", "systemNodeCount": 3})
