@@ -12,6 +12,7 @@ from tests.conftest import EXPOSED_SECRET_KEYS, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
 from tests.schemas import kuberay_dir, rayservice_errors
 from tools.offline import run_stack
+from tools.project import PROJECT_DIR
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SERVICE = "kubernetes:core/v1:Service"
@@ -44,15 +45,16 @@ def test_operator_chart_is_pinned_from_the_kuberay_repo(dev):
 
 def test_operator_values_exist_in_the_real_chart(dev):
     """`resources` is the container's ResourceRequirements as given: the chart renders `{{- with .Values.resources }}
-    resources: {{- toYaml . }}` (ray-project/kuberay helm-chart/kuberay-operator/templates/deployment.yaml), and its
-    values.yaml leaves `requests` commented out beside the `limits` it sets."""
+    resources: {{- toYaml . }}` (vendor/kuberay-v1.4.0/kuberay-operator-deployment.yaml), and its values.yaml leaves
+    `requests` commented out beside the `limits` it sets."""
     values = dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]
     assert (
         unknown_value_keys({k: v for k, v in values.items() if k != "resources"}, chart_defaults("kuberay-operator"))
         == []
     )
     assert set(values["resources"]) <= {"requests", "limits"}
-    assert "resources" in chart_defaults("kuberay-operator")
+    template = (PROJECT_DIR / "vendor" / "kuberay-v1.4.0" / "kuberay-operator-deployment.yaml").read_text()
+    assert "{{- with .Values.resources }}\n          resources:\n            {{- toYaml . | nindent 12 }}" in template
 
 
 def test_operator_version_is_the_one_whose_schemas_are_checked(dev):
@@ -161,7 +163,7 @@ def test_the_kubernetes_provider_does_not_wait_on_the_rayservice(dev):
     the ServeRollout waits instead, and `pulumi.com/skipAwait` keeps the provider from a second, misleading wait
     (pulumi-kubernetes provider/pkg/metadata/overrides.go, SkipAwaitLogic)."""
     annotations = rayservice(dev)["metadata"]["annotations"]
-    assert annotations == {"pulumi.com/skipAwait": "true"}
+    assert annotations["pulumi.com/skipAwait"] == "true"
 
 
 def test_up_waits_for_the_rollout_as_long_as_configured(dev):

@@ -183,10 +183,16 @@ def build_rayservice(
         "metadata": {
             "name": cfg.ray_service_name,
             "namespace": cfg.namespace,
-            # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay 1.4.0's Ready condition stays
-            # true
-            # over a failed or still-old serve config, so the provider's own wait would report success at once.
-            "annotations": {"pulumi.com/skipAwait": "true"},
+            "annotations": {
+                # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay 1.4.0's Ready condition
+                # stays true over a failed or still-old serve config, so the provider's own wait would report success.
+                "pulumi.com/skipAwait": "true",
+                # Gone at once when replaced or destroyed, its RayCluster and pods deleted after it by the garbage
+                # collector: KubeRay 1.4.0 reconciles a RayService being deleted like any other, and once a foreground
+                # delete has removed its RayCluster it builds a new one (shouldPrepareNewCluster with no cluster left),
+                # which the delete then waits on in turn. KubeRay 1.6 skips a RayService being deleted.
+                "pulumi.com/deletionPropagationPolicy": "background",
+            },
         },
         "spec": {
             # A rayClusterConfig change replaces the RayService (infra/serving/serve_app.py); KubeRay must never start a
