@@ -81,8 +81,9 @@ class Step:
 
 def pods_during(run: StackRun, step: Step) -> dict[str, Requests]:
     """The system pods that run at once during the step: the mirror Job only while it mirrors, and the old head
-    beside it (the RayService waits on the Job, so the old one is still up; a replaced one is deleted before its
-    successor is created, so there is never a second head)."""
+    beside it (the RayService waits on the Job, so the old one is still up). A replaced RayService is deleted before
+    its successor is created, in the background: the new head may wait Pending while the old one terminates (its
+    grace period), never beside it, so one head is counted."""
     pods = declared_system_pods(run)
     if not step.mirrors:
         pods.pop("model-mirror", None)
