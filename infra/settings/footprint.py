@@ -12,6 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.settings.topology import (
+    EVICTION_HARD_MEMORY_MIB,
+    KUBE_RESERVED_MEMORY_BASE_MIB,
+    KUBE_RESERVED_MEMORY_PER_POD_MIB,
+    VM_MEMORY_OVERHEAD,
+    kube_reserved_cpu_millis,
+)
+
 # The Ray head only coordinates: it fits an m7i.xlarge (4 vCPU, 16 GiB) beside the system pods.
 HEAD_RESOURCES = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
 # KubeRay's in-tree autoscaler, a sidecar in the head pod with Serve autoscaling.
@@ -40,12 +48,11 @@ EKS_ADDON_RESOURCES = {
     "kube-proxy": ({"requests": {"cpu": "100m"}}, 1),
     "aws-node": ({"requests": {"cpu": "25m"}}, 1),
 }
-# awslabs/amazon-eks-ami, nodeadm internal/kubelet/config.go: kubeReserved memory is 11 MiB per pod the node may
-# run plus 255 MiB, and evictionHard memory.available 100Mi. The system types are ENI-limited well below 110 pods,
-# the cap amazon-eks-ami's max-pods-calculator.sh applies under 30 vCPUs: 110 bounds the reservation (an estimate
-# on the safe side; m7i.xlarge runs 58).
-MAX_PODS_BOUND = 110
-EVICTION_HARD_MEMORY_MIB = 100
+# The most pods a system node's kubelet is given, for its kube-reserved memory (infra/settings/topology.py has the
+# rest of nodeadm's reservation): Kubernetes' default maxPods, above the ENI-based limit of the small types a system
+# node uses (m7i.xlarge 58, m7i.large 29: awslabs/amazon-eks-ami nodeadm/internal/kubelet/eni-max-pods.txt); a type
+# with a higher limit has memory to spare. An estimate on the safe side.
+SYSTEM_MAX_PODS_BOUND = 110
 
 
 @dataclass(frozen=True)
@@ -84,13 +91,15 @@ def requests_of(resources: Mapping[str, Any]) -> Requests:
 
 
 def allocatable(vcpus: int, memory_mib: int) -> Requests:
-    """What the EKS AMI's kubelet leaves to pods (awslabs/amazon-eks-ami nodeadm internal/kubelet/config.go
-    getCPUMillicoresToReserve: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the rest;
-    memory as MAX_PODS_BOUND says). EC2's memory figure, a little above what the kernel leaves: an estimate."""
-    shares = [60, 10, 5, 5] + [2.5] * max(0, vcpus - 4)
-    reserved_cpu = sum(shares[:vcpus])
-    reserved_memory = 11 * MAX_PODS_BOUND + 255 + EVICTION_HARD_MEMORY_MIB
-    return Requests(vcpus * 1000 - round(reserved_cpu), memory_mib - reserved_memory)
+    """What the EKS AMI's kubelet leaves to pods on a system node, reserved as infra/settings/topology.py reserves it
+    for a GPU node (nodeadm's kube-reserved CPU and memory, the eviction threshold, the VM's memory overhead)."""
+    capacity_mib = memory_mib * (1 - VM_MEMORY_OVERHEAD)
+    reserved_mib = (
+        KUBE_RESERVED_MEMORY_BASE_MIB
+        + KUBE_RESERVED_MEMORY_PER_POD_MIB * SYSTEM_MAX_PODS_BOUND
+        + EVICTION_HARD_MEMORY_MIB
+    )
+    return Requests(vcpus * 1000 - kube_reserved_cpu_millis(vcpus), int(capacity_mib - reserved_mib))
 
 
 def system_node_load(*, observability: bool, serve_autoscaling: bool, model_cache: bool) -> dict[str, Requests]:
