@@ -14,7 +14,7 @@ import pytest
 
 from infra.settings.config import API_ALLOW_LIST_COMMAND
 from tests.conftest import rejection
-from tools.offline import load_stack_config
+from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import declared_config
 
 # 41 distinct /32s of one public /24: one more than EKS takes.
@@ -402,3 +402,55 @@ def test_a_gpu_type_as_the_system_node_type_is_refused(instance_type):
     (problem,) = rejection({"systemNodeType": instance_type}).problems
     assert problem.startswith(f"systemNodeType={instance_type!r} is invalid: it has")
     assert "NVIDIA GPU(s)" in problem
+
+
+# --- a namespace the stack creates for another of its parts ---
+
+AUTOSCALING = {
+    "serveAutoscaling": True,
+    "prefillMaxReplicas": 2,
+    "decodeMaxReplicas": 2,
+    "prefillTargetOngoingRequests": 4,
+    "decodeTargetOngoingRequests": 4,
+}
+
+
+def created_namespaces(run: StackRun) -> set[str]:
+    """Every namespace the run creates or installs into: Namespace objects and the Helm releases' namespaces."""
+    return {r.inputs["metadata"]["name"] for r in run.of_type("kubernetes:core/v1:Namespace")} | {
+        r.inputs["namespace"] for r in run.of_type("kubernetes:helm.sh/v3:Release")
+    }
+
+
+def test_every_namespace_the_stack_creates_is_refused_as_the_rayservice_namespace():
+    """With every part on (dev's observability and model cache, autoscaling's Cluster Autoscaler), each namespace
+    the program declares or installs a chart into, but the RayService's own, is refused as `namespace`: a
+    Namespace object's name is unique in the cluster, so a second create of it fails ("Each object in your cluster
+    has a Name that is unique for that type of resource",
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/), and deleting a namespace deletes
+    everything in it ("This deletes everything under the namespace!",
+    https://kubernetes.io/docs/tasks/administer-cluster/namespaces/#deleting-a-namespace)."""
+    others = created_namespaces(run_stack(AUTOSCALING)) - {"inference"}
+    assert {"kuberay-system", "monitoring", "model-cache", "kube-system"} <= others
+    for namespace in sorted(others):
+        problems = rejection({**AUTOSCALING, "namespace": namespace}).problems
+        assert [p for p in problems if p.startswith(f"namespace={namespace!r} is invalid")], (namespace, problems)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "owner"),
+    [
+        ("monitoring", "it is the metrics stack's (observability: the kube-prometheus-stack and dcgm-exporter"),
+        ("model-cache", "it is the model cache's (modelCache with a Hugging Face modelSource: the mirror Job's"),
+    ],
+)
+def test_a_namespace_of_another_part_names_that_part_and_what_is_allowed(namespace, owner):
+    (problem,) = rejection({"namespace": namespace}).problems
+    assert problem.startswith(f"namespace={namespace!r} is invalid: {owner}")
+    assert problem.endswith("allowed is a namespace of its own such as 'inference'")
+
+
+def test_the_metrics_namespace_is_refused_with_observability_off():
+    """Turning observability on later would then create it a second time, mid-deploy."""
+    (problem,) = rejection({"namespace": "monitoring", "observability": False}).problems
+    assert problem.startswith("namespace='monitoring' is invalid: it is the metrics stack's")

@@ -31,13 +31,13 @@ from infra.settings.footprint import (
     PROMETHEUS_OPERATOR_RESOURCES,
     PROMETHEUS_RESOURCES,
 )
+from infra.settings.namespaces import MONITORING_NAMESPACE as NAMESPACE
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
 # NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").
 DCGM_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
-NAMESPACE = "monitoring"
 STACK_RELEASE = "kube-prometheus-stack"
 RELEASE_LABEL = {"release": STACK_RELEASE}
 # The Grafana subchart's Service: `<release>-grafana`, port 80 (grafana-community/helm-charts charts/grafana

@@ -38,10 +38,10 @@ from infra.components import NAMESPACE_NAME, Children, problem, raise_input_erro
 from infra.serving.model_source import is_s3_uri
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
+from infra.settings.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
-NAMESPACE = "model-cache"
 MIRROR_SERVICE_ACCOUNT = "model-mirror"
 # The GPU workers' service account, in the serving namespace: read-only on the model's prefix.
 READER_SERVICE_ACCOUNT = "model-reader"

@@ -23,6 +23,7 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.footprint import system_node_load, system_node_problem
 from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
+from infra.settings.namespaces import CREATED_NAMESPACES
 from infra.settings.quantization import fp8_problems
 from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image, region_problem
 from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
@@ -908,9 +909,28 @@ def _relation_problems(
         _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
         _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
+        _created_namespace_problem(cfg.namespace),
         *_model_fit_problems(cfg, values["kvBufferDevice"]),
         *_fp8_problems(cfg),
         None if region_problem(cfg.region) else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
         None if region_problem(cfg.region) else _system_node_room_problem(cfg, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
     ]
+
+
+# --- values the checks above let through but a reader, a cluster or a later change would take otherwise ---
+
+
+def _created_namespace_problem(namespace: str) -> str | None:
+    """The RayService's namespace is a Namespace object of the program's, deleted on destroy with all it holds; a
+    namespace the stack also creates would be created twice (the second create fails: a name is unique per kind,
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/) or, created first, take the other
+    part's objects with it on destroy. Refused whether or not that part is on now: turning it on later would fail
+    mid-deploy, and moving the RayService then replaces it."""
+    owner = CREATED_NAMESPACES.get(namespace)
+    if owner is None:
+        return None
+    return (
+        f"namespace={namespace!r} is invalid: it is {owner}, and the program creates (and on destroy deletes) the "
+        "namespace it names; allowed is a namespace of its own such as 'inference'"
+    )

@@ -547,7 +547,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "namespace",
             Text(DNS_LABEL_PATTERN, DNS_LABEL_ALLOWED),
             "inference",
-            "Kubernetes namespace of the RayService.",
+            "Kubernetes namespace of the RayService; not one the stack creates for another part (kuberay-system, "
+            "monitoring, model-cache).",
             feeds="namespace",
             effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
         ),
