@@ -454,3 +454,39 @@ def test_the_metrics_namespace_is_refused_with_observability_off():
     """Turning observability on later would then create it a second time, mid-deploy."""
     (problem,) = rejection({"namespace": "monitoring", "observability": False}).problems
     assert problem.startswith("namespace='monitoring' is invalid: it is the metrics stack's")
+
+
+# --- integers: only the number's own text ---
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "value"),
+    [
+        ("maxModelLen", "4_096", 4096),
+        ("prefillReplicas", "+1", 1),
+        ("maxAzs", " 3", 3),
+        ("maxAzs", "3\n", 3),
+        ("gpuRootVolumeGiB", "0200", 200),
+        ("decodeMaxNumSeqs", "\u0663\u0662", 32),  # Arabic-Indic digits
+        ("prefillMaxNumSeqs", "00", 0),
+    ],
+)
+def test_an_integer_in_a_form_python_reads_but_is_not_its_own_text_is_refused(key, raw, value):
+    """The reader takes int(), as pulumi.Config.get_int does (pulumi 3.272 `pulumi/config.py` `_get_int`:
+    `return int(v)`), and int() allows whitespace around the number, a sign, '_' between digits and any Unicode
+    decimal digit (https://docs.python.org/3/library/functions.html#int). Such a text would reach the plan and the
+    rollout's record of settings as typed, and the same text is another number to the CLI in the stack file
+    (tools/stack_yaml.py: Go's ParseInt with base 0 reads an unquoted 0200 as octal 128)."""
+    (problem,) = rejection({key: raw}).problems
+    assert problem.startswith(f"{key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value}")
+
+
+@pytest.mark.parametrize("raw", ["0x3", "3.0", "+9"])
+def test_an_integer_int_refuses_or_out_of_bounds_is_reported_once_by_its_bounds(raw):
+    (problem,) = rejection({"maxAzs": raw}).problems
+    assert problem.startswith(f"maxAzs={raw!r} is invalid: allowed is an integer from 2 to 7")
+
+
+def test_integers_in_plain_decimal_digits_are_taken_as_numbers():
+    cfg = load_stack_config({"maxModelLen": "4096", "prefillMaxNumSeqs": "0", "maxAzs": "2"})
+    assert (cfg.max_model_len, cfg.prefill.max_num_seqs, cfg.max_azs) == (4096, None, 2)

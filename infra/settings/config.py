@@ -836,6 +836,7 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
         _ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
         _latest_image_problem(values["dlcImage"]),
+        *_integer_form_problems(config),
     ]
 
 
@@ -919,6 +920,36 @@ def _relation_problems(
 
 
 # --- values the checks above let through but a reader, a cluster or a later change would take otherwise ---
+
+# An integer as plain ASCII decimal digits. The reader takes Python's int(), as pulumi.Config.get_int does
+# (pulumi/config.py `_get_int`: `return int(v)`), and int() also reads '4_096', '+3', ' 3', '03' and other
+# scripts' digits; the plan and the change history would then show the text, not the number, and the same
+# text in the stack file is read otherwise by the CLI (tools/stack_yaml.py: an unquoted 010 is octal 8).
+CANONICAL_INTEGER = re.compile(r"(0|[1-9][0-9]*)\Z")
+
+
+def _integer_form_problems(config: pulumi.Config) -> list[str]:
+    """An integer setting written in a form int() takes but that is not the number's own text; a value int()
+    refuses, or one out of bounds, is already reported by the reader."""
+    problems = []
+    for setting in SETTINGS:
+        kind = setting.kind
+        if not isinstance(kind, Integer):
+            continue
+        raw = config.get(setting.key)
+        if raw is None or CANONICAL_INTEGER.fullmatch(raw):
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            continue
+        if value < kind.minimum or (kind.maximum is not None and value > kind.maximum):
+            continue
+        problems.append(
+            f"{setting.key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value} (no "
+            "sign, '_', space, leading zero or non-ASCII digit, which Python reads but the plan would show as typed)"
+        )
+    return problems
 
 
 def _created_namespace_problem(namespace: str) -> str | None:
