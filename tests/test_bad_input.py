@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pulumi
 import pytest
 
 from infra.settings.config import API_ALLOW_LIST_COMMAND
@@ -490,3 +491,35 @@ def test_an_integer_int_refuses_or_out_of_bounds_is_reported_once_by_its_bounds(
 def test_integers_in_plain_decimal_digits_are_taken_as_numbers():
     cfg = load_stack_config({"maxModelLen": "4096", "prefillMaxNumSeqs": "0", "maxAzs": "2"})
     assert (cfg.max_model_len, cfg.prefill.max_num_seqs, cfg.max_azs) == (4096, None, 2)
+
+
+# --- warned, not refused: values that change nothing the stack declares ---
+
+
+@pytest.fixture
+def warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the program passes to pulumi.log.warn, which `pulumi preview` shows as a warning."""
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: said.append(message))
+    return said
+
+
+@pytest.mark.parametrize("key", ["apiPublicAccessCidrs", "serveSourceCidrs"])
+def test_a_cidr_inside_another_of_its_list_is_warned_naming_both(key, warnings):
+    """Two CIDR prefixes either share no address or one holds the other (a prefix is one aligned block, RFC 4632
+    section 3.1), and each list admits the union of its ranges: EKS's publicAccessCidrs are "The CIDR blocks that
+    are allowed access" (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html), a
+    Service's loadBalancerSourceRanges "the specified client IPs"
+    (https://kubernetes.io/docs/reference/kubernetes-api/service-resources/service-v1/). The inner range admits
+    nothing more: harmless, so warned; it is taken as given."""
+    cidrs = ["100.24.10.0/24", "100.25.0.0/16", "100.24.0.0/16"]
+    cfg = load_stack_config({key: cidrs})
+    assert getattr(cfg, ALLOW_LIST_FIELD[key]) == tuple(cidrs)
+    (warning,) = [w for w in warnings if w.startswith(f"{key}[")]
+    assert warning.startswith(f"{key}[0]='100.24.10.0/24' lies inside {key}[2]='100.24.0.0/16'")
+    assert "allowed and meant is each range once, none inside another" in warning
+
+
+def test_disjoint_cidrs_are_not_warned(warnings):
+    load_stack_config({"apiPublicAccessCidrs": ["100.24.10.0/24", "100.24.11.0/24", "100.25.0.0/16"]})
+    assert warnings == []

@@ -47,6 +47,8 @@ from infra.settings.table import (
     Setting,
     StringList,
     Text,
+    client_cidr,
+    internet_client_cidr,
     ipv4_network,
 )
 from infra.settings.topology import Topology, node_count_problem, topology_problems
@@ -819,6 +821,7 @@ def load_config(
         *unknown_key_problems(settings, config.name, PROJECT_KEYS),
         *provider_value_problems(settings),
     ]
+    _warn(_nested_cidr_warnings(cfg.settings))
     if read.problems:
         raise ConfigError(read.problems)
     return cfg
@@ -965,3 +968,47 @@ def _created_namespace_problem(namespace: str) -> str | None:
         f"namespace={namespace!r} is invalid: it is {owner}, and the program creates (and on destroy deletes) the "
         "namespace it names; allowed is a namespace of its own such as 'inference'"
     )
+
+
+def _warn(messages: list[str]) -> None:
+    for message in messages:
+        pulumi.log.warn(message)
+
+
+# The list settings of CIDRs: each admits the union of its ranges (EKS publicAccessCidrs, the Service's
+# loadBalancerSourceRanges).
+CIDR_LIST_SETTINGS = tuple(
+    setting.key
+    for setting in SETTINGS
+    if isinstance(setting.kind, StringList) and setting.kind.item in (client_cidr, internet_client_cidr)
+)
+
+
+def _nested_cidr_warnings(settings: Mapping[str, str]) -> list[str]:
+    """A range inside another of the same list: two CIDR blocks that overlap at all are one inside the other. The
+    list admits the union, so the inner one changes nothing (a warning, not a refusal: nothing is admitted that the
+    list does not say), but it is usually a slip: a wider range than meant, or a range listed twice. An exact
+    repeat is refused by the reader."""
+    warnings = []
+    for key in CIDR_LIST_SETTINGS:
+        networks = _cidr_items(settings[key])
+        for index, network in networks.items():
+            outer = next((i for i, other in networks.items() if i != index and network.subnet_of(other)), None)
+            if outer is not None and networks[outer] != network:
+                warnings.append(
+                    f"{key}[{index}]={str(network)!r} lies inside {key}[{outer}]={str(networks[outer])!r}: the list "
+                    "admits the union of its ranges, so it adds nothing; allowed and meant is each range once, none "
+                    f"inside another: drop {key}[{index}], or narrow {key}[{outer}] if it admits more than you meant"
+                )
+    return warnings
+
+
+def _cidr_items(raw: str) -> dict[int, ipaddress.IPv4Network]:
+    """The list's well-formed items by their index as typed (a bad one is the reader's problem)."""
+    networks = {}
+    for index, text in enumerate(json_string_list(raw or "[]") or []):
+        try:
+            networks[index] = ipv4_network(text)
+        except ValueError:
+            continue
+    return networks
