@@ -13,8 +13,8 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from infra.settings.config import API_ALLOW_LIST_COMMAND
-from tests.conftest import rejection
+from infra.settings.config import API_ALLOW_LIST_COMMAND, SECRET_SETTINGS
+from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, OPERATOR_CERTIFICATE, OPERATOR_CIDRS, rejection
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import declared_config
 
@@ -523,3 +523,93 @@ def test_a_cidr_inside_another_of_its_list_is_warned_naming_both(key, warnings):
 def test_disjoint_cidrs_are_not_warned(warnings):
     load_stack_config({"apiPublicAccessCidrs": ["100.24.10.0/24", "100.24.11.0/24", "100.25.0.0/16"]})
     assert warnings == []
+
+
+CERTIFICATE = OPERATOR_CERTIFICATE.format(region="sa-east-1")
+# (overrides, the ignored key, the setting it acts under as the warning names it); dev has serveExposure none,
+# observability and modelCache on, serveAutoscaling off, a validated kuberayVersion.
+IGNORED = [
+    pytest.param({"serveCertificateArn": CERTIFICATE}, "serveCertificateArn", "serveExposure='none'", id="cert"),
+    pytest.param({"serveApiKeys": API_KEYS}, "serveApiKeys", "serveExposure='none'", id="keys"),
+    pytest.param({"serveSourceCidrs": OPERATOR_CIDRS}, "serveSourceCidrs", "serveExposure='none'", id="sources"),
+    pytest.param({"serveApiKeyAuth": False}, "serveApiKeyAuth", "serveExposure='none'", id="auth-off"),
+    pytest.param(
+        {"observability": False, "ttftP99ObjectiveMs": 500}, "ttftP99ObjectiveMs", "observability=false", id="ttft"
+    ),
+    pytest.param(
+        {"observability": False, "kubePrometheusStackVersion": "88.0.0"},
+        "kubePrometheusStackVersion",
+        "observability=false",
+        id="prometheus-chart",
+    ),
+    pytest.param(
+        {"observability": False, "dcgmExporterVersion": "4.8.1"},
+        "dcgmExporterVersion",
+        "observability=false",
+        id="dcgm-chart",
+    ),
+    pytest.param(
+        {"clusterAutoscalerVersion": "9.58.0"}, "clusterAutoscalerVersion", "serveAutoscaling=false", id="ca-chart"
+    ),
+    pytest.param(
+        {"modelCache": False, "modelCacheRetainOnDestroy": True},
+        "modelCacheRetainOnDestroy",
+        "modelCache=false",
+        id="retain",
+    ),
+    pytest.param(
+        {"allowUnvalidatedKuberayVersion": True},
+        "allowUnvalidatedKuberayVersion",
+        "kuberayVersion='1.4.0'",
+        id="allow-unvalidated",
+    ),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "switch"), IGNORED)
+def test_a_setting_the_chosen_mode_ignores_is_warned(overrides, key, switch, warnings):
+    """infra/stack.py declares the serve load balancer only when serveExposure is not none (and the keys only with
+    it: StackConfig.serve_api_key_auth), the metrics stack only with observability, the Cluster Autoscaler only
+    with serveAutoscaling, the model cache's bucket only with modelCache (infra/preflight/checks.py
+    mirrors_model); allowUnvalidatedKuberayVersion matters only for a version outside VALIDATED_KUBERAY_VERSIONS."""
+    load_stack_config(overrides, secret_keys=EXPOSED_SECRET_KEYS)
+    (warning,) = [w for w in warnings if w.startswith(f"{key}=")]
+    assert f"is ignored with {switch}:" in warning
+    assert "allowed and meant is" in warning
+    if key in SECRET_SETTINGS:
+        assert all(api_key not in warning for api_key in API_KEYS)
+
+
+def what_is_declared(run: StackRun) -> list[tuple[str, str, str]]:
+    """Each resource with its inputs, but the rollout's record of every setting as read (`changes`), which holds
+    the ignored value too."""
+    return sorted(
+        (r.type, r.name, json.dumps({k: v for k, v in r.inputs.items() if k != "changes"}, sort_keys=True, default=str))
+        for r in run.resources
+    )
+
+
+@pytest.mark.parametrize(("overrides", "key", "switch"), IGNORED)
+def test_a_warned_value_changes_nothing_the_stack_declares(overrides, key, switch):
+    """What makes these a warning and not a refusal: the program declares the same resources with the value as
+    without it."""
+    without = {k: v for k, v in overrides.items() if k != key}
+    assert what_is_declared(run_stack(overrides, secret_keys=EXPOSED_SECRET_KEYS)) == what_is_declared(
+        run_stack(without)
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        pytest.param(
+            {"observability": False, "ampWorkspaceUrl": EXAMPLES["ampWorkspaceUrl"]}, "ampWorkspaceUrl=", id="amp"
+        ),
+        pytest.param({"prefillMaxReplicas": 2}, "prefillMaxReplicas=2, prefillTargetOngoingRequests=0", id="max"),
+    ],
+)
+def test_an_ignored_value_that_states_an_outcome_is_refused_not_warned(overrides, refused):
+    """The other class, kept: a workspace that would receive no metrics, a side that would never scale, fail
+    without a word where they are noticed, so they are refused."""
+    (problem,) = rejection(overrides).problems
+    assert problem.startswith(refused)

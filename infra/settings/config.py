@@ -39,6 +39,7 @@ from infra.settings.table import (
     PROJECT_KEYS,
     SEMVER_PATTERN,
     SETTINGS,
+    SETTINGS_BY_KEY,
     Boolean,
     Choice,
     Integer,
@@ -821,7 +822,7 @@ def load_config(
         *unknown_key_problems(settings, config.name, PROJECT_KEYS),
         *provider_value_problems(settings),
     ]
-    _warn(_nested_cidr_warnings(cfg.settings))
+    _warn([*_nested_cidr_warnings(cfg.settings), *_ignored_setting_warnings(cfg, values)])
     if read.problems:
         raise ConfigError(read.problems)
     return cfg
@@ -1012,3 +1013,69 @@ def _cidr_items(raw: str) -> dict[int, ipaddress.IPv4Network]:
         except ValueError:
             continue
     return networks
+
+
+# Settings that act only under another setting's value, by that setting: (the value that switches them off, why
+# nothing reads them then, the values that switch them on, the settings). With the other setting off, nothing is
+# built for them, so the value is harmless and takes effect when it is switched on: warned, not refused (a stack
+# can turn its endpoint off and on again without re-entering its secrets). A value that states an outcome the user
+# would miss without a word is refused instead, by its own rule: ampWorkspaceUrl (a workspace that receives no
+# metrics), <side>MaxReplicas and <side>TargetOngoingRequests (a side that never scales).
+SWITCHED_OFF = {
+    "serveExposure": (
+        "none",
+        "no load balancer is built, and inside the cluster the serve Service asks no key",
+        "internal or internet-facing",
+        ("serveApiKeys", "serveCertificateArn", "serveSourceCidrs", "serveApiKeyAuth"),
+    ),
+    "observability": (
+        False,
+        "the metrics stack is not installed",
+        "true",
+        ("kubePrometheusStackVersion", "dcgmExporterVersion", "ttftP99ObjectiveMs"),
+    ),
+    "serveAutoscaling": (False, "the Cluster Autoscaler is not installed", "true", ("clusterAutoscalerVersion",)),
+    "modelCache": (False, "the stack makes no bucket", "true", ("modelCacheRetainOnDestroy",)),
+}
+
+
+def _ignored_setting_warnings(cfg: StackConfig, values: Mapping[str, Any]) -> list[str]:
+    """Each setting given a value other than its default while the setting it acts under switches it off."""
+    warnings = []
+    for switch, (off, why, on, keys) in SWITCHED_OFF.items():
+        if values[switch] != off:
+            continue
+        for key in keys:
+            if _differs_from_default(key, values[key]):
+                warnings.append(
+                    f"{_assignment(key, cfg.settings)} is ignored with {_assignment(switch, cfg.settings)}: {why}; "
+                    f"allowed and meant is the default ({_default_text(key)}) until {switch} is {on}"
+                )
+    if values["allowUnvalidatedKuberayVersion"] and cfg.kuberay_version in VALIDATED_KUBERAY_VERSIONS:
+        warnings.append(
+            f"allowUnvalidatedKuberayVersion=true is ignored with kuberayVersion={cfg.kuberay_version!r}: that "
+            "release is validated; allowed and meant is false, so that a later unvalidated version is refused"
+        )
+    return warnings
+
+
+def _differs_from_default(key: str, value: Any) -> bool:
+    default = SETTINGS_BY_KEY[key].default
+    if isinstance(default, list):
+        return tuple(value) != tuple(default)
+    if default == "":
+        return bool(value)
+    return bool(value != default)
+
+
+def _assignment(key: str, settings: Mapping[str, str]) -> str:
+    """`key=value` as the other messages write it: a string or list quoted, a boolean or integer bare."""
+    kind = SETTINGS_BY_KEY[key].kind
+    return f"{key}={settings[key]}" if isinstance(kind, Boolean | Integer) else f"{key}={settings[key]!r}"
+
+
+def _default_text(key: str) -> str:
+    default = SETTINGS_BY_KEY[key].default
+    if isinstance(default, bool):
+        return str(default).lower()
+    return "empty" if default in ("", []) else str(default)
