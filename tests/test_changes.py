@@ -152,7 +152,7 @@ def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the
     variables: "If a container already consumes a Secret in an environment variable, a Secret update will not be
     seen by the container unless it is restarted")."""
     first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
-    second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",))
+    second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",), existing=first)
     assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
     # The workers' Secret, and the model mirror's own (infra/serving/model_cache.py): the mirror Job has run already.
     assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {
