@@ -93,14 +93,25 @@ class Reader:
         return self.pod_list
 
 
+# More polls than any wait here makes (the longest: an hour at 10 s): a wait that never ends fails, not hangs.
+MAX_POLLS = 1000
+
+
 class Clock:
+    """Time that passes only when the wait sleeps, so a wait of an hour takes no time; a wait that polls on past
+    MAX_POLLS fails the test instead of spinning forever."""
+
     def __init__(self) -> None:
         self.now = 0.0
+        self.polls = 0
 
     def __call__(self) -> float:
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        self.polls += 1
+        if self.polls > MAX_POLLS:
+            raise AssertionError(f"the wait polled {MAX_POLLS} times and did not end")
         self.now += seconds
 
 
@@ -205,6 +216,33 @@ def test_a_deployment_short_of_its_replicas_is_waited_for(applications):
     assert serve_verdict(details, applications).state == WAITING
 
 
+def test_a_healthy_deployment_short_of_its_running_replicas_is_waited_for(applications):
+    """Serve writes a deployment's status only at transitions: once HEALTHY it skips the check while it is steady
+    (ray/serve/_private/deployment_state.py `check_curr_status`: "Fast path… status is already HEALTHY"), and it moves
+    replicas without leaving HEALTHY (`_in_transition = True` after stopping stale replicas, no status transition).
+    So the replicas are counted: one RUNNING of a target of two is not the applied config running."""
+    details = serve_details(applications[0], deployments=(("Decode", "HEALTHY", 1, 2, ""),))
+    ServeInstanceDetails.model_validate(details)
+    verdict = serve_verdict(details, applications)
+    assert verdict.state == WAITING
+    assert "deployment Decode HEALTHY, 1/2 replicas running" in verdict.message
+
+
+def test_an_autoscaling_side_below_its_minimum_is_waited_for(applications):
+    """An autoscaling deployment counts at its `min_replicas` (DeploymentDetails.deployment_config.autoscaling_config,
+    Ray 2.58 ray/serve/schema.py): UPSCALING with none of them RUNNING yet (a replica waiting on a new GPU node) is not
+    the applied config running."""
+    details = serve_details(applications[0], deployments=(("Decode", "UPSCALING", 0, 1, ""),))
+    details["applications"]["ray-llm"]["deployments"]["Decode"]["deployment_config"] = {
+        "name": "Decode",
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 8},
+    }
+    ServeInstanceDetails.model_validate(details)
+    verdict = serve_verdict(details, applications)
+    assert verdict.state == WAITING
+    assert "deployment Decode UPSCALING, 0/1 replicas running" in verdict.message
+
+
 @pytest.mark.parametrize(("status", "state"), [("DEPLOY_FAILED", FAILED), ("UNHEALTHY", UNHEALTHY)])
 def test_a_failed_application_is_judged_with_serves_own_words(applications, status, state):
     """Measured: a broken model source reached DEPLOY_FAILED and stayed there, every request 503
@@ -274,6 +312,16 @@ def test_the_deadline_names_what_was_missing_and_the_pods_that_cannot_be_placed(
         "not ready after 5 minutes (serveReadyTimeoutMinutes): Ray's dashboard on RayCluster ray-llm-abcde"
     )
     assert f"pod ray-llm-w-1: {INSUFFICIENT_GPU}" in message
+
+
+def test_a_wait_that_never_sees_the_config_run_ends_at_its_deadline(dev, applications):
+    """`serveReadyTimeoutMinutes` bounds `pulumi up`: a RayService whose app never runs fails it after exactly that
+    long (10 minutes here, polled every 10 s), never waits on."""
+    clock = Clock()
+    reader = Reader([(live(dev, generation=2, observed=1), None)])
+    with pytest.raises(RolloutFailed, match="not ready after 10 minutes"):
+        await_rollout(reader, applications, timeout_s=600, poll_s=10, clock=clock, sleep=clock.sleep)
+    assert (clock.now, clock.polls) == (600, 60)
 
 
 def test_a_first_deploy_that_fails_fails_at_once(dev, applications):
