@@ -659,3 +659,14 @@ def test_a_cluster_spec_change_gives_the_rollout_a_new_rayservice_uid(dev):
     changed = run_stack({"dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2"}, existing=dev)
     uid = "rayserviceUid"
     assert changed.get(ROLLOUT, "serving-rollout").inputs[uid] != dev.get(ROLLOUT, "serving-rollout").inputs[uid]
+
+
+def test_the_rollback_hint_tells_an_in_place_rollback_from_a_replacements(applications):
+    """A serve-config change keeps the cluster, and KubeRay sends a changed `serveConfigV2` to it in place
+    (../shared/notes/kuberay-1.4-updates-and-waits.md); a cluster-spec change deleted the old RayService and its
+    cluster before creating the new one (`deleteBeforeReplace`, test_a_cluster_spec_change_replaces_the_rayservice),
+    so what a failed deploy says must not promise the in-place rollback to a replaced one."""
+    failed = serve_details(applications[0], status="DEPLOY_FAILED", message=FAILED_MESSAGE)
+    message = serve_verdict(failed, applications).message
+    assert "KubeRay sends the previous config to the running cluster" in message
+    assert "the rollback replaces it again, another delete and a cold start" in message
