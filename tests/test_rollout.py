@@ -670,3 +670,12 @@ def test_the_rollback_hint_tells_an_in_place_rollback_from_a_replacements(applic
     message = serve_verdict(failed, applications).message
     assert "KubeRay sends the previous config to the running cluster" in message
     assert "the rollback replaces it again, another delete and a cold start" in message
+
+
+def test_an_older_stacks_rollout_state_without_the_uid_waits_once(dev):
+    """A rollout stored before the uid input has no `rayserviceUid`; the provider's diff compares every input but the
+    credential and its code, so the first `pulumi up` after the upgrade waits for the running app once (it is already
+    RUNNING, so the wait ends at its first poll), and the stored state then holds the uid."""
+    news = dev.get(ROLLOUT, "serving-rollout").inputs
+    older = {key: value for key, value in news.items() if key != "rayserviceUid"}
+    assert ServeRolloutProvider().diff("inference/ray-llm", older, news).changes
