@@ -152,7 +152,7 @@ def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the
     variables: "If a container already consumes a Secret in an environment variable, a Secret update will not be
     seen by the container unless it is restarted")."""
     first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
-    second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",))
+    second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",), existing=first)
     assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
     # The workers' Secret, and the model mirror's own (infra/serving/model_cache.py): the mirror Job has run already.
     assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {
@@ -223,3 +223,26 @@ def test_exposing_the_endpoint_replaces_the_rayservice_for_its_keys(dev):
     run = run_stack(exposed(), secret_keys=EXPOSED_SECRET_KEYS)
     assert rayservice(run)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
     assert RAYSERVICE_REPLACED in CHANGE_EFFECTS["serveExposure"]
+
+
+def test_a_replacement_is_said_to_be_a_full_outage_rolled_back_by_another_cold_start(dev):
+    """The RayService is replaced delete-first (infra/serving/serve_app.py `delete_before_replace=True`, Pulumi's
+    deleteBeforeReplace: "the old resource is deleted before the new one is created"), so it cannot keep serving with
+    the replicas the stack has, and a failure leaves nothing to go back to in place."""
+    assert dev.get(RAYSERVICE, "serving-rayservice").delete_before_replace
+    assert RAYSERVICE_REPLACED.keeps_serving.startswith("no: a full outage")
+    assert "another delete and a cold start" in RAYSERVICE_REPLACED.if_it_fails
+
+
+def test_a_serve_config_change_is_said_to_roll_back_in_place():
+    """With one replica a side Serve stops the old replica before the new one starts, and a failed config stays
+    DEPLOY_FAILED with nothing serving (../shared/notes/serve-updates.md); the cluster stays, so the rollback is the
+    previous config sent to it."""
+    assert SERVE_IN_PLACE.keeps_serving.startswith("no with one replica a side")
+    assert "roll back in place" in SERVE_IN_PLACE.if_it_fails
+
+
+@pytest.mark.parametrize("effect", changes.ALL_EFFECTS, ids=lambda effect: effect.name)
+def test_each_effect_says_whether_it_keeps_serving_and_how_it_rolls_back(effect):
+    assert effect.keeps_serving.split(" ", 1)[0].rstrip(":") in ("yes", "no")
+    assert effect.if_it_fails

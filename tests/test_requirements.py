@@ -128,3 +128,11 @@ def test_what_is_installed_without_the_resolver_pins_everything_it_needs():
                 unmet.add((canonicalize_name(requirement.name), name))
     assert missing == []
     assert unmet == KNOWN_UNMET
+
+
+def test_every_test_is_bounded_in_time(pytestconfig):
+    """pytest-timeout fails a test that runs longer than its `timeout` ini option (pytest-timeout README,
+    https://pypi.org/project/pytest-timeout/: "timeout … ini setting"): pinned for CI and set for the whole suite, so a
+    wait whose deadline is lost fails one test rather than hanging the run."""
+    assert any(line.startswith("pytest-timeout==") for line in requirement_lines("requirements-test.txt"))
+    assert float(pytestconfig.getini("timeout")) > 0

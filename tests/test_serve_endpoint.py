@@ -217,7 +217,7 @@ def test_a_new_key_updates_only_the_keys_secret(internal):
     """A mounted Secret is updated in place in the pods ("Mounted Secrets are updated automatically",
     https://kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-files-from-a-pod); the ingress
     re-reads the file (tests/test_serve_auth.py), so no pod restarts."""
-    rotated = run_stack(exposed(serveApiKeys=[API_KEYS[1]]), secret_keys=EXPOSED_SECRET_KEYS)
+    rotated = run_stack(exposed(serveApiKeys=[API_KEYS[1]]), secret_keys=EXPOSED_SECRET_KEYS, existing=internal)
     before = {(r.type, r.name): r.inputs for r in internal.resources}
     moved = {(r.type, r.name) for r in rotated.resources if before.get((r.type, r.name)) != r.inputs}
     assert moved == {(SECRET, "serving-serve-api-keys")}

@@ -22,12 +22,19 @@ WRITE_COMMAND = "./.venv-test/bin/python -m tools.change_reference --write"
 
 
 def markdown_table() -> str:
-    rows = ["| effect | what happens | what clients see | settings |", "|---|---|---|---|"]
+    rows = [
+        "| effect | what happens | what clients see | keeps serving with the stack's replicas | if it fails, and the "
+        "rollback | settings |",
+        "|---|---|---|---|---|---|",
+    ]
     for effect in ALL_EFFECTS:
         keys = [key for key, effects in CHANGE_EFFECTS.items() if effect in effects]
         if keys:
             settings = ", ".join(f"`{key}`" for key in keys)
-            rows.append(f"| `{effect.name}` | {effect.what} | {effect.serving} | {settings} |")
+            rows.append(
+                f"| `{effect.name}` | {effect.what} | {effect.serving} | {effect.keeps_serving} | {effect.if_it_fails} "
+                f"| {settings} |"
+            )
     notes = [f"- `{key}`: {note}." for key, note in CHANGE_NOTES.items()]
     return "\n".join([BEGIN_MARKER, *rows, "", *notes, END_MARKER])
 

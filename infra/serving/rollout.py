@@ -46,7 +46,11 @@ class ServeRolloutArgs:
     `applications`, as submitted. spec_sha256: a digest of the whole RayService spec, so any change to it waits
     again. rayservice_generation: the RayService's metadata.generation as Pulumi last wrote it, which moves with
     every spec change Pulumi makes (a rollback to the config the rollout last saw included, so it waits then
-    too), and not with KubeRay's status writes, so a `pulumi refresh` leaves it.
+    too), and not with KubeRay's status writes, so a `pulumi refresh` leaves it. rayservice_uid: the RayService's
+    metadata.uid, which the API server sets anew on every create: a replaced RayService starts again at generation 1,
+    so after a failed replacement a rollback (another replacement) to a config last created at generation 1 would
+    give the rollout the very inputs it stored, and nothing would wait; the uid differs, so it waits. A stack
+    deployed before this input holds none: its next `pulumi up` waits once.
     changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
     """
 
@@ -59,6 +63,7 @@ class ServeRolloutArgs:
     timeout_seconds: int
     changes: Mapping[str, Mapping[str, Any]]
     rayservice_generation: pulumi.Input[int] = 0
+    rayservice_uid: pulumi.Input[str] = ""
 
 
 class KubernetesReader:
@@ -174,6 +179,7 @@ class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRol
             "applications": [dict(app) for app in args.applications],
             "specSha256": args.spec_sha256,
             "rayserviceGeneration": args.rayservice_generation,
+            "rayserviceUid": args.rayservice_uid,
             "timeoutSeconds": args.timeout_seconds,
             "changes": {effect: dict(settings) for effect, settings in args.changes.items()},
             "verdict": None,

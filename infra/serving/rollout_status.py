@@ -30,9 +30,16 @@ HEALTHY_DEPLOYMENT = "HEALTHY"
 RUNNING_REPLICA = "RUNNING"
 # Serve's messages carry whole tracebacks; the end names the cause.
 MESSAGE_TAIL_CHARS = 1200
+# What a rollback costs depends on the change that failed (infra/settings/changes.py, docs/changes.md): a serve-config
+# change left the cluster running, so KubeRay sends it the previous config; a change that replaced the RayService
+# deleted the old cluster first (deleteBeforeReplace), so going back is another replacement and a cold start.
 ROLLBACK_HINT = (
     "To roll back, set the previous values again (`pulumi config set KEY OLD_VALUE`, or restore "
-    "Pulumi.<stack>.yaml from version control) and run `pulumi up`: Serve deploys the previous config in place"
+    "Pulumi.<stack>.yaml from version control) and run `pulumi up`. After a serve-config change (the preview "
+    "showed the RayService `update`) that is in place: KubeRay sends the previous config to the running cluster "
+    "and Serve loads its engines again, minutes with no new nodes. After a change that replaced the RayService "
+    "(`replace`: its cluster spec) the old cluster is gone and nothing serves: the rollback replaces it again, "
+    "another delete and a cold start (image pull and model load), and `pulumi up` waits for it"
 )
 
 

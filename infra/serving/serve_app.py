@@ -73,7 +73,10 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
 
 
 def rollout_args(
-    args: ServingArgs, kubeconfig: pulumi.Input[str], rayservice_generation: pulumi.Input[int] = 0
+    args: ServingArgs,
+    kubeconfig: pulumi.Input[str],
+    rayservice_generation: pulumi.Input[int] = 0,
+    rayservice_uid: pulumi.Input[str] = "",
 ) -> ServeRolloutArgs:
     """What the ServeRollout waits for, all read off the RayService manifest."""
     manifest = args.rayservice
@@ -88,6 +91,7 @@ def rollout_args(
         timeout_seconds=args.ready_timeout_seconds,
         changes=args.changes,
         rayservice_generation=rayservice_generation,
+        rayservice_uid=rayservice_uid,
     )
 
 
@@ -149,12 +153,14 @@ class Serving(pulumi.ComponentResource):
         rayservice = _rayservice(args, children, cluster, prerequisites)
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
         # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
-        applied_generation = pulumi.Output.from_input(rayservice.metadata).apply(  # type: ignore[attr-defined]
-            lambda metadata: (metadata or {}).get("generation", 0)
-        )
+        metadata = pulumi.Output.from_input(rayservice.metadata)  # type: ignore[attr-defined]
+        applied_generation = metadata.apply(lambda live: (live or {}).get("generation", 0))
+        # The API server gives each object it creates a new uid, so a replaced RayService always changes the
+        # rollout's inputs, even where its spec and generation (1 again) equal the state the rollout last stored.
+        created_uid = metadata.apply(lambda live: (live or {}).get("uid", ""))
         ServeRollout(
             children.name("rollout"),
-            rollout_args(args, cluster.kubeconfig, applied_generation),
+            rollout_args(args, cluster.kubeconfig, applied_generation, created_uid),
             opts=children.opts("rollout", depends_on=[rayservice]),
         )
         self.load_balancer_hostname = (

@@ -9,7 +9,11 @@ The rules behind each effect:
 - RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
   first, which the GPU node group cannot hold, and ignores replica changes on a running cluster
   (../shared/notes/kuberay-1.4-updates-and-waits.md); so the RayService is deleted and created again
-  (`replaceOnChanges` + `deleteBeforeReplace`): every engine restarts, a cold start with the model load.
+  (`replaceOnChanges` + `deleteBeforeReplace`): every engine restarts, a cold start with the model load. It is a
+  full outage (the old RayService, its cluster and pods are gone before the new one is created), and when the new
+  cluster fails nothing serves: the rollback is another replacement and another cold start.
+- Each effect says whether the app keeps serving through it with the replicas the stack has (`keeps_serving`),
+  and what a failure leaves and how it is rolled back (`if_it_fails`); docs/changes.md prints both.
 - GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS
   replace the nodes (managed-node-update-behavior); the GPU group updates with `MINIMAL` (old node first,
   no surge), so the pods on it restart; a system node carries the Ray head, whose restart restarts the app.
@@ -27,42 +31,89 @@ class Effect:
     name: str  # a short id, also the group name `pulumi preview --diff` shows
     what: str  # what happens to the running stack
     serving: str  # what clients see while it happens
+    # Whether the app keeps answering through the change with the replicas (and GPU nodes) the stack has: "yes", or
+    # "no: " and why not.
+    keeps_serving: str
+    # What a failed change leaves running, and how it is rolled back (set the previous values, `pulumi up`).
+    if_it_fails: str
 
 
 NOTHING_RUNNING = Effect(
-    "checks-only", "only what `pulumi up` checks or waits for changes; nothing running is touched", "no change"
+    "checks-only",
+    "only what `pulumi up` checks or waits for changes; nothing running is touched",
+    "no change",
+    keeps_serving="yes",
+    if_it_fails="nothing running changed; set a valid value and run `pulumi up` again",
 )
-AWS_IN_PLACE = Effect("aws-in-place", "the AWS resource is updated in place; no pod restarts", "no change")
+AWS_IN_PLACE = Effect(
+    "aws-in-place",
+    "the AWS resource is updated in place; no pod restarts",
+    "no change",
+    keeps_serving="yes",
+    if_it_fails="AWS refuses the update and the resource stays as it was; set the previous value, `pulumi up`",
+)
 LOAD_BALANCER = Effect(
     "load-balancer",
     "the serve load balancer Service is created, updated or deleted; the in-cluster Service is untouched",
     "the NLB's clients lose it while it is replaced or removed",
+    keeps_serving="yes inside the cluster; no for the NLB's clients while it is replaced or removed",
+    if_it_fails="the in-cluster Service keeps serving; set the previous values, `pulumi up` makes the NLB again",
 )
 ADDON_ROLLED = Effect(
     "addon-rolled",
     "the EKS add-on is updated in place; EKS rolls its pods (DNS, CNI, kube-proxy)",
     "no change expected",
+    keeps_serving="yes",
+    if_it_fails="EKS reports the failed add-on update; set the previous version, `pulumi up`",
 )
 CHART_ROLLED = Effect(
     "chart-rolled",
     "helm upgrades the chart in place; its DaemonSet or Deployment rolls",
     "no change expected: running pods keep their GPUs and EFA devices",
+    keeps_serving="yes",
+    if_it_fails=(
+        "the helm release fails and its pods keep running; set the previous version, `pulumi up` (an upgrade in place)"
+    ),
 )
 MONITORING = Effect(
     "monitoring",
     "the metrics stack changes (infra/observability/monitoring.py): helm installs, upgrades or removes its charts, the "
     "PodMonitors, alert rules and dashboards are updated in place; the serving objects are untouched",
     "no change; Prometheus and Grafana restart while their chart upgrades",
+    keeps_serving="yes",
+    if_it_fails="serving is untouched; set the previous values, `pulumi up`",
 )
-SYSTEM_NODES_SCALED = Effect("system-nodes-scaled", "the system node group's size changes in place", "no change")
+SYSTEM_NODES_SCALED = Effect(
+    "system-nodes-scaled",
+    "the system node group's size changes in place",
+    "no change",
+    keeps_serving="yes",
+    if_it_fails="EKS keeps the old size; set the previous value, `pulumi up`",
+)
 GPU_NODES_SCALED = Effect(
-    "gpu-nodes-scaled", "the GPU node group's size changes in place (nodes added, or removed)", "see the RayService"
+    "gpu-nodes-scaled",
+    "the GPU node group's size changes in place (nodes added, or removed)",
+    "see the RayService",
+    keeps_serving="no: these settings also replace the RayService (`rayservice-replaced`)",
+    if_it_fails=(
+        "nodes that do not come (quota, capacity) leave pods unscheduled, named when `pulumi up` fails at its "
+        "deadline; roll back as for `rayservice-replaced`"
+    ),
 )
 SERVE_IN_PLACE = Effect(
     "serve-in-place",
     "KubeRay sends the new serve config to the running cluster; Serve restarts the engines of the changed deployments",
     "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with more replicas not "
     "measured; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
+    keeps_serving=(
+        "no with one replica a side: Serve stops the old replica before the new one starts (measured); with more "
+        "replicas not measured"
+    ),
+    if_it_fails=(
+        "the app stays DEPLOY_FAILED on the same cluster and nothing serves (Serve does not restore the previous "
+        "version, measured); roll back in place: set the previous values, `pulumi up`, KubeRay sends the previous "
+        "config to the running cluster and Serve loads its engines again (minutes, no new nodes, no image pull)"
+    ),
 )
 MODEL_MIRRORED = Effect(
     "model-mirrored",
@@ -70,54 +121,87 @@ MODEL_MIRRORED = Effect(
     "(files already there are skipped) and `pulumi up` waits for it before the RayService changes; the cache's "
     "IAM policies and the mirror's Secret are updated in place",
     "no change while the mirror runs; then as the serve config changes",
+    keeps_serving="yes while the mirror runs; then as the serve config changes",
+    if_it_fails=(
+        "a failed mirror fails `pulumi up` before the RayService changes, so the previous config keeps serving; set "
+        "the previous values, `pulumi up`"
+    ),
 )
 SECRET_UPDATED = Effect(
     "secret-updated",
     "the Kubernetes Secret is updated in place; pods read it when they start, so it is used from the next restart",
     "no change",
+    keeps_serving="yes",
+    if_it_fails="running pods keep the value they started with; set the previous value, `pulumi up`",
 )
 KEYS_RELOADED = Effect(
     "keys-reloaded",
     "the API keys Secret is updated in place; the pods see it as a mounted file, which the kubelet refreshes "
     "(about a minute) and the ingress re-reads every 10 s: no restart",
     "a new key works, and a removed key is refused, about a minute after `pulumi up`",
+    keeps_serving="yes",
+    if_it_fails="the previous keys keep working until the new file is read; set the previous keys, `pulumi up`",
 )
 RAYSERVICE_REPLACED = Effect(
     "rayservice-replaced",
     "the RayService is deleted and created again (KubeRay would otherwise build a second cluster the GPU nodes "
     "cannot hold, or ignore the change)",
     "no answers until the new cluster has pulled the image and loaded the model (minutes)",
+    keeps_serving=(
+        "no: a full outage, since the old RayService, its cluster and pods are deleted before the new one is created "
+        "(`deleteBeforeReplace`: the GPU nodes hold one cluster)"
+    ),
+    if_it_fails=(
+        "nothing serves: the old cluster is gone; rolling back (set the previous values, `pulumi up`) replaces the "
+        "RayService again, another delete and a cold start of the previous config (image pull and model load, "
+        "minutes), which `pulumi up` waits for"
+    ),
 )
 GPU_NODES_ROLLED = Effect(
     "gpu-nodes-rolled",
     "EKS replaces each GPU node (update strategy MINIMAL: the old node goes first, no extra instance)",
     "no answers from the side whose node is being replaced, then the engines start again",
+    keeps_serving="no: the side on the node being replaced stops (MINIMAL: no spare node)",
+    if_it_fails=(
+        "EKS stops the update with the nodes it has not reached on the old version; set the previous value, `pulumi "
+        "up` rolls the nodes again"
+    ),
 )
 SYSTEM_NODES_ROLLED = Effect(
     "system-nodes-rolled",
     "EKS replaces the system nodes (new node first); the KubeRay operator and the Ray head move",
     "no answers from the head's restart until the app has started again",
+    keeps_serving="no: the Ray head restarts, and with it the app",
+    if_it_fails="EKS stops the update; set the previous value, `pulumi up` rolls the nodes again, another head restart",
 )
 GPU_NODES_REPLACED = Effect(
     "gpu-nodes-replaced",
     "the GPU node group is deleted and created again (its instance type, AZ, name or capacity are fixed at creation)",
     "no answers until the new nodes have joined and the engines started",
+    keeps_serving="no: a full outage until the new nodes have joined and the engines started",
+    if_it_fails="nothing serves; rolling back replaces the node group again, new nodes and a cold start",
 )
 SYSTEM_NODES_REPLACED = Effect(
     "system-nodes-replaced",
     "the system node group is deleted and created again; the operator and the Ray head restart",
     "no answers until the app has started again",
+    keeps_serving="no: the operator and the Ray head restart, and with them the app",
+    if_it_fails="the app is down until a system node runs the head; rolling back replaces the group again",
 )
 CONTROL_PLANE_UPGRADED = Effect(
     "control-plane-upgraded",
     "EKS upgrades the control plane one minor at a time, then both node groups roll",
     "as the node groups roll",
+    keeps_serving="no: as the node groups roll",
+    if_it_fails="EKS cannot downgrade a control plane: fix forward, then `pulumi up`",
 )
 STACK_REBUILT = Effect(
     "stack-rebuilt",
     "the EKS cluster (or the VPC under it) is replaced, and everything in it with it; with protectResources "
     "Pulumi refuses",
     "down until the whole stack is up again",
+    keeps_serving="no: down until the whole stack is up again",
+    if_it_fails="rolling back rebuilds the stack again (with protectResources Pulumi refuses both)",
 )
 
 ALL_EFFECTS = (
