@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from infra.settings.footprint import EKS_ADDON_RESOURCES, Requests, allocatable, requests_of
+from tests.chart_values import chart_defaults
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import StackRun
 
@@ -89,4 +90,24 @@ def pods_during(run: StackRun, step: Step) -> dict[str, Requests]:
         pods.pop("model-mirror", None)
     if not step.head_running and step.mirrors:
         pods.pop("ray-head")
+    return pods
+
+
+# The DaemonSets the stack installs on every GPU node, by release and chart: the device plugins and, with
+# observability, NVIDIA's DCGM exporter (kube-prometheus-stack's node-exporter runs there too, asking nothing: its
+# subchart's default resources are empty).
+GPU_NODE_RELEASES = {
+    "device-plugins-nvidia-device-plugin": "nvidia-device-plugin",
+    "device-plugins-efa-device-plugin": "aws-efa-k8s-device-plugin",
+    "observability-dcgm-exporter": "dcgm-exporter",
+}
+
+
+def gpu_node_daemonsets(run: StackRun) -> dict[str, Requests]:
+    """What each DaemonSet asks of every GPU node: the stack's values for `resources`, else the chart's default."""
+    pods = {name: requests_of(resources) for name, (resources, _) in EKS_ADDON_RESOURCES.items() if name != "coredns"}
+    for release in run.of_type(RELEASE):
+        if release.name in GPU_NODE_RELEASES:
+            defaults = chart_defaults(GPU_NODE_RELEASES[release.name]).get("resources") or {}
+            pods[release.name] = requests_of(release.inputs["values"].get("resources", defaults))
     return pods

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from infra.settings.config import ConfigError
-from infra.settings.footprint import system_node_load, unplaced
-from tests.cluster_model import Step, declared_system_pods, pods_during, system_nodes
+from infra.settings.footprint import NOTHING, Requests, system_node_load, unplaced
+from infra.settings.topology import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB
+from tests.cluster_model import Step, declared_system_pods, gpu_node_daemonsets, pods_during, system_nodes
 from tools.offline import run_stack
 
 AUTOSCALING = {
@@ -82,3 +83,14 @@ def test_more_system_nodes_hold_what_one_small_node_cannot():
     """Each pod needs one node with room; the head still needs a node that holds it alone."""
     with pytest.raises(ConfigError, match="ray-head would find no room"):
         run_stack({"systemNodeType": "m7i.large", "systemNodeCount": 3})
+
+
+@pytest.mark.parametrize("overrides", [{}, {"observability": False}], ids=["observability", "no-observability"])
+def test_the_gpu_nodes_daemonsets_fit_what_the_worker_leaves_them(overrides):
+    """The worker pod asks the GPU node's allocatable less a fixed share for the DaemonSets (infra/settings/topology.py
+    DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB): what they ask must fit that share, or the worker (a whole node's
+    GPUs) waits Pending on every node."""
+    run = run_stack(overrides)
+    asked = sum(gpu_node_daemonsets(run).values(), NOTHING)
+    assert "device-plugins-nvidia-device-plugin" in gpu_node_daemonsets(run)
+    assert asked.fits(Requests(DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB))
