@@ -23,6 +23,14 @@ os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
 
 # The public range a test operator deploys from (global unicast, not an RFC 5737 documentation range).
 OPERATOR_CIDRS = ["100.24.10.0/24"]
+# Serve autoscaling on, each side between one and two replicas, scaling at four ongoing requests a replica.
+SERVE_AUTOSCALING = {
+    "serveAutoscaling": True,
+    "prefillMaxReplicas": 2,
+    "decodeMaxReplicas": 2,
+    "prefillTargetOngoingRequests": 4,
+    "decodeTargetOngoingRequests": 4,
+}
 API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
 # What the README's first steps add to a stack whose endpoint leaves the cluster: the ACM certificate of its DNS
 # name, and the API keys as one secret (the stack file holds it encrypted; offline reads a stand-in key).

@@ -14,7 +14,14 @@ import pulumi
 import pytest
 
 from infra.settings.config import API_ALLOW_LIST_COMMAND, SECRET_SETTINGS
-from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, OPERATOR_CERTIFICATE, OPERATOR_CIDRS, rejection
+from tests.conftest import (
+    API_KEYS,
+    EXPOSED_SECRET_KEYS,
+    OPERATOR_CERTIFICATE,
+    OPERATOR_CIDRS,
+    SERVE_AUTOSCALING,
+    rejection,
+)
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import declared_config
 
@@ -271,11 +278,7 @@ def test_autoscaling_on_a_capacity_block_is_refused():
         "gpuCapacityType": "capacity-block",
         "capacityReservationId": "cr-02168da1478b509e0",
         "gpuAz": "sa-east-1a",
-        "serveAutoscaling": True,
-        "prefillMaxReplicas": 2,
-        "decodeMaxReplicas": 2,
-        "prefillTargetOngoingRequests": 4,
-        "decodeTargetOngoingRequests": 4,
+        **SERVE_AUTOSCALING,
     }
     (problem,) = rejection(overrides).problems
     assert problem.startswith("serveAutoscaling=true is invalid with gpuCapacityType='capacity-block'")
@@ -407,14 +410,6 @@ def test_a_gpu_type_as_the_system_node_type_is_refused(instance_type):
 
 # --- a namespace the stack creates for another of its parts ---
 
-AUTOSCALING = {
-    "serveAutoscaling": True,
-    "prefillMaxReplicas": 2,
-    "decodeMaxReplicas": 2,
-    "prefillTargetOngoingRequests": 4,
-    "decodeTargetOngoingRequests": 4,
-}
-
 
 def created_namespaces(run: StackRun) -> set[str]:
     """Every namespace the run creates or installs into: Namespace objects and the Helm releases' namespaces."""
@@ -431,10 +426,10 @@ def test_every_namespace_the_stack_creates_is_refused_as_the_rayservice_namespac
     https://kubernetes.io/docs/concepts/overview/working-with-objects/names/), and deleting a namespace deletes
     everything in it ("This deletes everything under the namespace!",
     https://kubernetes.io/docs/tasks/administer-cluster/namespaces/#deleting-a-namespace)."""
-    others = created_namespaces(run_stack(AUTOSCALING)) - {"inference"}
+    others = created_namespaces(run_stack(SERVE_AUTOSCALING)) - {"inference"}
     assert {"kuberay-system", "monitoring", "model-cache", "kube-system"} <= others
     for namespace in sorted(others):
-        problems = rejection({**AUTOSCALING, "namespace": namespace}).problems
+        problems = rejection({**SERVE_AUTOSCALING, "namespace": namespace}).problems
         assert [p for p in problems if p.startswith(f"namespace={namespace!r} is invalid")], (namespace, problems)
 
 

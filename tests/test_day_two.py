@@ -10,15 +10,9 @@ from infra.settings.config import ConfigError
 from infra.settings.footprint import NOTHING, Requests, system_node_load, unplaced
 from infra.settings.topology import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB
 from tests.cluster_model import Step, declared_system_pods, gpu_node_daemonsets, pods_during, system_nodes
+from tests.conftest import SERVE_AUTOSCALING
 from tools.offline import run_stack
 
-AUTOSCALING = {
-    "serveAutoscaling": True,
-    "prefillMaxReplicas": 2,
-    "decodeMaxReplicas": 2,
-    "prefillTargetOngoingRequests": 4,
-    "decodeTargetOngoingRequests": 4,
-}
 OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
 LIFE = [
     Step("first deploy", {}, head_running=False, mirrors=True),
@@ -30,10 +24,10 @@ LIFE = [
     ),
     Step("observability off", {"modelSource": OTHER_MODEL, "observability": False}),
     Step("observability on again, model back", {}, mirrors=True),
-    Step("serve autoscaling on", AUTOSCALING),
+    Step("serve autoscaling on", SERVE_AUTOSCALING),
     Step(
         "model change with autoscaling",
-        {**AUTOSCALING, "modelSource": OTHER_MODEL},
+        {**SERVE_AUTOSCALING, "modelSource": OTHER_MODEL},
         mirrors=True,
     ),
     Step("scale down, autoscaling off", {}, mirrors=True),
@@ -57,7 +51,7 @@ def test_a_model_change_runs_the_mirror_beside_the_running_head():
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, AUTOSCALING, {"observability": False}, {"modelCache": False}],
+    [{}, SERVE_AUTOSCALING, {"observability": False}, {"modelCache": False}],
     ids=["default", "serveAutoscaling", "no-observability", "no-cache"],
 )
 def test_the_config_check_counts_what_the_stack_declares(overrides):
