@@ -31,6 +31,10 @@ LIFE = [
         mirrors=True,
     ),
     Step("scale down, autoscaling off", {}, mirrors=True),
+    Step("scale up", {"decodeReplicas": 2}),
+    Step("a model change that fails", {"decodeReplicas": 2, "modelSource": OTHER_MODEL}, mirrors=True),
+    Step("its rollback", {"decodeReplicas": 2}, mirrors=True),
+    Step("scale down", {}),
 ]
 
 
