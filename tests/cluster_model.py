@@ -78,6 +78,7 @@ class Step:
     overrides: dict
     head_running: bool = True  # a Ray head from the step before is up (every step but the first deploy)
     mirrors: bool = False  # the model changes, so the mirror Job runs (beside that head)
+    fails: bool = False  # the app does not come up: the rollout keeps the state of the last step that did
 
 
 def pods_during(run: StackRun, step: Step) -> dict[str, Requests]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from infra.serving.rollout import ServeRolloutProvider
 from infra.settings.config import ConfigError
 from infra.settings.footprint import NOTHING, Requests, system_node_load, unplaced
 from infra.settings.topology import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB
 from tests.cluster_model import Step, declared_system_pods, gpu_node_daemonsets, pods_during, system_nodes
 from tests.conftest import SERVE_AUTOSCALING
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT
 from tools.offline import run_stack
 
 OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
@@ -32,7 +34,9 @@ LIFE = [
     ),
     Step("scale down, autoscaling off", {}, mirrors=True),
     Step("scale up", {"decodeReplicas": 2}),
-    Step("a model change that fails", {"decodeReplicas": 2, "modelSource": OTHER_MODEL}, mirrors=True),
+    Step("a cluster-shape change that fails", {"decodeReplicas": 3}, fails=True),
+    Step("its rollback, another replacement", {"decodeReplicas": 2}),
+    Step("a model change that fails", {"decodeReplicas": 2, "modelSource": OTHER_MODEL}, mirrors=True, fails=True),
     Step("its rollback", {"decodeReplicas": 2}, mirrors=True),
     Step("scale down", {}),
 ]
@@ -92,3 +96,23 @@ def test_the_gpu_nodes_daemonsets_fit_what_the_worker_leaves_them(overrides):
     asked = sum(gpu_node_daemonsets(run).values(), NOTHING)
     assert "device-plugins-nvidia-device-plugin" in gpu_node_daemonsets(run)
     assert asked.fits(Requests(DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB))
+
+
+def test_every_step_that_changes_the_rayservice_waits_for_the_app():
+    """Played in order on one stack (the mock's objects keep their uids unless replaced: run_stack existing=): where a
+    step changes the RayService (its spec, or a new object), the rollout's diff against the state it last stored
+    (the last step that succeeded; a failed update records nothing, pulumi pkg/resource/deploy/step.go) finds a
+    change, so `pulumi up` waits for the app instead of reporting success over a cold or failing cluster."""
+    previous = stored = None
+    for step in LIFE:
+        run = run_stack(step.overrides, existing=previous)
+        rayservice = run.get(RAYSERVICE, "serving-rayservice")
+        news = run.get(ROLLOUT, "serving-rollout").inputs
+        if previous is not None and (
+            rayservice.inputs["spec"] != previous.get(RAYSERVICE, "serving-rayservice").inputs["spec"]
+            or run.uids[rayservice.urn] != previous.uids[rayservice.urn]
+        ):
+            assert ServeRolloutProvider().diff("inference/ray-llm", stored, news).changes, step.name
+        if not step.fails:
+            stored = {**news, "verdict": "application ray-llm RUNNING the applied config"}
+        previous = run
