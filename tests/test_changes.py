@@ -236,8 +236,8 @@ def test_a_replacement_is_said_to_be_a_full_outage_rolled_back_by_another_cold_s
 
 def test_a_serve_config_change_is_said_to_roll_back_in_place():
     """With one replica a side Serve stops the old replica before the new one starts, and a failed config stays
-    DEPLOY_FAILED with nothing serving (../shared/notes/serve-updates.md); the cluster stays, so the rollback is the
-    previous config sent to it."""
+    DEPLOY_FAILED with nothing serving (docs/gpu-end-to-end.md, "Updating a running app"); the cluster stays, so the
+    rollback is the previous config sent to it."""
     assert SERVE_IN_PLACE.keeps_serving.startswith("no with one replica a side")
     assert "roll back in place" in SERVE_IN_PLACE.if_it_fails
 

@@ -190,8 +190,8 @@ def test_an_active_cluster_of_this_generation_passes_to_serve(dev):
 
 def test_the_previous_config_still_running_is_not_the_applied_one(applications, previous_applications):
     """KubeRay 1.4.0 reads the app statuses before it submits a new config, so one status write carries the new
-    generation with the old config's RUNNING (../shared/notes/kuberay-1.4-updates-and-waits.md); the dashboard's
-    `deployed_app_config` still holds the previous config then."""
+    generation with the old config's RUNNING (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileServe); the
+    dashboard's `deployed_app_config` still holds the previous config then."""
     verdict = serve_verdict(serve_details(previous_applications[0]), applications)
     assert verdict.state == WAITING
     assert "still runs the previous config" in verdict.message
@@ -246,7 +246,7 @@ def test_an_autoscaling_side_below_its_minimum_is_waited_for(applications):
 @pytest.mark.parametrize(("status", "state"), [("DEPLOY_FAILED", FAILED), ("UNHEALTHY", UNHEALTHY)])
 def test_a_failed_application_is_judged_with_serves_own_words(applications, status, state):
     """Measured: a broken model source reached DEPLOY_FAILED and stayed there, every request 503
-    (../shared/notes/serve-updates.md): nothing waits it out."""
+    (docs/gpu-end-to-end.md, "Updating a running app"): nothing waits it out."""
     details = serve_details(
         applications[0],
         status=status,
@@ -663,9 +663,10 @@ def test_a_cluster_spec_change_gives_the_rollout_a_new_rayservice_uid(dev):
 
 def test_the_rollback_hint_tells_an_in_place_rollback_from_a_replacements(applications):
     """A serve-config change keeps the cluster, and KubeRay sends a changed `serveConfigV2` to it in place
-    (../shared/notes/kuberay-1.4-updates-and-waits.md); a cluster-spec change deleted the old RayService and its
-    cluster before creating the new one (`deleteBeforeReplace`, test_a_cluster_spec_change_replaces_the_rayservice),
-    so what a failed deploy says must not promise the in-place rollback to a replaced one."""
+    (vendor/kuberay-v1.4.0/rayservice_controller.go updateServeDeployment); a cluster-spec change deleted the old
+    RayService and its cluster before creating the new one (`deleteBeforeReplace`,
+    test_a_cluster_spec_change_replaces_the_rayservice), so what a failed deploy says must not promise the in-place
+    rollback to a replaced one."""
     failed = serve_details(applications[0], status="DEPLOY_FAILED", message=FAILED_MESSAGE)
     message = serve_verdict(failed, applications).message
     assert "KubeRay sends the previous config to the running cluster" in message

@@ -501,7 +501,7 @@ def test_run_requests_fails_when_the_model_is_not_served(serve_url):
 
 
 def test_share_gpu_puts_both_engines_on_half_a_gpu_each(cfg, tmp_path):
-    """Measured on one H200 (../shared/notes/serve-updates.md): PD served with each side's
+    """Measured on one H200 (docs/gpu-end-to-end.md, "Updating a running app"): PD served with each side's
     `placement_group_config` {bundles: [{GPU: 0.5, CPU: 1}]} (Ray 2.58 PlacementGroupConfig takes `bundles`,
     ray/llm/_internal/common/placement.py) and VLLM_RAY_PER_WORKER_GPUS "0.5" (vLLM's Ray executor asks
     for that many GPUs per worker, vllm/v1/executor/ray_executor_v2.py `_get_actor_resource_kwargs`)."""

@@ -1,11 +1,11 @@
 """Whether a running RayService serves the config `pulumi up` just applied: the verdict the rollout waits on.
 
 KubeRay 1.4.0's `Ready` condition only counts serve endpoints, and one status write after an update carries
-the new generation with the previous config's `RUNNING` (../shared/notes/kuberay-1.4-updates-and-waits.md),
-so neither tells whether the new config runs. Ray's dashboard does: `GET /api/serve/applications/` returns,
-per application, the config Serve was last given (`deployed_app_config`, "the exact copy of the application
-config that was submitted") beside its status, and Serve sets that config and `DEPLOYING` in one step
-(`ApplicationState.apply_app_config` → `_set_target_state`). A `RUNNING` application whose deployed config is
+the new generation with the previous config's `RUNNING` (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileServe
+reads the statuses, then submits), so neither tells whether the new config runs. Ray's dashboard does: `GET
+/api/serve/applications/` returns, per application, the config Serve was last given (`deployed_app_config`, "the exact
+copy of the application config that was submitted") beside its status, and Serve sets that config and `DEPLOYING` in one
+step (`ApplicationState.apply_app_config` → `_set_target_state`). A `RUNNING` application whose deployed config is
 ours therefore runs ours.
 
 Plain functions of the API's JSON (KubeRay's RayService object, Ray's `ServeInstanceDetails`, Kubernetes
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 WAITING, READY, FAILED, UNHEALTHY = "waiting", "ready", "failed", "unhealthy"
-# DEPLOY_FAILED stays until a new config is applied (measured: ../shared/notes/serve-updates.md and
+# DEPLOY_FAILED stays until a new config is applied (measured:
 # docs/gpu-end-to-end.md); UNHEALTHY is recomputed from the deployments on every controller loop and Serve replaces
 # unhealthy replicas (ray/serve/_private/application_state.py), so it fails the rollout only when it lasts.
 FAILED_APP_STATUSES = ("DEPLOY_FAILED", "UNHEALTHY")

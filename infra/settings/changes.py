@@ -5,13 +5,15 @@ The rules behind each effect:
 - SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
   (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
   replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
-  update, and a broken config stays DEPLOY_FAILED with nothing serving (../shared/notes/serve-updates.md).
+  update, and a broken config stays DEPLOY_FAILED with nothing serving (docs/gpu-end-to-end.md, "Updating a running
+  app").
 - RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
   first, which the GPU node group cannot hold, and ignores replica changes on a running cluster
-  (../shared/notes/kuberay-1.4-updates-and-waits.md); so the RayService is deleted and created again
-  (`replaceOnChanges` + `deleteBeforeReplace`): every engine restarts, a cold start with the model load. It is a
-  full outage (the old RayService, its cluster and pods are gone before the new one is created), and when the new
-  cluster fails nothing serves: the rollback is another replacement and another cold start.
+  (vendor/kuberay-v1.4.0/rayservice_controller.go: shouldPrepareNewCluster,
+  generateHashWithoutReplicasAndWorkersToDelete); so the RayService is deleted and created again (`replaceOnChanges` +
+  `deleteBeforeReplace`): every engine restarts, a cold start with the model load. It is a full outage (the old
+  RayService, its cluster and pods are gone before the new one is created), and when the new cluster fails nothing
+  serves: the rollback is another replacement and another cold start.
 - Each effect says whether the app keeps serving through it with the replicas the stack has (`keeps_serving`),
   and what a failure leaves and how it is rolled back (`if_it_fails`); docs/changes.md prints both.
 - GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS

@@ -34,8 +34,8 @@ AGGREGATED_IMPORT_PATH = "ray.serve.llm:build_openai_app"
 DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
 
 
-# Both engines on one GPU (measured in ../shared/notes/serve-updates.md): each replica's one bundle holds half
-# of it (Ray 2.58 PlacementGroupConfig takes `bundles` or `bundle_per_worker`, ray/llm/_internal/common/
+# Both engines on one GPU (measured: docs/gpu-end-to-end.md, "Updating a running app"): each replica's one bundle holds
+# half of it (Ray 2.58 PlacementGroupConfig takes `bundles` or `bundle_per_worker`, ray/llm/_internal/common/
 # placement.py), and vLLM's Ray executor asks for the same half per worker: it requests
 # VLLM_RAY_PER_WORKER_GPUS (default 1.0) GPUs per worker (vllm/v1/executor/ray_executor_v2.py,
 # `_get_actor_resource_kwargs`), which a half-GPU bundle cannot hold.
