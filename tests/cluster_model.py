@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.settings.footprint import EKS_ADDON_RESOURCES, Requests, allocatable, requests_of
+from infra.settings.footprint import EKS_ADDON_RESOURCES, NOTHING, Requests, allocatable, requests_of
 from tests.chart_values import chart_defaults
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import StackRun
@@ -19,6 +19,8 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 JOB = "kubernetes:batch/v1:Job"
 SYSTEM_NODE_GROUP = ("eks:index:ManagedNodeGroup", "system-nodes-system")
+# The stack's Jobs, by the name infra/settings/footprint.py gives their pod.
+JOB_PODS = {"model-cache-mirror": "model-mirror"}
 # kube-prometheus-stack's workloads on the system nodes, by their path in the chart's values.
 METRICS_WORKLOADS = {
     "prometheus": ("prometheus", "prometheusSpec"),
@@ -30,7 +32,7 @@ METRICS_WORKLOADS = {
 
 
 def _containers_ask(containers: list[dict]) -> Requests:
-    return sum((requests_of(container.get("resources", {})) for container in containers), Requests(0, 0))
+    return sum((requests_of(container.get("resources", {})) for container in containers), NOTHING)
 
 
 def _at(values: dict, path: tuple[str, ...]) -> dict:
@@ -56,9 +58,7 @@ def declared_system_pods(run: StackRun) -> dict[str, Requests]:
     for name, path in METRICS_WORKLOADS.items() if metrics else ():
         pods[name] = requests_of(_at(metrics[0].inputs["values"], path).get("resources", {}))
     for job in run.of_type(JOB):
-        pods[job.name.removeprefix("model-cache-").replace("mirror", "model-mirror")] = _containers_ask(
-            job.inputs["spec"]["template"]["spec"]["containers"]
-        )
+        pods[JOB_PODS[job.name]] = _containers_ask(job.inputs["spec"]["template"]["spec"]["containers"])
     return pods
 
 

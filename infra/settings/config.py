@@ -669,16 +669,23 @@ def _collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
     return problems
 
 
-def _system_node_type_problem(
-    system_node_type: str, describe_instance_type: Callable[[str], InstanceShape | None]
-) -> str | None:
-    """A GPU type for the CPU system nodes: EC2's answer says so (a type EC2 does not know is left to the region's
-    offerings check)."""
-    if not INSTANCE_TYPE_PATTERN.fullmatch(system_node_type):
-        return None
-    shape = describe_instance_type(system_node_type)
-    if shape is None or not shape.gpus:
-        return None
+def _system_node_problems(
+    cfg: StackConfig, describe_instance_type: Callable[[str], InstanceShape | None]
+) -> list[str | None]:
+    """The system node type as EC2 describes it, asked once (a type EC2 does not know is left to the region's
+    offerings check): a CPU type, with room for what runs there."""
+    if region_problem(cfg.region) or not INSTANCE_TYPE_PATTERN.fullmatch(cfg.system_node_type):
+        return []
+    shape = describe_instance_type(cfg.system_node_type)
+    if shape is None:
+        return []
+    if shape.gpus:
+        return [_system_node_type_problem(cfg.system_node_type, shape)]
+    return [_system_node_room_problem(cfg, shape)]
+
+
+def _system_node_type_problem(system_node_type: str, shape: InstanceShape) -> str:
+    """A GPU type for the CPU system nodes: EC2's answer says so."""
     return (
         f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
         "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
@@ -686,16 +693,8 @@ def _system_node_type_problem(
     )
 
 
-def _system_node_room_problem(
-    cfg: StackConfig, describe_instance_type: Callable[[str], InstanceShape | None]
-) -> str | None:
-    """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them (a
-    type EC2 does not know, or a GPU type, is another check's to refuse)."""
-    if not INSTANCE_TYPE_PATTERN.fullmatch(cfg.system_node_type):
-        return None
-    shape = describe_instance_type(cfg.system_node_type)
-    if shape is None or shape.gpus:
-        return None
+def _system_node_room_problem(cfg: StackConfig, shape: InstanceShape) -> str | None:
+    """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them."""
     load = system_node_load(
         observability=cfg.observability, serve_autoscaling=cfg.serve_autoscaling, model_cache=cfg.model_cache
     )
@@ -917,8 +916,7 @@ def _relation_problems(
         _created_namespace_problem(cfg.namespace),
         *_model_fit_problems(cfg, values["kvBufferDevice"]),
         *_fp8_problems(cfg),
-        None if region_problem(cfg.region) else _system_node_type_problem(cfg.system_node_type, describe_instance_type),
-        None if region_problem(cfg.region) else _system_node_room_problem(cfg, describe_instance_type),
+        *_system_node_problems(cfg, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
     ]
 

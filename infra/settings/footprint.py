@@ -65,6 +65,9 @@ class Requests:
     def __add__(self, other: Requests) -> Requests:
         return Requests(self.millicpu + other.millicpu, self.memory_mib + other.memory_mib)
 
+    def __sub__(self, other: Requests) -> Requests:
+        return Requests(self.millicpu - other.millicpu, self.memory_mib - other.memory_mib)
+
     def fits(self, room: Requests) -> bool:
         return self.millicpu <= room.millicpu and self.memory_mib <= room.memory_mib
 
@@ -137,7 +140,7 @@ def unplaced(load: dict[str, Requests], rooms: list[Requests]) -> list[str]:
         if node is None:
             left.append(name)
         else:
-            free[node] = Requests(free[node].millicpu - asked.millicpu, free[node].memory_mib - asked.memory_mib)
+            free[node] -= asked
     return left
 
 
