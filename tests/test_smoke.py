@@ -518,9 +518,30 @@ def test_share_gpu_puts_both_engines_on_half_a_gpu_each(cfg, tmp_path):
     smoke_app.validate_with_ray(config)
 
 
-def test_share_gpu_refuses_the_baseline(tmp_path):
-    with pytest.raises(SystemExit):
-        smoke_args.parse_args(["--model-dir", str(tmp_path), "--share-gpu", "--aggregated"])
+def test_share_gpu_puts_the_baselines_replicas_on_one_gpu_with_their_own_executor_ports(tmp_path):
+    """Two aggregated replicas on one GPU, half each (the update scenario with two replicas where one GPU is lent):
+    the same bundle and executor overrides as the PD app's shared replicas (Ray 2.58 PlacementGroupConfig, vLLM 0.26
+    VLLM_RAY_PER_WORKER_GPUS and RayExecutorV2's one TCPStore port, infra/serving/serve_config.py
+    SHARED_POD_ENGINE_ENV)."""
+    cfg = smoke_app.serve_stack_config("dev", {"decodeReplicas": "2"})
+    production, config, overrides = smoke_app.smoke_serve_config(
+        cfg, options(tmp_path, aggregated=True, share_gpu=True), NO_EFA
+    )
+    assert smoke_document.unexplained_changes(production, config, overrides) == set()
+    (engine,) = smoke_document.engine_configs(config)
+    assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.5, "CPU": 1}]}
+    assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.5"
+    assert engine["runtime_env"]["env_vars"]["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] == "0"
+    assert engine["deployment_config"] == {"num_replicas": 2}
+    smoke_app.validate_with_ray(config)
+
+
+def test_share_gpu_refuses_more_than_the_baselines_replicas_share_of_memory(tiny_model_dir, capsys):
+    """The baseline's engines are its replicas: two of them share vLLM's default 0.92 (vllm/config/cache.py)."""
+    argv = ["--model-dir", str(tiny_model_dir), "--aggregated", "--share-gpu", "--gpu-memory-utilization", "0.47"]
+    assert smoke_run.main([*argv, "--config", "decodeReplicas=2", "--dry-run"]) == 2
+    refusal = "--share-gpu runs 2 engines on one GPU: --gpu-memory-utilization at most 0.46 each"
+    assert refusal in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

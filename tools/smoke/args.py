@@ -30,8 +30,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     _bench_options(parser)
     _update_options(parser)
     args = parser.parse_args(argv)
-    if args.share_gpu and args.aggregated:
-        parser.error("--share-gpu puts prefill and decode on one GPU; the aggregated baseline has one engine")
     args.config = key_value_pairs(args.config, "--config", parser)
     unknown_steps = set(args.update_steps) - set(UPDATE_STEP_NAMES)
     if unknown_steps:
@@ -50,7 +48,11 @@ def _app_options(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a stack setting changed for this run, as `pulumi config set` would (e.g. prefillReplicas=2)",
     )
-    group.add_argument("--aggregated", action="store_true", help="baseline: build_openai_app, one replica, one GPU")
+    group.add_argument(
+        "--aggregated",
+        action="store_true",
+        help="baseline: build_openai_app, decode's engine alone (decodeReplicas of it), a GPU each",
+    )
     group.add_argument(
         "--kv-roles",
         choices=sorted(KV_ROLE_CHOICES),
@@ -98,7 +100,7 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--share-gpu",
         action="store_true",
-        help="prefill and decode on one GPU: a half-GPU placement bundle each (PD app only)",
+        help="every engine on one GPU, an equal share each (prefill and decode, or the baseline's replicas)",
     )
 
 

@@ -111,7 +111,8 @@ def env_of(cfg_doc: dict[str, Any], side: str) -> dict[str, str]:
 
 
 def engines_of(cfg_doc: dict[str, Any]) -> int:
-    return sum(side_replicas(cfg_doc, side) for side in PD_SIDES)
+    """The engines the app runs: every replica of each LLMConfig (prefill and decode, or the baseline's one)."""
+    return sum(engine_replicas(engine) for engine in engine_configs(cfg_doc))
 
 
 def engine_configs(config: dict[str, Any]) -> list[dict[str, Any]]:

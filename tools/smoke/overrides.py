@@ -223,30 +223,35 @@ def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -
 def _share_gpu_overrides(cfg_doc: dict[str, Any], side: str) -> list[Override]:
     """--share-gpu: every engine of the app on the one GPU, each replica's bundle an equal share of it."""
     llm: Path_ = ("applications", 0, "args", f"{side}_config")
-    env = (*llm, "runtime_env", "env_vars")
-    fraction = 1 / engines_of(cfg_doc)
+    return shared_gpu_overrides(llm, side, engines_of(cfg_doc), side_replicas(cfg_doc, side), env_of(cfg_doc, side))
+
+
+def shared_gpu_overrides(llm: Path_, label: str, engines: int, replicas: int, env: dict[str, str]) -> list[Override]:
+    """One engine config's share of the one GPU among `engines` engines, `replicas` of them this config's."""
+    env_path = (*llm, "runtime_env", "env_vars")
+    fraction = 1 / engines
     overrides = [
         Override(
             "share_gpu_bundle",
             (*llm, "placement_group_config"),
             shared_gpu_bundles(fraction),
-            f"{side}: --share-gpu, every engine on one GPU, {fraction:g} of it for each replica",
+            f"{label}: --share-gpu, every engine on one GPU, {fraction:g} of it for each replica",
         ),
         Override(
             "share_gpu_worker_gpus",
-            (*env, "VLLM_RAY_PER_WORKER_GPUS"),
+            (*env_path, "VLLM_RAY_PER_WORKER_GPUS"),
             f"{fraction:g}",
-            f"{side}: --share-gpu, vLLM's Ray worker asks for the bundle's share of the GPU, not a whole one "
+            f"{label}: --share-gpu, vLLM's Ray worker asks for the bundle's share of the GPU, not a whole one "
             "(Ray 2.58 derives the same from the bundle when unset; set as measured)",
         ),
     ]
-    if side_replicas(cfg_doc, side) > 1 and env_of(cfg_doc, side).get("VLLM_USE_RAY_V2_EXECUTOR_BACKEND") != "0":
+    if replicas > 1 and env.get("VLLM_USE_RAY_V2_EXECUTOR_BACKEND") != "0":
         overrides.append(
             Override(
                 "share_gpu_executor",
-                (*env, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND"),
+                (*env_path, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND"),
                 "0",
-                f"{side}: --share-gpu puts this side's replicas on one host, where vLLM 0.26's RayExecutorV2 "
+                f"{label}: --share-gpu puts these replicas on one host, where vLLM 0.26's RayExecutorV2 "
                 "starts every engine's TCPStore port search at the same port (infra/serving/serve_config.py "
                 "SHARED_POD_ENGINE_ENV, which the stack sets where replicas share a pod)",
             )
@@ -310,6 +315,9 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
     engine = copy.deepcopy(args["decode_config"])
     del engine["engine_kwargs"]["kv_transfer_config"]
     app: Path_ = ("applications", 0)
+    llm: Path_ = (*app, "args", "llm_configs", 0)
+    replicas = engine_replicas(engine)
+    engine_env = engine.get("runtime_env", {}).get("env_vars", {})
     # build_openai_app takes the same ingress_cls_config as the PD builder (ray/llm/_internal/serve/core/ingress/
     # builder.py, LLMServingArgs), so the baseline sits behind the same API-key ingress when the stack emits it.
     ingress = {key: copy.deepcopy(args[key]) for key in ("ingress_cls_config",) if key in args}
@@ -321,10 +329,11 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
             "aggregated_app",
             (*app, "args"),
             {"llm_configs": [engine], **ingress},
-            "baseline: the decode engine's config without kv_transfer_config, one replica on one GPU"
+            "baseline: the decode engine's config without kv_transfer_config, a GPU for each of its replicas"
             + (", behind the stack's ingress class" if ingress else ""),
         ),
-        *_engine_overrides((*app, "args", "llm_configs", 0), "aggregated", engine["engine_kwargs"], opts, host),
+        *_engine_overrides(llm, "aggregated", engine["engine_kwargs"], opts, host),
+        *(shared_gpu_overrides(llm, "aggregated", replicas, replicas, engine_env) if opts.share_gpu else []),
     ]
 
 

@@ -93,7 +93,7 @@ def build_app(
         f"libfabric {libfabric}"
     )
     production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack, args.config, api_keys), opts, host)
-    engines = engines_of(production)
+    engines = engines_of(smoke)
     if opts.share_gpu and opts.gpu_memory_utilization * engines > VLLM_DEFAULT_GPU_MEMORY_UTILIZATION:
         raise Refusal(
             f"--share-gpu runs {engines} engines on one GPU: --gpu-memory-utilization at most "
