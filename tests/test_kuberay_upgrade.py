@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.table import SETTINGS_BY_KEY
 from tests.kuberay_source import go_function, kuberay_source
 from tests.schemas import kuberay_dir, rayservice_crd_schema
 
@@ -228,3 +229,15 @@ def test_the_states_a_rollout_wait_could_follow_are_in_the_1_7_status():
     cluster_status = rayservice_crd_schema("1.7.0")["properties"]["status"]["properties"]["pendingServiceStatus"]
     assert {"targetCapacity", "trafficRoutedPercent", "lastTrafficMigratedTime"} <= cluster_status["properties"].keys()
     assert "BothActivePendingClustersExist" in function("1.7.0", "calculateConditions")
+
+
+def test_a_change_of_release_on_a_running_stack_warns_that_the_crds_stay():
+    """The chart ships its CRDs in crds/ (each SOURCE.txt: identical to helm-chart/kuberay-operator/crds/), which Helm
+    installs once and never upgrades ("There is no support at this time for upgrading or deleting CRDs using Helm",
+    https://helm.sh/docs/topics/charts/#limitations-on-crds); the 1.7.0 operator's new RayService fields would be
+    pruned by a 1.4.0 CRD (test_its_options_are_fields_of_the_1_7_crd_only), so the change table says so."""
+    for version in VALIDATED_KUBERAY_VERSIONS:
+        assert (
+            "identical to helm-chart/kuberay-operator/crds/*.yaml" in (kuberay_dir(version) / "SOURCE.txt").read_text()
+        )
+    assert "keeps the old RayService CRD" in SETTINGS_BY_KEY["kuberayVersion"].change_note

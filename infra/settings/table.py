@@ -518,6 +518,11 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}).",
             feeds="kuberay_version",
             effects=(CHART_ROLLED,),
+            change_note=(
+                "helm upgrade leaves the CRDs a first install put in (the chart ships them in crds/), so a running "
+                "stack moved to another release keeps the old RayService CRD until they are applied by hand "
+                "(docs/kuberay-versions.md)"
+            ),
         ),
         Setting(
             "allowUnvalidatedKuberayVersion",
