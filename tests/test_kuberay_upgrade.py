@@ -185,10 +185,14 @@ def test_the_stable_serve_service_is_not_managed_during_an_incremental_upgrade()
 
 
 def test_the_pending_cluster_of_an_upgrade_starts_at_its_minimum_and_zero_capacity():
-    """Replicas cleared (the autoscaler scales it from minReplicas), Serve's target_capacity 0 %, then raised by
-    maxSurgePercent while traffic moves stepSizePercent every intervalSeconds."""
+    """Replicas cleared, so the worker group starts at minReplicas (the stack's is its whole GPU node count: a pending
+    cluster would ask for every GPU node at once), Serve's target_capacity 0 %, then raised by maxSurgePercent while
+    traffic moves stepSizePercent every intervalSeconds."""
     construct = function("1.7.0", "constructRayClusterForRayService")
     assert "clusterSpec.WorkerGroupSpecs[i].Replicas = nil" in construct
+    desired = function("1.7.0", "GetWorkerGroupDesiredReplicas", "util.go")
+    assert "if workerGroupSpec.Replicas == nil || *workerGroupSpec.Replicas < minReplicas {\n" in desired
+    assert "workerReplicas = minReplicas" in desired
     status = function("1.7.0", "calculateStatus")
     assert "rayServiceInstance.Status.PendingServiceStatus.TargetCapacity = new(int32(0))" in status
     assert 'serveConfig["target_capacity"] = goalTargetCapacity' in function("1.7.0", "applyServeTargetCapacity")
