@@ -7,12 +7,18 @@ from typing import Any
 
 import yaml
 
-from tests.schemas import schemas_dir
+from tests.schemas import SHIPPED_KUBERAY_VERSION, schemas_dir
+
+
+def kuberay_values_file(version: str) -> Path:
+    """The kuberay-operator chart's values.yaml of one vendored KubeRay release (vendor/kuberay-v<version>/)."""
+    return Path(f"kuberay-v{version}/kuberay-operator-values.yaml")
+
 
 CHART_VALUES_FILES = {
     "nvidia-device-plugin": Path("nvidia-device-plugin-0.20.0/values.yaml"),
     "aws-efa-k8s-device-plugin": Path("aws-efa-k8s-device-plugin-v0.5.30/values.yaml"),
-    "kuberay-operator": Path("kuberay-v1.4.0/kuberay-operator-values.yaml"),
+    "kuberay-operator": kuberay_values_file(SHIPPED_KUBERAY_VERSION),
     "cluster-autoscaler": Path("cluster-autoscaler-chart-9.59.0/values.yaml"),
     "kube-prometheus-stack": Path("kube-prometheus-stack-88.5.3/values.yaml"),
     "dcgm-exporter": Path("dcgm-exporter-4.8.2/values.yaml"),
@@ -47,6 +53,11 @@ def chart_defaults(chart: str) -> dict[str, Any]:
     for subchart, path in SUBCHART_VALUES_FILES.get(chart, {}).items():
         defaults[subchart] = _merged(_load(path), defaults.get(subchart) or {})
     return defaults
+
+
+def kuberay_operator_defaults(version: str) -> dict[str, Any]:
+    """The kuberay-operator chart's default values at one KubeRay release (its chart version is the release's)."""
+    return _load(kuberay_values_file(version))
 
 
 def unknown_value_keys(values: dict[str, Any], defaults: dict[str, Any], prefix: str = "") -> list[str]:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
-from infra.settings.config import ConfigError
+from infra.settings.config import VALIDATED_KUBERAY_VERSIONS, ConfigError
 from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack
@@ -111,6 +112,35 @@ def prod() -> StackRun:
 @pytest.fixture(scope="session", params=SHIPPED_STACKS)
 def shipped(request: pytest.FixtureRequest) -> StackRun:
     return shipped_run(request.param)
+
+
+class KubeRayStack(NamedTuple):
+    """A shipped stack run with one validated KubeRay release as its `kuberayVersion`."""
+
+    stack: str
+    version: str
+    run: StackRun
+
+
+@functools.cache
+def kuberay_run(stack: str, version: str) -> StackRun:
+    """A shipped stack evaluated once per session at one KubeRay release (the default one is the shipped run)."""
+    return (
+        shipped_run(stack)
+        if version == VALIDATED_KUBERAY_VERSIONS[0]
+        else run_stack({"kuberayVersion": version}, stack=stack)
+    )
+
+
+@pytest.fixture(
+    scope="session",
+    params=list(itertools.product(SHIPPED_STACKS, VALIDATED_KUBERAY_VERSIONS)),
+    ids=lambda param: f"{param[0]}-kuberay-{param[1]}",
+)
+def kuberay_stack(request: pytest.FixtureRequest) -> KubeRayStack:
+    """Each shipped stack at each KubeRay release the stack is validated against (1.4.0 is the default)."""
+    stack, version = request.param
+    return KubeRayStack(stack, version, kuberay_run(stack, version))
 
 
 @pytest.fixture(scope="session")

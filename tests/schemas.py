@@ -23,9 +23,11 @@ import kubernetes_validate
 import yaml
 from referencing import Registry, Resource
 
+from infra.settings.table import VALIDATED_KUBERAY_VERSIONS
+
 SCHEMAS_ENV = "RAY_LLM_EKS_SCHEMAS"
-# The KubeRay release whose CRDs are shipped; Pulumi.yaml's kuberayVersion defaults to it.
-SHIPPED_KUBERAY_VERSION = "1.4.0"
+# The KubeRay release Pulumi.yaml's kuberayVersion defaults to; the others validated are vendored beside it.
+SHIPPED_KUBERAY_VERSION = VALIDATED_KUBERAY_VERSIONS[0]
 # The Kubernetes version of the cluster (Pulumi.yaml's kubernetesVersion default).
 KUBERNETES_SCHEMA_VERSION = "1.35"
 # kubernetes-validate's strict schemas refer to their shared definitions by this URI.
@@ -137,6 +139,16 @@ def rayservice_validator(
 ) -> jsonschema.Validator:
     """Validates a RayService manifest, as the KubeRay operator's CRD defines it."""
     return custom_resource_validator(kuberay_dir(kuberay_version) / "ray.io_rayservices.yaml", "v1", kubernetes_version)
+
+
+def raycluster_errors(
+    manifest: dict[str, Any],
+    kuberay_version: str = SHIPPED_KUBERAY_VERSION,
+    kubernetes_version: str = KUBERNETES_SCHEMA_VERSION,
+) -> list[str]:
+    """Every violation of a RayCluster manifest of the operator's RayCluster CRD, unknown fields rejected."""
+    crd = kuberay_dir(kuberay_version) / "ray.io_rayclusters.yaml"
+    return schema_errors(custom_resource_validator(crd, "v1", kubernetes_version), manifest)
 
 
 def _located(error: jsonschema.ValidationError) -> str:

@@ -201,7 +201,7 @@ BAD_VALUES = [
     ("dlcImage", "example.com/ray/llm:latest", "'latest' is not a pinned tag"),
     ("dlcImage", "example.com/ray/llm", "pinned by tag or digest"),
     ("kuberayVersion", "latest", "a version such as 1.4.0"),
-    ("kuberayVersion", "9.9.9", "validated against (1.4.0)"),
+    ("kuberayVersion", "9.9.9", "validated against (1.4.0, 1.7.0)"),
     ("rayVersion", "2.59.0", "the default image runs Ray 2.58.0"),
     ("capacityReservationId", "reservation-1", "cr-0123456789abcdef0"),
     ("serveExposure", "public", "none, internal, internet-facing"),
@@ -338,6 +338,14 @@ def test_unvalidated_kuberay_version_is_deployed_only_when_allowed_and_warned(mo
     cfg = load_stack_config({"kuberayVersion": "1.5.0", "allowUnvalidatedKuberayVersion": True})
     assert cfg.kuberay_version == "1.5.0"
     assert warnings and "kuberayVersion='1.5.0' was not validated" in warnings[0]
+
+
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_a_validated_kuberay_version_is_deployed_without_a_warning(monkeypatch, version):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    assert load_stack_config({"kuberayVersion": version}).kuberay_version == version
+    assert not [warning for warning in warnings if "kuberayVersion" in warning]
 
 
 def test_a_custom_image_takes_the_users_ray_version():

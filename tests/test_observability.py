@@ -16,10 +16,10 @@ import yaml
 from infra.observability.alerts import HEAD_CONTAINER
 from infra.observability.monitoring import RELEASE_LABEL
 from infra.serving.kuberay import OPERATOR_NAMESPACE
-from tests.chart_values import chart_defaults, unknown_value_keys
+from tests.chart_values import chart_defaults, kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import rejection
 from tests.promql import parse
-from tests.schemas import crd_schema, custom_resource_validator, schema_errors, schemas_dir, strict_schema
+from tests.schemas import crd_schema, custom_resource_validator, kuberay_dir, schema_errors, schemas_dir, strict_schema
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
@@ -161,17 +161,24 @@ def test_ray_pod_monitors_scrape_the_port_kuberay_adds_to_every_ray_pod(dev, mon
     ]
 
 
-def test_operator_pod_monitor_scrapes_the_operators_metrics_port(dev):
-    """The kuberay-operator chart's pod: label app.kubernetes.io/name=kuberay-operator, /metrics on port `http`
-    (helm-chart/kuberay-operator templates/deployment.yaml, templates/servicemonitor.yaml at v1.4.0)."""
-    spec = dev.get(POD_MONITOR, "observability-podmonitor-kuberay-operator").inputs["spec"]
+def test_operator_pod_monitor_scrapes_the_operators_metrics_port(kuberay_stack):
+    """The kuberay-operator chart's pod: label app.kubernetes.io/name from `kuberay-operator.name` (the values'
+    nameOverride, kuberay-operator: templates/_helpers.tpl), /metrics on the container port `http` (8080), metrics
+    on by default (helm-chart/kuberay-operator templates/deployment.yaml and values.yaml, vendored: 1.4.0, 1.7.0)."""
+    run, version = kuberay_stack.run, kuberay_stack.version
+    spec = run.get(POD_MONITOR, "observability-podmonitor-kuberay-operator").inputs["spec"]
     assert spec["namespaceSelector"] == {
-        "matchNames": [dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["namespace"]]
+        "matchNames": [run.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["namespace"]]
     }
     assert spec["namespaceSelector"] == {"matchNames": [OPERATOR_NAMESPACE]}
     assert spec["selector"] == {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}
     assert spec["podMetricsEndpoints"] == [{"port": "http"}]
-    assert chart_defaults("kuberay-operator")["metrics"]["enabled"] is True
+    defaults = kuberay_operator_defaults(version)
+    assert defaults["nameOverride"] == "kuberay-operator"
+    assert defaults["metrics"]["enabled"] is True
+    template = (kuberay_dir(version) / "kuberay-operator-deployment.yaml").read_text()
+    assert 'app.kubernetes.io/name: {{ include "kuberay-operator.name" . }}' in template
+    assert "- name: http\n              containerPort: 8080" in template
 
 
 def _rules(run):

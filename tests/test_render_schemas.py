@@ -66,6 +66,17 @@ def test_rayservice_schema_is_the_v1_one_of_the_crd():
     assert "serveConfigV2" in schema["properties"]["spec"]["properties"]
 
 
+def test_each_release_is_checked_against_its_own_crd():
+    """`rayClusterDeletionDelaySeconds` came after 1.4.0 (ray.io_rayservices.yaml at v1.7.0 has it, v1.4.0 not): the
+    same document passes one release's CRD and fails the other's, so the version a test names is the one it checks."""
+    manifest = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "x"}}
+    manifest["spec"] = {"rayClusterDeletionDelaySeconds": 0, "rayClusterConfig": {"headGroupSpec": {"template": {}}}}
+    assert schemas.rayservice_errors(manifest, "1.7.0") == []
+    assert schemas.rayservice_errors(manifest, "1.4.0") == [
+        "spec: Additional properties are not allowed ('rayClusterDeletionDelaySeconds' was unexpected)"
+    ]
+
+
 def test_rayservice_metadata_is_held_to_object_meta():
     manifest = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "x", "labelz": {}}}
     assert schemas.rayservice_errors(manifest) == [

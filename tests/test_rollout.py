@@ -36,6 +36,7 @@ from infra.serving.rollout_status import (
     serve_verdict,
     unschedulable_pods,
 )
+from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import pod_list, rayservice_status, serve_details
 from tests.schemas import core_object_errors, rayservice_errors
@@ -127,9 +128,12 @@ class Clock:
         {"generation": 2, "observed": 2, "app_status": "DEPLOY_FAILED"},
     ],
 )
-def test_rayservice_states_are_kuberay_1_4_objects(dev, status):
-    """The vendored ray.io_rayservices.yaml (KubeRay v1.4.0) schema, status included."""
-    assert rayservice_errors(live(dev, **status)) == []
+@pytest.mark.parametrize("kuberay_version", VALIDATED_KUBERAY_VERSIONS)
+def test_rayservice_states_are_kuberay_objects(dev, status, kuberay_version):
+    """The vendored ray.io_rayservices.yaml schema of each validated release (v1.4.0, v1.7.0), status included: the
+    fields the wait reads (observedGeneration, the active and pending rayClusterName, the apps' statuses) are in
+    both."""
+    assert rayservice_errors(live(dev, **status), kuberay_version) == []
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.quota import gpu_vcpu_need
-from infra.settings.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, ConfigError
+from infra.settings.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, VALIDATED_KUBERAY_VERSIONS, ConfigError
 from infra.settings.instance_types import InstanceShape
 from infra.settings.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
 from policy.ray_llm_policies import PACK_NAME, POLICIES
@@ -107,9 +107,12 @@ def recipe(request: pytest.FixtureRequest) -> tuple[str, StackRun]:
     return request.param, render(request.param)
 
 
-def test_recipe_rayservice_validates_against_the_kuberay_crd(recipe):
+@pytest.mark.parametrize("kuberay_version", VALIDATED_KUBERAY_VERSIONS)
+def test_recipe_rayservice_validates_against_the_kuberay_crd(recipe, kuberay_version):
+    """Against each validated release's CRD: the RayService is the same at every kuberayVersion
+    (tests/test_serving.py, test_the_rayservice_is_the_same_at_every_validated_kuberay_version)."""
     _, run = recipe
-    assert rayservice_errors(rayservice(run)) == []
+    assert rayservice_errors(rayservice(run), kuberay_version) == []
 
 
 def test_recipe_serve_config_validates_with_rays_serve_schema(recipe):

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import yaml
 
-from tests.chart_values import chart_defaults, unknown_value_keys
-from tests.conftest import EXPOSED_SECRET_KEYS, exposed
+from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from tests.chart_values import kuberay_operator_defaults, unknown_value_keys
+from tests.conftest import EXPOSED_SECRET_KEYS, exposed, kuberay_run
+from tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
-from tests.schemas import kuberay_dir, rayservice_errors
+from tests.schemas import kuberay_dir, raycluster_errors, rayservice_errors
 from tools.offline import run_stack
-from tools.project import PROJECT_DIR
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
+OPERATOR_RELEASE = "serving-kuberay-kuberay-operator"
 
 
 def head(run) -> dict:
@@ -35,31 +38,33 @@ def env(group: dict) -> dict:
 # --- KubeRay operator ---
 
 
-def test_operator_chart_is_pinned_from_the_kuberay_repo(dev):
-    inputs = dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs
+def test_operator_chart_is_pinned_from_the_kuberay_repo(kuberay_stack):
+    inputs = kuberay_stack.run.get(RELEASE, OPERATOR_RELEASE).inputs
     assert inputs["chart"] == "kuberay-operator"
     assert inputs["repositoryOpts"]["repo"] == "https://ray-project.github.io/kuberay-helm/"
-    assert inputs["version"] == "1.4.0"
+    assert inputs["version"] == kuberay_stack.version
     assert inputs["namespace"] == "kuberay-system"
 
 
-def test_operator_values_exist_in_the_real_chart(dev):
+def test_the_default_operator_is_kuberay_1_4_0(dev):
+    assert dev.get(RELEASE, OPERATOR_RELEASE).inputs["version"] == "1.4.0"
+
+
+def test_operator_values_exist_in_the_real_chart(kuberay_stack):
     """`resources` is the container's ResourceRequirements as given: the chart renders `{{- with .Values.resources }}
-    resources: {{- toYaml . }}` (vendor/kuberay-v1.4.0/kuberay-operator-deployment.yaml), and its values.yaml leaves
-    `requests` commented out beside the `limits` it sets."""
-    values = dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]
-    assert (
-        unknown_value_keys({k: v for k, v in values.items() if k != "resources"}, chart_defaults("kuberay-operator"))
-        == []
-    )
+    resources: {{- toYaml . }}` (vendor/kuberay-v<version>/kuberay-operator-deployment.yaml, at 1.4.0 and 1.7.0), and
+    its values.yaml leaves `requests` commented out beside the `limits` it sets."""
+    values = kuberay_stack.run.get(RELEASE, OPERATOR_RELEASE).inputs["values"]
+    defaults = kuberay_operator_defaults(kuberay_stack.version)
+    assert unknown_value_keys({k: v for k, v in values.items() if k != "resources"}, defaults) == []
     assert set(values["resources"]) <= {"requests", "limits"}
-    template = (PROJECT_DIR / "vendor" / "kuberay-v1.4.0" / "kuberay-operator-deployment.yaml").read_text()
+    template = (kuberay_dir(kuberay_stack.version) / "kuberay-operator-deployment.yaml").read_text()
     assert "{{- with .Values.resources }}\n          resources:\n            {{- toYaml . | nindent 12 }}" in template
 
 
-def test_operator_version_is_the_one_whose_schemas_are_checked(dev):
-    chart = yaml.safe_load((kuberay_dir() / "kuberay-operator-Chart.yaml").read_text())
-    assert dev.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["version"] == chart["version"]
+def test_operator_version_is_the_one_whose_schemas_are_checked(kuberay_stack):
+    chart = yaml.safe_load((kuberay_dir(kuberay_stack.version) / "kuberay-operator-Chart.yaml").read_text())
+    assert kuberay_stack.run.get(RELEASE, OPERATOR_RELEASE).inputs["version"] == chart["version"]
 
 
 def test_operator_waits_for_the_system_nodes(dev):
@@ -70,14 +75,39 @@ def test_operator_waits_for_the_system_nodes(dev):
 # --- the RayService document ---
 
 
-def test_rayservice_validates_against_the_kuberay_crd(shipped):
-    assert rayservice_errors(rayservice(shipped)) == []
+def test_rayservice_validates_against_the_kuberay_crd(kuberay_stack):
+    assert rayservice_errors(rayservice(kuberay_stack.run), kuberay_stack.version) == []
 
 
-def test_an_unknown_field_fails_validation(dev):
-    broken = copy.deepcopy(rayservice(dev))
+def test_its_cluster_config_validates_as_the_raycluster_the_operator_creates(kuberay_stack):
+    """The operator creates the RayCluster with `Spec: rayClusterConfig` as given (constructRayClusterForRayService in
+    vendor/kuberay-v<version>/rayservice_controller.go; 1.7.0 clears worker `replicas` for an incremental upgrade's
+    pending cluster only), so the config must also be a valid RayCluster spec of that release's RayCluster CRD."""
+    cluster = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "ray-llm-abcde", "namespace": "inference"},
+        "spec": rayservice(kuberay_stack.run)["spec"]["rayClusterConfig"],
+    }
+    assert raycluster_errors(cluster, kuberay_stack.version) == []
+    construct = go_function(kuberay_source(kuberay_stack.version), "constructRayClusterForRayService")
+    spec = re.search(r"\n\t\tSpec: +(rayService\.Spec\.RayClusterSpec|\*clusterSpec),\n", construct)
+    assert spec
+    if spec[1] == "*clusterSpec":
+        assert "clusterSpec := rayService.Spec.RayClusterSpec.DeepCopy()" in construct
+
+
+def test_an_unknown_field_fails_validation(kuberay_stack):
+    broken = copy.deepcopy(rayservice(kuberay_stack.run))
     broken["spec"]["rayClusterConfig"]["headGroupSpec"]["rayStartParam"] = {}
-    assert rayservice_errors(broken)
+    assert rayservice_errors(broken, kuberay_stack.version)
+
+
+def test_the_rayservice_is_the_same_at_every_validated_kuberay_version(kuberay_stack):
+    """build_rayservice takes no operator version: what differs between 1.4.0 and 1.7.0 leaves the stack's RayService
+    as it is (docs/kuberay-versions.md), so each release's CRD checks the one document."""
+    at_default = kuberay_run(kuberay_stack.stack, VALIDATED_KUBERAY_VERSIONS[0])
+    assert rayservice(kuberay_stack.run) == rayservice(at_default)
 
 
 def test_rayservice_is_named_and_placed_from_config(dev):

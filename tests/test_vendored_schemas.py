@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from tests.schemas import VENDORED_SCHEMAS_DIR
 from tools.project import config_default
 
@@ -22,6 +23,8 @@ UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 # the model preflight (infra/serving/model_source.py), and pulumi-eks's `nodejs/eks` at the SDK version requirements.txt
 # pins, run by the expansion tests (tests/test_eks_expansion_source.py holds the two versions together).
 VENDORED_SOURCES = {"vllm-0.26.0", "pulumi-eks-4.3.0"}
+# Besides the pinned default, every KubeRay release a user may choose (kuberayVersion) is vendored and validated.
+VALIDATED_KUBERAY_FOLDERS = {f"kuberay-v{version}" for version in VALIDATED_KUBERAY_VERSIONS}
 
 
 def pinned_version(key: str) -> str:
@@ -35,7 +38,22 @@ def vendored_folder(key: str) -> str:
 
 def test_the_vendored_folders_are_exactly_the_pinned_versions():
     present = {path.name for path in VENDORED_SCHEMAS_DIR.iterdir() if path.is_dir()}
-    assert present == {vendored_folder(key) for key in VENDORED_CHARTS} | VENDORED_SOURCES
+    assert present == {vendored_folder(key) for key in VENDORED_CHARTS} | VENDORED_SOURCES | VALIDATED_KUBERAY_FOLDERS
+
+
+def test_the_default_kuberay_is_the_first_validated_one():
+    assert pinned_version("kuberayVersion") == VALIDATED_KUBERAY_VERSIONS[0]
+
+
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_each_validated_kuberay_folder_holds_that_release(version):
+    """The chart's Chart.yaml version is the release (the kuberay-operator chart is versioned with the operator), and
+    its values pin the operator image of the same tag."""
+    folder = VENDORED_SCHEMAS_DIR / f"kuberay-v{version}"
+    assert yaml.safe_load((folder / "kuberay-operator-Chart.yaml").read_text())["version"] == version
+    image = yaml.safe_load((folder / "kuberay-operator-values.yaml").read_text())["image"]
+    assert (image["repository"], image["tag"]) == ("quay.io/kuberay/operator", f"v{version}")
+    assert f"Tag         : v{version} " in (folder / "SOURCE.txt").read_text()
 
 
 @pytest.mark.parametrize("key", sorted(VENDORED_CHARTS))
@@ -47,7 +65,9 @@ def test_the_vendored_chart_is_the_pinned_version(key):
     assert chart["version"] == pinned_version(key)
 
 
-@pytest.mark.parametrize("name", sorted({vendored_folder(key) for key in VENDORED_CHARTS} | VENDORED_SOURCES))
+@pytest.mark.parametrize(
+    "name", sorted({vendored_folder(key) for key in VENDORED_CHARTS} | VENDORED_SOURCES | VALIDATED_KUBERAY_FOLDERS)
+)
 def test_each_vendored_folder_names_its_source_and_carries_the_apache_licence(name):
     folder = VENDORED_SCHEMAS_DIR / name
     assert all((folder / name).is_file() for name in UPSTREAM_FILES)

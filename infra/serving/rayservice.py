@@ -184,13 +184,15 @@ def build_rayservice(
             "name": cfg.ray_service_name,
             "namespace": cfg.namespace,
             "annotations": {
-                # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay 1.4.0's Ready condition
-                # stays true over a failed or still-old serve config, so the provider's own wait would report success.
+                # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay's Ready condition (1.4.0
+                # and 1.7.0) stays true over a failed or still-old serve config, so the provider's own wait would
+                # report success (tests/test_kuberay_upgrade.py).
                 "pulumi.com/skipAwait": "true",
                 # Gone at once when replaced or destroyed, its RayCluster and pods deleted after it by the garbage
                 # collector: KubeRay 1.4.0 reconciles a RayService being deleted like any other, and once a foreground
                 # delete has removed its RayCluster it builds a new one (shouldPrepareNewCluster with no cluster left),
-                # which the delete then waits on in turn. KubeRay 1.6 skips a RayService being deleted.
+                # which the delete then waits on in turn. KubeRay 1.7.0 (and 1.6.2) holds it with a finalizer until it
+                # has deleted its RayClusters and builds none: background is right for both (test_kuberay_delete.py).
                 "pulumi.com/deletionPropagationPolicy": "background",
             },
         },

@@ -40,6 +40,7 @@ from infra.settings.table import (
     SEMVER_PATTERN,
     SETTINGS,
     SETTINGS_BY_KEY,
+    VALIDATED_KUBERAY_VERSIONS,
     Boolean,
     Choice,
     Integer,
@@ -67,8 +68,6 @@ API_KEYS_SETTING = "serveApiKeys"
 API_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{32,256}\Z")
 API_KEY_COMMAND = 'pulumi config set --secret serveApiKeys "[\\"$(openssl rand -hex 32)\\"]"'
 
-# KubeRay releases whose CRDs are vendored and the RayService is validated against (tests/test_render_schemas.py).
-VALIDATED_KUBERAY_VERSIONS = ("1.4.0",)
 # The Kubernetes minor each known cluster-autoscaler chart's Cluster Autoscaler is built for (the chart's
 # appVersion: 9.59.0 runs 1.35.0). Upstream tests a Cluster Autoscaler only on the Kubernetes minor it was
 # meant for, "there is always a chance that it won't work as expected" on another (kubernetes/autoscaler

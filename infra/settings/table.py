@@ -50,6 +50,10 @@ API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
+# KubeRay releases whose CRDs and operator chart are vendored (vendor/kuberay-v<version>/) and the RayService and the
+# operator's Helm values are validated against (tests/test_kuberay_versions.py); docs/kuberay-versions.md says what
+# changed between them. The first is kuberayVersion's default.
+VALIDATED_KUBERAY_VERSIONS = ("1.4.0", "1.7.0")
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
 AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
@@ -509,10 +513,16 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
         Setting(
             "kuberayVersion",
             Text(SEMVER_PATTERN, "a version such as 1.4.0"),
-            "1.4.0",
-            "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored (1.4.0).",
+            VALIDATED_KUBERAY_VERSIONS[0],
+            "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored "
+            f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}).",
             feeds="kuberay_version",
             effects=(CHART_ROLLED,),
+            change_note=(
+                "helm upgrade leaves the CRDs a first install put in (the chart ships them in crds/), so a running "
+                "stack moved to another release keeps the old RayService CRD until they are applied by hand "
+                "(docs/kuberay-versions.md)"
+            ),
         ),
         Setting(
             "allowUnvalidatedKuberayVersion",
