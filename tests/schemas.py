@@ -139,6 +139,12 @@ def rayservice_validator(
     return custom_resource_validator(kuberay_dir(kuberay_version) / "ray.io_rayservices.yaml", "v1", kubernetes_version)
 
 
+def raycluster_errors(manifest: dict[str, Any], kuberay_version: str = SHIPPED_KUBERAY_VERSION) -> list[str]:
+    """A RayCluster against the operator's own CRD."""
+    validator = custom_resource_validator(kuberay_dir(kuberay_version) / "ray.io_rayclusters.yaml")
+    return schema_errors(validator, manifest)
+
+
 def _located(error: jsonschema.ValidationError) -> str:
     """`path.to.field: message`, the way a reviewer finds it in the YAML."""
     return f"{'.'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}"
