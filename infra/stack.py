@@ -33,6 +33,7 @@ from infra.serving.model_source import is_s3_uri
 from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
 from infra.serving.serve_app import Serving, ServingArgs
 from infra.serving.serve_config import application_name
+from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.settings.table import settings_by_effect
@@ -180,7 +181,8 @@ def declare_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluste
         gpu,
         opts=pulumi.ResourceOptions(parent=gpu),
     )
-    if cfg.serve_autoscaling:
+    # Serve autoscaling adds and removes GPU nodes, and so does a newCluster upgrade's surge.
+    if cfg.cluster_autoscaler:
         ClusterAutoscaler(
             "cluster-autoscaler",
             ClusterAutoscalerArgs(
@@ -210,7 +212,10 @@ def declare_gpu_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cl
                 root_volume_gib=cfg.gpu_root_volume_gib,
                 capacity_reservation_id=cfg.capacity_reservation_id,
                 capacity_type=cfg.gpu_capacity_type,
-                max_count=cfg.topology.most_gpu_nodes,
+                max_count=cfg.gpu_node_group_max,
+                # With newCluster the Cluster Autoscaler adds the surge and a scale-up raises no minimum above the
+                # desired size it left (GpuNodesArgs.min_count).
+                min_count=0 if cfg.new_cluster else None,
                 tags=cfg.tags,
             ),
             cluster,
@@ -247,7 +252,26 @@ def declare_model_cache(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, 
     return Model(cache_uri=model_cache_uri, cache=model_cache)
 
 
+def cluster_change_path(cfg: StackConfig) -> str:
+    """What a cluster-spec change costs this stack, said by `pulumi preview` and `pulumi up` (its diagnostics) beside
+    the settings `pulumi preview --diff` shows under the effect's name."""
+    if not cfg.new_cluster:
+        return (
+            "clusterUpgradeStrategy 'replace': a cluster-spec change (the settings under "
+            f"`{RAYSERVICE_REPLACED.name}`) replaces the RayService, a full outage until the new cluster has loaded "
+            "the model; no extra nodes"
+        )
+    hours = cfg.surge_gpu_nodes * SURGE_MINUTES_PER_GPU_NODE / 60
+    return (
+        f"clusterUpgradeStrategy 'newCluster': a cluster-spec change (the settings under "
+        f"`{RAYSERVICE_NEW_CLUSTER.name}`) keeps serving and runs a second RayCluster beside the active one: a second "
+        f"Ray head and {cfg.surge_gpu_nodes} more {cfg.gpu_node_type} GPU node(s), about {SURGE_MINUTES_PER_GPU_NODE} "
+        f"minutes each, about {hours:.1f} extra GPU node-hours (modelled, docs/changes.md)"
+    )
+
+
 def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model) -> Serving:
+    pulumi.log.info(cluster_change_path(cfg))
     cache = model.cache
     return Serving(
         "serving",
@@ -264,7 +288,7 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             api_keys=cfg.serve_api_keys,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
             ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
-            changes=settings_by_effect(cfg.settings),
+            changes=settings_by_effect(cfg.settings, cfg.cluster_upgrade_strategy),
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
         ),

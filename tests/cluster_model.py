@@ -54,6 +54,9 @@ def declared_system_pods(run: StackRun) -> dict[str, Requests]:
     cluster = rayservice.inputs["spec"]["rayClusterConfig"]
     sidecar = [cluster["autoscalerOptions"]] if "autoscalerOptions" in cluster else []
     pods["ray-head"] = _containers_ask(cluster["headGroupSpec"]["template"]["spec"]["containers"] + sidecar)
+    if rayservice.inputs["spec"]["upgradeStrategy"]["type"] == "NewCluster":
+        # KubeRay builds an upgrade's new RayCluster, its head too, beside the active one (rayservice_controller.go).
+        pods["ray-head-new-cluster"] = pods["ray-head"]
     metrics = [r for r in run.of_type(RELEASE) if r.name == "observability-kube-prometheus-stack"]
     for name, path in METRICS_WORKLOADS.items() if metrics else ():
         pods[name] = requests_of(_at(metrics[0].inputs["values"], path).get("resources", {}))
@@ -79,6 +82,7 @@ class Step:
     head_running: bool = True  # a Ray head from the step before is up (every step but the first deploy)
     mirrors: bool = False  # the model changes, so the mirror Job runs (beside that head)
     fails: bool = False  # the app does not come up: the rollout keeps the state of the last step that did
+    surge: bool = False  # a newCluster upgrade: the new RayCluster's head and workers run beside the active one's
 
 
 def pods_during(run: StackRun, step: Step) -> dict[str, Requests]:
@@ -87,11 +91,23 @@ def pods_during(run: StackRun, step: Step) -> dict[str, Requests]:
     its successor is created, in the background: the new head may wait Pending while the old one terminates (its
     grace period), never beside it, so one head is counted."""
     pods = declared_system_pods(run)
+    if not step.surge:
+        pods.pop("ray-head-new-cluster", None)
     if not step.mirrors:
         pods.pop("model-mirror", None)
     if not step.head_running and step.mirrors:
         pods.pop("ray-head")
     return pods
+
+
+def gpu_nodes_at_once(before: StackRun, run: StackRun) -> tuple[int, int]:
+    """A newCluster upgrade's GPU nodes at their most against what the group may hold: the active cluster at the
+    most its worker group may scale to (the step before's maxReplicas, one pod a node) beside the new cluster's
+    workers at their start (this step's replicas); and the node group's maximum."""
+    (active,) = before.of_type(RAYSERVICE)[0].inputs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    (new,) = run.of_type(RAYSERVICE)[0].inputs["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    group = run.get("eks:index:ManagedNodeGroup", "gpu-nodes-gpu").inputs["scalingConfig"]
+    return int(active["maxReplicas"]) + int(new["replicas"]), int(group["maxSize"])
 
 
 # The DaemonSets the stack installs on every GPU node, by release and chart: the device plugins and, with

@@ -32,6 +32,9 @@ SERVE_AUTOSCALING = {
     "prefillTargetOngoingRequests": 4,
     "decodeTargetOngoingRequests": 4,
 }
+# KubeRay's NewCluster upgrade for cluster-spec changes, with the second system node it needs for a second Ray head
+# beside the first during an upgrade (m7i.xlarge holds one head and the system pods: infra/settings/footprint.py).
+NEW_CLUSTER = {"clusterUpgradeStrategy": "newCluster", "systemNodeCount": 2}
 API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
 # What the README's first steps add to a stack whose endpoint leaves the cluster: the ACM certificate of its DNS
 # name, and the API keys as one secret (the stack file holds it encrypted; offline reads a stand-in key).

@@ -10,11 +10,22 @@ from typing import Any
 CONDITION_TIME = "2026-12-01T09:00:00Z"
 
 
+def _applications(app_status: str) -> dict[str, Any]:
+    return {"ray-llm": {"status": app_status, "serveDeploymentStatuses": {"OpenAiIngress": {"status": "HEALTHY"}}}}
+
+
 def rayservice_status(
-    observed: int, active: str = "ray-llm-abcde", pending: str = "", app_status: str = "RUNNING"
+    observed: int,
+    active: str = "ray-llm-abcde",
+    pending: str = "",
+    app_status: str = "RUNNING",
+    pending_app_status: str = "",
 ) -> dict[str, Any]:
     """A RayService's status as KubeRay 1.4.0 writes it (rayservice_controller.go calculateStatus and
-    calculateConditions). A first cluster is pending until its apps run: `active=""` with `pending` set."""
+    calculateConditions). A first cluster is pending until its apps run: `active=""` with `pending` set. During a
+    NewCluster upgrade both are named; KubeRay then reads Serve on the pending cluster alone and writes its
+    applications there (`pending_app_status`), the active one's left as they were (Reconcile: reconcileServe of the
+    active cluster only without a pending one)."""
     return {
         "observedGeneration": observed,
         "numServeEndpoints": 1 if active else 0,
@@ -41,13 +52,53 @@ def rayservice_status(
         ],
         "activeServiceStatus": {
             "rayClusterName": active,
-            "applicationStatuses": {
-                "ray-llm": {"status": app_status, "serveDeploymentStatuses": {"OpenAiIngress": {"status": "HEALTHY"}}}
-            }
-            if active
-            else {},
+            "applicationStatuses": _applications(app_status) if active else {},
         },
-        "pendingServiceStatus": {"rayClusterName": pending} if pending else {},
+        "pendingServiceStatus": (
+            {
+                "rayClusterName": pending,
+                **({"applicationStatuses": _applications(pending_app_status)} if pending_app_status else {}),
+            }
+            if pending
+            else {}
+        ),
+    }
+
+
+def raycluster(name: str, rayservice: dict[str, Any], kuberay_version: str = "v1.4.0") -> dict[str, Any]:
+    """The RayCluster KubeRay 1.4.0 builds for a RayService (rayservice_controller.go constructRayClusterForRayService):
+    the RayService's labels and annotations and its own, the hash of the spec less replicas, and the RayService's
+    rayClusterConfig as its spec, owned by the RayService."""
+    metadata = rayservice["metadata"]
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": name,
+            "namespace": metadata["namespace"],
+            "labels": {
+                **metadata.get("labels", {}),
+                "ray.io/originated-from-cr-name": metadata["name"],
+                "ray.io/originated-from-crd": "RayService",
+            },
+            "annotations": {
+                **metadata.get("annotations", {}),
+                "ray.io/hash-without-replicas-and-workers-to-delete": "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
+                "ray.io/num-worker-groups": str(len(rayservice["spec"]["rayClusterConfig"]["workerGroupSpecs"])),
+                "ray.io/kuberay-version": kuberay_version,
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "ray.io/v1",
+                    "kind": "RayService",
+                    "name": metadata["name"],
+                    "uid": "b0ddfe96-5fb0-40b1-862f-9250866fbd33",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": copy.deepcopy(rayservice["spec"]["rayClusterConfig"]),
     }
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from infra.settings import changes
 from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
-from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
+from infra.settings.table import CHANGE_EFFECTS, NEW_CLUSTER, effects_of, settings_by_effect
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, exposed
+from tests.conftest import NEW_CLUSTER as NEW_CLUSTER_STACK
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tools.change_reference import BEGIN_MARKER, END_MARKER, REFERENCE_PAGE, WRITE_COMMAND, markdown_table
 from tools.offline import StackRun, run_stack
@@ -31,6 +32,20 @@ MOVES = {
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
     },
     changes.SECRET_UPDATED.name: {(SECRET, "serving-hf-token")},
+    # Updated in place (tests/test_new_cluster.py: the same uid), the same objects as a replacement.
+    changes.RAYSERVICE_NEW_CLUSTER.name: {
+        (RAYSERVICE, "serving-rayservice"),
+        (SECRET, "serving-hf-token"),
+        (SECRET, "serving-serve-api-keys"),
+        ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
+    },
+    # The setting tried here (clusterUpgradeStrategy) installs the Cluster Autoscaler's chart, with its IAM role.
+    changes.CHART_ROLLED.name: {
+        ("ray-llm-eks:nodes:ClusterAutoscaler", "cluster-autoscaler"),
+        (RELEASE, "cluster-autoscaler-cluster-autoscaler"),
+        ("aws:iam/role:Role", "cluster-autoscaler-role"),
+        ("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy"),
+    },
     changes.MODEL_MIRRORED.name: {
         ("ray-llm-eks:serving:ModelCache", "model-cache"),
         ("kubernetes:batch/v1:Job", "model-cache-mirror"),
@@ -125,6 +140,32 @@ def test_a_change_moves_only_what_its_effects_allow(baseline, key):
     run = run_stack(NEW_VALUES[key])
     allowed = {(ROLLOUT, "serving-rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
     assert moved(baseline, run) <= allowed
+
+
+@pytest.fixture(scope="module")
+def new_cluster_baseline() -> StackRun:
+    return run_stack(NEW_CLUSTER_STACK)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in NEW_VALUES if RAYSERVICE_REPLACED in CHANGE_EFFECTS[k]))
+def test_with_new_cluster_a_change_that_would_replace_moves_what_its_effects_allow(new_cluster_baseline, key):
+    """clusterUpgradeStrategy newCluster: the same changes, each under the effects it has on that path
+    (infra/settings/table.py effects_of), and the RayService the same object, updated (the mock keeps its uid)."""
+    run = run_stack({**NEW_CLUSTER_STACK, **NEW_VALUES[key]}, existing=new_cluster_baseline)
+    effects = effects_of(key, NEW_CLUSTER)
+    allowed = {(ROLLOUT, "serving-rollout")}.union(*(MOVES[effect.name] for effect in effects))
+    assert moved({(r.type, r.name): r.inputs for r in new_cluster_baseline.resources}, run) <= allowed
+    urn = run.get(RAYSERVICE, "serving-rayservice").urn
+    assert run.uids[urn].uid == new_cluster_baseline.uids[urn].uid
+    assert RAYSERVICE_REPLACED not in effects
+
+
+def test_switching_to_new_cluster_moves_what_the_strategys_effects_allow(new_cluster_baseline):
+    before = run_stack({"systemNodeCount": 2})
+    allowed = {(ROLLOUT, "serving-rollout")}.union(
+        *(MOVES[effect.name] for effect in CHANGE_EFFECTS["clusterUpgradeStrategy"] if effect.name in MOVES)
+    )
+    assert moved({(r.type, r.name): r.inputs for r in before.resources}, new_cluster_baseline) <= allowed
 
 
 @pytest.mark.parametrize("key", sorted(k for k in NEW_VALUES if RAYSERVICE_REPLACED not in CHANGE_EFFECTS[k]))

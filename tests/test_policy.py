@@ -397,6 +397,28 @@ def _add_plain_port(captured: CapturedStack) -> None:
     SERVE_LB(captured)["spec"]["ports"].append({"name": "http", "port": 80, "targetPort": 8000, "protocol": "TCP"})
 
 
+def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", ranges: bool = True) -> Callable:
+    """A RayService's spec.serveService made a load balancer, as a hand edit of the stack's manifest could: KubeRay
+    makes it the serve Service with the head's `serve` port, 8000, as its one port (vendor/kuberay-v1.4.0/service.go
+    BuildServeService), whatever ports it names."""
+
+    def edit(captured: CapturedStack) -> None:
+        lb = SERVE_LB(captured)
+        annotations = {
+            key: value
+            for key, value in lb["metadata"]["annotations"].items()
+            if (key != TLS_CERT or certificate) and (internal or not key.endswith("-internal"))
+        }
+        if tls_ports:
+            annotations[TLS_PORTS] = tls_ports
+        spec = {"type": "LoadBalancer", "ports": [{"name": "https", "port": 443}]}
+        if ranges:
+            spec["loadBalancerSourceRanges"] = ["100.24.20.0/24"]
+        RAYSERVICE(captured)["spec"]["serveService"] = {"metadata": {"annotations": annotations}, "spec": spec}
+
+    return edit
+
+
 def _without_auth_ingress(captured: CapturedStack) -> None:
     spec = RAYSERVICE(captured)["spec"]
     config = yaml.safe_load(spec["serveConfigV2"])
@@ -529,6 +551,40 @@ BREAKAGES = [
         "serveCertificateArn",
         stack="prod",
         edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].update({TLS_PORTS: "8443"}),
+    ),
+    Breakage(
+        "serve-service-no-certificate",
+        "serve-endpoint-tls",
+        MANDATORY,
+        "serveCertificateArn",
+        stack="prod",
+        edit=_serve_service(internal=True, certificate=False),
+    ),
+    Breakage(
+        "serve-service-tls-on-443-served-on-8000",
+        "serve-endpoint-tls",
+        MANDATORY,
+        "serveCertificateArn",
+        stack="prod",
+        edit=_serve_service(internal=True, certificate=True, tls_ports="443"),
+    ),
+    Breakage(
+        "serve-service-no-ranges",
+        "serve-endpoint-not-open",
+        MANDATORY,
+        "serveSourceCidrs",
+        stack="prod",
+        edit=_serve_service(internal=False, certificate=True, tls_ports="8000", ranges=False),
+    ),
+    Breakage(
+        "serve-service-no-keys",
+        "serve-endpoint-authenticated",
+        MANDATORY,
+        "serveApiKeyAuth",
+        stack="prod",
+        overrides={"serveApiKeyAuth": False, "serveApiKeys": ""},
+        also_fires=frozenset({"serve-endpoint-authenticated-internal"}),
+        edit=_serve_service(internal=False, certificate=True, tls_ports="8000"),
     ),
     Breakage(
         "internet-facing-no-keys",

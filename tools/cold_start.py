@@ -11,9 +11,11 @@ on the caches on one host.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 
 from infra.nodes.node_groups import GPU_ROOT_THROUGHPUT_MIBPS
+from infra.settings.changes import SURGE_MINUTES_PER_GPU_NODE
 from tools.project import PROJECT_DIR, replace_generated_block
 
 GB = 1e9
@@ -101,6 +103,32 @@ FIGURES = {
         "the same init on the node's caches (VLLM_CACHE_ROOT, TRITON_CACHE_DIR), measured against 117.85 s cold on "
         "one host: torch.compile 3.3 s, the first profiling run 0.8 s (docs/cold-start.md, second run)",
     ),
+    "node_launch": Figure(
+        120,
+        "s",
+        "EC2 launch, AL2023 boot and the kubelet's registration of a GPU node the Cluster Autoscaler adds; not "
+        "measured here (the autoscaler gives a node up after max-node-provision-time, 15 min: "
+        "vendor/cluster-autoscaler-chart-9.59.0/values.yaml)",
+        estimate=True,
+    ),
+    "deploy_to_running": Figure(
+        297,
+        "s",
+        "Serve's deploy of the PD app to RUNNING on loaded GPUs, the longest of 250 to 297 s measured on a fresh "
+        "machine (docs/gpu-end-to-end.md, fourth session): Ray replicas, vLLM import, model load, compile",
+    ),
+    "cluster_deletion_delay": Figure(
+        60,
+        "s",
+        "KubeRay 1.4.0 deletes the old RayCluster 60 s after the switch (vendor/kuberay-v1.4.0/"
+        "rayservice_controller.go RayClusterDeletionDelayDuration, cleanUpRayClusterInstance)",
+    ),
+    "scale_down_unneeded": Figure(
+        600,
+        "s",
+        "the Cluster Autoscaler removes a node once unneeded for scale-down-unneeded-time, 10 min by default "
+        "(vendor/cluster-autoscaler-chart-9.59.0/values.yaml extraArgs; the stack sets none)",
+    ),
 }
 
 
@@ -164,6 +192,28 @@ def restarted_pod_steps() -> list[Step]:
     ]
 
 
+def surge_steps() -> list[Step]:
+    """What one GPU node of a clusterUpgradeStrategy newCluster upgrade runs beside the active cluster's (the `after`
+    column: with the model cache), from its launch until the Cluster Autoscaler removes the old cluster's node: the
+    extra GPU node time of an upgrade, per node of the new cluster."""
+    new = {step.name: step for step in new_node_steps()}
+    seconds_of = {name: FIGURES[name].value for name in ("node_launch", "deploy_to_running")}
+    delay, unneeded = FIGURES["cluster_deletion_delay"].value, FIGURES["scale_down_unneeded"].value
+    return [
+        Step("node launch and join", seconds_of["node_launch"], seconds_of["node_launch"], "estimate"),
+        Step("image pull", new["image pull"].after, new["image pull"].after, "as a new GPU node"),
+        Step("weights to the node", new["weights to the node"].after, new["weights to the node"].after, "from S3"),
+        Step("deploy to RUNNING", seconds_of["deploy_to_running"], seconds_of["deploy_to_running"], "measured"),
+        Step("switch, then the old cluster's deletion", delay, delay, "KubeRay's delay"),
+        Step("the old node unneeded, then removed", unneeded, unneeded, "the Cluster Autoscaler's default"),
+    ]
+
+
+def surge_minutes() -> int:
+    """The surge per GPU node in whole minutes, rounded up: what infra/settings/changes.py says."""
+    return math.ceil(sum(step.after for step in surge_steps()) / 60)
+
+
 def mirror_seconds() -> float:
     """The first `pulumi up` only, before the RayService: the mirror Job pulls the DLC image onto a system node (its
     launch template has neither FastImagePull nor a faster root volume) and copies the Hub repo into the bucket
@@ -194,6 +244,9 @@ def markdown() -> str:
         *_rows("an engine pod restarted on its node", restarted_pod_steps()),
         f"| **first `pulumi up` only**: the mirror Job, Hub to S3 | 0 | {mirror_seconds():.0f} | image / min(pull "
         "rate, a system node's root volume) + weights / min(Hub, that volume) |",
+        *_rows("one GPU node of a newCluster upgrade's surge (modelled)", surge_steps()),
+        f"| **surge per GPU node, minutes** | | {surge_minutes()} | rounded up; infra/settings/changes.py says "
+        f"{SURGE_MINUTES_PER_GPU_NODE} |",
         "",
         "| figure | value | source |",
         "|---|---|---|",

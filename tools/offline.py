@@ -14,6 +14,7 @@ answer otherwise.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import runpy
@@ -603,11 +604,26 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "generation": stored.generation,
                 "uid": stored.uid,
             }
+        if args.typ.endswith(":ServeRollout"):
+            state["cluster"] = _serving_cluster(args.inputs)
         if args.typ == "kubernetes:core/v1:Service":
             state["status"] = {
                 "loadBalancer": {"ingress": [{"hostname": f"{args.name}.elb.{self.region}.amazonaws.com"}]}
             }
         return f"{args.name}-id", state
+
+
+# The letters KubeRay names a RayService's clusters with: `<name>-` and five of k8s.io/apimachinery's rand.String
+# (kuberay v1.4.0 ray-operator/controllers/ray/utils/util.go GenerateRayClusterName; apimachinery
+# pkg/util/rand/rand.go alphanums).
+CLUSTER_NAME_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _serving_cluster(inputs: Mapping[str, Any]) -> str:
+    """The RayCluster the ServeRollout reports serving (its `cluster` output), named as KubeRay names one; offline
+    a function of the cluster spec, so that a new spec is a new cluster."""
+    digest = hashlib.sha256(str(inputs.get("clusterSpecSha256") or inputs.get("specSha256")).encode()).digest()
+    return f"{inputs['name']}-" + "".join(CLUSTER_NAME_LETTERS[b % len(CLUSTER_NAME_LETTERS)] for b in digest[:5])
 
 
 def _replacement_identity(inputs: Mapping[str, Any], replace_on_changes: Sequence[str]) -> str:

@@ -112,15 +112,17 @@ def _managed_node_group(
     labels: dict[str, str],
     capacity_type: str = "on-demand",
     max_count: int | None = None,
+    min_count: int | None = None,
     update_strategy: str = SYSTEM_UPDATE_STRATEGY,
     role: str,
     **extra: Any,
 ) -> eks.ManagedNodeGroup:
     """A managed node group `<component>-<role>` in private subnets on the cluster's Kubernetes version, created once
     they have egress where the subnet ids carry their routes (as infra.network.vpc.Network's do): fixed (min = max =
-    desired), or from `count` up to `max_count` with the desired size left to the Cluster Autoscaler.
-    `instance_type` None leaves the type to the launch template."""
+    desired), or from `count` up to `max_count` with the desired size left to the Cluster Autoscaler, and its least
+    `min_count` (None: `count`). `instance_type` None leaves the type to the launch template."""
     most = max_count or count
+    least = count if min_count is None else min_count
     return eks.ManagedNodeGroup(
         children.name(role),
         cluster=cluster.eks_cluster,
@@ -133,7 +135,7 @@ def _managed_node_group(
         # pulumi-eks sets no version when a launch template is given; without one, a node group stays
         # on its Kubernetes version when the control plane is upgraded.
         version=cluster.kubernetes_version,
-        scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=most, desired_size=count),
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=least, max_size=most, desired_size=count),
         # The Cluster Autoscaler moves the desired size; a later `pulumi up` must not reset it.
         ignore_scaling_changes=most > count,
         labels=labels,
@@ -351,6 +353,11 @@ class GpuNodesArgs:
     capacity_type: str = "on-demand"
     # More nodes the Cluster Autoscaler may add, up to this many (None: a fixed `count`).
     max_count: int | None = None
+    # With max_count, the least the group keeps (None: `count`). 0 lets a later `pulumi up` raise `count` at all: the
+    # desired size is left to the Cluster Autoscaler (ignored by Pulumi), and EKS refuses a minimum above the desired
+    # size ("Minimum capacity N can't be greater than desired size", UpdateNodegroupConfig); the autoscaler removes
+    # only nodes it finds unneeded, never one a Ray worker asks all of.
+    min_count: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict)  # on every resource of the group
 
 
@@ -359,6 +366,8 @@ def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> li
     errors = _node_count_errors("count", args.count, 0)
     if args.max_count is not None:
         errors += _node_count_errors("max_count", args.max_count, max(args.count, 1))
+    if args.min_count is not None and not 0 <= args.min_count <= args.count:
+        errors.append(problem("min_count", f"{args.min_count} nodes: allowed is 0 to count ({args.count})"))
     if not NODEGROUP_NAME_PATTERN.match(args.node_group_name):
         errors.append(
             problem(
@@ -419,6 +428,7 @@ class GpuNodes(pulumi.ComponentResource):
             ami_type=GPU_AMI_TYPE,
             capacity_type=args.capacity_type,
             max_count=args.max_count,
+            min_count=args.min_count,
             update_strategy=GPU_UPDATE_STRATEGY,
             labels={**GPU_NODE_LABELS, **accelerator_label(shape.gpu_name)},
             taints=[

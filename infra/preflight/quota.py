@@ -10,6 +10,10 @@ An update that replaces the GPU nodes (AMI, launch template, Kubernetes version)
 group's own: the GPU node group updates with EKS's MINIMAL strategy, which terminates an old node before it
 launches the new one (infra/nodes/node_groups.py). With EKS's DEFAULT strategy it would first add up to two nodes per
 AZ, and a quota that fits the nodes exactly would stop the update half-way; so the need is the nodes alone.
+
+With clusterUpgradeStrategy newCluster an upgrade runs the new RayCluster's GPU workers beside the active cluster's
+(KubeRay's NewCluster upgrade, vendor/kuberay-v1.4.0/rayservice_controller.go), so the need is the GPU node group's
+maximum, which holds both.
 """
 
 from __future__ import annotations
@@ -40,9 +44,20 @@ class VcpuNeed:
 
 
 def gpu_vcpu_need(cfg: StackConfig) -> VcpuNeed:
-    """The GPU nodes at their most: with autoscaling, the node group's maximum."""
+    """The GPU nodes at their most, the node group's maximum: with autoscaling its ceiling, with newCluster the
+    surge of an upgrade on top."""
     code, name = ON_DEMAND_VCPU_QUOTAS[cfg.gpu_node_type[0]]
-    return VcpuNeed(code, name, cfg.topology.node.vcpus * cfg.topology.most_gpu_nodes)
+    return VcpuNeed(code, name, cfg.topology.node.vcpus * cfg.gpu_node_group_max)
+
+
+def _nodes_counted(cfg: StackConfig) -> str:
+    nodes = f"{cfg.gpu_node_group_max} x {cfg.gpu_node_type} of {cfg.topology.node.vcpus} vCPUs"
+    if not cfg.surge_gpu_nodes:
+        return nodes
+    return (
+        f"{nodes}: {cfg.topology.most_gpu_nodes} for the active RayCluster and {cfg.surge_gpu_nodes} for the new one "
+        "a clusterUpgradeStrategy 'newCluster' upgrade runs beside it"
+    )
 
 
 def quota_problem(cfg: StackConfig, need: VcpuNeed, current: float) -> str | None:
@@ -50,7 +65,7 @@ def quota_problem(cfg: StackConfig, need: VcpuNeed, current: float) -> str | Non
         return None
     return (
         f"EC2 quota {need.quota_code} ({need.quota_name}) in {cfg.region} is {current:g} vCPUs; the GPU nodes need "
-        f"{need.vcpus} ({cfg.topology.most_gpu_nodes} x {cfg.gpu_node_type} of {cfg.topology.node.vcpus} vCPUs), "
+        f"{need.vcpus} ({_nodes_counted(cfg)}), "
         "besides any instances of that family already running. Request an increase in Service Quotas "
         f"(aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {need.quota_code} "
         f"--desired-value {need.vcpus}), or set quotaPreflight to false to skip this check"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import yaml
@@ -26,6 +28,20 @@ DASHBOARD_PORT = 8265
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
+# KubeRay labels every pod of a RayCluster with the cluster's name, and a RayService's worker pods with ray.io/serve
+# "true" from their creation on (their readiness probe then checks Serve's proxy), the head's only once its proxy is
+# healthy (kuberay v1.4.0 ray-operator/controllers/ray/utils/constant.go RayClusterLabelKey,
+# RayClusterServingServiceLabelKey; common/pod.go BuildPod, initLivenessAndReadinessProbe;
+# rayservice_controller.go updateHeadPodServeLabel, for the pending cluster's head too).
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+SERVE_LABEL = "ray.io/serve"
+# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied, on the head's pod template: a
+# change of any kind changes what KubeRay hashes, so it builds a new cluster (KubeRay 1.4.0 hashes the spec less each
+# worker group's replicas, minReplicas, maxReplicas and workersToDelete: generateHashWithoutReplicasAndWorkersToDelete,
+# so a replicas change alone would leave the running cluster as it is), and the RayCluster it builds carries the
+# digest of the spec it was built from, which the rollout compares (infra/serving/rollout_status.py).
+CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
+UPGRADE_REPLACE, UPGRADE_NEW_CLUSTER = "None", "NewCluster"
 WORKER_GROUP = "gpu-workers"
 # With Serve autoscaling, KubeRay's in-tree autoscaler (a sidecar in the head pod) adds a worker pod when
 # replicas wait for GPUs and removes it once idle, within the worker group's minReplicas..maxReplicas.
@@ -172,11 +188,29 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
     }
 
 
+def cluster_spec_digest(cluster_config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(cluster_config, sort_keys=True).encode()).hexdigest()
+
+
+def with_cluster_spec_digest(cluster_config: dict[str, Any]) -> dict[str, Any]:
+    """The cluster spec with its own digest (taken before it is added) on the head's pod template."""
+    stamped: dict[str, Any] = json.loads(json.dumps(cluster_config))
+    metadata = stamped["headGroupSpec"]["template"].setdefault("metadata", {})
+    metadata.setdefault("annotations", {})[CLUSTER_SPEC_ANNOTATION] = cluster_spec_digest(cluster_config)
+    return stamped
+
+
 def build_rayservice(
     cfg: StackConfig, with_hf_token: bool, model_cache_uri: str | None = None, service_account: str | None = None
 ) -> dict[str, Any]:
     """`model_cache_uri` and `service_account`: the model cache's copy and the workers' reader account
     (infra/serving/model_cache.py), when the workers load from S3."""
+    cluster_config = {
+        "rayVersion": cfg.ray_version,
+        **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
+        "headGroupSpec": head_group(cfg, with_hf_token),
+        "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
+    }
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
@@ -197,16 +231,14 @@ def build_rayservice(
             },
         },
         "spec": {
-            # A rayClusterConfig change replaces the RayService (infra/serving/serve_app.py); KubeRay must never start a
-            # second cluster beside the active one, which the GPU node group cannot hold (NewCluster, the default).
-            "upgradeStrategy": {"type": "None"},
+            # replace (clusterUpgradeStrategy): a rayClusterConfig change replaces the RayService
+            # (infra/serving/serve_app.py), and KubeRay must never start a second cluster beside the active one, which
+            # the GPU node group is not sized for (NewCluster is KubeRay's default: isZeroDowntimeUpgradeEnabled).
+            # newCluster: the RayService is updated in place, and KubeRay builds the new cluster beside the active one,
+            # switches to it once its apps run and deletes the old one (rayservice_controller.go).
+            "upgradeStrategy": {"type": UPGRADE_NEW_CLUSTER if cfg.new_cluster else UPGRADE_REPLACE},
             "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg, model_cache_uri)), sort_keys=False),
-            "rayClusterConfig": {
-                "rayVersion": cfg.ray_version,
-                **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
-                "headGroupSpec": head_group(cfg, with_hf_token),
-                "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
-            },
+            "rayClusterConfig": with_cluster_spec_digest(cluster_config) if cfg.new_cluster else cluster_config,
         },
     }
 
@@ -233,8 +265,10 @@ def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
         annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] = "true"
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
-        # KubeRay marks the pods whose Serve proxy is healthy with ray.io/serve=true.
-        "selector": {INSTANCE_LABEL: cfg.ray_service_name, "ray.io/serve": "true"},
+        # KubeRay marks the pods whose Serve proxy is healthy with ray.io/serve=true. With newCluster the component
+        # adds the active cluster's name once the rollout has seen it serve (infra/serving/serve_app.py): a new
+        # cluster's pods are marked so before all its apps run.
+        "selector": {INSTANCE_LABEL: cfg.ray_service_name, SERVE_LABEL: "true"},
         "ports": [{"name": "https", "port": HTTPS_PORT, "targetPort": SERVE_PORT, "protocol": "TCP"}],
     }
     if cfg.serve_source_cidrs:

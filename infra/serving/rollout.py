@@ -29,6 +29,8 @@ from infra.serving.rollout_status import ClusterRefused, await_rollout
 
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
+# What the wait found, not what it was asked: never compared either.
+OUTPUTS = frozenset({"verdict", "cluster"})
 POLL_SECONDS = 10.0
 # Not an error while the cluster comes up: no such object yet, or the dashboard behind the proxy not answering.
 NOT_THERE_YET = (404, 502, 503)
@@ -52,6 +54,9 @@ class ServeRolloutArgs:
     give the rollout the very inputs it stored, and nothing would wait; the uid differs, so it waits. A stack
     deployed before this input holds none: its next `pulumi up` waits once.
     changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
+    cluster_spec_sha256: with upgradeStrategy NewCluster, the digest the applied cluster spec carries
+    (infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION): the wait ends only once a RayCluster built from it is
+    active, the previous one having served meanwhile; "" with None.
     """
 
     kubeconfig: pulumi.Input[str]
@@ -64,6 +69,7 @@ class ServeRolloutArgs:
     changes: Mapping[str, Mapping[str, Any]]
     rayservice_generation: pulumi.Input[int] = 0
     rayservice_uid: pulumi.Input[str] = ""
+    cluster_spec_sha256: str = ""
 
 
 class KubernetesReader:
@@ -112,6 +118,9 @@ class KubernetesReader:
         service = f"{cluster}-head-svc:dashboard"
         return self._get(f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy/api/serve/applications/")
 
+    def raycluster(self, cluster: str) -> Mapping[str, Any] | None:
+        return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{cluster}")
+
     def pods(self) -> Mapping[str, Any]:
         return self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", self.pod_selector)]) or {}
 
@@ -142,9 +151,12 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
             float(props["timeoutSeconds"]),
             poll_s=self._poll_seconds,
             report=report_to_stderr,
+            cluster_spec=props.get("clusterSpecSha256", ""),
         )
         outs = {key: value for key, value in props.items() if key != "kubeconfig"}
         outs["verdict"] = verdict.message
+        # The RayCluster whose apps run the applied config: the stack's NLB selects it with newCluster.
+        outs["cluster"] = verdict.cluster
         return outs
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
@@ -156,7 +168,7 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
         changed = sorted(
-            key for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS - {"verdict"} if olds.get(key) != news.get(key)
+            key for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS - OUTPUTS if olds.get(key) != news.get(key)
         )
         # Never a replacement: the waiting is all an update does.
         return pulumi.dynamic.DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
@@ -169,6 +181,7 @@ class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRol
     """Waits, on every `pulumi up` that changes the RayService, for the live app to run what was applied."""
 
     verdict: pulumi.Output[str]
+    cluster: pulumi.Output[str]
 
     def __init__(self, name: str, args: ServeRolloutArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props = {
@@ -183,5 +196,10 @@ class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRol
             "timeoutSeconds": args.timeout_seconds,
             "changes": {effect: dict(settings) for effect, settings in args.changes.items()},
             "verdict": None,
+            "cluster": None,
         }
+        # Only with NewCluster: a stack on replace keeps the inputs it stored, so its next `pulumi up` waits for
+        # nothing.
+        if args.cluster_spec_sha256:
+            props["clusterSpecSha256"] = args.cluster_spec_sha256
         super().__init__(ServeRolloutProvider(), name, props, opts)

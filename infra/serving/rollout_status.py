@@ -15,12 +15,16 @@ states with the same code the deploy waits with.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 WAITING, READY, FAILED, UNHEALTHY = "waiting", "ready", "failed", "unhealthy"
+# infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION (this module imports nothing of the stack: the GPU smoke test
+# runs it alone).
+CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 # DEPLOY_FAILED stays until a new config is applied (measured:
 # docs/gpu-end-to-end.md); UNHEALTHY is recomputed from the deployments on every controller loop and Serve replaces
 # unhealthy replicas (ray/serve/_private/application_state.py), so it fails the rollout only when it lasts.
@@ -40,6 +44,19 @@ ROLLBACK_HINT = (
     "and Serve loads its engines again, minutes with no new nodes. After a change that replaced the RayService "
     "(`replace`: its cluster spec) the old cluster is gone and nothing serves: the rollback replaces it again, "
     "another delete and a cold start (image pull and model load), and `pulumi up` waits for it"
+)
+# With clusterUpgradeStrategy newCluster the change was built as a pending RayCluster beside the active one, which
+# keeps serving; KubeRay compares the RayService with the pending cluster when there is one (rayservice_controller.go
+# shouldPrepareNewCluster), so the previous spec is yet another new cluster, and the failed one, then neither active
+# nor pending, is deleted 60 s later (cleanUpRayClusterInstance); while a pending cluster exists a serve config goes
+# to it alone (Reconcile: reconcileServe of the active cluster only without a pending one).
+NEW_CLUSTER_ROLLBACK_HINT = (
+    "The active RayCluster keeps serving the previous version. To roll back, set the previous values again "
+    "(`pulumi config set KEY OLD_VALUE`, or restore Pulumi.<stack>.yaml from version control) and run `pulumi up`: "
+    "KubeRay compares the RayService with the failed pending cluster, not the active one, so it builds yet another "
+    "cluster of the previous spec beside the active one (another surge: GPU nodes, image pull, model load), moves the "
+    "serve Service to it once its apps run and deletes the failed cluster 60 s after the rollback is applied; "
+    "`pulumi up` waits for it. A fix of the serve config alone is sent to the pending cluster, not the active one"
 )
 
 
@@ -72,6 +89,22 @@ def config_matches(submitted: Any, deployed: Any) -> bool:
     return bool(submitted == deployed)
 
 
+def _unobserved(rayservice: Mapping[str, Any]) -> Verdict | None:
+    generation = rayservice.get("metadata", {}).get("generation", 0)
+    observed = (rayservice.get("status") or {}).get("observedGeneration", 0)
+    if observed < generation:
+        return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed})")
+    return None
+
+
+def _cluster_names(rayservice: Mapping[str, Any]) -> tuple[str, str]:
+    """The active and the pending RayCluster KubeRay names in the status ("" for none)."""
+    status = rayservice.get("status") or {}
+    active = (status.get("activeServiceStatus") or {}).get("rayClusterName") or ""
+    pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName") or ""
+    return active, pending
+
+
 def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     """What KubeRay's status says: READY with the RayCluster to read Serve on, once KubeRay has seen this
     generation and names one cluster.
@@ -80,19 +113,24 @@ def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     apps run (rayservice_controller.go shouldPrepareNewCluster, calculateStatus): on a first create, and after a
     replacement, the pending cluster is the one to read. Both at once is KubeRay's zero-downtime upgrade, which
     `upgradeStrategy: None` keeps from happening: wait it out."""
-    generation = rayservice.get("metadata", {}).get("generation", 0)
-    status = rayservice.get("status") or {}
-    observed = status.get("observedGeneration", 0)
-    if observed < generation:
-        return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed})")
-    pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
-    active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+    unobserved = _unobserved(rayservice)
+    if unobserved:
+        return unobserved
+    active, pending = _cluster_names(rayservice)
     if pending and active:
         return Verdict(WAITING, f"KubeRay is starting a second RayCluster {pending} beside the active {active}")
     cluster = pending or active
     if not cluster:
         return Verdict(WAITING, "KubeRay has not created a RayCluster for this RayService yet")
     return Verdict(READY, f"RayCluster {cluster} {'is starting' if pending else 'is active'}", cluster=cluster)
+
+
+def built_from(raycluster: Mapping[str, Any]) -> str:
+    """The digest of the RayService cluster spec a RayCluster was built from: KubeRay copies the RayService's
+    rayClusterConfig into the RayCluster's spec (constructRayClusterForRayService), the head's pod template and its
+    annotations with it (infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION)."""
+    head = ((raycluster.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
+    return str(((head.get("metadata") or {}).get("annotations") or {}).get(CLUSTER_SPEC_ANNOTATION, ""))
 
 
 def _deployment_problems(app: Mapping[str, Any]) -> list[str]:
@@ -116,8 +154,11 @@ def _deployment_problems(app: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def serve_verdict(serve_details: Mapping[str, Any], applications: Sequence[Mapping[str, Any]]) -> Verdict:
-    """What Ray's dashboard says of each application we submitted (`serveConfigV2`'s `applications`)."""
+def serve_verdict(
+    serve_details: Mapping[str, Any], applications: Sequence[Mapping[str, Any]], hint: str = ROLLBACK_HINT
+) -> Verdict:
+    """What Ray's dashboard says of each application we submitted (`serveConfigV2`'s `applications`); a failure ends
+    with `hint`, how to roll back."""
     live_apps = serve_details.get("applications") or {}
     waiting = []
     for submitted in applications:
@@ -134,7 +175,7 @@ def serve_verdict(serve_details: Mapping[str, Any], applications: Sequence[Mappi
         if status in FAILED_APP_STATUSES:
             message = _tail(live.get("message") or "")
             parts = [f"application {name} is {status}" + (f": {message}" if message else ""), *details]
-            return Verdict(FAILED if status == "DEPLOY_FAILED" else UNHEALTHY, "; ".join(parts) + ". " + ROLLBACK_HINT)
+            return Verdict(FAILED if status == "DEPLOY_FAILED" else UNHEALTHY, "; ".join(parts) + ". " + hint)
         if status != "RUNNING" or details:
             waiting.append(f"application {name} is {status}" + (f" ({'; '.join(details)})" if details else ""))
     if waiting:
@@ -162,6 +203,7 @@ class RayServiceReader(Protocol):
 
     def rayservice(self) -> Mapping[str, Any] | None: ...
     def serve_details(self, cluster: str) -> Mapping[str, Any] | None: ...
+    def raycluster(self, cluster: str) -> Mapping[str, Any] | None: ...
     def pods(self) -> Mapping[str, Any]: ...
 
 
@@ -178,12 +220,52 @@ def _read(read: Callable[[], Any]) -> Any:
         raise _NoAnswer(f"the cluster did not answer ({type(error).__name__}: {error})") from error
 
 
-def current_verdict(reader: RayServiceReader, applications: Sequence[Mapping[str, Any]]) -> Verdict:
+def new_cluster_verdict(
+    reader: RayServiceReader, rayservice: Mapping[str, Any], applications: Sequence[Mapping[str, Any]], spec: str
+) -> Verdict:
+    """upgradeStrategy NewCluster: READY with the cluster to read Serve on once KubeRay has promoted a RayCluster
+    built from the applied spec (digest `spec`) and has no pending one. KubeRay 1.4.0 writes the new generation with
+    the new pending cluster's name in one status write (calculateStatus: ObservedGeneration, then
+    shouldPrepareNewCluster), builds it, sends it the serve config, points the serve Service at it once every app of it
+    is RUNNING (getAndCheckServeStatus, reconcileServicesToReadyCluster) and then moves it from pending to active
+    (calculateStatus). A pending cluster's DEPLOY_FAILED fails the wait: it stays pending, never switched to."""
+    unobserved = _unobserved(rayservice)
+    if unobserved:
+        return unobserved
+    active, pending = _cluster_names(rayservice)
+    beside = f"beside the active {active}, which keeps serving" if active else "(no active cluster yet)"
+    if pending:
+        details = _read(lambda: reader.serve_details(pending))
+        verdict = serve_verdict(details, applications, NEW_CLUSTER_ROLLBACK_HINT) if details is not None else None
+        if verdict is not None and verdict.state in (FAILED, UNHEALTHY):
+            return Verdict(verdict.state, f"the new RayCluster {pending} {beside}: {verdict.message}", cluster=pending)
+        progress = f": {verdict.message}" if verdict is not None and verdict.state == WAITING else ""
+        return Verdict(
+            WAITING,
+            f"KubeRay is building RayCluster {pending} {beside}; it switches the serve Service to it once every "
+            f"application there is RUNNING{progress}",
+        )
+    if not active:
+        return Verdict(WAITING, "KubeRay has not created a RayCluster for this RayService yet")
+    raycluster = _read(lambda: reader.raycluster(active))
+    if raycluster is None or built_from(raycluster) != spec:
+        earlier = f"the active RayCluster {active} was built from an earlier spec"
+        return Verdict(WAITING, f"{earlier}; KubeRay has not started the new one")
+    return Verdict(READY, f"RayCluster {active} is active, built from the applied spec", cluster=active)
+
+
+def current_verdict(
+    reader: RayServiceReader, applications: Sequence[Mapping[str, Any]], cluster_spec: str = ""
+) -> Verdict:
+    """`cluster_spec`: the applied cluster spec's digest with upgradeStrategy NewCluster ("" with None)."""
     try:
         rayservice = _read(reader.rayservice)
         if rayservice is None:
             return Verdict(WAITING, "the RayService does not exist yet")
-        cluster = cluster_verdict(rayservice)
+        if cluster_spec:
+            cluster = new_cluster_verdict(reader, rayservice, applications, cluster_spec)
+        else:
+            cluster = cluster_verdict(rayservice)
         if cluster.state != READY:
             return cluster
         details = _read(lambda: reader.serve_details(cluster.cluster))
@@ -191,7 +273,8 @@ def current_verdict(reader: RayServiceReader, applications: Sequence[Mapping[str
         return Verdict(WAITING, str(no_answer))
     if details is None:
         return Verdict(WAITING, f"Ray's dashboard on RayCluster {cluster.cluster} does not answer yet")
-    return serve_verdict(details, applications)
+    verdict = serve_verdict(details, applications, NEW_CLUSTER_ROLLBACK_HINT if cluster_spec else ROLLBACK_HINT)
+    return dataclasses.replace(verdict, cluster=cluster.cluster)
 
 
 class RolloutFailed(RuntimeError):
@@ -214,16 +297,18 @@ def await_rollout(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     report: Callable[[str], None] = lambda _message: None,
+    cluster_spec: str = "",
 ) -> Verdict:
     """Polls until every application runs the applied config; raises RolloutFailed on DEPLOY_FAILED, on UNHEALTHY
     that lasts UNHEALTHY_GRACE_S, on a refused read, or at the deadline, naming what it last saw (and the pods
-    that cannot be scheduled). `report` hears each new verdict: the progress `pulumi up` shows."""
+    that cannot be scheduled). `report` hears each new verdict: the progress `pulumi up` shows. `cluster_spec`: as for
+    current_verdict."""
     deadline = clock() + timeout_s
     unhealthy_since: float | None = None
     last = ""
     while True:
         try:
-            verdict = current_verdict(reader, applications)
+            verdict = current_verdict(reader, applications, cluster_spec)
         except ClusterRefused as refused:
             raise RolloutFailed(f"the cluster refused the rollout's read: {refused}") from refused
         if verdict.message != last:
@@ -242,6 +327,6 @@ def await_rollout(
         if clock() >= deadline:
             raise RolloutFailed(
                 f"not ready after {timeout_s / 60:g} minutes (serveReadyTimeoutMinutes): {verdict.message}"
-                f"{_unplaced(reader)}. " + ROLLBACK_HINT
+                f"{_unplaced(reader)}. " + (NEW_CLUSTER_ROLLBACK_HINT if cluster_spec else ROLLBACK_HINT)
             )
         sleep(poll_s)

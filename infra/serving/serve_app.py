@@ -18,7 +18,14 @@ from infra.cluster.eks import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.serving import serve_auth
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
-from infra.serving.rayservice import HF_TOKEN_KEY, HF_TOKEN_SECRET, INSTANCE_LABEL
+from infra.serving.rayservice import (
+    CLUSTER_SPEC_ANNOTATION,
+    HF_TOKEN_KEY,
+    HF_TOKEN_SECRET,
+    INSTANCE_LABEL,
+    RAY_CLUSTER_LABEL,
+    UPGRADE_REPLACE,
+)
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.settings.table import DNS_LABEL_PATTERN
 
@@ -27,6 +34,21 @@ from infra.settings.table import DNS_LABEL_PATTERN
 # turns every changed path under it into a replacement (pkg/resource/deploy/step_generator.go,
 # applyReplaceOnChanges: a replaceOnChanges path "contains" each detailed-diff path below it).
 REPLACE_ON_CHANGES = ["spec.rayClusterConfig"]
+
+
+def replaced_on_cluster_change(rayservice: Mapping[str, Any]) -> bool:
+    """upgradeStrategy None: KubeRay leaves a running cluster as it is on a rayClusterConfig change
+    (shouldPrepareNewCluster returns isZeroDowntimeUpgradeEnabled, false then), so Pulumi replaces the RayService.
+    NewCluster (or none given, KubeRay's default): Pulumi updates it in place and KubeRay builds the new cluster beside
+    the active one."""
+    return bool((rayservice.get("spec", {}).get("upgradeStrategy") or {}).get("type") == UPGRADE_REPLACE)
+
+
+def cluster_spec_sha256(rayservice: Mapping[str, Any]) -> str:
+    """The digest the cluster spec carries on its head's pod template (infra/serving/rayservice.py), or ""."""
+    cluster = rayservice.get("spec", {}).get("rayClusterConfig") or {}
+    head = (cluster.get("headGroupSpec") or {}).get("template") or {}
+    return str(((head.get("metadata") or {}).get("annotations") or {}).get(CLUSTER_SPEC_ANNOTATION, ""))
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,16 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
         or args.rayservice.get("metadata", {}).get("namespace") != args.namespace
     ):
         errors.append(problem("rayservice", f"not a RayService manifest in namespace {args.namespace!r}"))
+    elif (
+        "rayClusterConfig" in args.rayservice.get("spec", {})
+        and not replaced_on_cluster_change(args.rayservice)
+        and not cluster_spec_sha256(args.rayservice)
+    ):
+        # Without it the wait could not tell the new cluster from the one serving, nor would a replicas-only change
+        # reach KubeRay's hash.
+        errors.append(
+            problem("rayservice", f"an in-place cluster upgrade needs {CLUSTER_SPEC_ANNOTATION} on the head template")
+        )
     if args.ready_timeout_seconds <= 0:
         errors.append(problem("ready_timeout_seconds", f"{args.ready_timeout_seconds}: allowed is a positive number"))
     if args.worker_service_account is not None:
@@ -92,6 +124,7 @@ def rollout_args(
         changes=args.changes,
         rayservice_generation=rayservice_generation,
         rayservice_uid=rayservice_uid,
+        cluster_spec_sha256="" if replaced_on_cluster_change(manifest) else cluster_spec_sha256(manifest),
     )
 
 
@@ -158,13 +191,21 @@ class Serving(pulumi.ComponentResource):
         # The API server gives each object it creates a new uid, so a replaced RayService always changes the
         # rollout's inputs, even where its spec and generation (1 again) equal the state the rollout last stored.
         created_uid = metadata.apply(lambda live: (live or {}).get("uid", ""))
-        ServeRollout(
+        rollout = ServeRollout(
             children.name("rollout"),
             rollout_args(args, cluster.kubeconfig, applied_generation, created_uid),
             opts=children.opts("rollout", depends_on=[rayservice]),
         )
         self.load_balancer_hostname = (
-            _load_balancer_hostname(args.load_balancer, children, cluster, namespace) if args.load_balancer else None
+            _load_balancer_hostname(
+                args.load_balancer,
+                children,
+                cluster,
+                namespace,
+                None if replaced_on_cluster_change(args.rayservice) else rollout,
+            )
+            if args.load_balancer
+            else None
         )
         self.register_outputs({})
 
@@ -212,24 +253,49 @@ def _rayservice(
         metadata=manifest["metadata"],
         spec=manifest["spec"],
         # The operator's CRDs, the device plugins' resources and the namespace must exist first. The name is
-        # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new.
+        # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new. With
+        # an in-place cluster upgrade (NewCluster) a rayClusterConfig change is an update, which KubeRay carries out.
         opts=children.opts(
             "rayservice",
             provider=cluster.provider,
             depends_on=prerequisites,
-            replace_on_changes=REPLACE_ON_CHANGES,
-            delete_before_replace=True,
+            **(
+                {"replace_on_changes": REPLACE_ON_CHANGES, "delete_before_replace": True}
+                if replaced_on_cluster_change(manifest)
+                else {}
+            ),
         ),
     )
 
 
 def _load_balancer_hostname(
-    service: Mapping[str, Any], children: Children, cluster: Cluster, namespace: pulumi.Resource
+    service: Mapping[str, Any],
+    children: Children,
+    cluster: Cluster,
+    namespace: pulumi.Resource,
+    rollout: ServeRollout | None,
 ) -> pulumi.Output[str]:
+    """The load balancer Service. With `rollout` (an in-place cluster upgrade), it selects the pods of the RayCluster
+    the rollout last saw serving the applied config, and moves only after it: a new cluster's pods carry
+    ray.io/serve=true, and pass their readiness probe once Serve's proxy there has a running replica, before every
+    app of it runs (kuberay v1.4.0 common/pod.go BuildPod, initLivenessAndReadinessProbe; Ray 2.58
+    serve/_private/proxy_router.py ready_for_traffic), where KubeRay's own serve Service waits for all of them
+    (getAndCheckServeStatus). KubeRay deletes the old cluster RayClusterDeletionDelayDuration (60 s) after the switch
+    (cleanUpRayClusterInstance), and the rollout sees the switch within its poll (POLL_SECONDS), so the old cluster
+    still serves while the selector moves. Not spec.serveService: KubeRay 1.4.0 writes only an existing serve
+    Service's spec, and only when it switches clusters, never its annotations (reconcileServices), so the TLS
+    certificate and scheme could not change and a Service made before would become a load balancer without them."""
+    spec: Any = service["spec"]
+    depends_on: list[pulumi.Resource] = [namespace]
+    if rollout is not None:
+        spec = rollout.cluster.apply(
+            lambda active: {**service["spec"], "selector": {**service["spec"]["selector"], RAY_CLUSTER_LABEL: active}}
+        )
+        depends_on.append(rollout)
     load_balancer = k8s.core.v1.Service(
         children.name("serve-load-balancer"),
         metadata=service["metadata"],
-        spec=service["spec"],
-        opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=[namespace]),
+        spec=spec,
+        opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=depends_on),
     )
     return load_balancer.status.load_balancer.ingress[0].hostname

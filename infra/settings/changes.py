@@ -14,6 +14,13 @@ The rules behind each effect:
   `deleteBeforeReplace`): every engine restarts, a cold start with the model load. It is a full outage (the old
   RayService, its cluster and pods are gone before the new one is created), and when the new cluster fails nothing
   serves: the rollback is another replacement and another cold start.
+- RAYSERVICE_NEW_CLUSTER: the same `rayClusterConfig` changes with `clusterUpgradeStrategy: newCluster`. The
+  RayService is updated in place with `upgradeStrategy: NewCluster`; KubeRay 1.4.0 builds a pending RayCluster
+  beside the active one, sends the serve config to it, points `<name>-serve-svc` at it once every application of it
+  is RUNNING, and deletes the old cluster 60 s later (vendor/kuberay-v1.4.0/rayservice_controller.go: Reconcile,
+  shouldPrepareNewCluster, getAndCheckServeStatus, calculateStatus, cleanUpRayClusterInstance with
+  RayClusterDeletionDelayDuration). It keeps serving at the price of a second head and a second set of GPU nodes
+  for the surge (SURGE_MINUTES_PER_GPU_NODE, modelled in tools/cold_start.py).
 - Each effect says whether the app keeps serving through it with the replicas the stack has (`keeps_serving`),
   and what a failure leaves and how it is rolled back (`if_it_fails`); docs/changes.md prints both.
 - GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS
@@ -26,6 +33,11 @@ The rules behind each effect:
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# What one GPU node of a newCluster surge runs beside the active cluster, in minutes, from its launch until the
+# Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements) by
+# tools/cold_start.py surge_steps(), which a test holds this to.
+SURGE_MINUTES_PER_GPU_NODE = 20
 
 
 @dataclass(frozen=True)
@@ -96,7 +108,10 @@ GPU_NODES_SCALED = Effect(
     "gpu-nodes-scaled",
     "the GPU node group's size changes in place (nodes added, or removed)",
     "see the RayService",
-    keeps_serving="no: these settings also replace the RayService (`rayservice-replaced`)",
+    keeps_serving=(
+        "no: these settings also replace the RayService (`rayservice-replaced`); yes with clusterUpgradeStrategy "
+        "newCluster, as `rayservice-new-cluster`"
+    ),
     if_it_fails=(
         "nodes that do not come (quota, capacity) leave pods unscheduled, named when `pulumi up` fails at its "
         "deadline; roll back as for `rayservice-replaced`"
@@ -159,6 +174,28 @@ RAYSERVICE_REPLACED = Effect(
         "minutes), which `pulumi up` waits for"
     ),
 )
+RAYSERVICE_NEW_CLUSTER = Effect(
+    "rayservice-new-cluster",
+    "the RayService is updated in place (clusterUpgradeStrategy newCluster): KubeRay builds a second RayCluster from "
+    "the new spec beside the active one (its head on the system nodes, its GPU workers on nodes the Cluster "
+    "Autoscaler adds), sends it the serve config, points `<name>-serve-svc` at it once every application runs "
+    "there, and deletes the old cluster 60 s later; the stack's NLB follows after `pulumi up`'s wait",
+    "the old cluster answers until the switch, the new one after it: no gap expected (not measured on EKS)",
+    keeps_serving=(
+        "yes with the extra capacity: a second Ray head on the system nodes and as many GPU nodes again as the new "
+        f"cluster starts with, each about {SURGE_MINUTES_PER_GPU_NODE} minutes (modelled: node start, image pull, "
+        "model load, KubeRay's 60 s, the Cluster Autoscaler's 10 minutes before it removes an unneeded node; "
+        "docs/changes.md): extra GPU node-hours about GPU nodes x "
+        f"{SURGE_MINUTES_PER_GPU_NODE}/60"
+    ),
+    if_it_fails=(
+        "the active cluster keeps serving the previous version; the new one stays pending on its GPU nodes "
+        "(`pulumi up` fails on its DEPLOY_FAILED). Rolling back (set the previous values, `pulumi up`) builds yet "
+        "another cluster of the previous spec beside the active one, another surge (KubeRay compares the RayService "
+        "with the pending cluster, not the active), and deletes the failed one 60 s later; a serve-config fix "
+        "instead reaches the pending cluster, not the active"
+    ),
+)
 GPU_NODES_ROLLED = Effect(
     "gpu-nodes-rolled",
     "EKS replaces each GPU node (update strategy MINIMAL: the old node goes first, no extra instance)",
@@ -219,6 +256,7 @@ ALL_EFFECTS = (
     SYSTEM_NODES_SCALED,
     GPU_NODES_SCALED,
     SERVE_IN_PLACE,
+    RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
     GPU_NODES_ROLLED,
     SYSTEM_NODES_ROLLED,

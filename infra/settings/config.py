@@ -35,6 +35,7 @@ from infra.settings.table import (
     INSTANCE_TYPE_PATTERN,
     KUBERNETES_VERSION_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
+    NEW_CLUSTER,
     NOT_ON_THE_INTERNET,
     PROJECT_KEYS,
     SEMVER_PATTERN,
@@ -174,6 +175,8 @@ class StackConfig:
     # serving
     dlc_image: str
     kuberay_version: str
+    # How a cluster-spec change reaches a running stack: "replace" or "newCluster" (KubeRay's NewCluster upgrade).
+    cluster_upgrade_strategy: str
     ray_version: str
     ray_service_name: str
     namespace: str
@@ -223,6 +226,27 @@ class StackConfig:
     def gpu_node_count(self) -> int:
         """Derived from the prefill/decode layout (gpuNodeCount may only confirm it)."""
         return self.topology.gpu_nodes
+
+    @property
+    def new_cluster(self) -> bool:
+        """A cluster-spec change builds a second RayCluster beside the active one (KubeRay's NewCluster upgrade)."""
+        return self.cluster_upgrade_strategy == NEW_CLUSTER
+
+    @property
+    def surge_gpu_nodes(self) -> int:
+        """The GPU nodes a newCluster upgrade adds beside the active cluster: the new cluster's worker group starts
+        with its replicas (the layout's GPU nodes); none with replace."""
+        return self.topology.gpu_nodes if self.new_cluster else 0
+
+    @property
+    def gpu_node_group_max(self) -> int:
+        """The most GPU nodes the group may run: the most Ray Serve may scale to, and the surge of an upgrade."""
+        return self.topology.most_gpu_nodes + self.surge_gpu_nodes
+
+    @property
+    def cluster_autoscaler(self) -> bool:
+        """Whether GPU nodes come and go (installing the Cluster Autoscaler): Serve autoscaling or the surge."""
+        return self.serve_autoscaling or self.new_cluster
 
     @property
     def tags(self) -> dict[str, str]:
@@ -579,12 +603,14 @@ def _ray_version_problem(ray_version: str, custom_image: bool) -> str | None:
     )
 
 
-def _cluster_autoscaler_problem(serve_autoscaling: bool, chart_version: str, kubernetes_version: str) -> str | None:
+def _cluster_autoscaler_problem(cfg: StackConfig) -> str | None:
+    chart_version, kubernetes_version = cfg.cluster_autoscaler_version, cfg.kubernetes_version
     built_for = CLUSTER_AUTOSCALER_KUBERNETES_MINOR.get(chart_version)
-    if not serve_autoscaling or built_for in (None, kubernetes_version):
+    if not cfg.cluster_autoscaler or built_for in (None, kubernetes_version):
         return None
+    why = "serveAutoscaling=true" if cfg.serve_autoscaling else f"clusterUpgradeStrategy={NEW_CLUSTER!r}"
     return (
-        f"kubernetesVersion={kubernetes_version!r} is invalid with serveAutoscaling=true: clusterAutoscalerVersion="
+        f"kubernetesVersion={kubernetes_version!r} is invalid with {why}: clusterAutoscalerVersion="
         f"{chart_version!r} runs Cluster Autoscaler {built_for}, which is built and tested for Kubernetes {built_for} "
         f"only; allowed is kubernetesVersion {built_for!r}, or a clusterAutoscalerVersion whose Cluster Autoscaler is "
         f"{kubernetes_version}.x"
@@ -695,9 +721,36 @@ def _system_node_type_problem(system_node_type: str, shape: InstanceShape) -> st
 def _system_node_room_problem(cfg: StackConfig, shape: InstanceShape) -> str | None:
     """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them."""
     load = system_node_load(
-        observability=cfg.observability, serve_autoscaling=cfg.serve_autoscaling, model_cache=cfg.model_cache
+        observability=cfg.observability,
+        serve_autoscaling=cfg.serve_autoscaling,
+        model_cache=cfg.model_cache,
+        new_cluster=cfg.new_cluster,
     )
     return system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)
+
+
+def _surge_problems(cfg: StackConfig) -> list[str]:
+    """newCluster runs both clusters at once for the length of an upgrade: the GPU node group's maximum holds the
+    active cluster at its most and the new one's workers (infra/nodes/node_groups.py takes it as the group's max), and
+    nodes must be able to come (the system node check counts the second head)."""
+    if not cfg.new_cluster or cfg.topology is None:
+        return []
+    problems = []
+    if cfg.gpu_capacity_type == "capacity-block":
+        problems.append(
+            f"clusterUpgradeStrategy={NEW_CLUSTER!r} is invalid with gpuCapacityType='capacity-block': an upgrade runs "
+            f"{cfg.surge_gpu_nodes} GPU node(s) beside the active cluster's, and a Capacity Block holds a fixed number "
+            "of instances for its window; allowed is clusterUpgradeStrategy 'replace' (or on-demand GPU nodes)"
+        )
+    if cfg.gpu_node_group_max > MAX_NODES_PER_NODE_GROUP:
+        problems.append(
+            f"clusterUpgradeStrategy={NEW_CLUSTER!r} is invalid with these replicas: an upgrade needs up to "
+            f"{cfg.gpu_node_group_max} GPU nodes ({cfg.topology.most_gpu_nodes} for the active cluster at its most + "
+            f"{cfg.surge_gpu_nodes} for the new one) and EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; "
+            "allowed is clusterUpgradeStrategy 'replace', or lower prefillReplicas/decodeReplicas (or their "
+            "MaxReplicas)"
+        )
+    return problems
 
 
 def _capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
@@ -909,8 +962,9 @@ def _relation_problems(
         *_serve_auth_problems(cfg, api_keys),
         _kube_proxy_version_problem(cfg.kube_proxy_version, cfg.kubernetes_version),
         _capacity_block_problem(cfg.gpu_capacity_type, cfg.capacity_reservation_id, cfg.gpu_az),
-        _cluster_autoscaler_problem(cfg.serve_autoscaling, cfg.cluster_autoscaler_version, cfg.kubernetes_version),
+        _cluster_autoscaler_problem(cfg),
         _capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
+        *_surge_problems(cfg),
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
         _created_namespace_problem(cfg.namespace),
         *_model_fit_problems(cfg, values["kvBufferDevice"]),
@@ -1040,7 +1094,8 @@ def _ignored_setting_warnings(cfg: StackConfig, values: Mapping[str, Any]) -> li
     """Each setting given a value other than its default while the setting it acts under switches it off."""
     warnings = []
     for switch, (off, why, on, keys) in SWITCHED_OFF.items():
-        if values[switch] != off:
+        # The surge of a newCluster upgrade installs the Cluster Autoscaler too.
+        if values[switch] != off or (switch == "serveAutoscaling" and cfg.new_cluster):
             continue
         for key in keys:
             if _differs_from_default(key, values[key]):
@@ -1048,6 +1103,13 @@ def _ignored_setting_warnings(cfg: StackConfig, values: Mapping[str, Any]) -> li
                     f"{_assignment(key, cfg.settings)} is ignored with {_assignment(switch, cfg.settings)}: {why}; "
                     f"allowed and meant is the default ({_default_text(key)}) until {switch} is {on}"
                 )
+    if cfg.new_cluster and cfg.capacity_reservation_id and cfg.topology is not None:
+        warnings.append(
+            f"clusterUpgradeStrategy={NEW_CLUSTER!r} with capacityReservationId={cfg.capacity_reservation_id!r}: an "
+            f"upgrade launches up to {cfg.gpu_node_group_max} GPU nodes into the reservation (the active cluster's and "
+            "the new one's); a targeted reservation with fewer instances leaves the new cluster's workers Pending and "
+            "`pulumi up` fails at serveReadyTimeoutMinutes naming them, while the active cluster keeps serving"
+        )
     if values["allowUnvalidatedKuberayVersion"] and cfg.kuberay_version in VALIDATED_KUBERAY_VERSIONS:
         warnings.append(
             f"allowUnvalidatedKuberayVersion=true is ignored with kuberayVersion={cfg.kuberay_version!r}: that "

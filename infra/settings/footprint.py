@@ -105,9 +105,16 @@ def allocatable(vcpus: int, memory_mib: int) -> Requests:
     return Requests(vcpus * 1000 - kube_reserved_cpu_millis(vcpus), int(capacity_mib - reserved_mib))
 
 
-def system_node_load(*, observability: bool, serve_autoscaling: bool, model_cache: bool) -> dict[str, Requests]:
+def system_node_load(
+    *, observability: bool, serve_autoscaling: bool, model_cache: bool, new_cluster: bool = False
+) -> dict[str, Requests]:
     """Every pod the system node holds at once on a running stack: the EKS add-ons, the KubeRay operator, the Ray
-    head (and its autoscaler sidecar), the metrics stack, and the mirror Job a model change runs beside the head."""
+    head (and its autoscaler sidecar), the metrics stack, and the mirror Job a model change runs beside the head.
+    With `new_cluster` (clusterUpgradeStrategy newCluster) a second head too: KubeRay builds the new RayCluster's head
+    beside the active one for an upgrade, and a new cluster that failed keeps its head until the next change, which
+    may be a model change that runs the mirror (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileRayCluster,
+    createRayClusterInstance; cleanUpRayClusterInstance deletes a cluster only once it is neither active nor
+    pending)."""
     load = {
         f"{name}-{index}": requests_of(resources)
         for name, (resources, replicas) in EKS_ADDON_RESOURCES.items()
@@ -117,6 +124,8 @@ def system_node_load(*, observability: bool, serve_autoscaling: bool, model_cach
     load["ray-head"] = requests_of(HEAD_RESOURCES) + (
         requests_of(RAY_AUTOSCALER_RESOURCES) if serve_autoscaling else NOTHING
     )
+    if new_cluster:
+        load["ray-head-new-cluster"] = load["ray-head"]
     if observability:
         load |= {
             "prometheus": requests_of(PROMETHEUS_RESOURCES),
@@ -158,7 +167,13 @@ def system_node_problem(
         f"systemNodeType={system_node_type!r} with systemNodeCount={node_count} is too small: the system nodes must "
         f"hold {total.millicpu}m CPU and {total.memory_mib}Mi of requests at once ({_largest(load)}), each node "
         f"offers {room.millicpu}m and {room.memory_mib}Mi to pods, and {', '.join(left)} would find no room; allowed "
-        "is a larger type (m7i.xlarge holds the default stack) or more system nodes"
+        + (
+            "is a larger type or more system nodes (with clusterUpgradeStrategy 'newCluster' they hold a second Ray "
+            "head during an upgrade: systemNodeCount 2 of m7i.xlarge holds the default stack), or "
+            "clusterUpgradeStrategy 'replace'"
+            if "ray-head-new-cluster" in load
+            else "is a larger type (m7i.xlarge holds the default stack) or more system nodes"
+        )
     )
 
 

@@ -32,6 +32,7 @@ from infra.settings.changes import (
     MODEL_MIRRORED,
     MONITORING,
     NOTHING_RUNNING,
+    RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
     SECRET_UPDATED,
     SERVE_IN_PLACE,
@@ -80,6 +81,9 @@ CERTIFICATE_ARN_PATTERN = re.compile(
 )
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
+# How a RayService cluster-spec change reaches a running stack: replaced, or KubeRay's NewCluster upgrade beside it.
+REPLACE, NEW_CLUSTER = "replace", "newCluster"
+CLUSTER_UPGRADE_STRATEGIES = (REPLACE, NEW_CLUSTER)
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 
 # Upper bounds, each with the reason it names in its message.
@@ -533,6 +537,24 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             effects=(NOTHING_RUNNING,),
         ),
         Setting(
+            "clusterUpgradeStrategy",
+            Choice(CLUSTER_UPGRADE_STRATEGIES),
+            REPLACE,
+            "How a change to the RayService's cluster spec (image, Ray version, replicas, worker resources, a token or "
+            "the API keys added or removed) reaches a running stack: replace (the RayService is deleted and created "
+            "again: a full outage, no extra nodes) or newCluster (KubeRay's zero-downtime upgrade: a second RayCluster "
+            "beside the active one, which needs a second Ray head on the system nodes and as many GPU nodes again, "
+            "added by the Cluster Autoscaler; see Changing a running stack).",
+            feeds="cluster_upgrade_strategy",
+            effects=(LOAD_BALANCER, CHART_ROLLED, GPU_NODES_SCALED, RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
+            change_note=(
+                "to newCluster: the RayService is updated in place and KubeRay builds a first new cluster beside the "
+                "running one (its spec gains the digest annotation), the GPU node group's maximum grows by the surge "
+                "and the Cluster Autoscaler is installed, and the NLB's selector names the active cluster; back to "
+                "replace: the RayService is replaced"
+            ),
+        ),
+        Setting(
             "rayVersion",
             Text(SEMVER_PATTERN, "a version such as 2.58.0"),
             "2.58.0",
@@ -975,16 +997,27 @@ CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {setting.key: setting.effects
 CHANGE_NOTES: Mapping[str, str] = {setting.key: setting.change_note for setting in SETTINGS if setting.change_note}
 
 
-def most_severe(key: str) -> Effect:
-    return max(CHANGE_EFFECTS[key], key=ALL_EFFECTS.index)
+def effects_of(key: str, strategy: str = REPLACE) -> tuple[Effect, ...]:
+    """What a change to `key` does with clusterUpgradeStrategy `strategy`: with newCluster, a change that would
+    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER).
+    A key that names both (the strategy itself) keeps its own."""
+    effects = CHANGE_EFFECTS[key]
+    if strategy != NEW_CLUSTER or RAYSERVICE_NEW_CLUSTER in effects:
+        return effects
+    return tuple(RAYSERVICE_NEW_CLUSTER if effect is RAYSERVICE_REPLACED else effect for effect in effects)
 
 
-def settings_by_effect(settings: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """The settings grouped under the most severe effect a change to each has, mildest group first: the
-    ServeRollout's input, so that `pulumi preview --diff` names each changed setting under what it costs."""
+def most_severe(key: str, strategy: str = REPLACE) -> Effect:
+    return max(effects_of(key, strategy), key=ALL_EFFECTS.index)
+
+
+def settings_by_effect(settings: Mapping[str, str], strategy: str = REPLACE) -> dict[str, dict[str, str]]:
+    """The settings grouped under the most severe effect a change to each has with the stack's
+    clusterUpgradeStrategy, mildest group first: the ServeRollout's input, so that `pulumi preview --diff` names each
+    changed setting under what it costs on the path that applies (`rayservice-replaced` or `rayservice-new-cluster`)."""
     grouped: dict[str, dict[str, str]] = {}
     for effect in ALL_EFFECTS:
-        members = {key: value for key, value in sorted(settings.items()) if most_severe(key) is effect}
+        members = {key: value for key, value in sorted(settings.items()) if most_severe(key, strategy) is effect}
         if members:
             grouped[effect.name] = members
     return grouped

@@ -203,12 +203,50 @@ def _unpinned_charts(resource: Inspected) -> Iterator[str]:
     )
 
 
+@dataclass(frozen=True)
+class ServeServiceView:
+    """A RayService's spec.serveService as the Service KubeRay makes of it, for the load balancer rules: KubeRay 1.4.0
+    keeps its metadata and spec but replaces its ports by the head's container port named `serve` when there is one
+    (no targetPort), or keeps only its own port named `serve` (vendor/kuberay-v1.4.0/service.go BuildServeService)."""
+
+    resource_type: str
+    name: str
+    props: Mapping[str, Any]
+
+
+def _serve_port(rayservice: Inspected) -> Mapping[str, Any] | None:
+    head = get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", "template", "spec", "containers", 0)
+    for port in mappings(get(head, "ports", default=[])):
+        if get(port, "name") == "serve":
+            return {"name": "serve", "port": get(port, "containerPort")}
+    return None
+
+
+def load_balancer_views(resource: Inspected) -> list[Inspected]:
+    """The Services a resource puts in front of the model: a Service itself, or a RayService's serveService."""
+    if resource.resource_type != RAY_SERVICE:
+        return [resource]
+    service = get(resource.props, "spec", "serveService")
+    if not isinstance(service, Mapping):
+        return []
+    head_port = _serve_port(resource)
+    own = [port for port in mappings(get(service, "spec", "ports", default=[])) if get(port, "name") == "serve"]
+    ports = [head_port] if head_port else [{"name": "serve", "port": get(own[0], "port")}] if own else []
+    props = {**service, "spec": {**(get(service, "spec", default={}) or {}), "ports": ports}}
+    return [ServeServiceView(KUBERNETES_SERVICE, f"{resource.name} spec.serveService", props)]
+
+
 def _is_internal_load_balancer(annotations: Mapping[str, Any]) -> bool:
     internal = str(get(annotations, INTERNAL_LB_ANNOTATION, default="")).lower()
     return internal not in ("", "false") or get(annotations, LB_SCHEME_ANNOTATION) == "internal"
 
 
 def _open_load_balancers(resource: Inspected) -> Iterator[str]:
+    for service in load_balancer_views(resource):
+        yield from _open_load_balancer(service)
+
+
+def _open_load_balancer(resource: Inspected) -> Iterator[str]:
     spec = get(resource.props, "spec", default={})
     if get(spec, "type") != "LoadBalancer" or _is_internal_load_balancer(
         get(resource.props, "metadata", "annotations", default={})
@@ -236,6 +274,11 @@ def _load_balancer_annotations(resource: Inspected) -> Mapping[str, Any] | None:
 
 
 def _plain_text_ports(resource: Inspected) -> Iterator[str]:
+    for service in load_balancer_views(resource):
+        yield from _plain_text_ports_of(service)
+
+
+def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
     annotations = _load_balancer_annotations(resource)
     if annotations is None:
         return
@@ -284,12 +327,19 @@ def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
 
 def _exposed_without_keys(internet_facing: bool) -> Callable[[Sequence[PolicyResource]], Iterator[tuple]]:
     def check(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
-        for service in of_type(resources, KUBERNETES_SERVICE):
+        rayservices = of_type(resources, RAY_SERVICE)
+        # A Service in front of the RayServices it selects; a RayService's own serveService in front of it.
+        fronts: list[tuple[Inspected, list[PolicyResource]]] = [
+            (service, [r for r in rayservices if _selects(service, r)])
+            for service in of_type(resources, KUBERNETES_SERVICE)
+        ]
+        fronts += [(view, [r]) for r in rayservices for view in load_balancer_views(r)]
+        for service, behind in fronts:
             annotations = _load_balancer_annotations(service)
             if annotations is None or _is_internal_load_balancer(annotations) is internet_facing:
                 continue
-            for rayservice in of_type(resources, RAY_SERVICE):
-                apps = _unauthenticated_apps(rayservice) if _selects(service, rayservice) else []
+            for rayservice in behind:
+                apps = _unauthenticated_apps(rayservice)
                 if apps:
                     yield (
                         rayservice,
@@ -330,16 +380,18 @@ IMAGES_PINNED = resource_policy(
 )
 SERVE_ENDPOINT_NOT_OPEN = resource_policy(
     "serve-endpoint-not-open",
-    "The serve endpoint is not internet-facing without source CIDRs, a gate in front of its API keys.",
+    "The serve endpoint (a LoadBalancer Service, or a RayService's serveService) is not internet-facing without "
+    "source CIDRs, a gate in front of its API keys.",
     EnforcementLevel.MANDATORY,
-    {KUBERNETES_SERVICE},
+    {KUBERNETES_SERVICE, RAY_SERVICE},
     _open_load_balancers,
 )
 SERVE_ENDPOINT_TLS = resource_policy(
     "serve-endpoint-tls",
-    "A load balancer in front of the model API listens for TLS only: a certificate, on every port.",
+    "A load balancer in front of the model API (a Service, or a RayService's serveService) listens for TLS only: a "
+    "certificate, on every port.",
     EnforcementLevel.MANDATORY,
-    {KUBERNETES_SERVICE},
+    {KUBERNETES_SERVICE, RAY_SERVICE},
     _plain_text_ports,
 )
 SERVE_ENDPOINT_AUTHENTICATED = stack_policy(
