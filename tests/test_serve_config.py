@@ -185,3 +185,37 @@ def test_each_side_runs_no_more_sequences_than_the_default_model_has_state_block
     layers it raises "max_num_seqs (N) exceeds available Mamba cache blocks (B)" when max_num_seqs > B.
     vLLM's own default below 70 GiB is 256 (`vllm/engine/arg_utils.py` `get_batch_defaults`): that failed."""
     assert args[f"{side}_config"]["engine_kwargs"]["max_num_seqs"] <= L4_STATE_BLOCKS_OF_THE_DEFAULT_MODEL
+
+
+def test_one_replica_a_side_keeps_the_builders_one_ingress_replica(args):
+    """Two ingress replicas help only where both sides roll one replica at a time (docs/serve-updates.md)."""
+    assert "ingress_deployment_config" not in args
+
+
+@pytest.fixture(scope="module")
+def two_a_side() -> dict:
+    return pd_args(run_stack({"prefillReplicas": 2, "decodeReplicas": 2, "gpuNodeCount": 4}))
+
+
+def test_two_replicas_a_side_get_two_ingress_replicas(two_a_side):
+    """Every serve-config change is a new code version of the ingress too, and Serve 2.58 stops an old replica as it
+    starts its successor: OpenAiIngress's default of one replica (ray/llm/_internal/serve/core/ingress/ingress.py
+    DEFAULT_INGRESS_OPTIONS, autoscaling_config with the default min/max 1) left 6.0 s without answers on CPU, two
+    none (docs/serve-updates.md); on the GPU host two aggregated replicas behind two ingress replicas dropped 0 of 288
+    (docs/updates/2026-12-03/)."""
+    assert two_a_side["ingress_deployment_config"] == {"num_replicas": 2}
+    assert "ingress_deployment_config" in pd_builder_fields()
+
+
+def test_ray_drops_the_ingress_autoscaling_default_beside_num_replicas(two_a_side):
+    """Serve refuses num_replicas beside an autoscaling_config; Ray Serve LLM 2.58 drops its default autoscaling
+    where the user's ingress_deployment_config sets num_replicas (ray/llm/_internal/common/dict_utils.py
+    maybe_apply_llm_deployment_config_defaults), and serve.deployment accepts what is left."""
+    from ray import serve
+    from ray.llm._internal.common.dict_utils import maybe_apply_llm_deployment_config_defaults
+
+    builders_default = {"max_ongoing_requests": 1_000_000_000, "autoscaling_config": {"target_ongoing_requests": 10**9}}
+    options = maybe_apply_llm_deployment_config_defaults(builders_default, two_a_side["ingress_deployment_config"])
+    deployment = serve.deployment(type("Ingress", (), {}), **options)
+    assert deployment.num_replicas == 2
+    assert deployment._deployment_config.autoscaling_config is None

@@ -26,16 +26,22 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # DeltaNet layers) unless its conv state is laid out "DS"; vLLM's default is "SD". The variable only
 # changes the layout of Mamba conv state, so pure-attention models are unaffected. Ray Serve LLM hands
 # an LLMConfig's runtime_env to the replica and to the engine's workers.
+# Nothing else: engines that share a pod (several replicas per GPU node) keep vLLM 0.26's default Ray executor,
+# RayExecutorV2, although it starts every non-data-parallel engine's TCPStore port search at one port (by its source a
+# collision fails that engine's start and Serve starts the replica again; not measured). With vLLM's classic Ray
+# executor two engines on one host died on their first request, twice, where RayExecutorV2 served and rolled
+# (docs/gpu-end-to-end.md, "Two replicas through an update").
 PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
-# Engines that share a pod (several replicas per GPU node) share its ports. vLLM 0.26's default Ray
-# executor (RayExecutorV2) starts every non-data-parallel engine's TCPStore port search at the same
-# port (VLLM_DP_MASTER_PORT + 100), so engines starting together can pick the same one; the classic Ray
-# executor takes a free port from the OS. Only set where engines share a pod.
-SHARED_POD_ENGINE_ENV = {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"}
 # One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
 # STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
 # holds a whole GPU, so prefill and decode replicas never share one.
 PLACEMENT_STRATEGY = "STRICT_PACK"
+# Every serve-config change is a new code version for the ingress too (its args hold the engines' configs), and
+# Serve 2.58 rolls a deployment by stopping an old replica as it starts a new one: OpenAiIngress's one replica by
+# default (ray/llm/_internal/serve/core/ingress/ingress.py DEFAULT_INGRESS_OPTIONS) leaves nothing to answer while
+# its successor starts. Two keep one answering (docs/serve-updates.md, measured); set only where both sides have two
+# replicas, the least that keeps the engines answering through a rollout too.
+ROLLING_INGRESS_REPLICAS = 2
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,6 @@ class ServeAppArgs:
     decode: ServeSide
     tensor_parallel_size: int
     pipeline_parallel_size: int
-    engines_share_a_pod: bool  # several replicas on one GPU node share its pod's ports
     kv_buffer_device: str  # "cuda" or "cpu" (resolve_kv_buffer_device)
     kv_cache_dtype: str  # "auto" or an FP8 dtype, both sides alike
     api_key_auth: bool  # our ingress asks for a key (infra/serving/serve_auth.py)
@@ -71,7 +76,6 @@ def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> Serv
         decode=cfg.decode,
         tensor_parallel_size=cfg.topology.tensor_parallel_size,
         pipeline_parallel_size=cfg.topology.pipeline_parallel_size,
-        engines_share_a_pod=cfg.topology.replicas_per_node > 1,
         kv_buffer_device=cfg.kv_buffer_device,
         kv_cache_dtype=cfg.kv_cache_dtype,
         api_key_auth=cfg.serve_api_key_auth,
@@ -80,10 +84,6 @@ def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> Serv
 
 def _side(args: ServeAppArgs, side: str) -> ServeSide:
     return {"prefill": args.prefill, "decode": args.decode}[side]
-
-
-def engine_env(args: ServeAppArgs) -> dict[str, str]:
-    return {**PD_ENGINE_ENV, **(SHARED_POD_ENGINE_ENV if args.engines_share_a_pod else {})}
 
 
 def deployment_config(side: ServeSide) -> dict[str, Any]:
@@ -97,6 +97,15 @@ def deployment_config(side: ServeSide) -> dict[str, Any]:
             "target_ongoing_requests": side.target_ongoing_requests,
         }
     }
+
+
+def ingress_deployment_config(args: ServeAppArgs) -> dict[str, Any]:
+    """Two ingress replicas where both sides have two or more, else the builder's default (none set). A
+    `num_replicas` here drops OpenAiIngress's autoscaling default (ray/llm/_internal/common/dict_utils.py
+    `maybe_apply_llm_deployment_config_defaults`), which Serve refuses beside it."""
+    if min(args.prefill.replicas, args.decode.replicas) < ROLLING_INGRESS_REPLICAS:
+        return {}
+    return {"ingress_deployment_config": {"num_replicas": ROLLING_INGRESS_REPLICAS}}
 
 
 def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | str]:
@@ -140,7 +149,7 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
         "deployment_config": deployment_config(serve_side),
-        "runtime_env": {"env_vars": engine_env(args)},
+        "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
     }
 
 
@@ -156,6 +165,7 @@ def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
         app["runtime_env"] = {"py_modules": [serve_auth.package_uri()]}
     app["args"] = {
         **{f"{side}_config": llm_config(args, side) for side in PD_SIDES},
+        **ingress_deployment_config(args),
         **(serve_auth.ingress_args() if args.api_key_auth else {}),
     }
     return {"applications": [app]}

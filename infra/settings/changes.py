@@ -5,8 +5,9 @@ The rules behind each effect:
 - SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
   (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
   replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
-  update, and a broken config stays DEPLOY_FAILED with nothing serving (docs/gpu-end-to-end.md, "Updating a running
-  app").
+  update (docs/gpu-end-to-end.md, "Updating a running app"). With two or more a side (and two ingress replicas,
+  infra/serving/serve_config.py ROLLING_INGRESS_REPLICAS) it rolls one replica at a time and no request failed
+  (docs/serve-updates.md). A broken config ends DEPLOY_FAILED with nothing serving at any replica count.
 - RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
   first, which the GPU node group cannot hold, and ignores replica changes on a running cluster
   (vendor/kuberay-v1.4.0/rayservice_controller.go: shouldPrepareNewCluster,
@@ -120,16 +121,21 @@ GPU_NODES_SCALED = Effect(
 SERVE_IN_PLACE = Effect(
     "serve-in-place",
     "KubeRay sends the new serve config to the running cluster; Serve restarts the engines of the changed deployments",
-    "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with more replicas not "
-    "measured; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
+    "about 2 minutes without answers with one replica a side (measured 106 and 125 s); with two or more a side none "
+    "lost (measured: 0 of 288 requests failed on the GPU host, 0 of 244 on CPU), the rollout taking one engine start "
+    "per replica in a row; a broken config leaves the app DEPLOY_FAILED and `pulumi up` fails: roll back",
     keeps_serving=(
-        "no with one replica a side: Serve stops the old replica before the new one starts (measured); with more "
-        "replicas not measured"
+        "yes with two or more replicas a side: Serve stops one old replica as it starts a new one and the next only "
+        "once that one runs, the ingress too (two replicas of it, which the stack then sets; measured); no with one "
+        "replica a side: Serve stops the old replica before the new one starts (measured)"
     ),
     if_it_fails=(
-        "the app stays DEPLOY_FAILED on the same cluster and nothing serves (Serve does not restore the previous "
-        "version, measured); roll back in place: set the previous values, `pulumi up`, KubeRay sends the previous "
-        "config to the running cluster and Serve loads its engines again (minutes, no new nodes, no image pull)"
+        "the old version answers while Serve retries the new replicas (measured: 175 s; the 11 of 360 requests that "
+        "failed fell in the 5.4 s after it), "
+        "then the app is DEPLOY_FAILED and nothing serves, at any replica count: Serve 2.58 marks the deployment "
+        "unavailable although old replicas run (measured); roll back in place: set the previous values, `pulumi up`, "
+        "KubeRay sends the previous config to the running cluster, the old replicas answer again once it is built "
+        "(13 s measured) and Serve loads the rest again (minutes, no new nodes, no image pull)"
     ),
 )
 MODEL_MIRRORED = Effect(
