@@ -518,11 +518,11 @@ def test_share_gpu_puts_both_engines_on_half_a_gpu_each(cfg, tmp_path):
     smoke_app.validate_with_ray(config)
 
 
-def test_share_gpu_puts_the_baselines_replicas_on_one_gpu_with_their_own_executor_ports(tmp_path):
+def test_share_gpu_puts_the_baselines_replicas_on_one_gpu_on_vllms_default_executor(tmp_path):
     """Two aggregated replicas on one GPU, half each (the update scenario with two replicas where one GPU is lent):
-    the same bundle and executor overrides as the PD app's shared replicas (Ray 2.58 PlacementGroupConfig, vLLM 0.26
-    VLLM_RAY_PER_WORKER_GPUS and RayExecutorV2's one TCPStore port, infra/serving/serve_config.py
-    SHARED_POD_ENGINE_ENV)."""
+    Ray 2.58's PlacementGroupConfig bundles and vLLM 0.26's VLLM_RAY_PER_WORKER_GPUS, on the default RayExecutorV2
+    (vllm/envs.py VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults to 1) as the stack keeps it: the run that answered 288
+    of 288 through a good change on the GPU host (docs/gpu-end-to-end.md, "Two replicas through an update")."""
     cfg = smoke_app.serve_stack_config("dev", {"decodeReplicas": "2"})
     production, config, overrides = smoke_app.smoke_serve_config(
         cfg, options(tmp_path, aggregated=True, share_gpu=True), NO_EFA
@@ -531,8 +531,29 @@ def test_share_gpu_puts_the_baselines_replicas_on_one_gpu_with_their_own_executo
     (engine,) = smoke_document.engine_configs(config)
     assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.5, "CPU": 1}]}
     assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.5"
-    assert engine["runtime_env"]["env_vars"]["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] == "0"
+    assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine["runtime_env"]["env_vars"]
     assert engine["deployment_config"] == {"num_replicas": 2}
+    smoke_app.validate_with_ray(config)
+
+
+def test_shared_gpu_executor_classic_runs_the_replicas_on_vllms_classic_executor_again(tmp_path):
+    """--shared-gpu-executor classic sets VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0 (vllm/v1/executor/abstract.py picks
+    RayDistributedExecutor then), the executor whose engines died on their first request with replicas sharing the
+    GPU (docs/gpu-end-to-end.md), so that run can be repeated."""
+    cfg = smoke_app.serve_stack_config("dev", {"decodeReplicas": "2"})
+    opts = options(tmp_path, aggregated=True, share_gpu=True, shared_gpu_executor="classic")
+    production, config, overrides = smoke_app.smoke_serve_config(cfg, opts, NO_EFA)
+    assert smoke_document.unexplained_changes(production, config, overrides) == set()
+    (engine,) = smoke_document.engine_configs(config)
+    assert engine["runtime_env"]["env_vars"]["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] == "0"
+
+
+def test_the_baseline_keeps_the_stacks_two_ingress_replicas(tmp_path):
+    """build_openai_app takes ingress_deployment_config as the PD builder does (ray 2.58 ray/llm/_internal/serve/core/
+    ingress/builder.py LLMServingArgs), so the baseline's update scenario rolls the ingress the stack would."""
+    cfg = smoke_app.serve_stack_config("dev", {"prefillReplicas": "2", "decodeReplicas": "2"})
+    _, config, _ = smoke_app.smoke_serve_config(cfg, options(tmp_path, aggregated=True, share_gpu=True), NO_EFA)
+    assert config["applications"][0]["args"]["ingress_deployment_config"] == {"num_replicas": 2}
     smoke_app.validate_with_ray(config)
 
 
@@ -554,16 +575,15 @@ def test_share_gpu_refuses_more_than_the_engines_share_of_memory(tiny_model_dir,
     assert f"--gpu-memory-utilization at most {most} each" in capsys.readouterr().out
 
 
-def test_share_gpu_gives_each_of_more_replicas_its_share_and_its_own_executor_ports(tmp_path):
-    """Two replicas a side on one GPU: a quarter each, and the classic Ray executor, since vLLM 0.26's RayExecutorV2
-    starts every engine's TCPStore port search at one port (infra/serving/serve_config.py SHARED_POD_ENGINE_ENV)."""
+def test_share_gpu_gives_each_of_more_replicas_its_share(tmp_path):
+    """Two replicas a side on one GPU: a quarter each, on vLLM 0.26's default executor as the stack keeps it."""
     cfg = smoke_app.serve_stack_config("dev", {"prefillReplicas": "2", "decodeReplicas": "2"})
     production, config, overrides = smoke_app.smoke_serve_config(cfg, options(tmp_path, share_gpu=True), NO_EFA)
     assert smoke_document.unexplained_changes(production, config, overrides) == set()
     for engine in smoke_document.engine_configs(config):
         assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.25, "CPU": 1}]}
         assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.25"
-        assert engine["runtime_env"]["env_vars"]["VLLM_USE_RAY_V2_EXECUTOR_BACKEND"] == "0"
+        assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine["runtime_env"]["env_vars"]
         assert engine["deployment_config"] == {"num_replicas": 2}
     smoke_app.validate_with_ray(config)
 

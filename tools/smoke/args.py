@@ -9,7 +9,7 @@ import tools.smoke
 from infra.serving.serve_config import KV_ROLES
 from tools.project import key_value_pairs
 from tools.smoke.metrics import METRICS_PORT
-from tools.smoke.overrides import KV_ROLE_CHOICES
+from tools.smoke.overrides import KV_ROLE_CHOICES, SHARED_GPU_EXECUTORS
 from tools.smoke.update import UPDATE_STEP_NAMES
 
 
@@ -101,6 +101,13 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
         "--share-gpu",
         action="store_true",
         help="every engine on one GPU, an equal share each (prefill and decode, or the baseline's replicas)",
+    )
+    group.add_argument(
+        "--shared-gpu-executor",
+        choices=SHARED_GPU_EXECUTORS,
+        default="v2",
+        help="with --share-gpu and several replicas of one engine config: vLLM's Ray executor they run on "
+        "(v2: vLLM 0.26's default, as the stack keeps; classic: the one whose engines died on their first request)",
     )
 
 

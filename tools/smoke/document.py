@@ -105,11 +105,6 @@ def side_replicas(cfg_doc: dict[str, Any], side: str) -> int:
     return engine_replicas(side_config(cfg_doc, side))
 
 
-def env_of(cfg_doc: dict[str, Any], side: str) -> dict[str, str]:
-    env: dict[str, str] = side_config(cfg_doc, side).get("runtime_env", {}).get("env_vars", {})
-    return env
-
-
 def engines_of(cfg_doc: dict[str, Any]) -> int:
     """The engines the app runs: every replica of each LLMConfig (prefill and decode, or the baseline's one)."""
     return sum(engine_replicas(engine) for engine in engine_configs(cfg_doc))

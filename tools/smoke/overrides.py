@@ -18,7 +18,6 @@ from tools.smoke.document import (
     engine_configs,
     engine_replicas,
     engines_of,
-    env_of,
     side_config,
     side_replicas,
 )
@@ -52,6 +51,11 @@ KV_ROLE_CHOICES = {
 # vllm/engine/arg_utils.py; ray/llm/_internal/serve/engines/vllm/vllm_engine.py passes OPENAI_API_SERVER).
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = vllm_default_gpu_memory_utilization()
 VLLM_LARGE_GPU_MIB = 70 * 1024
+# With --share-gpu, several replicas of one engine config share the host: "v2" is vLLM 0.26's default Ray executor,
+# which the stack keeps where replicas share a pod (infra/serving/serve_config.py PD_ENGINE_ENV); "classic" the one
+# whose engines died on their first request there (docs/gpu-end-to-end.md), to run that again.
+SHARED_GPU_EXECUTORS = ("v2", "classic")
+INGRESS_ARGS = ("ingress_cls_config", "ingress_deployment_config")
 VLLM_SMALL_GPU_BATCH_DEFAULTS = {"max_num_batched_tokens": 2048, "max_num_seqs": 256}
 
 
@@ -69,6 +73,7 @@ class SmokeOptions:
     unset_env: tuple[str, ...] = ()  # env vars the stack sets that this run leaves out (to show why)
     logging_config_path: Path | None = None  # NIXL debug logging for the KV-transfer proof
     share_gpu: bool = False  # prefill and decode on one GPU, half of it each
+    shared_gpu_executor: str = "v2"  # a SHARED_GPU_EXECUTORS key: the Ray executor of replicas sharing the GPU
     auth_dir: Path | None = None  # --api-key-auth: the auth package's zip and the keys file, written here
 
 
@@ -207,7 +212,7 @@ def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -
             if engine_kwargs["kv_transfer_config"]["kv_role"] != role:
                 overrides.append(Override("kv_role", (*kv, "kv_role"), role, f"{side}: --kv-roles {opts.kv_roles}"))
         if opts.share_gpu:
-            overrides += _share_gpu_overrides(cfg_doc, side)
+            overrides += _share_gpu_overrides(cfg_doc, side, opts.shared_gpu_executor)
         if opts.logging_config_path is not None:
             overrides.append(
                 Override(
@@ -220,14 +225,16 @@ def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -
     return overrides
 
 
-def _share_gpu_overrides(cfg_doc: dict[str, Any], side: str) -> list[Override]:
+def _share_gpu_overrides(cfg_doc: dict[str, Any], side: str, executor: str) -> list[Override]:
     """--share-gpu: every engine of the app on the one GPU, each replica's bundle an equal share of it."""
     llm: Path_ = ("applications", 0, "args", f"{side}_config")
-    return shared_gpu_overrides(llm, side, engines_of(cfg_doc), side_replicas(cfg_doc, side), env_of(cfg_doc, side))
+    replicas = side_replicas(cfg_doc, side)
+    return shared_gpu_overrides(llm, side, engines_of(cfg_doc), replicas, executor)
 
 
-def shared_gpu_overrides(llm: Path_, label: str, engines: int, replicas: int, env: dict[str, str]) -> list[Override]:
-    """One engine config's share of the one GPU among `engines` engines, `replicas` of them this config's."""
+def shared_gpu_overrides(llm: Path_, label: str, engines: int, replicas: int, executor: str) -> list[Override]:
+    """One engine config's share of the one GPU among `engines` engines, `replicas` of them this config's, on the
+    `executor` (a SHARED_GPU_EXECUTORS key) where there are several."""
     env_path = (*llm, "runtime_env", "env_vars")
     fraction = 1 / engines
     overrides = [
@@ -245,15 +252,15 @@ def shared_gpu_overrides(llm: Path_, label: str, engines: int, replicas: int, en
             "(Ray 2.58 derives the same from the bundle when unset; set as measured)",
         ),
     ]
-    if replicas > 1 and env.get("VLLM_USE_RAY_V2_EXECUTOR_BACKEND") != "0":
+    if replicas > 1 and executor == "classic":
         overrides.append(
             Override(
                 "share_gpu_executor",
                 (*env_path, "VLLM_USE_RAY_V2_EXECUTOR_BACKEND"),
                 "0",
-                f"{label}: --share-gpu puts these replicas on one host, where vLLM 0.26's RayExecutorV2 "
-                "starts every engine's TCPStore port search at the same port (infra/serving/serve_config.py "
-                "SHARED_POD_ENGINE_ENV, which the stack sets where replicas share a pod)",
+                f"{label}: --shared-gpu-executor classic: vLLM's classic Ray executor for these replicas on one host "
+                '(its engines died on their first request in the runs of docs/gpu-end-to-end.md, "Two replicas '
+                'through an update")',
             )
         )
     return overrides
@@ -317,10 +324,10 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
     app: Path_ = ("applications", 0)
     llm: Path_ = (*app, "args", "llm_configs", 0)
     replicas = engine_replicas(engine)
-    engine_env = engine.get("runtime_env", {}).get("env_vars", {})
-    # build_openai_app takes the same ingress_cls_config as the PD builder (ray/llm/_internal/serve/core/ingress/
-    # builder.py, LLMServingArgs), so the baseline sits behind the same API-key ingress when the stack emits it.
-    ingress = {key: copy.deepcopy(args[key]) for key in ("ingress_cls_config",) if key in args}
+    # build_openai_app takes the same ingress_cls_config and ingress_deployment_config as the PD builder
+    # (ray/llm/_internal/serve/core/ingress/builder.py, LLMServingArgs), so the baseline sits behind the same API-key
+    # ingress and as many ingress replicas as the stack emits.
+    ingress = {key: copy.deepcopy(args[key]) for key in INGRESS_ARGS if key in args}
     return [
         Override(
             "aggregated_app", (*app, "import_path"), AGGREGATED_IMPORT_PATH, "baseline: one engine, no disaggregation"
@@ -330,10 +337,14 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
             (*app, "args"),
             {"llm_configs": [engine], **ingress},
             "baseline: the decode engine's config without kv_transfer_config, a GPU for each of its replicas"
-            + (", behind the stack's ingress class" if ingress else ""),
+            + (f", with the stack's {' and '.join(ingress)}" if ingress else ""),
         ),
         *_engine_overrides(llm, "aggregated", engine["engine_kwargs"], opts, host),
-        *(shared_gpu_overrides(llm, "aggregated", replicas, replicas, engine_env) if opts.share_gpu else []),
+        *(
+            shared_gpu_overrides(llm, "aggregated", replicas, replicas, opts.shared_gpu_executor)
+            if opts.share_gpu
+            else []
+        ),
     ]
 
 

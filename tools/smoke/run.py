@@ -69,6 +69,7 @@ def smoke_options(args: argparse.Namespace, work_dir: Path, api_keys: tuple[str,
         unset_env=tuple(args.unset_env),
         logging_config_path=None if args.aggregated else logging_config,
         share_gpu=args.share_gpu,
+        shared_gpu_executor=args.shared_gpu_executor,
         auth_dir=work_dir if api_keys else None,
     )
 
