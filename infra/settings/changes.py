@@ -131,8 +131,8 @@ SERVE_IN_PLACE = Effect(
     ),
     if_it_fails=(
         "the old version answers while Serve retries the new replicas (measured: 175 s; the 11 of 360 requests that "
-        "failed fell in the 5.4 s after it), "
-        "then the app is DEPLOY_FAILED and nothing serves, at any replica count: Serve 2.58 marks the deployment "
+        "failed match the 5.4 s outage that began about then, one request every 0.5 s), then the app is "
+        "DEPLOY_FAILED and nothing serves, at any replica count: Serve 2.58 marks the deployment "
         "unavailable although old replicas run (measured); roll back in place: set the previous values, `pulumi up`, "
         "KubeRay sends the previous config to the running cluster, the old replicas answer again once it is built "
         "(13 s measured) and Serve loads the rest again (minutes, no new nodes, no image pull)"
