@@ -30,6 +30,7 @@ from infra.preflight.checks import DeployFacts, preflight
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
 from infra.serving.model_source import is_s3_uri
+from infra.serving.network_policy import network_policies
 from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
 from infra.serving.serve_app import Serving, ServingArgs
 from infra.serving.serve_config import application_name
@@ -270,9 +271,27 @@ def cluster_change_path(cfg: StackConfig) -> str:
     )
 
 
+def ray_auth_note(cfg: StackConfig) -> str:
+    """What guards Ray's own ports, said by `pulumi preview` and `pulumi up`."""
+    if cfg.ray_token_auth:
+        return (
+            "Ray's dashboard, Ray client and GCS ask for Ray's token (KubeRay authOptions, a generated Secret per "
+            "RayCluster), inside the serving namespace's NetworkPolicies"
+        )
+    return (
+        f"rayAuthMode={cfg.settings['rayAuthMode']!r}: Ray's token authentication is off with kuberayVersion="
+        f"{cfg.kuberay_version!r} (KubeRay takes authOptions from 1.5.1 on), so Ray's dashboard, Ray client and GCS "
+        "are guarded by the serving namespace's NetworkPolicies alone; kuberayVersion 1.7.0 turns the token on"
+    )
+
+
 def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model) -> Serving:
     pulumi.log.info(cluster_change_path(cfg))
+    pulumi.log.info(ray_auth_note(cfg))
     cache = model.cache
+    # The token only where the Hub is read: the workers, when they load from it; with the model in S3 only the mirror
+    # Job has it, from a Secret in its own namespace (infra/serving/model_cache.py).
+    workers_hf_token = cfg.hf_token if cache is None else None
     return Serving(
         "serving",
         ServingArgs(
@@ -280,17 +299,18 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             operator=KubeRayOperatorArgs(version=cfg.kuberay_version),
             rayservice=build_rayservice(
                 cfg,
-                with_hf_token=cfg.hf_token is not None,
+                with_hf_token=workers_hf_token is not None,
                 model_cache_uri=model.cache_uri,
                 service_account=READER_SERVICE_ACCOUNT if cache else None,
             ),
-            hf_token=cfg.hf_token,
+            hf_token=workers_hf_token,
             api_keys=cfg.serve_api_keys,
             load_balancer=build_serve_load_balancer(cfg) if cfg.serve_exposure != "none" else None,
             ready_timeout_seconds=cfg.serve_ready_timeout_minutes * 60,
             changes=settings_by_effect(cfg.settings, cfg.cluster_upgrade_strategy),
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
+            network_policies=network_policies(cfg.namespace, cfg.ray_service_name),
         ),
         cluster,
         nodes.system,

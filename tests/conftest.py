@@ -53,6 +53,7 @@ def exposed(exposure: str = "internal", **settings: Any) -> dict[str, Any]:
         "serveExposure": exposure,
         "serveCertificateArn": OPERATOR_CERTIFICATE.format(region="sa-east-1"),
         "serveApiKeys": API_KEYS,
+        "serveSourceCidrs": ["10.0.0.0/8"] if exposure == "internal" else OPERATOR_CIDRS,
         **settings,
     }
 

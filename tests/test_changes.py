@@ -188,18 +188,24 @@ def test_a_serve_change_reaches_the_serve_config(dev, key):
     assert rayservice(run_stack(NEW_VALUES[key]))["spec"]["serveConfigV2"] != before
 
 
-def test_adding_a_token_replaces_the_rayservice_and_a_new_value_updates_only_the_secrets(dev):
+def test_adding_a_token_replaces_a_hub_reading_rayservice_and_a_new_value_updates_only_the_secret():
     """A pod reads a Secret's value into its environment when it starts (Kubernetes docs, Secrets as environment
     variables: "If a container already consumes a Secret in an environment variable, a Secret update will not be
-    seen by the container unless it is restarted")."""
+    seen by the container unless it is restarted"). Without the model cache the workers read the Hub with it."""
+    hub = {"modelCache": False}
+    first = run_stack({**hub, "hfToken": "hf_one"}, secret_keys=("hfToken",))
+    second = run_stack({**hub, "hfToken": "hf_two"}, secret_keys=("hfToken",), existing=first)
+    assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(run_stack(hub))["spec"]["rayClusterConfig"]
+    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "serving-hf-token")}
+
+
+def test_with_the_model_cache_a_token_reaches_the_mirror_only(dev):
+    """The workers read the stack's S3 copy and hold no token (issue 35); the mirror Job has its own Secret and has
+    run already, so a new value moves that Secret alone, and the RayService is left as it is."""
     first = run_stack({"hfToken": "hf_one"}, secret_keys=("hfToken",))
     second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",), existing=first)
-    assert rayservice(first)["spec"]["rayClusterConfig"] != rayservice(dev)["spec"]["rayClusterConfig"]
-    # The workers' Secret, and the model mirror's own (infra/serving/model_cache.py): the mirror Job has run already.
-    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {
-        (SECRET, "serving-hf-token"),
-        (SECRET, "model-cache-hf-token"),
-    }
+    assert rayservice(first)["spec"]["rayClusterConfig"] == rayservice(dev)["spec"]["rayClusterConfig"]
+    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "model-cache-hf-token")}
 
 
 def test_the_rollout_groups_each_setting_under_its_most_severe_effect(dev):

@@ -10,8 +10,9 @@ import math
 
 import yaml
 
-from infra.nodes.node_groups import GPU_NODE_DIRECTORIES, GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
-from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_HOST_PATH, VLLM_CACHE_ROOT
+from infra.nodes.node_groups import GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
+from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
+from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
 from tests.rayservice_parts import worker_group
 from tools import cold_start
 from tools.offline import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
@@ -68,12 +69,6 @@ def test_tritons_own_cache_lives_on_the_node_too(dev):
     (container,) = worker_group(dev)["template"]["spec"]["containers"]
     assert {"name": "TRITON_CACHE_DIR", "value": TRITON_CACHE_DIR} in container["env"]
     assert TRITON_CACHE_DIR.startswith(VLLM_CACHE_ROOT + "/")
-
-
-def test_the_node_makes_the_cache_directory_writable_for_any_user(dev):
-    script = user_data_parts(dev)["text/x-shellscript"]
-    assert VLLM_CACHE_HOST_PATH in GPU_NODE_DIRECTORIES
-    assert f"install -d -m 1777 {VLLM_CACHE_HOST_PATH}" in script.splitlines()
 
 
 def test_the_table_is_generated_from_the_model():

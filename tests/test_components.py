@@ -184,6 +184,9 @@ OLD_URNS = json.loads((Path(__file__).parent / "urns_before_component_names.json
 EVERY_PART = {
     **exposed("internal"),
     "hfToken": "hf_NotARealTokenButLongEnough",
+    # The workers read the Hub, as every stack did then: only then is the token's Secret in the serving namespace
+    # (with the model cache the mirror alone holds it, in its own).
+    "modelCache": False,
     "serveAutoscaling": True,
     "prefillTargetOngoingRequests": 4,
     "decodeTargetOngoingRequests": 32,

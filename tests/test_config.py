@@ -345,7 +345,7 @@ def test_a_validated_kuberay_version_is_deployed_without_a_warning(monkeypatch, 
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
     assert load_stack_config({"kuberayVersion": version}).kuberay_version == version
-    assert not [warning for warning in warnings if "kuberayVersion" in warning]
+    assert not [warning for warning in warnings if "was not validated" in warning]
 
 
 def test_a_custom_image_takes_the_users_ray_version():

@@ -12,6 +12,7 @@ with the reason.
 from __future__ import annotations
 
 import copy
+import json
 import os
 
 import pytest
@@ -163,3 +164,14 @@ def test_pulumi_eks_makes_only_the_documented_lookups(stack):
     made_by_pulumi_eks = (PROJECT_DIR / "docs" / "deploy-time-lookups.md").read_text().split("## Made by pulumi-eks")[1]
     assert set(expansion.invokes) == {"aws:index/getPartition:getPartition", "aws:index/getRegion:getRegion"}
     assert all(f"`{token}`" in made_by_pulumi_eks for token in expansion.invokes)
+
+
+def test_the_vpc_cni_addon_turns_on_its_network_policy_agent(stack):
+    """The serving namespace's NetworkPolicies (infra/serving/network_policy.py) are enforced only where the vpc-cni
+    add-on's configuration sets `enableNetworkPolicy: "true"`
+    (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html, "Enable network policy in the VPC CNI");
+    pulumi/pulumi-eks `nodejs/eks/addons/cni-addon.ts` (`mergeConfigurationValues`) writes `enableNetworkPolicy` as the
+    string it wants from VpcCniOptions.enableNetworkPolicy."""
+    _, expansion = stack
+    (vpc_cni,) = [r for r in expansion.of_type(ADDON) if r.inputs["addonName"] == "vpc-cni"]
+    assert json.loads(vpc_cni.inputs["configurationValues"])["enableNetworkPolicy"] == "true"

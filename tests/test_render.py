@@ -104,26 +104,32 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
     assert names == [
         "01-namespace-inference.yaml",
         "01-namespace-model-cache.yaml",
-        "02-secret-hf-token.yaml",
-        "02-secret-model-mirror-hf-token.yaml",
-        "02-secret-serve-api-keys.yaml",
-        "03-serviceaccount-model-mirror.yaml",
-        "03-serviceaccount-model-reader.yaml",
-        "04-service-ray-llm-serve-lb.yaml",
-        f"05-job-{mirror_job}.yaml",
-        "06-rayservice-ray-llm.yaml",
-        "07-configmap-dashboard-dcgm-exporter.yaml",
-        "07-configmap-dashboard-pd-health.yaml",
-        "07-configmap-dashboard-ray-serve-deployment.yaml",
-        "07-configmap-dashboard-ray-serve-llm.yaml",
-        "07-configmap-dashboard-ray-serve.yaml",
+        # Before the pods they guard: a pod started before its policies is open until they exist.
+        "02-networkpolicy-anyone-to-serve.yaml",
+        "02-networkpolicy-default-deny-ingress.yaml",
+        "02-networkpolicy-operator-to-dashboard.yaml",
+        "02-networkpolicy-prometheus-to-metrics.yaml",
+        "02-networkpolicy-ray-pods-to-each-other.yaml",
+        # With the model cache only the mirror reads the Hub: the token's one Secret is in its namespace.
+        "03-secret-model-mirror-hf-token.yaml",
+        "03-secret-serve-api-keys.yaml",
+        "04-serviceaccount-model-mirror.yaml",
+        "04-serviceaccount-model-reader.yaml",
+        "05-service-ray-llm-serve-lb.yaml",
+        f"06-job-{mirror_job}.yaml",
+        "07-rayservice-ray-llm.yaml",
+        "08-configmap-dashboard-dcgm-exporter.yaml",
+        "08-configmap-dashboard-pd-health.yaml",
+        "08-configmap-dashboard-ray-serve-deployment.yaml",
+        "08-configmap-dashboard-ray-serve-llm.yaml",
+        "08-configmap-dashboard-ray-serve.yaml",
         # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
-        "07-configmap-model-mirror-script.yaml",
-        f"07-configmap-{serve_auth.code_configmap_name()}.yaml",
-        "08-podmonitor-kuberay-operator.yaml",
-        "08-podmonitor-ray-head.yaml",
-        "08-podmonitor-ray-workers.yaml",
-        "09-prometheusrule-ray-llm-eks.yaml",
+        "08-configmap-model-mirror-script.yaml",
+        f"08-configmap-{serve_auth.code_configmap_name()}.yaml",
+        "09-podmonitor-kuberay-operator.yaml",
+        "09-podmonitor-ray-head.yaml",
+        "09-podmonitor-ray-workers.yaml",
+        "10-prometheusrule-ray-llm-eks.yaml",
     ]
 
 
@@ -165,7 +171,7 @@ def test_validation_would_catch_a_misspelt_field(full_render):
 def test_numbers_are_integers_not_pulumi_floats(full_render):
     workers = by_kind(full_render)["RayService"]["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
     assert workers["replicas"] == 2 and isinstance(workers["replicas"], int)
-    assert "2.0" not in (full_render / "manifests/06-rayservice-ray-llm.yaml").read_text()
+    assert "2.0" not in (full_render / "manifests/07-rayservice-ray-llm.yaml").read_text()
 
 
 def test_serve_config_is_the_rayservices_own(shipped_render):
@@ -201,9 +207,9 @@ def test_secrets_are_never_written(full_render):
     assert not [path for path, text in files.items() if HF_TOKEN in text]
     # The mock cluster's kubeconfig carries a token too: it is a secret output and a secret input.
     assert not [path for path, text in files.items() if "t0ken" in text]
-    secret = yaml.safe_load(files["manifests/02-secret-hf-token.yaml"])
-    assert secret["stringData"] == {"HF_TOKEN": REDACTED}
-    assert "kubectl create secret generic hf-token -n inference" in files["manifests/02-secret-hf-token.yaml"]
+    mirror_secret = "manifests/03-secret-model-mirror-hf-token.yaml"
+    assert yaml.safe_load(files[mirror_secret])["stringData"] == {"HF_TOKEN": REDACTED}
+    assert "kubectl create secret generic model-mirror-hf-token -n model-cache" in files[mirror_secret]
     assert "| hfToken | [secret] | --secret |" in files["plan.md"]
     assert "| kubeconfig | [secret] |" in files["plan.md"]
 
@@ -212,7 +218,7 @@ def test_api_keys_are_never_written(full_render):
     """Each key of the list stays out of every file: the keys Secret is redacted, the key output shown as secret."""
     files = rendered(full_render)
     assert not [path for path, text in files.items() if any(key in text for key in API_KEYS)]
-    secret = yaml.safe_load(files["manifests/02-secret-serve-api-keys.yaml"])
+    secret = yaml.safe_load(files["manifests/03-secret-serve-api-keys.yaml"])
     assert secret["stringData"] == {"keys": REDACTED}
     assert "| serveApiKeys | [secret] | --secret |" in files["plan.md"]
     assert "| serveApiKey | [secret] |" in files["plan.md"]
@@ -232,7 +238,7 @@ def test_a_token_encrypted_in_the_stack_file_is_treated_as_secret(monkeypatch, t
     encrypted = {"ray-llm-eks:hfToken": {"secure": "v1:AAAABBBB"}, API_ALLOW_LIST_KEY: OPERATOR_CIDRS}
     monkeypatch.setattr(offline, "_stack_file_values", lambda stack: encrypted)
     out = render_into(tmp_path, "--stack", "dev")
-    secret = yaml.safe_load((out / "manifests/02-secret-hf-token.yaml").read_text())
+    secret = yaml.safe_load((out / "manifests/03-secret-model-mirror-hf-token.yaml").read_text())
     assert secret["stringData"] == {"HF_TOKEN": REDACTED}
     assert "v1:AAAABBBB" not in "".join(rendered(out).values())
 
@@ -241,8 +247,8 @@ def test_command_renders_what_the_library_renders_and_removes_what_it_no_longer_
     first = rendered(render_into(tmp_path, "--stack", "dev", *EVERY_OBJECT))
     assert first == rendered(full_render), "byte for byte, run after run"
     second = rendered(render_into(tmp_path, "--stack", "dev"))
-    assert "manifests/02-secret-hf-token.yaml" not in second
-    assert "manifests/04-service-ray-llm-serve-lb.yaml" not in second
+    assert "manifests/03-secret-model-mirror-hf-token.yaml" not in second
+    assert "manifests/05-service-ray-llm-serve-lb.yaml" not in second
 
 
 def test_gpu_azs_choose_where_the_gpu_nodes_go(tmp_path):

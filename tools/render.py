@@ -57,6 +57,7 @@ NOT_MANIFESTS = frozenset({HELM_RELEASE, "pulumi:providers:kubernetes"})
 # before).
 APPLY_ORDER = (
     "Namespace",
+    "NetworkPolicy",
     "Secret",
     "ServiceAccount",
     "Service",

@@ -286,7 +286,9 @@ def _eks_cluster(children: Children, args: ClusterArgs, secrets_key: aws.kms.Key
         access_entries=access_entries(args.admin_principal_arns, args.partition),
         enabled_cluster_log_types=CONTROL_PLANE_LOG_TYPES if args.control_plane_logging else [],
         encryption_config_key_arn=secrets_key.arn if secrets_key else None,
-        vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.vpc_cni_version),
+        # The VPC CNI's network policy agent, which enforces the serving namespace's NetworkPolicies
+        # (infra/serving/network_policy.py; https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html).
+        vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=args.vpc_cni_version, enable_network_policy=True),
         # CoreDNS needs a node to become ACTIVE; inside this component it would be created before
         # any node group and block them all. `SystemNodes` creates it after its node group.
         coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),

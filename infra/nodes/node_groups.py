@@ -26,6 +26,9 @@ from infra.settings.scheduling import (
     GPU_TAINT,
     SYSTEM_NODE_LABELS,
     SYSTEM_NODEGROUP_NAME,
+    VLLM_CACHE_GID,
+    VLLM_CACHE_HOST_PATH,
+    VLLM_CACHE_MODE,
     accelerator_label,
 )
 from infra.settings.table import (
@@ -159,10 +162,19 @@ def _managed_node_group(
 # general-purpose.html#gp3-ebs-volume-type), so 1000 MiB/s needs 4000 IOPS.
 GPU_ROOT_THROUGHPUT_MIBPS = 1000
 GPU_ROOT_IOPS = 4000
-# Made before the kubelet places a Ray worker there, writable whatever user the image runs as: the hostPath of
-# vLLM's compile cache (infra/serving/rayservice.py VLLM_CACHE_HOST_PATH).
-GPU_NODE_DIRECTORIES = ("/var/lib/ray-llm-eks/vllm-cache",)
+# Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only
+# (infra/settings/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
+GPU_NODE_DIRECTORY_COMMANDS = (f"install -d -o root -g {VLLM_CACHE_GID} -m {VLLM_CACHE_MODE} {VLLM_CACHE_HOST_PATH}",)
 USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
+# IMDSv2's token answers one hop only: the node's own processes and hostNetwork pods (aws-node, kube-proxy) reach
+# IMDS, a pod in its own network namespace (one hop more) does not, so no pod can take the node role's credentials
+# (https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html, "Restrict access to the
+# instance profile assigned to the worker node": hop limit 1). No pod of the stack needs IMDS: those that call AWS take
+# credentials through IRSA (the Cluster Autoscaler, Prometheus's remote write, the model cache's mirror and readers),
+# and their region from their settings (awsRegion, sigv4.region) or not at all: boto3's S3 client, in the mirror and in
+# Ray's reader, asks IMDS for a region only in defaults_mode "auto" (botocore 1.44 session.py
+# _register_smart_defaults_factory), and S3 answers a client without one.
+IMDS_HOP_LIMIT = 1
 
 
 def gpu_node_user_data() -> str:
@@ -179,9 +191,7 @@ def gpu_node_user_data() -> str:
             "    FastImagePull: true",
         ]
     )
-    script = "\n".join(
-        ["#!/bin/bash", "set -euo pipefail", *(f"install -d -m 1777 {path}" for path in GPU_NODE_DIRECTORIES)]
-    )
+    script = "\n".join(["#!/bin/bash", "set -euo pipefail", *GPU_NODE_DIRECTORY_COMMANDS])
     parts = [
         f"--{USER_DATA_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{node_config}\n",
         f'--{USER_DATA_BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{script}\n',
@@ -207,7 +217,7 @@ def _launch_template(
         children.name(role),
         description=description,
         metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT
         ),
         block_device_mappings=[
             aws.ec2.LaunchTemplateBlockDeviceMappingArgs(

@@ -32,6 +32,7 @@ from infra.settings.footprint import (
     PROMETHEUS_RESOURCES,
 )
 from infra.settings.namespaces import MONITORING_NAMESPACE as NAMESPACE
+from infra.settings.pod_labels import KUBERAY_OPERATOR_SELECTOR, RAY_METRICS_PORT, RAY_NODE_TYPE_LABEL
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
@@ -57,11 +58,6 @@ REMOTE_WRITE_POLICY = "AmazonPrometheusRemoteWriteAccess"
 # searchNamespace: ALL).
 DASHBOARD_SIDECAR_LABEL = {"grafana_dashboard": "1"}
 
-# KubeRay labels each Ray pod with its node type and cluster (ray-operator/controllers/ray/utils/constant.go,
-# RayNodeTypeLabelKey, RayClusterLabelKey) and adds the container port "metrics" (8080) where Ray exports
-# its metrics (ray-operator/controllers/ray/common/pod.go, MetricsPortName, DefaultMetricsPort).
-RAY_NODE_TYPE_LABEL = "ray.io/node-type"
-RAY_METRICS_PORT = "metrics"
 # Ray's Grafana dashboards filter on `ray_io_cluster`, which KubeRay's PodMonitors copy from the pod's
 # ray.io/cluster label (config/prometheus/podMonitor.yaml).
 RAY_CLUSTER_RELABELING = {
@@ -69,9 +65,8 @@ RAY_CLUSTER_RELABELING = {
     "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
     "targetLabel": "ray_io_cluster",
 }
-# The kuberay-operator chart's pod carries app.kubernetes.io/name: kuberay-operator and serves /metrics on
-# its container port "http" (helm-chart/kuberay-operator templates/deployment.yaml, _helpers.tpl labels).
-KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
+# The kuberay-operator's pod serves /metrics on its container port "http" (helm-chart/kuberay-operator
+# templates/deployment.yaml).
 KUBERAY_METRICS_PORT = "http"
 
 # Prometheus keeps its TSDB in an emptyDir on the system node's 50 GiB root volume: bounded in size.

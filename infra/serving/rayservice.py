@@ -12,7 +12,7 @@ from infra.serving import serve_auth
 from infra.serving.serve_config import build_serve_config, serve_app_args
 from infra.settings.config import StackConfig
 from infra.settings.footprint import HEAD_RESOURCES, RAY_AUTOSCALER_RESOURCES
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
+from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH, gpu_node_scheduling
 from infra.settings.topology import worker_cpu, worker_memory_gib
 
 SERVE_PORT = 8000
@@ -67,7 +67,6 @@ VLLM_CACHE_ROOT = "/var/cache/vllm"
 # under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
 # TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
 TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
-VLLM_CACHE_HOST_PATH = "/var/lib/ray-llm-eks/vllm-cache"
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
 
@@ -107,7 +106,10 @@ def serve_auth_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dic
     return volumes, mounts
 
 
-def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
+def head_group(cfg: StackConfig) -> dict[str, Any]:
+    """The head: the Serve controller, the dashboard and GCS. No `HF_TOKEN`: nothing there reads the Hub (the engine
+    loads the model's config and weights in its replica, on a worker: Ray 2.58 ray/llm/_internal/serve/engines/vllm/
+    vllm_engine.py calls LLMConfig.apply_checkpoint_info, which reads the Hub config)."""
     volumes, mounts = serve_auth_volumes(cfg)
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
@@ -127,7 +129,6 @@ def head_group(cfg: StackConfig, with_hf_token: bool) -> dict[str, Any]:
                             {"containerPort": SERVE_PORT, "name": "serve"},
                         ],
                         "resources": HEAD_RESOURCES,
-                        "env": _env(with_hf_token, {}),
                         **({"volumeMounts": mounts} if mounts else {}),
                     }
                 ],
@@ -163,6 +164,8 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 # The model cache's reader (infra/serving/model_cache.py): IRSA credentials for the model's S3 prefix
                 # only.
                 **({"serviceAccountName": service_account} if service_account else {}),
+                # The group that may write the compile cache (infra/settings/scheduling.py VLLM_CACHE_GID).
+                "securityContext": {"supplementalGroups": [VLLM_CACHE_GID]},
                 "containers": [
                     {
                         "name": "ray-worker",
@@ -207,8 +210,12 @@ def build_rayservice(
     (infra/serving/model_cache.py), when the workers load from S3."""
     cluster_config = {
         "rayVersion": cfg.ray_version,
+        # Ray's token on its dashboard, Ray client and GCS: KubeRay generates it into a Secret per RayCluster and sets
+        # it in every Ray container, and its dashboard client sends it (kuberay v1.7.0 raycluster_controller.go
+        # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; tests/test_ray_token_auth.py).
+        **({"authOptions": {"mode": "token"}} if cfg.ray_token_auth else {}),
         **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
-        "headGroupSpec": head_group(cfg, with_hf_token),
+        "headGroupSpec": head_group(cfg),
         "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
     }
     return {
@@ -249,8 +256,13 @@ def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
     EKS's cloud provider builds it (no AWS Load Balancer Controller runs): for an `nlb` Service, a port listed in
     `aws-load-balancer-ssl-ports` with an `aws-load-balancer-ssl-cert` gets a TLS listener with that certificate
     and the `aws-load-balancer-ssl-negotiation-policy` as its SslPolicy, and forwards TCP to the pods
-    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, EnsureLoadBalancer's NLB port mappings). The one port
-    is that TLS port, so nothing answers in the clear; TLS ends at the NLB and the hop to the pod stays in the VPC.
+    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, EnsureLoadBalancer's NLB port mappings). The listener's
+    one port is that TLS port; TLS ends at the NLB, which forwards the plain HTTP to the Service's NodePort on each
+    node (instance targets, the client's address kept). That NodePort answers in the clear to whoever the nodes'
+    security group lets in: the cloud provider opens it to loadBalancerSourceRanges, or to 0.0.0.0/0 without any
+    (aws.go, aws_loadbalancer.go updateInstanceSecurityGroupsForNLB), so the config requires serveSourceCidrs for an
+    internal endpoint as for an internet-facing one, and the nodes are in private subnets. The API keys hold there
+    too; a client on those ranges that calls a node's NodePort sends its key unencrypted across the VPC.
     """
     if not cfg.serve_certificate_arn:
         # cloud-provider-aws makes a TLS listener only for a non-empty certificate (aws.go): never a plain 443.

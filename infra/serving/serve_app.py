@@ -72,6 +72,9 @@ class ServingArgs:
     worker_service_account: tuple[str, pulumi.Input[str]] | None = None
     # What must be done before the RayService is applied: the model cache's mirror Job.
     waits_for: Sequence[pulumi.Resource] = ()
+    # The namespace's NetworkPolicies (infra/serving/network_policy.py), in place before the Ray pods start: the VPC
+    # CNI applies a pod's policies as it starts it, and a pod started before they exist is open until they do.
+    network_policies: Sequence[Mapping[str, Any]] = ()
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
@@ -91,6 +94,9 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
         errors.append(
             problem("rayservice", f"an in-place cluster upgrade needs {CLUSTER_SPEC_ANNOTATION} on the head template")
         )
+    outside = [p["metadata"]["name"] for p in args.network_policies if p["metadata"].get("namespace") != args.namespace]
+    if outside:
+        errors.append(problem("network_policies", f"{outside} are not in namespace {args.namespace!r}"))
     if args.ready_timeout_seconds <= 0:
         errors.append(problem("ready_timeout_seconds", f"{args.ready_timeout_seconds}: allowed is a positive number"))
     if args.worker_service_account is not None:
@@ -213,8 +219,8 @@ class Serving(pulumi.ComponentResource):
 def _rayservice_inputs(
     args: ServingArgs, children: Children, cluster: Cluster, namespace: pulumi.Resource
 ) -> list[pulumi.Resource]:
-    """What the RayService's pods read, made before it: the Hub token's Secret, the auth objects, the workers'
-    service account; and what it waits for (the model's mirror)."""
+    """What the RayService's pods read or are guarded by, made before it: the Hub token's Secret, the NetworkPolicies,
+    the auth objects, the workers' service account; and what it waits for (the model's mirror)."""
     inputs: list[pulumi.Resource] = []
     if args.hf_token is not None:
         inputs.append(
@@ -224,6 +230,16 @@ def _rayservice_inputs(
                 type="Opaque",
                 string_data={HF_TOKEN_KEY: args.hf_token},
                 opts=children.opts("hf-token", provider=cluster.provider, depends_on=[namespace]),
+            )
+        )
+    for policy in args.network_policies:
+        name = f"network-policy-{policy['metadata']['name']}"
+        inputs.append(
+            k8s.networking.v1.NetworkPolicy(
+                children.name(name),
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=children.opts(name, provider=cluster.provider, depends_on=[namespace]),
             )
         )
     if args.api_keys is not None:

@@ -33,11 +33,13 @@ from infra.settings.table import (
     CERTIFICATE_ARN_PATTERN,
     CHECKIP,
     INSTANCE_TYPE_PATTERN,
+    KUBERAY_AUTH_OPTIONS_SINCE,
     KUBERNETES_VERSION_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
     NEW_CLUSTER,
     NOT_ON_THE_INTERNET,
     PROJECT_KEYS,
+    RAY_TOKEN_AUTH_SINCE,
     SEMVER_PATTERN,
     SETTINGS,
     SETTINGS_BY_KEY,
@@ -195,6 +197,8 @@ class StackConfig:
     hf_token: pulumi.Output[str] | None
     # The same token in plain text, for the model preflight's request only; never printed.
     hf_token_value: str | None = field(repr=False)
+    # Ray's token authentication (rayAuthMode with "auto" resolved for kuberayVersion): authOptions on the RayCluster.
+    ray_token_auth: bool
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
     # API keys on the serve endpoint: on whenever it is exposed (serveApiKeyAuth, default true).
@@ -633,6 +637,35 @@ def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | Non
     )
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def has_ray_token_auth(kuberay_version: str) -> bool:
+    """Whether this KubeRay release takes authOptions (and its dashboard client sends the token)."""
+    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_AUTH_OPTIONS_SINCE
+
+
+def _ray_auth_problem(mode: str, kuberay_version: str, ray_version: str) -> str | None:
+    if mode != "token" or not SEMVER_PATTERN.match(kuberay_version) or not SEMVER_PATTERN.match(ray_version):
+        return None
+    since = ".".join(map(str, KUBERAY_AUTH_OPTIONS_SINCE))
+    if not has_ray_token_auth(kuberay_version):
+        return (
+            f"rayAuthMode='token' is invalid with kuberayVersion={kuberay_version!r}: KubeRay takes authOptions from "
+            f"{since} on, and an older operator's dashboard client sends no token, so it could not submit the serve "
+            f"config; allowed is kuberayVersion {since} or later (validated: {VALIDATED_KUBERAY_VERSIONS[-1]}), or "
+            "rayAuthMode 'disabled'"
+        )
+    if _version(ray_version) < RAY_TOKEN_AUTH_SINCE:
+        ray_since = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
+        return (
+            f"rayAuthMode='token' is invalid with rayVersion={ray_version!r}: KubeRay refuses authOptions below Ray "
+            f"{ray_since}; allowed is rayVersion {ray_since} or later, or rayAuthMode 'disabled'"
+        )
+    return None
+
+
 def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
     if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
         return (
@@ -659,10 +692,20 @@ def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
 
 
 def _serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
-    if exposure != "internet-facing" or (cidrs and not covers_the_internet(cidrs)):
+    """The load balancer's sources are also whom its NodePort answers on every node, in plain HTTP: cloud-provider-aws
+    opens the nodes' security group on the NodePort to loadBalancerSourceRanges, or to 0.0.0.0/0 when there are none
+    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go EnsureLoadBalancer, updateInstanceSecurityGroupsForNLB),
+    for an internal load balancer too."""
+    if exposure == "none" or (cidrs and not covers_the_internet(cidrs)):
         return None
+    if exposure == "internal" and not cidrs:
+        return (
+            "serveExposure='internal' needs serveSourceCidrs: without them the cloud provider opens the load "
+            "balancer's NodePort on every node to 0.0.0.0/0, and the NodePort answers in plain HTTP, past the TLS "
+            "listener; allowed is the private CIDRs the clients connect from (e.g. the VPC's or 10.0.0.0/8)"
+        )
     return (
-        f"serveExposure='internet-facing' needs serveSourceCidrs narrower than the whole internet "
+        f"serveExposure={exposure!r} needs serveSourceCidrs narrower than the whole internet "
         f"(got {list(cidrs)}, which together admit every internet address): an open inference endpoint is not allowed"
     )
 
@@ -842,7 +885,15 @@ STACK_FIELDS = frozenset(f.name for f in dataclasses.fields(StackConfig))
 # by keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a
 # repeated keyword argument).
 COMPOSED_FIELDS = frozenset(
-    {"dlc_image", "kv_buffer_device", "serve_api_key_auth", "serve_api_keys", "hf_token", "hf_token_value"}
+    {
+        "dlc_image",
+        "kv_buffer_device",
+        "serve_api_key_auth",
+        "serve_api_keys",
+        "hf_token",
+        "hf_token_value",
+        "ray_token_auth",
+    }
 )
 
 
@@ -889,6 +940,7 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         _gpu_az_problem(values["gpuAz"], region),
         _hf_token_problem(config, values["hfToken"]),
         _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
+        _ray_auth_problem(values["rayAuthMode"], values["kuberayVersion"], values["rayVersion"]),
         _ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
         _latest_image_problem(values["dlcImage"]),
         *_integer_form_problems(config),
@@ -941,6 +993,8 @@ def _stack_config(
         # other checks (which skip what needs the layout) have added theirs.
         topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
         kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], values["gpuNodeType"]),
+        ray_token_auth=values["rayAuthMode"] == "token"
+        or (values["rayAuthMode"] == "auto" and has_ray_token_auth(values["kuberayVersion"])),
         hf_token=config.get_secret("hfToken") if values["hfToken"] else None,
         hf_token_value=values["hfToken"] or None,
         serve_api_key_auth=serve_api_key_auth,

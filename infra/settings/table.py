@@ -55,6 +55,12 @@ CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
 # operator's Helm values are validated against (tests/test_kuberay_versions.py); docs/kuberay-versions.md says what
 # changed between them. The first is kuberayVersion's default.
 VALIDATED_KUBERAY_VERSIONS = ("1.4.0", "1.7.0")
+# Ray's token authentication through KubeRay: the RayCluster's authOptions arrive in KubeRay 1.5.1, and its operator
+# refuses them below Ray 2.52.0 (ray-operator/controllers/ray/utils/validation.go ValidateRayClusterSpec, vendored
+# at 1.7.0). With authOptions the operator's own dashboard client sends the token (utils/dashboardclient).
+KUBERAY_AUTH_OPTIONS_SINCE = (1, 5, 1)
+RAY_TOKEN_AUTH_SINCE = (2, 52, 0)
+RAY_AUTH_MODES = ("auto", "token", "disabled")
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
 AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
@@ -529,6 +535,18 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             ),
         ),
         Setting(
+            "rayAuthMode",
+            Choice(RAY_AUTH_MODES),
+            "auto",
+            "Ray's own token authentication on its dashboard, Ray client and GCS (KubeRay's authOptions, a token "
+            "KubeRay generates per RayCluster): token (needs kuberayVersion 1.5.1 or later), disabled (the serving "
+            "namespace's NetworkPolicies alone guard them), or auto (token where kuberayVersion has it, else "
+            "disabled, which the preview says).",
+            feeds="ray_token_auth",
+            effects=(RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
+            change_note="the RayCluster's spec gains or loses authOptions, and a new cluster gets a new token",
+        ),
+        Setting(
             "allowUnvalidatedKuberayVersion",
             BOOLEAN,
             False,
@@ -800,8 +818,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Optional Hugging Face token for gated models; set it with `pulumi config set --secret hfToken`.",
             feeds="hf_token, hf_token_value",
             effects=(SECRET_UPDATED, MODEL_MIRRORED, RAYSERVICE_REPLACED),
-            change_note="a new value updates the Secrets only (the workers' and, with the model cache, the mirror's); "
-            "adding or removing the token replaces the RayService and the mirror Job",
+            change_note="a new value updates its Secret only (with the model cache the mirror's, else the workers'); "
+            "adding or removing the token replaces the mirror Job with the model cache, else the RayService",
         ),
         Setting(
             "serveExposure",
@@ -820,8 +838,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "serveSourceCidrs",
             StringList(client_cidr, CLIENT_CIDR_LIST),
             [],
-            "CIDRs allowed through the serve load balancer (required for internet-facing, and then not the whole "
-            "internet).",
+            "CIDRs allowed through the serve load balancer, and to its NodePort on the nodes (required whenever "
+            "serveExposure is not none, and then not the whole internet).",
             feeds="serve_source_cidrs",
             effects=(LOAD_BALANCER,),
         ),

@@ -59,6 +59,7 @@ ALLOW_LIST_STAND_IN = {"apiPublicAccessCidrs": ["192.88.99.0/24"]}
 # nil UUID, never an issued certificate.
 STAND_IN_ACCOUNT = "123456789012"
 STAND_IN_CERTIFICATE = "00000000-0000-0000-0000-000000000000"
+STAND_IN_SOURCE_CIDRS = ("10.0.0.0/8",)
 
 
 def serve_stack_config(
@@ -66,8 +67,8 @@ def serve_stack_config(
 ) -> StackConfig:
     """The stack's validated config for building the serve app, with `settings` changed (`--config`, as strings the
     CLI would hand over); the allow-list stood in for where the file has none. With `api_keys`, the app is the one a
-    stack with an exposed endpoint emits: those keys as the secret serveApiKeys, the exposure and its certificate
-    stood in for (they shape the load balancer, never the serve config)."""
+    stack with an exposed endpoint emits: those keys as the secret serveApiKeys, the exposure, its certificate and
+    its sources stood in for (they shape the load balancer, never the serve config)."""
     has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_file(stack).config
     overrides: dict[str, Any] = {} if has_allow_list else dict(ALLOW_LIST_STAND_IN)
     overrides.update({key: yaml.safe_load(value) for key, value in (settings or {}).items()})
@@ -79,5 +80,6 @@ def serve_stack_config(
         serveApiKeyAuth=True,
         serveApiKeys=json.dumps(list(api_keys)),
         serveCertificateArn=f"arn:aws:acm:{region}:{STAND_IN_ACCOUNT}:certificate/{STAND_IN_CERTIFICATE}",
+        serveSourceCidrs=list(STAND_IN_SOURCE_CIDRS),
     )
     return load_stack_config(overrides, stack=stack, secret_keys=(API_KEYS_SETTING,))

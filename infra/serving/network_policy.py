@@ -1,0 +1,98 @@
+"""The serving namespace's NetworkPolicies (networking.k8s.io/v1), as plain dicts: every ingress to a pod there is
+denied but the paths serving needs.
+
+Enforced by the VPC CNI's network policy agent, which the cluster's vpc-cni add-on turns on (infra/cluster/eks.py,
+`enableNetworkPolicy`). Policies are additive: a pod selected by any policy with an Ingress type takes only what the
+union of their rules allows (https://kubernetes.io/docs/concepts/services-networking/network-policies/, "The two
+sorts of pod isolation"). What answers on a Ray pod: GCS 6379, the dashboard 8265 (job submission, Serve's REST API),
+the Ray client 10001, the dashboard agent and the raylet's and workers' own ports, the metrics 8080, Serve's proxy
+8000. Allowed:
+
+- the Ray pods of the RayService to each other, on every port: GCS, the raylets, the object store, the workers'
+  gRPC ports (Ray picks them at random by default) and NIXL's side channel between prefill and decode;
+- anyone to Serve's proxy (8000): the load balancer's nodes (kube-proxy takes the NodePort's traffic to the pod from
+  the node's address) and in-cluster clients of `serveEndpoint`; the API keys guard it (infra/serving/serve_auth.py);
+- Prometheus to the metrics port (8080);
+- the KubeRay operator to the head's dashboard (8265): it submits the serve config and reads its status there.
+
+Nothing else reaches the dashboard, the Ray client or GCS: `pulumi up`'s rollout reads the dashboard through a
+port-forward to the head pod, which the kubelet connects inside the pod's own network namespace, not through its
+network interface where the policies apply (infra/serving/rollout.py). Ports are numbers, not names: the agent
+matches a named port only where the Service names it too (https://docs.aws.amazon.com/eks/latest/userguide/
+cni-network-policy.html, Considerations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
+from infra.settings.namespaces import MONITORING_NAMESPACE
+from infra.settings.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    PROMETHEUS_POD_SELECTOR,
+    RAY_METRICS_PORT_NUMBER,
+    RAY_NODE_TYPE_LABEL,
+)
+from infra.settings.scheduling import OPERATOR_NAMESPACE
+
+# Kubernetes labels every namespace with its own name (https://kubernetes.io/docs/reference/labels-annotations-taints/
+# #kubernetes-io-metadata-name), the only label a namespace is sure to carry.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+DEFAULT_DENY = "default-deny-ingress"
+
+
+def _in_namespace(namespace: str, pods: dict[str, str]) -> dict[str, Any]:
+    return {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}},
+        "podSelector": {"matchLabels": dict(pods)},
+    }
+
+
+def _tcp(*ports: int) -> list[dict[str, Any]]:
+    return [{"protocol": "TCP", "port": port} for port in ports]
+
+
+def _policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        # {} selects every pod of the namespace.
+        "spec": {
+            "podSelector": {"matchLabels": dict(pods)} if pods else {},
+            "policyTypes": ["Ingress"],
+            "ingress": ingress,
+        },
+    }
+
+
+def network_policies(namespace: str, ray_service: str) -> list[dict[str, Any]]:
+    """The default deny and the allowed paths, for the Ray pods of `ray_service` in `namespace` (their pod templates
+    carry INSTANCE_LABEL=ray_service, infra/serving/rayservice.py; a NewCluster upgrade's second cluster too)."""
+    ray_pods = {INSTANCE_LABEL: ray_service}
+    head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
+    return [
+        _policy(DEFAULT_DENY, namespace, {}, []),
+        _policy(
+            "ray-pods-to-each-other", namespace, ray_pods, [{"from": [{"podSelector": {"matchLabels": ray_pods}}]}]
+        ),
+        _policy("anyone-to-serve", namespace, ray_pods, [{"ports": _tcp(SERVE_PORT)}]),
+        _policy(
+            "prometheus-to-metrics",
+            namespace,
+            ray_pods,
+            [
+                {
+                    "from": [_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)],
+                    "ports": _tcp(RAY_METRICS_PORT_NUMBER),
+                }
+            ],
+        ),
+        _policy(
+            "operator-to-dashboard",
+            namespace,
+            head,
+            [{"from": [_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)], "ports": _tcp(DASHBOARD_PORT)}],
+        ),
+    ]

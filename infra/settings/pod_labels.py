@@ -1,0 +1,19 @@
+"""The labels and ports by which one part of the stack selects another's pods: KubeRay's Ray pods and operator, and
+Prometheus. Plain data, so the PodMonitors (infra/observability) and the NetworkPolicies (infra/serving) name them
+from one place.
+"""
+
+from __future__ import annotations
+
+# KubeRay labels each Ray pod with its node type (ray-operator/controllers/ray/utils/constant.go RayNodeTypeLabelKey)
+# and adds the container port "metrics", 8080, where Ray exports its metrics (common/pod.go MetricsPortName,
+# DefaultMetricsPort).
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+RAY_METRICS_PORT = "metrics"
+RAY_METRICS_PORT_NUMBER = 8080
+# The kuberay-operator chart's pod carries app.kubernetes.io/name: kuberay-operator (helm-chart/kuberay-operator
+# templates/deployment.yaml, _helpers.tpl labels).
+KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
+# The Prometheus operator sets app.kubernetes.io/name: prometheus on every Prometheus pod, a label podMetadata cannot
+# override (vendor/kube-prometheus-stack-88.5.3/crd-prometheuses.yaml, podMetadata).
+PROMETHEUS_POD_SELECTOR = {"app.kubernetes.io/name": "prometheus"}

@@ -1,0 +1,280 @@
+"""Inside the cluster (issue 35): what a pod that is not serving can reach, and what it can take from a node.
+
+The NetworkPolicies the stack declares are read by `tests/network_policy_engine.py` (the Kubernetes API's semantics)
+against the pods as they run: the Ray pods with the labels KubeRay adds to the RayService's pod templates, the KubeRay
+operator and Prometheus with the labels their charts and operator give them, and a stranger pod, in another
+namespace or in the serving namespace itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
+from infra.settings.config import has_ray_token_auth
+from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
+from infra.settings.table import RAY_TOKEN_AUTH_SINCE
+from infra.stack import ray_auth_note
+from tests.conftest import exposed, rejection
+from tests.network_policy_engine import Pod, allows
+from tests.rayservice_parts import rayservice, worker_group
+from tests.schemas import kuberay_dir
+from tests.test_cold_start import user_data_parts
+from tools.offline import StackRun, load_stack_config, run_stack
+from tools.project import PROJECT_DIR
+
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+KUBE_PROMETHEUS_CRD = PROJECT_DIR / "vendor/kube-prometheus-stack-88.5.3/crd-prometheuses.yaml"
+KUBERAY_DIR = PROJECT_DIR / "vendor/kuberay-v1.4.0"
+# What answers on a Ray pod besides Serve (8000) and the dashboard (8265): GCS, the Ray client, the metrics export,
+# the dashboard agent, and a worker's gRPC port from Ray's default range (ray/_private/ray_constants.py).
+GCS_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT, A_WORKER_PORT = 6379, 10001, 8080, 52365, 10002
+CONTROL_PORTS = (GCS_PORT, DASHBOARD_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT, A_WORKER_PORT)
+
+
+def policies(run: StackRun) -> list[dict]:
+    return [{"metadata": r.inputs["metadata"], "spec": r.inputs["spec"]} for r in run.of_type(NETWORK_POLICY)]
+
+
+def ray_pod(run: StackRun, node_type: str) -> Pod:
+    """A Ray pod as KubeRay makes it: its group's template labels, and ray.io/node-type and ray.io/cluster
+    (kuberay v1.4.0 ray-operator/controllers/ray/common/pod.go labelPod; utils/constant.go RayNodeTypeLabelKey)."""
+    manifest = rayservice(run)
+    cluster = manifest["spec"]["rayClusterConfig"]
+    group = cluster["headGroupSpec"] if node_type == "head" else cluster["workerGroupSpecs"][0]
+    labels = {**group["template"]["metadata"]["labels"], "ray.io/node-type": node_type, "ray.io/cluster": "llm-abcde"}
+    return Pod(manifest["metadata"]["namespace"], labels)
+
+
+def operator_pod(run: StackRun) -> Pod:
+    """The kuberay-operator chart's pod: app.kubernetes.io/name from `kuberay-operator.name`, the values' nameOverride
+    (helm-chart/kuberay-operator templates/deployment.yaml, values.yaml; vendored)."""
+    template = (KUBERAY_DIR / "kuberay-operator-deployment.yaml").read_text()
+    assert 'app.kubernetes.io/name: {{ include "kuberay-operator.name" . }}' in template
+    name = yaml.safe_load((KUBERAY_DIR / "kuberay-operator-values.yaml").read_text())["nameOverride"]
+    namespace = run.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["namespace"]
+    return Pod(namespace, {"app.kubernetes.io/name": name})
+
+
+def prometheus_pod(run: StackRun) -> Pod:
+    """A Prometheus pod: the operator reserves app.kubernetes.io/name "prometheus" on it (the Prometheus CRD's
+    podMetadata, vendored from kube-prometheus-stack 88.5.3)."""
+    described = re.search(r'"app\.kubernetes\.io/name" label, set to "(\w+)"', KUBE_PROMETHEUS_CRD.read_text())
+    assert described is not None
+    namespace = run.get(RELEASE, "observability-kube-prometheus-stack").inputs["namespace"]
+    return Pod(namespace, {"app.kubernetes.io/name": described.group(1)})
+
+
+def strangers(run: StackRun) -> list[Pod]:
+    """Pods that are not serving: one in another namespace, one in the serving namespace without Ray's labels."""
+    return [Pod("default", {"app": "anything"}), Pod(ray_pod(run, "head").namespace, {"app": "debug"})]
+
+
+def test_a_pod_that_is_not_serving_reaches_no_ray_port_but_serves(dev):
+    """The dashboard (8265: job submission, Serve's REST API), the Ray client (10001) and GCS (6379) run code for
+    whoever reaches them; default deny leaves them to the paths below (issue 35 finding 1)."""
+    for stranger in strangers(dev):
+        for target in (ray_pod(dev, "head"), ray_pod(dev, "worker")):
+            assert [port for port in CONTROL_PORTS if allows(policies(dev), stranger, target, port)] == []
+
+
+def test_the_serve_port_answers_anyone(dev):
+    """Serve's proxy takes the load balancer's traffic from the nodes (kube-proxy forwards a NodePort from the node's
+    address) and in-cluster clients of serveEndpoint; the API keys guard it, not the network."""
+    for source in strangers(dev):
+        assert allows(policies(dev), source, ray_pod(dev, "worker"), SERVE_PORT)
+        assert allows(policies(dev), source, ray_pod(dev, "head"), SERVE_PORT)
+
+
+def test_ray_pods_reach_each_other_on_every_port(dev):
+    """GCS, the raylets and the object store, the workers' gRPC ports (random by default) and NIXL's side channel
+    between prefill and decode all run between the Ray pods."""
+    head, worker = ray_pod(dev, "head"), ray_pod(dev, "worker")
+    for source, target in ((worker, head), (head, worker), (worker, worker)):
+        assert all(allows(policies(dev), source, target, port) for port in (*CONTROL_PORTS, 45123))
+
+
+def test_prometheus_reaches_the_metrics_port_and_nothing_else(dev):
+    """The Ray PodMonitors scrape port `metrics`, which KubeRay sets to 8080 (common/pod.go DefaultMetricsPort)."""
+    allowed = [p for p in CONTROL_PORTS if allows(policies(dev), prometheus_pod(dev), ray_pod(dev, "worker"), p)]
+    assert allowed == [METRICS_PORT]
+
+
+def test_the_operator_reaches_the_heads_dashboard_and_nothing_else(dev):
+    """KubeRay's RayService controller submits the serve config and reads its status on the head Service's dashboard
+    port (kuberay v1.4.0 ray-operator/controllers/ray/utils/dashboard_httpclient.go; FetchHeadServiceURL with
+    DashboardPortName)."""
+    operator = operator_pod(dev)
+    assert [p for p in CONTROL_PORTS if allows(policies(dev), operator, ray_pod(dev, "head"), p)] == [DASHBOARD_PORT]
+    assert [p for p in CONTROL_PORTS if allows(policies(dev), operator, ray_pod(dev, "worker"), p)] == []
+
+
+def test_every_ray_pod_template_carries_the_label_the_policies_select(dev):
+    """A second cluster of a NewCluster upgrade is built from the same templates, so it is covered too."""
+    manifest = rayservice(dev)
+    cluster = manifest["spec"]["rayClusterConfig"]
+    for group in (cluster["headGroupSpec"], *cluster["workerGroupSpecs"]):
+        assert group["template"]["metadata"]["labels"][INSTANCE_LABEL] == manifest["metadata"]["name"]
+
+
+def test_the_policies_are_in_place_before_the_rayservice(dev):
+    """The VPC CNI sets a pod's policies as it starts it; a pod started before they exist is open until they do
+    (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html, "Policy enforcement at Pod startup")."""
+    rayservice_deps = set(dev.get("kubernetes:ray.io/v1:RayService", "serving-rayservice").dependencies)
+    assert {r.urn for r in dev.of_type(NETWORK_POLICY)} <= rayservice_deps
+    assert len(dev.of_type(NETWORK_POLICY)) == 5
+
+
+def test_pods_cannot_take_the_node_roles_credentials(shipped):
+    """IMDSv2's hop limit 1 answers the node and hostNetwork pods only, not a pod's own network namespace
+    (https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html, "Restrict access to
+    the instance profile assigned to the worker node"; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    configuring-IMDS-existing-instances.html, HttpPutResponseHopLimit). Issue 35 finding 2."""
+    for template in shipped.of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+        options = template.inputs["metadataOptions"]
+        assert (options["httpTokens"], options["httpPutResponseHopLimit"]) == ("required", 1), template.name
+
+
+def test_no_pod_of_the_stack_asks_imds_for_a_region(shipped):
+    """With hop limit 1 a pod's IMDS call times out. The pods that call AWS take their region from their settings:
+    the Cluster Autoscaler's awsRegion (cluster-autoscaler chart values.yaml), Prometheus's sigv4 region; boto3's S3
+    client in the mirror and in Ray's reader (ray/llm/_internal/common/utils/cloud_filesystem/s3_filesystem.py:
+    `boto3.client("s3", config=...)`) asks IMDS only in defaults_mode "auto" (botocore session.py
+    _register_smart_defaults_factory), which nothing sets."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    assert session.get_config_variable("defaults_mode") in (None, "legacy")
+    for release in shipped.of_type(RELEASE):
+        if release.inputs["chart"] == "cluster-autoscaler":
+            assert release.inputs["values"]["awsRegion"] == shipped.outputs["region"]
+
+
+def test_the_head_never_holds_the_hub_token(shipped):
+    """Nothing on the head reads the Hub: the engine loads the model's config in its replica, on a worker
+    (Ray 2.58 ray/llm/_internal/serve/engines/vllm/vllm_engine.py, LLMConfig.apply_checkpoint_info). Issue 35."""
+    head = rayservice(shipped)["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
+    assert all(e["name"] != "HF_TOKEN" for c in head["containers"] for e in c.get("env", []))
+
+
+def worker_env_names(run: StackRun) -> set[str]:
+    (container,) = worker_group(run)["template"]["spec"]["containers"]
+    return {e["name"] for e in container["env"]}
+
+
+def test_workers_that_read_the_stacks_s3_copy_hold_no_hub_token():
+    """With the model cache the workers read S3 and the mirror Job alone reads the Hub, with its own Secret in its
+    own namespace (infra/serving/model_cache.py); no hf-token Secret is made in the serving namespace."""
+    run = run_stack({"modelCache": True, "hfToken": "hf_abc"}, secret_keys=("hfToken",))
+    assert "HF_TOKEN" not in worker_env_names(run)
+    secrets = [r.inputs["metadata"] for r in run.of_type("kubernetes:core/v1:Secret")]
+    assert [(m["namespace"], m["name"]) for m in secrets if m["name"].endswith("hf-token")] == [
+        ("model-cache", "model-mirror-hf-token")
+    ]
+
+
+def test_only_the_ray_workers_group_may_write_the_compile_cache(dev):
+    """The workers carry the cache's group (Kubernetes PodSecurityContext.supplementalGroups), the node makes the
+    directory with it (issue 35 finding 3: it was mode 1777, and it holds code vLLM loads and runs)."""
+    assert worker_group(dev)["template"]["spec"]["securityContext"]["supplementalGroups"] == [VLLM_CACHE_GID]
+    script = user_data_parts(dev)["text/x-shellscript"]
+    assert any(VLLM_CACHE_HOST_PATH in line and f"-g {VLLM_CACHE_GID}" in line for line in script.splitlines())
+
+
+@pytest.fixture
+def scratch_root() -> Iterator[Path]:
+    """A directory other users can pass through (pytest's own tmp_path is under a 0700 directory)."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as root:
+        os.chmod(root, 0o755)
+        yield Path(root)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the node's user data runs as root; chown needs root here too")
+def test_the_nodes_own_script_makes_a_cache_only_its_group_can_write(dev, scratch_root: Path):
+    """The user data's own shell part, run here (as cloud-init runs it, as root) under a scratch root: the directory
+    is not world-writable, keeps its group for what is made inside (setgid), and a process with the workers'
+    supplemental group writes there while another user cannot (GNU coreutils install -d -o -g -m)."""
+    script = user_data_parts(dev)["text/x-shellscript"].replace(
+        VLLM_CACHE_HOST_PATH, f"{scratch_root}{VLLM_CACHE_HOST_PATH}"
+    )
+    subprocess.run(["bash", "-c", script], check=True)
+    cache = scratch_root / VLLM_CACHE_HOST_PATH.lstrip("/")
+    mode = cache.stat().st_mode
+    assert (cache.stat().st_gid, mode & stat.S_IWOTH, bool(mode & stat.S_ISGID)) == (VLLM_CACHE_GID, 0, True)
+    write = ["sh", "-c", f"touch {cache}/probe"]
+    worker = subprocess.run(write, user=1000, group=1000, extra_groups=[VLLM_CACHE_GID], capture_output=True)
+    stranger = subprocess.run(write, user=1001, group=1001, extra_groups=[], capture_output=True)
+    assert (worker.returncode, stranger.returncode != 0) == (0, True), worker.stderr
+
+
+def test_an_internal_endpoint_without_source_cidrs_is_refused():
+    """cloud-provider-aws opens the nodes' security group on the NodePort to loadBalancerSourceRanges, or to 0.0.0.0/0
+    without them, for an internal NLB as for an internet-facing one (kubernetes/cloud-provider-aws
+    pkg/providers/v1/aws.go EnsureLoadBalancer: `sourceRangeCidrs = append(sourceRangeCidrs, "0.0.0.0/0")`,
+    aws_loadbalancer.go updateInstanceSecurityGroupsForNLB), and the NodePort answers in plain HTTP. Finding 4."""
+    message = str(rejection(exposed("internal", serveSourceCidrs=[])))
+    assert "serveExposure='internal' needs serveSourceCidrs" in message
+    assert "plain HTTP" in message
+
+
+# --- Ray's own token (finding 1): KubeRay's authOptions where the operator has them ---
+
+
+def cluster_config(run: StackRun) -> dict:
+    return rayservice(run)["spec"]["rayClusterConfig"]
+
+
+def test_kuberay_1_7_0_turns_rays_token_on_by_default():
+    """rayAuthMode auto: KubeRay 1.7.0 has authOptions (mode token: a generated Secret per RayCluster, the token in
+    every Ray container, its dashboard client sending it)."""
+    assert cluster_config(run_stack({"kuberayVersion": "1.7.0"}))["authOptions"] == {"mode": "token"}
+
+
+def test_kuberay_1_4_0_leaves_rays_token_off_and_says_so(dev):
+    """KubeRay 1.4.0's RayCluster has no authOptions (its vendored CRD), and its dashboard client sends no token, so a
+    token there would lock the operator out of the serve config it submits."""
+    cfg = load_stack_config({})
+    assert cfg.ray_token_auth is False
+    assert "authOptions" not in cluster_config(dev)
+    assert "guarded by the serving namespace's NetworkPolicies alone" in ray_auth_note(cfg)
+
+
+def test_asking_for_the_token_with_kuberay_1_4_0_is_refused():
+    message = str(rejection({"rayAuthMode": "token"}))
+    assert "rayAuthMode='token' is invalid with kuberayVersion='1.4.0'" in message
+    assert "KubeRay takes authOptions from 1.5.1 on" in message
+
+
+def test_the_token_can_be_turned_off_with_kuberay_1_7_0():
+    assert "authOptions" not in cluster_config(run_stack({"kuberayVersion": "1.7.0", "rayAuthMode": "disabled"}))
+
+
+@pytest.mark.parametrize(("version", "has_it"), [("1.4.0", False), ("1.7.0", True)])
+def test_authoptions_is_in_the_raycluster_crd_of_the_releases_that_have_it(version, has_it):
+    """The vendored RayCluster CRDs (ray-operator/config/crd/bases/ray.io_rayclusters.yaml at each tag): the stack's
+    cut-off (KUBERAY_AUTH_OPTIONS_SINCE, 1.5.1, where raycluster_types.go gains AuthOptions) lies between them."""
+    crd = yaml.safe_load((kuberay_dir(version) / "ray.io_rayclusters.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert ("authOptions" in spec) is has_it
+    assert has_ray_token_auth(version) is has_it
+    if has_it:
+        assert spec["authOptions"]["properties"]["mode"]["enum"] == ["disabled", "token"]
+
+
+def test_the_ray_version_floor_is_the_operators():
+    """KubeRay 1.7.0 refuses authOptions mode token below Ray 2.52.0 (ray-operator/controllers/ray/utils/
+    validation.go ValidateRayClusterSpec, vendored)."""
+    source = (kuberay_dir("1.7.0") / "validation.go").read_text()
+    floor = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
+    assert f'minVersion := version.MustParseGeneric("{floor}")' in source
+    assert "authOptions.mode is 'token' but minimum Ray version is" in source
