@@ -15,6 +15,7 @@ from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
+from .services import load_balancer_views
 
 NIXL_CONNECTOR = "NixlConnector"
 # NIXL's default backend; on EKS it runs over TCP without any error.
@@ -201,39 +202,6 @@ def _unpinned_charts(resource: Inspected) -> Iterator[str]:
         f"Helm release '{resource.name}' installs chart '{chart}' at {found}: a later install may get another "
         f"chart. Fix: {fix}."
     )
-
-
-@dataclass(frozen=True)
-class ServeServiceView:
-    """A RayService's spec.serveService as the Service KubeRay makes of it, for the load balancer rules: KubeRay 1.4.0
-    keeps its metadata and spec but replaces its ports by the head's container port named `serve` when there is one
-    (no targetPort), or keeps only its own port named `serve` (vendor/kuberay-v1.4.0/service.go BuildServeService)."""
-
-    resource_type: str
-    name: str
-    props: Mapping[str, Any]
-
-
-def _serve_port(rayservice: Inspected) -> Mapping[str, Any] | None:
-    head = get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", "template", "spec", "containers", 0)
-    for port in mappings(get(head, "ports", default=[])):
-        if get(port, "name") == "serve":
-            return {"name": "serve", "port": get(port, "containerPort")}
-    return None
-
-
-def load_balancer_views(resource: Inspected) -> list[Inspected]:
-    """The Services a resource puts in front of the model: a Service itself, or a RayService's serveService."""
-    if resource.resource_type != RAY_SERVICE:
-        return [resource]
-    service = get(resource.props, "spec", "serveService")
-    if not isinstance(service, Mapping):
-        return []
-    head_port = _serve_port(resource)
-    own = [port for port in mappings(get(service, "spec", "ports", default=[])) if get(port, "name") == "serve"]
-    ports = [head_port] if head_port else [{"name": "serve", "port": get(own[0], "port")}] if own else []
-    props = {**service, "spec": {**(get(service, "spec", default={}) or {}), "ports": ports}}
-    return [ServeServiceView(KUBERNETES_SERVICE, f"{resource.name} spec.serveService", props)]
 
 
 def _is_internal_load_balancer(annotations: Mapping[str, Any]) -> bool:
