@@ -177,18 +177,27 @@ def _without_launch_template(captured: CapturedStack) -> None:
     captured.replace(group.type, group.name, dependencies=kept)
 
 
-def _edit_llm_configs(change: Callable[[str, dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
-    """Applies `change(side, llm_config)` to both sides of the PD app in serveConfigV2."""
+def _edit_serve_config(change: Callable[[dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
+    """Applies `change(app)` to each application of the RayService's serveConfigV2 (a YAML document in a string)."""
 
     def edit(captured: CapturedStack) -> None:
         spec = RAYSERVICE(captured)["spec"]
         config = yaml.safe_load(spec["serveConfigV2"])
         for app in config["applications"]:
-            for side in ("prefill", "decode"):
-                change(side, app["args"][f"{side}_config"])
+            change(app)
         spec["serveConfigV2"] = yaml.safe_dump(config)
 
     return edit
+
+
+def _edit_llm_configs(change: Callable[[str, dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
+    """Applies `change(side, llm_config)` to both sides of the PD app in serveConfigV2."""
+
+    def change_app(app: dict[str, Any]) -> None:
+        for side in ("prefill", "decode"):
+            change(side, app["args"][f"{side}_config"])
+
+    return _edit_serve_config(change_app)
 
 
 def _set_nixl_backends(backends: list[str] | None) -> Callable[[CapturedStack], None]:
@@ -419,12 +428,7 @@ def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", range
     return edit
 
 
-def _without_auth_ingress(captured: CapturedStack) -> None:
-    spec = RAYSERVICE(captured)["spec"]
-    config = yaml.safe_load(spec["serveConfigV2"])
-    for app in config["applications"]:
-        del app["args"]["ingress_cls_config"]
-    spec["serveConfigV2"] = yaml.safe_dump(config)
+_without_auth_ingress = _edit_serve_config(lambda app: app["args"].pop("ingress_cls_config"))
 
 
 BREAKAGES = [
