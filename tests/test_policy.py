@@ -27,7 +27,7 @@ from infra.settings import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
-from tests.conftest import EXPOSED_SECRET_KEYS, exposed
+from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, exposed
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 
@@ -36,6 +36,8 @@ ADVISORY = EnforcementLevel.ADVISORY
 STACK_TYPE = "pulumi:pulumi:Stack"
 CONFIG_KEYS = frozenset(declared_config())
 HF_TOKEN = "hf_offlineTestToken0123456789"
+# Dev exposed to the internet from one public range, with the keys it then needs (pass EXPOSED_SECRET_KEYS).
+INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
 
 
 # Findings the shipped stacks are known to have. Strict: once a stack is fixed, this list must shrink.
@@ -126,6 +128,23 @@ def test_hf_token_as_secret_config_passes(engine: OfflinePolicyEngine) -> None:
     assert preview(engine, CapturedStack.of(run, "prod")) == []
 
 
+@pytest.mark.parametrize(
+    ("overrides", "stack"),
+    [
+        ({**INTERNET_FACING, **NEW_CLUSTER, "hfToken": HF_TOKEN}, "dev"),
+        ({"hfToken": HF_TOKEN, "serveApiKeys": API_KEYS}, "prod"),
+    ],
+    ids=["internet-facing-new-cluster", "internal"],
+)
+def test_exposed_stack_with_keys_and_token_passes(
+    engine: OfflinePolicyEngine, overrides: dict[str, Any], stack: str
+) -> None:
+    """The stack's own load balancer (its selector naming the active cluster too, with newCluster), ConfigMaps
+    (dashboards, the auth code, the model mirror's script) and env literals, beside real API keys and an HF token."""
+    run = run_stack(overrides, stack=stack, secret_keys=(*EXPOSED_SECRET_KEYS, "hfToken"))
+    assert preview(engine, CapturedStack.of(run, stack)) == []
+
+
 def test_kubeconfig_output_is_secret(shipped_runs: dict[str, StackRun]) -> None:
     """The half of credentials-not-in-outputs a policy cannot see: policies get secrets unmarked."""
     for run in shipped_runs.values():
@@ -159,7 +178,8 @@ GPU_NODE_GROUP = _inputs("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
 EKS_CLUSTER = _inputs("eks:index:Cluster", "cluster-eks")
 RAYSERVICE = _inputs("kubernetes:ray.io/v1:RayService", "serving-rayservice")
 KUBERAY_RELEASE = _inputs("kubernetes:helm.sh/v3:Release", "serving-kuberay-kuberay-operator")
-SERVE_LB = _inputs("kubernetes:core/v1:Service", "serving-serve-load-balancer")
+KUBERNETES_SERVICE = "kubernetes:core/v1:Service"
+SERVE_LB = _inputs(KUBERNETES_SERVICE, "serving-serve-load-balancer")
 
 
 def _set_interfaces(**changes: Any) -> Callable[[CapturedStack], None]:
@@ -375,7 +395,6 @@ SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without t
 # Ranges that let the whole internet in: config validation rejects both (infra/settings/config.py covers_the_internet);
 # the policies guard stacks built some other way.
 OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERNET))
-INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
 
 
 def _set_ranges(
@@ -429,6 +448,64 @@ def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", range
 
 
 _without_auth_ingress = _edit_serve_config(lambda app: app["args"].pop("ingress_cls_config"))
+
+
+# Selectors of a load balancer that reach Ray pods other than the ones KubeRay marks as serving (ray.io/serve "true",
+# on workers from their creation, on the head once its proxy is healthy: kuberay v1.4.0 common/pod.go BuildPod,
+# rayservice_controller.go updateHeadPodServeLabel) of the stack's RayService (its app.kubernetes.io/instance label).
+NOT_SERVING_SELECTORS = (
+    ("head", {"ray.io/node-type": "head"}),
+    ("cluster", {"ray.io/cluster": "ray-llm-42g7k"}),
+    ("workers", {"ray.io/node-type": "worker", "ray.io/group": "gpu-workers"}),
+    ("instance-only", {"app.kubernetes.io/instance": "ray-llm"}),
+    ("serve-label-only", {"ray.io/serve": "true"}),
+)
+# Target ports of the Ray head other than Serve's (the head's container ports, infra/serving/rayservice.py head_group,
+# and the metrics port KubeRay adds, vendor/kuberay-v1.4.0/service.go getServicePorts), by number and by name; the
+# last, no targetPort at all, targets the port itself (443), which no Ray pod serves.
+NOT_SERVE_TARGETS = (
+    ("dashboard", 8265),
+    ("dashboard-by-name", "dashboard"),
+    ("client", 10001),
+    ("client-by-name", "client"),
+    ("gcs", 6379),
+    ("gcs-by-name", "gcs-server"),
+    ("metrics", 8080),
+    ("metrics-by-name", "metrics"),
+    ("none", None),
+)
+
+
+def _set_target_port(target: int | str | None) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        (port,) = SERVE_LB(captured)["spec"]["ports"]
+        if target is None:
+            del port["targetPort"]
+        else:
+            port["targetPort"] = target
+
+    return edit
+
+
+def _add_node_port_service(captured: CapturedStack) -> None:
+    """A second Service in front of the serving pods, of type NodePort: every node opens the serve port in the clear."""
+    spec = {**SERVE_LB(captured)["spec"], "type": "NodePort", "ports": [{"port": 8000, "targetPort": 8000}]}
+    spec.pop("loadBalancerSourceRanges", None)
+    _add_resource(captured, KUBERNETES_SERVICE, "serve-node-port", {"metadata": {"name": "serve-np"}, "spec": spec})
+
+
+def _set_head_group(**changes: Any) -> Callable[[CapturedStack], None]:
+    """KubeRay makes the head Service, and the serve Service, of the head group's serviceType and headService
+    (vendor/kuberay-v1.4.0/service.go BuildServiceForHeadPod, BuildServeService)."""
+    return lambda captured: RAYSERVICE(captured)["spec"]["rayClusterConfig"]["headGroupSpec"].update(changes)
+
+
+def _head_service_load_balancer(captured: CapturedStack) -> None:
+    """The head Service made an internal load balancer with a certificate on every port and source ranges: it passes
+    the endpoint rules, and puts the dashboard, GCS and Ray client behind a load balancer."""
+    annotations = {**SERVE_LB(captured)["metadata"]["annotations"], TLS_PORTS: "*"}
+    spec = {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/8"]}
+    _set_head_group(headService={"metadata": {"annotations": annotations}, "spec": spec})(captured)
 
 
 BREAKAGES = [
@@ -589,6 +666,61 @@ BREAKAGES = [
         overrides={"serveApiKeyAuth": False, "serveApiKeys": ""},
         also_fires=frozenset({"serve-endpoint-authenticated-internal"}),
         edit=_serve_service(internal=False, certificate=True, tls_ports="8000"),
+    ),
+    *(
+        Breakage(
+            f"lb-selects-{name}",
+            "load-balancers-serve-only",
+            MANDATORY,
+            None,
+            stack="prod",
+            edit=lambda c, selector=selector: SERVE_LB(c)["spec"].update(selector=selector),
+        )
+        for name, selector in NOT_SERVING_SELECTORS
+    ),
+    *(
+        Breakage(
+            f"lb-targets-{name}",
+            "load-balancers-serve-only",
+            MANDATORY,
+            None,
+            stack="prod",
+            edit=_set_target_port(port),
+        )
+        for name, port in NOT_SERVE_TARGETS
+    ),
+    Breakage(
+        "head-service-load-balancer",
+        "load-balancers-serve-only",
+        MANDATORY,
+        None,
+        stack="prod",
+        edit=_head_service_load_balancer,
+    ),
+    Breakage(
+        "head-group-service-type-load-balancer",
+        "load-balancers-serve-only",
+        MANDATORY,
+        None,
+        stack="prod",
+        edit=_set_head_group(serviceType="LoadBalancer"),
+        # Both Services KubeRay makes of it are then load balancers with no annotation: internet-facing, open, plain.
+        also_fires=frozenset({"serve-endpoint-not-open", "serve-endpoint-tls"}),
+    ),
+    Breakage("node-port-service", "no-node-port-services", MANDATORY, None, stack="prod", edit=_add_node_port_service),
+    Breakage(
+        "serve-service-node-port",
+        "no-node-port-services",
+        MANDATORY,
+        None,
+        edit=lambda c: RAYSERVICE(c)["spec"].update(serveService={"spec": {"type": "NodePort"}}),
+    ),
+    Breakage(
+        "head-group-service-type-node-port",
+        "no-node-port-services",
+        MANDATORY,
+        None,
+        edit=_set_head_group(serviceType="NodePort"),
     ),
     Breakage(
         "internet-facing-no-keys",
@@ -890,9 +1022,12 @@ def test_remote_write_to_amp_passes(engine: OfflinePolicyEngine) -> None:
 def test_pack_and_program_name_the_same_auth_ingress_and_tls_annotations() -> None:
     """The pack cannot import infra/: the names it looks for are held to the ones the program writes."""
     from infra.serving import rayservice, serve_auth
+    from policy.ray_llm_policies import services as pack_services
     from policy.ray_llm_policies import serving as pack_serving
 
     assert pack_serving.AUTH_INGRESS_CLS == serve_auth.INGRESS_CLS
+    assert pack_services.SERVE_LABEL == rayservice.SERVE_LABEL
+    assert pack_services.DEFAULT_SERVE_PORT == rayservice.SERVE_PORT
     assert (pack_serving.TLS_CERT_ANNOTATION, pack_serving.TLS_PORTS_ANNOTATION) == (
         rayservice.TLS_CERT_ANNOTATION,
         rayservice.TLS_PORTS_ANNOTATION,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from .cluster import EKS_CONTROL_PLANE_LOGGING, EKS_PUBLIC_ENDPOINT_RESTRICTED
+from .exposure import LOAD_BALANCERS_SERVE_ONLY, NO_NODE_PORT_SERVICES
 from .governance import CREDENTIALS_NOT_IN_OUTPUTS, OWNERSHIP_TAGS_PRESENT
 from .model_access import WORKER_ACCESS_MODEL_ONLY
 from .nodes import GPU_NODES_EFA, GPU_NODES_SINGLE_AZ, GPU_ROOT_VOLUME, NODES_NO_PUBLIC_IP
@@ -37,6 +38,8 @@ POLICIES: list[Policy] = [
     SERVE_ENDPOINT_NOT_OPEN,
     SERVE_ENDPOINT_TLS,
     SERVE_ENDPOINT_AUTHENTICATED,
+    LOAD_BALANCERS_SERVE_ONLY,
+    NO_NODE_PORT_SERVICES,
     CREDENTIALS_NOT_IN_OUTPUTS,
     WORKER_ACCESS_MODEL_ONLY,
     # advisory: a violation is a warning

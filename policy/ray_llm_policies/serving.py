@@ -15,7 +15,7 @@ from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
-from .services import load_balancer_views
+from .services import selects, services_of
 
 NIXL_CONNECTOR = "NixlConnector"
 # NIXL's default backend; on EKS it runs over TCP without any error.
@@ -210,7 +210,7 @@ def _is_internal_load_balancer(annotations: Mapping[str, Any]) -> bool:
 
 
 def _open_load_balancers(resource: Inspected) -> Iterator[str]:
-    for service in load_balancer_views(resource):
+    for service in services_of(resource):
         yield from _open_load_balancer(service)
 
 
@@ -242,7 +242,7 @@ def _load_balancer_annotations(resource: Inspected) -> Mapping[str, Any] | None:
 
 
 def _plain_text_ports(resource: Inspected) -> Iterator[str]:
-    for service in load_balancer_views(resource):
+    for service in services_of(resource):
         yield from _plain_text_ports_of(service)
 
 
@@ -270,16 +270,6 @@ def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
             )
 
 
-def _selects(service: PolicyResource, rayservice: PolicyResource) -> bool:
-    """Whether the Service's selector picks the RayService's pods (KubeRay's own ray.io/* labels aside)."""
-    if get(service.props, "metadata", "namespace") != get(rayservice.props, "metadata", "namespace"):
-        return False
-    selector = get(service.props, "spec", "selector", default={}) or {}
-    labels = get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", "template", "metadata", "labels")
-    wanted = {key: value for key, value in selector.items() if not str(key).startswith("ray.io/")}
-    return bool(wanted) and all(get(labels, key) == value for key, value in wanted.items())
-
-
 def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
     text = get(rayservice.props, "spec", "serveConfigV2")
     try:
@@ -296,12 +286,12 @@ def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
 def _exposed_without_keys(internet_facing: bool) -> Callable[[Sequence[PolicyResource]], Iterator[tuple]]:
     def check(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
         rayservices = of_type(resources, RAY_SERVICE)
-        # A Service in front of the RayServices it selects; a RayService's own serveService in front of it.
+        # A Service in front of the RayServices it selects; the Services KubeRay makes of a RayService in front of it.
         fronts: list[tuple[Inspected, list[PolicyResource]]] = [
-            (service, [r for r in rayservices if _selects(service, r)])
+            (service, [r for r in rayservices if selects(service, r)])
             for service in of_type(resources, KUBERNETES_SERVICE)
         ]
-        fronts += [(view, [r]) for r in rayservices for view in load_balancer_views(r)]
+        fronts += [(view, [r]) for r in rayservices for view in services_of(r)]
         for service, behind in fronts:
             annotations = _load_balancer_annotations(service)
             if annotations is None or _is_internal_load_balancer(annotations) is internet_facing:
