@@ -421,6 +421,28 @@ TLS_CERT = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
 TLS_PORTS = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
 
 
+TLS_POLICY = "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"
+# Negotiation policies that let a client down to TLS 1.0 or 1.1
+# (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html); None: the annotation
+# left out, and AWS makes the listener with ELBSecurityPolicy-2016-08, which takes TLS 1.0 (the same page).
+TLS_1_0_OR_1_1_POLICIES = (
+    ("2016-08", "ELBSecurityPolicy-2016-08"),
+    ("tls-1-0", "ELBSecurityPolicy-TLS-1-0-2015-04"),
+    ("tls13-down-to-1-1", "ELBSecurityPolicy-TLS13-1-1-2021-06"),
+    ("none", None),
+)
+
+
+def _set_tls_policy(policy: str | None) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        annotations = SERVE_LB(captured)["metadata"]["annotations"]
+        annotations.pop(TLS_POLICY)
+        if policy is not None:
+            annotations[TLS_POLICY] = policy
+
+    return edit
+
+
 def _add_plain_port(captured: CapturedStack) -> None:
     SERVE_LB(captured)["spec"]["ports"].append({"name": "http", "port": 80, "targetPort": 8000, "protocol": "TCP"})
 
@@ -632,6 +654,12 @@ BREAKAGES = [
         "serveCertificateArn",
         stack="prod",
         edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].update({TLS_PORTS: "8443"}),
+    ),
+    *(
+        Breakage(
+            f"lb-tls-policy-{name}", "serve-endpoint-tls", MANDATORY, None, stack="prod", edit=_set_tls_policy(policy)
+        )
+        for name, policy in TLS_1_0_OR_1_1_POLICIES
     ),
     Breakage(
         "serve-service-no-certificate",
@@ -1028,7 +1056,12 @@ def test_pack_and_program_name_the_same_auth_ingress_and_tls_annotations() -> No
     assert pack_serving.AUTH_INGRESS_CLS == serve_auth.INGRESS_CLS
     assert pack_services.SERVE_LABEL == rayservice.SERVE_LABEL
     assert pack_services.DEFAULT_SERVE_PORT == rayservice.SERVE_PORT
-    assert (pack_serving.TLS_CERT_ANNOTATION, pack_serving.TLS_PORTS_ANNOTATION) == (
-        rayservice.TLS_CERT_ANNOTATION,
-        rayservice.TLS_PORTS_ANNOTATION,
-    )
+    for annotation in ("TLS_CERT_ANNOTATION", "TLS_PORTS_ANNOTATION", "TLS_POLICY_ANNOTATION"):
+        assert getattr(pack_serving, annotation) == getattr(rayservice, annotation)
+
+
+def test_the_stacks_tls_policy_is_one_the_pack_allows() -> None:
+    from infra.serving import rayservice
+    from policy.ray_llm_policies import serving as pack_serving
+
+    assert rayservice.TLS_POLICY in pack_serving.TLS_1_2_POLICIES

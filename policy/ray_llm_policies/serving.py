@@ -38,9 +38,33 @@ LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 # EnsureLoadBalancer); any other port is plain TCP.
 TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
 TLS_PORTS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+# ... and gives that listener this annotation's security policy; without one AWS makes it ELBSecurityPolicy-2016-08,
+# which takes TLS 1.0 and 1.1 (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html).
+TLS_POLICY_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"
+# The policies the pack lets a TLS listener use, a conservative allow-list (a new or unlisted policy fails until it is
+# added here): those AWS names for a floor of TLS 1.2 (TLS13-1-2: TLS 1.3 and 1.2; TLS13-1-3: 1.3 only; TLS-1-2 and
+# FS-1-2: 1.2 only, the describe-ssl-policies page above), less the TLS13-1-2-Ext1/Ext2 ones, which keep legacy CBC
+# ciphers and which Trivy's AVD-AWS-0047 calls outdated (aquasecurity/trivy-checks
+# checks/cloud/aws/elb/use_secure_tls_policy.rego). The stack's own is infra/serving/rayservice.py TLS_POLICY.
+TLS_1_2_POLICIES = frozenset(
+    {
+        "ELBSecurityPolicy-TLS13-1-2-2021-06",
+        "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
+        "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09",
+        "ELBSecurityPolicy-TLS13-1-2-FIPS-PQ-2025-09",
+        "ELBSecurityPolicy-TLS13-1-3-2021-06",
+        "ELBSecurityPolicy-TLS-1-2-2017-01",
+        "ELBSecurityPolicy-FS-1-2-2019-08",
+        "ELBSecurityPolicy-FS-1-2-Res-2019-08",
+        "ELBSecurityPolicy-FS-1-2-Res-2020-10",
+    }
+)
 # The ingress class that asks every request for an API key (serve_ext/ray_llm_eks_auth; the pack cannot import
 # infra/, a test holds this equal to infra/serving/serve_auth.py INGRESS_CLS).
 AUTH_INGRESS_CLS = "ray_llm_eks_auth.ingress:ApiKeyIngress"
+CERTIFICATE_FIX = (
+    "Fix: set serveCertificateArn to an ACM certificate of the stack's region (the stack then listens on 443)."
+)
 
 
 class ServeConfigError(ValueError):
@@ -250,13 +274,29 @@ def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
     annotations = _load_balancer_annotations(resource)
     if annotations is None:
         return
-    fix = "Fix: set serveCertificateArn to an ACM certificate of the stack's region (the stack then listens on 443)."
     if not get(annotations, TLS_CERT_ANNOTATION):
         yield (
             f"Service '{resource.name}' is a load balancer without a TLS certificate: the model API is plain HTTP. "
-            f"{fix}"
+            f"{CERTIFICATE_FIX}"
         )
         return
+    yield from _weak_tls_policy(resource, annotations)
+    yield from _ports_without_tls(resource, annotations)
+
+
+def _weak_tls_policy(resource: Inspected, annotations: Mapping[str, Any]) -> Iterator[str]:
+    policy = get(annotations, TLS_POLICY_ANNOTATION)
+    if policy in TLS_1_2_POLICIES:
+        return
+    found = repr(policy) if policy else "AWS's default, ELBSecurityPolicy-2016-08 (it names none)"
+    yield (
+        f"Service '{resource.name}' listens for TLS under {found}, not a security policy known to refuse TLS 1.0 and "
+        f"1.1 ({TLS_POLICY_ANNOTATION}). Fix: no stack config sets it; name one of TLS_1_2_POLICIES "
+        "(policy/ray_llm_policies/serving.py), as infra/serving/rayservice.py TLS_POLICY does."
+    )
+
+
+def _ports_without_tls(resource: Inspected, annotations: Mapping[str, Any]) -> Iterator[str]:
     listed = str(get(annotations, TLS_PORTS_ANNOTATION, default="*") or "*")
     if listed == "*":
         return
@@ -266,7 +306,7 @@ def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
         if str(get(port, "name", default="")) not in names and (number is None or str(int(number)) not in names):
             yield (
                 f"Service '{resource.name}' serves port {get(port, 'port')} in plain text: "
-                f"{TLS_PORTS_ANNOTATION} ({listed}) leaves it out. {fix}"
+                f"{TLS_PORTS_ANNOTATION} ({listed}) leaves it out. {CERTIFICATE_FIX}"
             )
 
 
@@ -346,8 +386,8 @@ SERVE_ENDPOINT_NOT_OPEN = resource_policy(
 )
 SERVE_ENDPOINT_TLS = resource_policy(
     "serve-endpoint-tls",
-    "A load balancer in front of the model API (a Service, or a RayService's serveService) listens for TLS only: a "
-    "certificate, on every port.",
+    "A load balancer in front of the model API (a Service, or one KubeRay makes of a RayService) listens for TLS only: "
+    "a certificate, on every port, under a security policy of TLS 1.2 or later.",
     EnforcementLevel.MANDATORY,
     {KUBERNETES_SERVICE, RAY_SERVICE},
     _plain_text_ports,
