@@ -11,6 +11,7 @@ was captured.
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import json
@@ -25,6 +26,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from infra.settings import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
+from policy.ray_llm_policies import governance as pack_governance
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, exposed
@@ -472,6 +474,46 @@ def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", range
 _without_auth_ingress = _edit_serve_config(lambda app: app["args"].pop("ingress_cls_config"))
 
 
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+# A credential that is none of the stack's Secrets' values, as an OpenAI-style key looks.
+FOREIGN_KEY = "sk-" + "4b1d" * 12
+
+
+def _add_config_map(**contents: dict[str, str]) -> Callable[[CapturedStack], None]:
+    """A ConfigMap beside the RayService with these `data`/`binaryData` contents."""
+
+    def edit(captured: CapturedStack) -> None:
+        namespace = RAYSERVICE(captured)["metadata"]["namespace"]
+        metadata = {"name": "client-settings", "namespace": namespace}
+        _add_resource(captured, CONFIG_MAP, "client-settings", {"metadata": metadata, **contents})
+
+    return edit
+
+
+def _set_app_env_vars(**env_vars: str) -> Callable[[CapturedStack], None]:
+    """Env vars in the application's runtime_env, which Ray sets in every replica of it."""
+    return _edit_serve_config(lambda app: app.setdefault("runtime_env", {}).setdefault("env_vars", {}).update(env_vars))
+
+
+def _set_engine_env_vars(**env_vars: str) -> Callable[[CapturedStack], None]:
+    """Env vars in each LLM config's runtime_env, which Ray Serve LLM hands to the engine and its workers."""
+    return _edit_llm_configs(lambda _side, llm_config: llm_config["runtime_env"]["env_vars"].update(env_vars))
+
+
+def _add_worker_env(name: str, value: str) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        worker = RAYSERVICE(captured)["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+        worker["template"]["spec"]["containers"][0]["env"].append({"name": name, "value": value})
+
+    return edit
+
+
+def _keys_in_ingress_kwargs(captured: CapturedStack) -> None:
+    """The keys handed to the auth ingress as a literal list instead of the keys file."""
+    kwargs = {"api_keys": API_KEYS}
+    _edit_serve_config(lambda app: app["args"]["ingress_cls_config"]["ingress_extra_kwargs"].update(kwargs))(captured)
+
+
 # Selectors of a load balancer that reach Ray pods other than the ones KubeRay marks as serving (ray.io/serve "true",
 # on workers from their creation, on the head once its proxy is healthy: kuberay v1.4.0 common/pod.go BuildPod,
 # rayservice_controller.go updateHeadPodServeLabel) of the stack's RayService (its app.kubernetes.io/instance label).
@@ -794,6 +836,72 @@ BREAKAGES = [
         for name, edit in READER_ROUTES
     ),
     Breakage(
+        "api-key-in-a-config-map",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_add_config_map(data={"header": f"Authorization: Bearer {API_KEYS[0]}"}),
+    ),
+    Breakage(
+        "hf-token-in-config-map-binary-data",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides={"hfToken": HF_TOKEN},
+        secret_keys=("hfToken",),
+        edit=_add_config_map(binaryData={"hub.txt": base64.b64encode(HF_TOKEN.encode()).decode()}),
+    ),
+    Breakage(
+        "credential-named-config-map-key",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        edit=_add_config_map(data={"OPENAI_API_KEY": FOREIGN_KEY}),
+    ),
+    Breakage(
+        "hf-token-in-app-env-vars",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides={"hfToken": HF_TOKEN},
+        secret_keys=("hfToken",),
+        edit=_set_app_env_vars(HUB_AUTH=HF_TOKEN),
+    ),
+    Breakage(
+        "api-key-in-engine-env-vars",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_set_engine_env_vars(UPSTREAM_AUTH=API_KEYS[1]),
+    ),
+    Breakage(
+        "credential-named-engine-env-var",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        edit=_set_engine_env_vars(OPENAI_API_KEY=FOREIGN_KEY),
+    ),
+    Breakage(
+        "hf-token-env-literal",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        edit=_add_worker_env("HF_TOKEN", HF_TOKEN),
+    ),
+    Breakage(
+        "api-keys-in-ingress-kwargs",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_keys_in_ingress_kwargs,
+    ),
+    Breakage(
         "kubeconfig-plain-output",
         "credentials-not-in-outputs",
         MANDATORY,
@@ -923,6 +1031,33 @@ def test_pack_ignores_ranges_it_cannot_parse() -> None:
     """A preview unknown or a typo admits no one by itself; the parsable rest is still judged."""
     assert not pack_internet.covers_the_internet([UNKNOWN_STRING_VALUE, "not-a-cidr", "0.0.0.0/1"])
     assert pack_internet.covers_the_internet([UNKNOWN_STRING_VALUE, *SPLIT_INTERNET])
+
+
+@pytest.mark.parametrize(
+    "name", ["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "apiKey", "HFToken", "db-password", "keys"]
+)
+def test_a_credential_is_named_by_its_last_word(name: str) -> None:
+    assert pack_governance.names_a_credential(name)
+
+
+# The stack's own names (its env vars, the keys file's mount, its ConfigMaps' keys) and names that only mention one.
+@pytest.mark.parametrize(
+    "name",
+    [
+        "VLLM_SSM_CONV_STATE_LAYOUT",
+        "MODEL_CACHE_URI",
+        "api_keys_file",
+        "ray_llm_eks_auth-0532b50e911b405c.zip",
+        "pd-health.json",
+        "model_mirror.py",
+        "HF_TOKEN_PATH",
+        "TOKENIZERS_PARALLELISM",
+        "MAX_NUM_BATCHED_TOKENS",
+        "monkey",
+    ],
+)
+def test_a_name_that_goes_on_is_no_credential(name: str) -> None:
+    assert not pack_governance.names_a_credential(name)
 
 
 # --- the same rules on a real preview's view of pulumi-eks, and on preview unknowns ---
