@@ -16,7 +16,7 @@ from pulumi_policy.proxy import UnknownValueError
 from .props import get, known_children, known_strings, mappings
 from .resource_types import EKS_COMPONENTS, HELM_RELEASE, KUBERNETES_SECRET, RAY_SERVICE, STACK
 from .rules import Inspected, of_type, resource_policy, stack_policy
-from .serving import containers
+from .serving import containers, kind_of, serve_config
 
 # Tag on every AWS resource -> the stack-config key that sets it.
 OWNERSHIP_TAGS = {"owner": "owner", "cost-center": "costCenter"}
@@ -199,17 +199,9 @@ def _serve_env_vars(document: Any) -> Iterator[tuple[str, str]]:
         yield from _serve_env_vars(value)
 
 
-def _serve_config(rayservice: Inspected) -> Any:
-    try:
-        return yaml.safe_load(str(get(rayservice.props, "spec", "serveConfigV2", default="")))
-    except yaml.YAMLError:
-        return None  # prefill-decode-consistent reports it
-
-
 def _named_values(resource: Inspected) -> Iterator[tuple[str, str, str]]:
     """(where, name, value) of each named literal a Kubernetes object holds: a ConfigMap's keys, a container's env
     values (not valueFrom), a RayService's serve-config env vars."""
-    kind = resource.resource_type.rsplit(":", 1)[-1]
     if resource.resource_type == KUBERNETES_CONFIG_MAP:
         for key, value in _config_map_entries(resource):
             yield f"ConfigMap '{resource.name}' key '{key}'", key, value
@@ -218,9 +210,10 @@ def _named_values(resource: Inspected) -> Iterator[tuple[str, str, str]]:
             value = get(env, "value")
             if isinstance(value, str):
                 name = str(get(env, "name", default=""))
-                yield f"{kind} '{resource.name}' container '{get(container, 'name')}' env {name}", name, value
+                where = f"{kind_of(resource)} '{resource.name}' container '{get(container, 'name')}' env {name}"
+                yield where, name, value
     if resource.resource_type == RAY_SERVICE:
-        for name, value in _serve_env_vars(_serve_config(resource)):
+        for name, value in _serve_env_vars(serve_config(resource)):
             yield f"RayService '{resource.name}' serveConfigV2 env_vars {name}", name, value
 
 
@@ -250,13 +243,15 @@ def _credentials_outside_secrets(resources: Sequence[PolicyResource]) -> Iterato
 
 
 def _plain_credentials(resource: Inspected, holders: Mapping[str, set[str]]) -> Iterator[str]:
-    kind = resource.resource_type.rsplit(":", 1)[-1]
     named = list(_named_values(resource))
     texts = [*known_strings(resource.props), *(value for _, _, value in named)]
     for credential, secrets in holders.items():
         if any(credential in text for text in texts):
             names = ", ".join(f"'{name}'" for name in sorted(secrets))
-            yield f"{kind} '{resource.name}' holds a value of Kubernetes Secret {names}, plain to whoever reads it."
+            yield (
+                f"{kind_of(resource)} '{resource.name}' holds a value of Kubernetes Secret {names}, plain to whoever "
+                "reads it."
+            )
     for where, name, value in named:
         if value.strip() and names_a_credential(name):
             yield f"{where} is named as a credential and holds a literal value, not a Secret's."

@@ -196,7 +196,7 @@ def _image_problem(image: str) -> str | None:
     return None
 
 
-def _kind(resource: Inspected) -> str:
+def kind_of(resource: Inspected) -> str:
     """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
     return resource.resource_type.rsplit(":", 1)[-1]
 
@@ -207,10 +207,9 @@ def _unpinned_images(resource: Inspected) -> Iterator[str]:
         problem = _image_problem(image) if isinstance(image, str) else "is not set"
         if problem:
             yield (
-                f"{_kind(resource)} '{resource.name}': container '{get(container, 'name')}' image {image!r} {problem}, "
-                "so nodes may run "
-                "different builds. Fix: set dlcImage to an image pinned by tag or digest (empty uses the pinned "
-                "default image)."
+                f"{kind_of(resource)} '{resource.name}': container '{get(container, 'name')}' image {image!r} "
+                f"{problem}, so nodes may run different builds. Fix: set dlcImage to an image pinned by tag or digest "
+                "(empty uses the pinned default image)."
             )
 
 
@@ -310,12 +309,18 @@ def _ports_without_tls(resource: Inspected, annotations: Mapping[str, Any]) -> I
             )
 
 
-def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
+def serve_config(rayservice: Inspected) -> Any:
+    """The RayService's serveConfigV2 document; None where it is absent or unreadable (prefill-decode-consistent
+    reports that)."""
     text = get(rayservice.props, "spec", "serveConfigV2")
     try:
-        document = yaml.safe_load(text) if isinstance(text, str) else None
+        return yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
-        return []  # unreadable: prefill-decode-consistent reports it
+        return None
+
+
+def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
+    document = serve_config(rayservice)
     return [
         str(get(app, "name", default=""))
         for app in mappings(get(document, "applications") if isinstance(document, Mapping) else None)
