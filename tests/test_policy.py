@@ -11,6 +11,7 @@ was captured.
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import json
@@ -25,9 +26,10 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from infra.settings import config as program_config
 from policy.ray_llm_policies import PACK_NAME, POLICIES
+from policy.ray_llm_policies import governance as pack_governance
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
-from tests.conftest import EXPOSED_SECRET_KEYS, exposed
+from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, exposed
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 
@@ -36,6 +38,8 @@ ADVISORY = EnforcementLevel.ADVISORY
 STACK_TYPE = "pulumi:pulumi:Stack"
 CONFIG_KEYS = frozenset(declared_config())
 HF_TOKEN = "hf_offlineTestToken0123456789"
+# Dev exposed to the internet from one public range, with the keys it then needs (pass EXPOSED_SECRET_KEYS).
+INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
 
 
 # Findings the shipped stacks are known to have. Strict: once a stack is fixed, this list must shrink.
@@ -126,6 +130,23 @@ def test_hf_token_as_secret_config_passes(engine: OfflinePolicyEngine) -> None:
     assert preview(engine, CapturedStack.of(run, "prod")) == []
 
 
+@pytest.mark.parametrize(
+    ("overrides", "stack"),
+    [
+        ({**INTERNET_FACING, **NEW_CLUSTER, "hfToken": HF_TOKEN}, "dev"),
+        ({"hfToken": HF_TOKEN, "serveApiKeys": API_KEYS}, "prod"),
+    ],
+    ids=["internet-facing-new-cluster", "internal"],
+)
+def test_exposed_stack_with_keys_and_token_passes(
+    engine: OfflinePolicyEngine, overrides: dict[str, Any], stack: str
+) -> None:
+    """The stack's own load balancer (its selector naming the active cluster too, with newCluster), ConfigMaps
+    (dashboards, the auth code, the model mirror's script) and env literals, beside real API keys and an HF token."""
+    run = run_stack(overrides, stack=stack, secret_keys=(*EXPOSED_SECRET_KEYS, "hfToken"))
+    assert preview(engine, CapturedStack.of(run, stack)) == []
+
+
 def test_kubeconfig_output_is_secret(shipped_runs: dict[str, StackRun]) -> None:
     """The half of credentials-not-in-outputs a policy cannot see: policies get secrets unmarked."""
     for run in shipped_runs.values():
@@ -159,7 +180,8 @@ GPU_NODE_GROUP = _inputs("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
 EKS_CLUSTER = _inputs("eks:index:Cluster", "cluster-eks")
 RAYSERVICE = _inputs("kubernetes:ray.io/v1:RayService", "serving-rayservice")
 KUBERAY_RELEASE = _inputs("kubernetes:helm.sh/v3:Release", "serving-kuberay-kuberay-operator")
-SERVE_LB = _inputs("kubernetes:core/v1:Service", "serving-serve-load-balancer")
+KUBERNETES_SERVICE = "kubernetes:core/v1:Service"
+SERVE_LB = _inputs(KUBERNETES_SERVICE, "serving-serve-load-balancer")
 
 
 def _set_interfaces(**changes: Any) -> Callable[[CapturedStack], None]:
@@ -177,18 +199,27 @@ def _without_launch_template(captured: CapturedStack) -> None:
     captured.replace(group.type, group.name, dependencies=kept)
 
 
-def _edit_llm_configs(change: Callable[[str, dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
-    """Applies `change(side, llm_config)` to both sides of the PD app in serveConfigV2."""
+def _edit_serve_config(change: Callable[[dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
+    """Applies `change(app)` to each application of the RayService's serveConfigV2 (a YAML document in a string)."""
 
     def edit(captured: CapturedStack) -> None:
         spec = RAYSERVICE(captured)["spec"]
         config = yaml.safe_load(spec["serveConfigV2"])
         for app in config["applications"]:
-            for side in ("prefill", "decode"):
-                change(side, app["args"][f"{side}_config"])
+            change(app)
         spec["serveConfigV2"] = yaml.safe_dump(config)
 
     return edit
+
+
+def _edit_llm_configs(change: Callable[[str, dict[str, Any]], None]) -> Callable[[CapturedStack], None]:
+    """Applies `change(side, llm_config)` to both sides of the PD app in serveConfigV2."""
+
+    def change_app(app: dict[str, Any]) -> None:
+        for side in ("prefill", "decode"):
+            change(side, app["args"][f"{side}_config"])
+
+    return _edit_serve_config(change_app)
 
 
 def _set_nixl_backends(backends: list[str] | None) -> Callable[[CapturedStack], None]:
@@ -366,7 +397,6 @@ SPLIT_INTERNET = ["0.0.0.0/1", "128.0.0.0/1"]  # as open as 0.0.0.0/0, without t
 # Ranges that let the whole internet in: config validation rejects both (infra/settings/config.py covers_the_internet);
 # the policies guard stacks built some other way.
 OPEN_TO_THE_INTERNET = (("open", ["0.0.0.0/0"]), ("split-internet", SPLIT_INTERNET))
-INTERNET_FACING = exposed("internet-facing", serveSourceCidrs=["100.24.20.0/24"])
 
 
 def _set_ranges(
@@ -391,6 +421,28 @@ def _make_internet_facing_without_ranges(captured: CapturedStack) -> None:
 
 TLS_CERT = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
 TLS_PORTS = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+
+
+TLS_POLICY = "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"
+# Negotiation policies that let a client down to TLS 1.0 or 1.1
+# (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html); None: the annotation
+# left out, and AWS makes the listener with ELBSecurityPolicy-2016-08, which takes TLS 1.0 (the same page).
+TLS_1_0_OR_1_1_POLICIES = (
+    ("2016-08", "ELBSecurityPolicy-2016-08"),
+    ("tls-1-0", "ELBSecurityPolicy-TLS-1-0-2015-04"),
+    ("tls13-down-to-1-1", "ELBSecurityPolicy-TLS13-1-1-2021-06"),
+    ("none", None),
+)
+
+
+def _set_tls_policy(policy: str | None) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        annotations = SERVE_LB(captured)["metadata"]["annotations"]
+        annotations.pop(TLS_POLICY)
+        if policy is not None:
+            annotations[TLS_POLICY] = policy
+
+    return edit
 
 
 def _add_plain_port(captured: CapturedStack) -> None:
@@ -419,12 +471,105 @@ def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", range
     return edit
 
 
-def _without_auth_ingress(captured: CapturedStack) -> None:
-    spec = RAYSERVICE(captured)["spec"]
-    config = yaml.safe_load(spec["serveConfigV2"])
-    for app in config["applications"]:
-        del app["args"]["ingress_cls_config"]
-    spec["serveConfigV2"] = yaml.safe_dump(config)
+_without_auth_ingress = _edit_serve_config(lambda app: app["args"].pop("ingress_cls_config"))
+
+
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+# A credential that is none of the stack's Secrets' values, as an OpenAI-style key looks.
+FOREIGN_KEY = "sk-" + "4b1d" * 12
+
+
+def _add_config_map(**contents: dict[str, str]) -> Callable[[CapturedStack], None]:
+    """A ConfigMap beside the RayService with these `data`/`binaryData` contents."""
+
+    def edit(captured: CapturedStack) -> None:
+        namespace = RAYSERVICE(captured)["metadata"]["namespace"]
+        metadata = {"name": "client-settings", "namespace": namespace}
+        _add_resource(captured, CONFIG_MAP, "client-settings", {"metadata": metadata, **contents})
+
+    return edit
+
+
+def _set_app_env_vars(**env_vars: str) -> Callable[[CapturedStack], None]:
+    """Env vars in the application's runtime_env, which Ray sets in every replica of it."""
+    return _edit_serve_config(lambda app: app.setdefault("runtime_env", {}).setdefault("env_vars", {}).update(env_vars))
+
+
+def _set_engine_env_vars(**env_vars: str) -> Callable[[CapturedStack], None]:
+    """Env vars in each LLM config's runtime_env, which Ray Serve LLM hands to the engine and its workers."""
+    return _edit_llm_configs(lambda _side, llm_config: llm_config["runtime_env"]["env_vars"].update(env_vars))
+
+
+def _add_worker_env(name: str, value: str) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        worker = RAYSERVICE(captured)["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+        worker["template"]["spec"]["containers"][0]["env"].append({"name": name, "value": value})
+
+    return edit
+
+
+def _keys_in_ingress_kwargs(captured: CapturedStack) -> None:
+    """The keys handed to the auth ingress as a literal list instead of the keys file."""
+    kwargs = {"api_keys": API_KEYS}
+    _edit_serve_config(lambda app: app["args"]["ingress_cls_config"]["ingress_extra_kwargs"].update(kwargs))(captured)
+
+
+# Selectors of a load balancer that reach Ray pods other than the ones KubeRay marks as serving (ray.io/serve "true",
+# on workers from their creation, on the head once its proxy is healthy: kuberay v1.4.0 common/pod.go BuildPod,
+# rayservice_controller.go updateHeadPodServeLabel) of the stack's RayService (its app.kubernetes.io/instance label).
+NOT_SERVING_SELECTORS = (
+    ("head", {"ray.io/node-type": "head"}),
+    ("cluster", {"ray.io/cluster": "ray-llm-42g7k"}),
+    ("workers", {"ray.io/node-type": "worker", "ray.io/group": "gpu-workers"}),
+    ("instance-only", {"app.kubernetes.io/instance": "ray-llm"}),
+    ("serve-label-only", {"ray.io/serve": "true"}),
+)
+# Target ports of the Ray head other than Serve's (the head's container ports, infra/serving/rayservice.py head_group,
+# and the metrics port KubeRay adds, vendor/kuberay-v1.4.0/service.go getServicePorts), by number and by name; the
+# last, no targetPort at all, targets the port itself (443), which no Ray pod serves.
+NOT_SERVE_TARGETS = (
+    ("dashboard", 8265),
+    ("dashboard-by-name", "dashboard"),
+    ("client", 10001),
+    ("client-by-name", "client"),
+    ("gcs", 6379),
+    ("gcs-by-name", "gcs-server"),
+    ("metrics", 8080),
+    ("metrics-by-name", "metrics"),
+    ("none", None),
+)
+
+
+def _set_target_port(target: int | str | None) -> Callable[[CapturedStack], None]:
+    def edit(captured: CapturedStack) -> None:
+        (port,) = SERVE_LB(captured)["spec"]["ports"]
+        if target is None:
+            del port["targetPort"]
+        else:
+            port["targetPort"] = target
+
+    return edit
+
+
+def _add_node_port_service(captured: CapturedStack) -> None:
+    """A second Service in front of the serving pods, of type NodePort: every node opens the serve port in the clear."""
+    spec = {**SERVE_LB(captured)["spec"], "type": "NodePort", "ports": [{"port": 8000, "targetPort": 8000}]}
+    spec.pop("loadBalancerSourceRanges", None)
+    _add_resource(captured, KUBERNETES_SERVICE, "serve-node-port", {"metadata": {"name": "serve-np"}, "spec": spec})
+
+
+def _set_head_group(**changes: Any) -> Callable[[CapturedStack], None]:
+    """KubeRay makes the head Service, and the serve Service, of the head group's serviceType and headService
+    (vendor/kuberay-v1.4.0/service.go BuildServiceForHeadPod, BuildServeService)."""
+    return lambda captured: RAYSERVICE(captured)["spec"]["rayClusterConfig"]["headGroupSpec"].update(changes)
+
+
+def _head_service_load_balancer(captured: CapturedStack) -> None:
+    """The head Service made an internal load balancer with a certificate on every port and source ranges: it passes
+    the endpoint rules, and puts the dashboard, GCS and Ray client behind a load balancer."""
+    annotations = {**SERVE_LB(captured)["metadata"]["annotations"], TLS_PORTS: "*"}
+    spec = {"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/8"]}
+    _set_head_group(headService={"metadata": {"annotations": annotations}, "spec": spec})(captured)
 
 
 BREAKAGES = [
@@ -552,6 +697,12 @@ BREAKAGES = [
         stack="prod",
         edit=lambda c: SERVE_LB(c)["metadata"]["annotations"].update({TLS_PORTS: "8443"}),
     ),
+    *(
+        Breakage(
+            f"lb-tls-policy-{name}", "serve-endpoint-tls", MANDATORY, None, stack="prod", edit=_set_tls_policy(policy)
+        )
+        for name, policy in TLS_1_0_OR_1_1_POLICIES
+    ),
     Breakage(
         "serve-service-no-certificate",
         "serve-endpoint-tls",
@@ -585,6 +736,61 @@ BREAKAGES = [
         overrides={"serveApiKeyAuth": False, "serveApiKeys": ""},
         also_fires=frozenset({"serve-endpoint-authenticated-internal"}),
         edit=_serve_service(internal=False, certificate=True, tls_ports="8000"),
+    ),
+    *(
+        Breakage(
+            f"lb-selects-{name}",
+            "load-balancers-serve-only",
+            MANDATORY,
+            None,
+            stack="prod",
+            edit=lambda c, selector=selector: SERVE_LB(c)["spec"].update(selector=selector),
+        )
+        for name, selector in NOT_SERVING_SELECTORS
+    ),
+    *(
+        Breakage(
+            f"lb-targets-{name}",
+            "load-balancers-serve-only",
+            MANDATORY,
+            None,
+            stack="prod",
+            edit=_set_target_port(port),
+        )
+        for name, port in NOT_SERVE_TARGETS
+    ),
+    Breakage(
+        "head-service-load-balancer",
+        "load-balancers-serve-only",
+        MANDATORY,
+        None,
+        stack="prod",
+        edit=_head_service_load_balancer,
+    ),
+    Breakage(
+        "head-group-service-type-load-balancer",
+        "load-balancers-serve-only",
+        MANDATORY,
+        None,
+        stack="prod",
+        edit=_set_head_group(serviceType="LoadBalancer"),
+        # Both Services KubeRay makes of it are then load balancers with no annotation: internet-facing, open, plain.
+        also_fires=frozenset({"serve-endpoint-not-open", "serve-endpoint-tls"}),
+    ),
+    Breakage("node-port-service", "no-node-port-services", MANDATORY, None, stack="prod", edit=_add_node_port_service),
+    Breakage(
+        "serve-service-node-port",
+        "no-node-port-services",
+        MANDATORY,
+        None,
+        edit=lambda c: RAYSERVICE(c)["spec"].update(serveService={"spec": {"type": "NodePort"}}),
+    ),
+    Breakage(
+        "head-group-service-type-node-port",
+        "no-node-port-services",
+        MANDATORY,
+        None,
+        edit=_set_head_group(serviceType="NodePort"),
     ),
     Breakage(
         "internet-facing-no-keys",
@@ -628,6 +834,72 @@ BREAKAGES = [
     *(
         Breakage(f"reader-route-{name}", "worker-access-model-only", MANDATORY, None, edit=edit)
         for name, edit in READER_ROUTES
+    ),
+    Breakage(
+        "api-key-in-a-config-map",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_add_config_map(data={"header": f"Authorization: Bearer {API_KEYS[0]}"}),
+    ),
+    Breakage(
+        "hf-token-in-config-map-binary-data",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides={"hfToken": HF_TOKEN},
+        secret_keys=("hfToken",),
+        edit=_add_config_map(binaryData={"hub.txt": base64.b64encode(HF_TOKEN.encode()).decode()}),
+    ),
+    Breakage(
+        "credential-named-config-map-key",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        edit=_add_config_map(data={"OPENAI_API_KEY": FOREIGN_KEY}),
+    ),
+    Breakage(
+        "hf-token-in-app-env-vars",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides={"hfToken": HF_TOKEN},
+        secret_keys=("hfToken",),
+        edit=_set_app_env_vars(HUB_AUTH=HF_TOKEN),
+    ),
+    Breakage(
+        "api-key-in-engine-env-vars",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_set_engine_env_vars(UPSTREAM_AUTH=API_KEYS[1]),
+    ),
+    Breakage(
+        "credential-named-engine-env-var",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        edit=_set_engine_env_vars(OPENAI_API_KEY=FOREIGN_KEY),
+    ),
+    Breakage(
+        "hf-token-env-literal",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        edit=_add_worker_env("HF_TOKEN", HF_TOKEN),
+    ),
+    Breakage(
+        "api-keys-in-ingress-kwargs",
+        "credentials-in-secrets-only",
+        MANDATORY,
+        None,
+        overrides=INTERNET_FACING,
+        secret_keys=EXPOSED_SECRET_KEYS,
+        edit=_keys_in_ingress_kwargs,
     ),
     Breakage(
         "kubeconfig-plain-output",
@@ -761,6 +1033,33 @@ def test_pack_ignores_ranges_it_cannot_parse() -> None:
     assert pack_internet.covers_the_internet([UNKNOWN_STRING_VALUE, *SPLIT_INTERNET])
 
 
+@pytest.mark.parametrize(
+    "name", ["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "apiKey", "HFToken", "db-password", "keys"]
+)
+def test_a_credential_is_named_by_its_last_word(name: str) -> None:
+    assert pack_governance.names_a_credential(name)
+
+
+# The stack's own names (its env vars, the keys file's mount, its ConfigMaps' keys) and names that only mention one.
+@pytest.mark.parametrize(
+    "name",
+    [
+        "VLLM_SSM_CONV_STATE_LAYOUT",
+        "MODEL_CACHE_URI",
+        "api_keys_file",
+        "ray_llm_eks_auth-0532b50e911b405c.zip",
+        "pd-health.json",
+        "model_mirror.py",
+        "HF_TOKEN_PATH",
+        "TOKENIZERS_PARALLELISM",
+        "MAX_NUM_BATCHED_TOKENS",
+        "monkey",
+    ],
+)
+def test_a_name_that_goes_on_is_no_credential(name: str) -> None:
+    assert not pack_governance.names_a_credential(name)
+
+
 # --- the same rules on a real preview's view of pulumi-eks, and on preview unknowns ---
 
 
@@ -886,10 +1185,18 @@ def test_remote_write_to_amp_passes(engine: OfflinePolicyEngine) -> None:
 def test_pack_and_program_name_the_same_auth_ingress_and_tls_annotations() -> None:
     """The pack cannot import infra/: the names it looks for are held to the ones the program writes."""
     from infra.serving import rayservice, serve_auth
+    from policy.ray_llm_policies import services as pack_services
     from policy.ray_llm_policies import serving as pack_serving
 
     assert pack_serving.AUTH_INGRESS_CLS == serve_auth.INGRESS_CLS
-    assert (pack_serving.TLS_CERT_ANNOTATION, pack_serving.TLS_PORTS_ANNOTATION) == (
-        rayservice.TLS_CERT_ANNOTATION,
-        rayservice.TLS_PORTS_ANNOTATION,
-    )
+    assert pack_services.SERVE_LABEL == rayservice.SERVE_LABEL
+    assert pack_services.DEFAULT_SERVE_PORT == rayservice.SERVE_PORT
+    for annotation in ("TLS_CERT_ANNOTATION", "TLS_PORTS_ANNOTATION", "TLS_POLICY_ANNOTATION"):
+        assert getattr(pack_serving, annotation) == getattr(rayservice, annotation)
+
+
+def test_the_stacks_tls_policy_is_one_the_pack_allows() -> None:
+    from infra.serving import rayservice
+    from policy.ray_llm_policies import serving as pack_serving
+
+    assert rayservice.TLS_POLICY in pack_serving.TLS_1_2_POLICIES

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -12,9 +13,10 @@ import yaml
 from pulumi_policy import EnforcementLevel, PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from .props import get, known_strings
-from .resource_types import EKS_COMPONENTS, KUBERNETES_SECRET, STACK
+from .props import get, known_children, known_strings, mappings
+from .resource_types import EKS_COMPONENTS, HELM_RELEASE, KUBERNETES_SECRET, RAY_SERVICE, STACK
 from .rules import Inspected, of_type, resource_policy, stack_policy
+from .serving import containers, kind_of, serve_config
 
 # Tag on every AWS resource -> the stack-config key that sets it.
 OWNERSHIP_TAGS = {"owner": "owner", "cost-center": "costCenter"}
@@ -44,6 +46,15 @@ KUBECONFIG_OUTPUTS = frozenset({"kubeconfig"})
 KEY_OUTPUTS = {"serveApiKey": "serve-api-keys"}
 # Shorter Secret values ("true", a port) would match innocent outputs by chance.
 MIN_CREDENTIAL_LENGTH = 8
+KUBERNETES_CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+# A name whose last word is one of these says its value is a credential (HF_TOKEN, OPENAI_API_KEY, apiKey, db-password,
+# the keys file's own `keys`); a name that goes on (HF_TOKEN_PATH, api_keys_file, max_tokens) names something else.
+CREDENTIAL_WORDS = frozenset(
+    {"key", "keys", "apikey", "token", "secret", "password", "passwd", "credential", "credentials"}
+)
+# Word boundaries inside a name: camelCase (apiKey) and an acronym before a word (HFToken).
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+WORD = re.compile(r"[a-z0-9]+")
 
 
 def _is_tagged_resource(resource_type: str) -> bool:
@@ -71,16 +82,21 @@ def _missing_ownership_tags(resource: Inspected) -> Iterator[str]:
         )
 
 
+def _decoded(encoded: str) -> str | None:
+    """A base64 value (a Secret's `data`, a ConfigMap's `binaryData`) as text, or None where it is not."""
+    try:
+        return base64.b64decode(encoded, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
 def _secret_values(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     """The values of the stack's Kubernetes Secrets (the HF token, the API keys), as given and base64-decoded, and
     each line of a value of several (the keys file holds one key a line)."""
     for secret in of_type(resources, KUBERNETES_SECRET):
         values = list(known_strings(get(secret.props, "stringData", default={})))
-        for encoded in known_strings(get(secret.props, "data", default={})):
-            try:
-                values.append(base64.b64decode(encoded, validate=True).decode())
-            except (binascii.Error, UnicodeDecodeError):
-                continue
+        decoded = (_decoded(encoded) for encoded in known_strings(get(secret.props, "data", default={})))
+        values += [value for value in decoded if value is not None]
         for value in values:
             lines = [line.strip() for line in value.splitlines() if line.strip()]
             yield from ((secret, part) for part in dict.fromkeys([value, *lines]))
@@ -151,6 +167,96 @@ def _credentials_in_outputs(resources: Sequence[PolicyResource]) -> Iterator[tup
                 )
 
 
+def names_a_credential(name: str) -> bool:
+    words = WORD.findall(CAMEL_BOUNDARY.sub("_", name).lower())
+    return bool(words) and words[-1] in CREDENTIAL_WORDS
+
+
+def _holds_plain_config(resource_type: str) -> bool:
+    """A Kubernetes object whose contents anyone who may read it reads in the clear: all but a Secret. A Helm release
+    is left out: Helm keeps its values in a Secret of its own (https://helm.sh/docs/topics/advanced/#storage-backends)."""
+    return resource_type.startswith("kubernetes:") and resource_type not in (KUBERNETES_SECRET, HELM_RELEASE)
+
+
+def _config_map_entries(config_map: Inspected) -> Iterator[tuple[str, str]]:
+    """(key, value) of a ConfigMap's `data`, and of its `binaryData` where that decodes to text."""
+    for key, value in known_children(get(config_map.props, "data", default={})):
+        if isinstance(value, str):
+            yield str(key), value
+    for key, value in known_children(get(config_map.props, "binaryData", default={})):
+        text = _decoded(value) if isinstance(value, str) else None
+        if text is not None:
+            yield str(key), text
+
+
+def _serve_env_vars(document: Any) -> Iterator[tuple[str, str]]:
+    """(name, value) of every runtime_env's env_vars in a Serve config, wherever it sits: the application's, a
+    deployment's ray_actor_options', an LLM config's (which Ray Serve LLM hands to the engine and its workers)."""
+    for key, value in known_children(document):
+        if key == "runtime_env":
+            for name, literal in known_children(get(value, "env_vars", default={})):
+                yield str(name), str(literal)
+        yield from _serve_env_vars(value)
+
+
+def _named_values(resource: Inspected) -> Iterator[tuple[str, str, str]]:
+    """(where, name, value) of each named literal a Kubernetes object holds: a ConfigMap's keys, a container's env
+    values (not valueFrom), a RayService's serve-config env vars."""
+    if resource.resource_type == KUBERNETES_CONFIG_MAP:
+        for key, value in _config_map_entries(resource):
+            yield f"ConfigMap '{resource.name}' key '{key}'", key, value
+    for container in containers(resource.props):
+        for env in mappings(get(container, "env", default=[])):
+            value = get(env, "value")
+            if isinstance(value, str):
+                name = str(get(env, "name", default=""))
+                where = f"{kind_of(resource)} '{resource.name}' container '{get(container, 'name')}' env {name}"
+                yield where, name, value
+    if resource.resource_type == RAY_SERVICE:
+        for name, value in _serve_env_vars(serve_config(resource)):
+            yield f"RayService '{resource.name}' serveConfigV2 env_vars {name}", name, value
+
+
+def _credentials_outside_secrets(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    """Credentials in Kubernetes objects that are not Secrets: a value of one of the stack's Secrets anywhere in one
+    (a ConfigMap's decoded binaryData too), or a literal under a credential's name. "ConfigMap does not provide
+    secrecy or encryption. If the data you want to store are confidential, use a Secret"
+    (https://kubernetes.io/docs/concepts/configuration/configmap/); a RayService's spec and a pod's env are as plain.
+
+    Values are matched against the Secrets' own values, not against the keys' shape (32 to 256 printable characters,
+    infra/settings/config.py API_KEY_PATTERN): a digest or a zip name in the stack's own objects has that shape too.
+    """
+    holders: dict[str, set[str]] = {}
+    for secret, value in _secret_values(resources):
+        if len(value) >= MIN_CREDENTIAL_LENGTH:
+            holders.setdefault(value, set()).add(str(get(secret.props, "metadata", "name")))
+    fix = (
+        "Fix: no stack config copies it there; pods take a credential from a Secret (a volume, or env valueFrom "
+        "secretKeyRef, as infra/serving/rayservice.py does for the API keys and the HF token): remove the copy and "
+        "rotate the credential (`pulumi config set --secret serveApiKeys ...` or `... hfToken ...`)."
+    )
+    for resource in resources:
+        if _holds_plain_config(resource.resource_type):
+            # One report per finding: both LLM configs, or two keys of one Secret, make the same one.
+            for problem in dict.fromkeys(_plain_credentials(resource, holders)):
+                yield resource, f"{problem} {fix}"
+
+
+def _plain_credentials(resource: Inspected, holders: Mapping[str, set[str]]) -> Iterator[str]:
+    named = list(_named_values(resource))
+    texts = [*known_strings(resource.props), *(value for _, _, value in named)]
+    for credential, secrets in holders.items():
+        if any(credential in text for text in texts):
+            names = ", ".join(f"'{name}'" for name in sorted(secrets))
+            yield (
+                f"{kind_of(resource)} '{resource.name}' holds a value of Kubernetes Secret {names}, plain to whoever "
+                "reads it."
+            )
+    for where, name, value in named:
+        if value.strip() and names_a_credential(name):
+            yield f"{where} is named as a credential and holds a literal value, not a Secret's."
+
+
 OWNERSHIP_TAGS_PRESENT = resource_policy(
     "ownership-tags",
     "Every AWS resource carries the owner and cost-center tags.",
@@ -164,4 +270,11 @@ CREDENTIALS_NOT_IN_OUTPUTS = stack_policy(
     "their secret outputs (kubeconfig, serveApiKey).",
     EnforcementLevel.MANDATORY,
     _credentials_in_outputs,
+)
+CREDENTIALS_IN_SECRETS_ONLY = stack_policy(
+    "credentials-in-secrets-only",
+    "Credentials live in Secrets only: no other Kubernetes object (a ConfigMap, a container's env, the serve config's "
+    "env_vars) holds a value of the stack's Secrets or a literal under a credential's name.",
+    EnforcementLevel.MANDATORY,
+    _credentials_outside_secrets,
 )

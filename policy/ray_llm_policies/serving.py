@@ -15,6 +15,7 @@ from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
+from .services import selects, services_of
 
 NIXL_CONNECTOR = "NixlConnector"
 # NIXL's default backend; on EKS it runs over TCP without any error.
@@ -37,9 +38,33 @@ LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 # EnsureLoadBalancer); any other port is plain TCP.
 TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
 TLS_PORTS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
+# ... and gives that listener this annotation's security policy; without one AWS makes it ELBSecurityPolicy-2016-08,
+# which takes TLS 1.0 and 1.1 (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html).
+TLS_POLICY_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"
+# The policies the pack lets a TLS listener use, a conservative allow-list (a new or unlisted policy fails until it is
+# added here): those AWS names for a floor of TLS 1.2 (TLS13-1-2: TLS 1.3 and 1.2; TLS13-1-3: 1.3 only; TLS-1-2 and
+# FS-1-2: 1.2 only, the describe-ssl-policies page above), less the TLS13-1-2-Ext1/Ext2 ones, which keep legacy CBC
+# ciphers and which Trivy's AVD-AWS-0047 calls outdated (aquasecurity/trivy-checks
+# checks/cloud/aws/elb/use_secure_tls_policy.rego). The stack's own is infra/serving/rayservice.py TLS_POLICY.
+TLS_1_2_POLICIES = frozenset(
+    {
+        "ELBSecurityPolicy-TLS13-1-2-2021-06",
+        "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
+        "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09",
+        "ELBSecurityPolicy-TLS13-1-2-FIPS-PQ-2025-09",
+        "ELBSecurityPolicy-TLS13-1-3-2021-06",
+        "ELBSecurityPolicy-TLS-1-2-2017-01",
+        "ELBSecurityPolicy-FS-1-2-2019-08",
+        "ELBSecurityPolicy-FS-1-2-Res-2019-08",
+        "ELBSecurityPolicy-FS-1-2-Res-2020-10",
+    }
+)
 # The ingress class that asks every request for an API key (serve_ext/ray_llm_eks_auth; the pack cannot import
 # infra/, a test holds this equal to infra/serving/serve_auth.py INGRESS_CLS).
 AUTH_INGRESS_CLS = "ray_llm_eks_auth.ingress:ApiKeyIngress"
+CERTIFICATE_FIX = (
+    "Fix: set serveCertificateArn to an ACM certificate of the stack's region (the stack then listens on 443)."
+)
 
 
 class ServeConfigError(ValueError):
@@ -171,7 +196,7 @@ def _image_problem(image: str) -> str | None:
     return None
 
 
-def _kind(resource: Inspected) -> str:
+def kind_of(resource: Inspected) -> str:
     """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
     return resource.resource_type.rsplit(":", 1)[-1]
 
@@ -182,10 +207,9 @@ def _unpinned_images(resource: Inspected) -> Iterator[str]:
         problem = _image_problem(image) if isinstance(image, str) else "is not set"
         if problem:
             yield (
-                f"{_kind(resource)} '{resource.name}': container '{get(container, 'name')}' image {image!r} {problem}, "
-                "so nodes may run "
-                "different builds. Fix: set dlcImage to an image pinned by tag or digest (empty uses the pinned "
-                "default image)."
+                f"{kind_of(resource)} '{resource.name}': container '{get(container, 'name')}' image {image!r} "
+                f"{problem}, so nodes may run different builds. Fix: set dlcImage to an image pinned by tag or digest "
+                "(empty uses the pinned default image)."
             )
 
 
@@ -203,46 +227,13 @@ def _unpinned_charts(resource: Inspected) -> Iterator[str]:
     )
 
 
-@dataclass(frozen=True)
-class ServeServiceView:
-    """A RayService's spec.serveService as the Service KubeRay makes of it, for the load balancer rules: KubeRay 1.4.0
-    keeps its metadata and spec but replaces its ports by the head's container port named `serve` when there is one
-    (no targetPort), or keeps only its own port named `serve` (vendor/kuberay-v1.4.0/service.go BuildServeService)."""
-
-    resource_type: str
-    name: str
-    props: Mapping[str, Any]
-
-
-def _serve_port(rayservice: Inspected) -> Mapping[str, Any] | None:
-    head = get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", "template", "spec", "containers", 0)
-    for port in mappings(get(head, "ports", default=[])):
-        if get(port, "name") == "serve":
-            return {"name": "serve", "port": get(port, "containerPort")}
-    return None
-
-
-def load_balancer_views(resource: Inspected) -> list[Inspected]:
-    """The Services a resource puts in front of the model: a Service itself, or a RayService's serveService."""
-    if resource.resource_type != RAY_SERVICE:
-        return [resource]
-    service = get(resource.props, "spec", "serveService")
-    if not isinstance(service, Mapping):
-        return []
-    head_port = _serve_port(resource)
-    own = [port for port in mappings(get(service, "spec", "ports", default=[])) if get(port, "name") == "serve"]
-    ports = [head_port] if head_port else [{"name": "serve", "port": get(own[0], "port")}] if own else []
-    props = {**service, "spec": {**(get(service, "spec", default={}) or {}), "ports": ports}}
-    return [ServeServiceView(KUBERNETES_SERVICE, f"{resource.name} spec.serveService", props)]
-
-
 def _is_internal_load_balancer(annotations: Mapping[str, Any]) -> bool:
     internal = str(get(annotations, INTERNAL_LB_ANNOTATION, default="")).lower()
     return internal not in ("", "false") or get(annotations, LB_SCHEME_ANNOTATION) == "internal"
 
 
 def _open_load_balancers(resource: Inspected) -> Iterator[str]:
-    for service in load_balancer_views(resource):
+    for service in services_of(resource):
         yield from _open_load_balancer(service)
 
 
@@ -274,7 +265,7 @@ def _load_balancer_annotations(resource: Inspected) -> Mapping[str, Any] | None:
 
 
 def _plain_text_ports(resource: Inspected) -> Iterator[str]:
-    for service in load_balancer_views(resource):
+    for service in services_of(resource):
         yield from _plain_text_ports_of(service)
 
 
@@ -282,13 +273,29 @@ def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
     annotations = _load_balancer_annotations(resource)
     if annotations is None:
         return
-    fix = "Fix: set serveCertificateArn to an ACM certificate of the stack's region (the stack then listens on 443)."
     if not get(annotations, TLS_CERT_ANNOTATION):
         yield (
             f"Service '{resource.name}' is a load balancer without a TLS certificate: the model API is plain HTTP. "
-            f"{fix}"
+            f"{CERTIFICATE_FIX}"
         )
         return
+    yield from _weak_tls_policy(resource, annotations)
+    yield from _ports_without_tls(resource, annotations)
+
+
+def _weak_tls_policy(resource: Inspected, annotations: Mapping[str, Any]) -> Iterator[str]:
+    policy = get(annotations, TLS_POLICY_ANNOTATION)
+    if policy in TLS_1_2_POLICIES:
+        return
+    found = repr(policy) if policy else "AWS's default, ELBSecurityPolicy-2016-08 (it names none)"
+    yield (
+        f"Service '{resource.name}' listens for TLS under {found}, not a security policy known to refuse TLS 1.0 and "
+        f"1.1 ({TLS_POLICY_ANNOTATION}). Fix: no stack config sets it; name one of TLS_1_2_POLICIES "
+        "(policy/ray_llm_policies/serving.py), as infra/serving/rayservice.py TLS_POLICY does."
+    )
+
+
+def _ports_without_tls(resource: Inspected, annotations: Mapping[str, Any]) -> Iterator[str]:
     listed = str(get(annotations, TLS_PORTS_ANNOTATION, default="*") or "*")
     if listed == "*":
         return
@@ -298,26 +305,22 @@ def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
         if str(get(port, "name", default="")) not in names and (number is None or str(int(number)) not in names):
             yield (
                 f"Service '{resource.name}' serves port {get(port, 'port')} in plain text: "
-                f"{TLS_PORTS_ANNOTATION} ({listed}) leaves it out. {fix}"
+                f"{TLS_PORTS_ANNOTATION} ({listed}) leaves it out. {CERTIFICATE_FIX}"
             )
 
 
-def _selects(service: PolicyResource, rayservice: PolicyResource) -> bool:
-    """Whether the Service's selector picks the RayService's pods (KubeRay's own ray.io/* labels aside)."""
-    if get(service.props, "metadata", "namespace") != get(rayservice.props, "metadata", "namespace"):
-        return False
-    selector = get(service.props, "spec", "selector", default={}) or {}
-    labels = get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", "template", "metadata", "labels")
-    wanted = {key: value for key, value in selector.items() if not str(key).startswith("ray.io/")}
-    return bool(wanted) and all(get(labels, key) == value for key, value in wanted.items())
+def serve_config(rayservice: Inspected) -> Any:
+    """The RayService's serveConfigV2 document; None where it is absent or unreadable (prefill-decode-consistent
+    reports that)."""
+    text = get(rayservice.props, "spec", "serveConfigV2")
+    try:
+        return yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return None
 
 
 def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
-    text = get(rayservice.props, "spec", "serveConfigV2")
-    try:
-        document = yaml.safe_load(text) if isinstance(text, str) else None
-    except yaml.YAMLError:
-        return []  # unreadable: prefill-decode-consistent reports it
+    document = serve_config(rayservice)
     return [
         str(get(app, "name", default=""))
         for app in mappings(get(document, "applications") if isinstance(document, Mapping) else None)
@@ -328,12 +331,12 @@ def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
 def _exposed_without_keys(internet_facing: bool) -> Callable[[Sequence[PolicyResource]], Iterator[tuple]]:
     def check(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
         rayservices = of_type(resources, RAY_SERVICE)
-        # A Service in front of the RayServices it selects; a RayService's own serveService in front of it.
+        # A Service in front of the RayServices it selects; the Services KubeRay makes of a RayService in front of it.
         fronts: list[tuple[Inspected, list[PolicyResource]]] = [
-            (service, [r for r in rayservices if _selects(service, r)])
+            (service, [r for r in rayservices if selects(service, r)])
             for service in of_type(resources, KUBERNETES_SERVICE)
         ]
-        fronts += [(view, [r]) for r in rayservices for view in load_balancer_views(r)]
+        fronts += [(view, [r]) for r in rayservices for view in services_of(r)]
         for service, behind in fronts:
             annotations = _load_balancer_annotations(service)
             if annotations is None or _is_internal_load_balancer(annotations) is internet_facing:
@@ -388,8 +391,8 @@ SERVE_ENDPOINT_NOT_OPEN = resource_policy(
 )
 SERVE_ENDPOINT_TLS = resource_policy(
     "serve-endpoint-tls",
-    "A load balancer in front of the model API (a Service, or a RayService's serveService) listens for TLS only: a "
-    "certificate, on every port.",
+    "A load balancer in front of the model API (a Service, or one KubeRay makes of a RayService) listens for TLS only: "
+    "a certificate, on every port, under a security policy of TLS 1.2 or later.",
     EnforcementLevel.MANDATORY,
     {KUBERNETES_SERVICE, RAY_SERVICE},
     _plain_text_ports,

@@ -1,0 +1,106 @@
+"""Rules on what leaves the cluster: a load balancer onto Serve's port of the serving pods, and nothing else.
+
+The Ray head listens on more than Serve: the dashboard (8265, which also takes job submissions), the Ray client
+(10001), GCS (6379) and metrics (8080), none of them behind the API keys. The serve endpoint rules (serving.py) judge a
+load balancer's own settings (scheme, source ranges, TLS) and the keys of the RayServices it selects; these judge what
+it reaches, for every Service the stack declares and every one KubeRay makes of a RayService (services.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, PolicyResource
+
+from .resource_types import KUBERNETES_SERVICE, RAY_SERVICE
+from .rules import Inspected, of_type, resource_policy, stack_policy
+from .services import (
+    LOAD_BALANCER,
+    NODE_PORT,
+    SERVE_LABEL,
+    SERVE_PORT_NAME,
+    KubeRayService,
+    selector,
+    selects_serving_pods,
+    serve_port_numbers,
+    service_type,
+    services_of,
+    target_ports,
+)
+
+FIX = (
+    "Fix: no stack config makes it; the stack's one load balancer is the serve endpoint (serveExposure, "
+    "infra/serving/rayservice.py build_serve_load_balancer), onto the pods labelled "
+    f"{SERVE_LABEL}=true and app.kubernetes.io/instance=<the RayService> at Serve's port; reach the dashboard with "
+    "`kubectl port-forward`."
+)
+# KubeRay's own Services take their type from the RayService (services.py).
+KUBERAY_FIX = (
+    "Fix: no stack config makes it; leave the RayService's headGroupSpec.serviceType, headGroupSpec.headService and "
+    "spec.serveService without a type (ClusterIP): the stack's load balancer is its own Service (serveExposure)."
+)
+
+
+def _reach_problems(service: Inspected, behind: Sequence[Inspected], serving: bool) -> Iterator[str]:
+    """What a load balancer reaches beyond Serve's port of the serving pods of `behind`."""
+    fix = KUBERAY_FIX if isinstance(service, KubeRayService) else FIX
+    if not serving:
+        yield (
+            f"Service '{service.name}' is a load balancer onto pods other than a RayService's serving ones (selector "
+            f"{selector(service)}): it needs {SERVE_LABEL}: 'true' and the RayService's instance label, or it reaches "
+            f"the Ray head's other ports and pods whose Serve proxy is not serving. {fix}"
+        )
+    numbers = serve_port_numbers(behind)
+    serve = " or ".join([*(str(int(number)) for number in sorted(numbers)), f"`{SERVE_PORT_NAME}`"])
+    for target in target_ports(service):
+        if target != SERVE_PORT_NAME and target not in numbers:
+            yield (
+                f"Service '{service.name}' is a load balancer onto port {_shown(target)} of the Ray pods, not Serve's "
+                f"({serve}): the dashboard, the Ray client, GCS and metrics take no API key. {fix}"
+            )
+
+
+def _shown(target: Any) -> str:
+    return str(int(target)) if isinstance(target, float) else repr(target)
+
+
+def _load_balancers_beyond_serve(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    rayservices = of_type(resources, RAY_SERVICE)
+    for service in of_type(resources, KUBERNETES_SERVICE):
+        if service_type(service) == LOAD_BALANCER:
+            behind = [rayservice for rayservice in rayservices if selects_serving_pods(service, rayservice)]
+            yield from ((service, problem) for problem in _reach_problems(service, behind, bool(behind)))
+    for rayservice in rayservices:
+        for made in services_of(rayservice):
+            if isinstance(made, KubeRayService) and service_type(made) == LOAD_BALANCER:
+                yield from ((rayservice, problem) for problem in _reach_problems(made, [rayservice], made.serving))
+
+
+def _node_port_services(resource: Inspected) -> Iterator[str]:
+    for service in services_of(resource):
+        if service_type(service) == NODE_PORT:
+            ports = ", ".join(_shown(target) for target in target_ports(service))
+            yield (
+                f"Service '{service.name}' is of type NodePort: every node opens it (onto pod ports {ports}) to "
+                "whatever reaches the nodes, in the clear, with no source ranges or API keys in front "
+                "(https://kubernetes.io/docs/concepts/services-networking/service/#type-nodeport). Fix: no stack "
+                "config makes one; make it ClusterIP and reach it with `kubectl port-forward` (the portForwardCommand "
+                "output), or expose the model through serveExposure's load balancer."
+            )
+
+
+LOAD_BALANCERS_SERVE_ONLY = stack_policy(
+    "load-balancers-serve-only",
+    "A load balancer (a LoadBalancer Service, or one KubeRay makes of a RayService) reaches only a RayService's "
+    "serving pods (ray.io/serve 'true' with its instance label), at Serve's port (8000, `serve`).",
+    EnforcementLevel.MANDATORY,
+    _load_balancers_beyond_serve,
+)
+NO_NODE_PORT_SERVICES = resource_policy(
+    "no-node-port-services",
+    "No Service is of type NodePort (a RayService's head or serve Service included): it opens its ports on every node.",
+    EnforcementLevel.MANDATORY,
+    {KUBERNETES_SERVICE, RAY_SERVICE},
+    _node_port_services,
+)
