@@ -3,7 +3,8 @@ with `authOptions: {mode: token}` (`ray start --head --block` with `RAY_AUTH_MOD
 environment: ray-operator/controllers/ray/common/pod.go SetContainerTokenAuthEnvVars, vendored in
 vendor/kuberay-v1.7.0/pod.go), dashboard on, every port free, with the stack's API-key app and the PD stand-in
 deployed through the dashboard's `PUT /api/serve/applications/` as KubeRay deploys them (x-ray-authorization:
-utils/dashboardclient/dashboard_httpclient.go setAuthHeader). docs/ray-token-auth.md tells what these tests hold.
+utils/dashboardclient/dashboard_httpclient.go setAuthHeader); and the stack's rollout reading it through a stand-in
+for the API server's service proxy. docs/ray-token-auth.md tells what these tests hold.
 
 What Ray does here, in its source (ray 2.58.0, under site-packages/ray/): the dashboard head and the dashboard agent
 wrap every route in `get_token_auth_middleware` (_private/authentication/http_token_authentication.py: 401 without a
@@ -18,6 +19,7 @@ and dashboard/http_server_agent.py (`PUBLIC_EXACT_PATHS`); gRPC servers made by 
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import secrets
@@ -26,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -36,6 +39,10 @@ import grpc
 import pytest
 from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
 
+from infra.serving.rollout import KubernetesReader
+from infra.serving.rollout_status import ClusterRefused
+from tests.rayservice_parts import rayservice
+from tests.rollout_states import raycluster, token_secret, with_token_auth
 from tests.test_serve_auth import APP, KEYS, call, guarded_application
 from tools.project import PROJECT_DIR
 from tools.serve_update_cpu import IMPORT_PATH as PD_IMPORT_PATH
@@ -328,3 +335,94 @@ def test_the_ray_client_server_refuses_a_call_without_the_token(token_ray):
 
 def test_the_ray_client_server_answers_a_call_with_the_token(token_ray):
     assert json.loads(ping_ray_client(token_ray.client, [("authorization", f"Bearer {token_ray.token}")]).json) == {}
+
+
+# --- the rollout's reader, through a stand-in for the API server's service proxy ---
+
+
+NAMESPACE, CLUSTER, CREDENTIAL = "inference", "ray-llm-abcde", "kubernetes-credential"
+PROXY_PREFIX = f"/api/v1/namespaces/{NAMESPACE}/services/{CLUSTER}-head-svc:dashboard/proxy"
+
+
+class ServiceProxy(http.server.ThreadingHTTPServer):
+    """The API server as the rollout's reader meets it: it authenticates the caller's `Authorization`, then drops it
+    (kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go WithAuthentication) and passes
+    every other header on to the head Service's dashboard (apimachinery pkg/util/proxy/upgradeaware.go ServeHTTP),
+    here the real one; the RayCluster and its token Secret it answers from `objects`."""
+
+    def __init__(self, dashboard: str, objects: dict[str, Any]) -> None:
+        super().__init__(("127.0.0.1", 0), ProxyHandler)
+        self.dashboard, self.objects = dashboard, objects
+        self.forwarded: list[dict[str, str]] = []
+
+
+class ProxyHandler(http.server.BaseHTTPRequestHandler):
+    server: ServiceProxy
+
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != f"Bearer {CREDENTIAL}":
+            return self.answer(401, json.dumps({"kind": "Status", "code": 401}))
+        if self.path.startswith(PROXY_PREFIX):
+            kept = {key: value for key, value in self.headers.items() if key.lower() not in ("authorization", "host")}
+            self.server.forwarded.append(kept)
+            return self.answer(
+                *http_request("GET", self.server.dashboard + self.path[len(PROXY_PREFIX) :], None, 30, kept)
+            )
+        found = self.server.objects.get(self.path)
+        return self.answer(200, json.dumps(found)) if found else self.answer(404, json.dumps({"kind": "Status"}))
+
+    def answer(self, status: int, body: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def service_proxy(token_ray, dev) -> Iterator[ServiceProxy]:
+    """The proxy to the token-auth head, with the RayCluster KubeRay 1.7.0 builds for the stack's RayService with
+    `authOptions: {mode: token}` and the Secret it generates for it (tests/rollout_states.py)."""
+    objects = {
+        f"/apis/ray.io/v1/namespaces/{NAMESPACE}/rayclusters/{CLUSTER}": with_token_auth(
+            raycluster(CLUSTER, rayservice(dev)), mode="token"
+        ),
+        f"/api/v1/namespaces/{NAMESPACE}/secrets/{CLUSTER}": token_secret(CLUSTER, CLUSTER, token_ray.token),
+    }
+    proxy = ServiceProxy(token_ray.dashboard, objects)
+    threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield proxy
+    proxy.shutdown()
+    proxy.server_close()
+
+
+def proxy_reader(proxy: ServiceProxy) -> KubernetesReader:
+    kubeconfig = {
+        "apiVersion": "v1",
+        "clusters": [{"name": "eks", "cluster": {"server": f"http://127.0.0.1:{proxy.server_address[1]}"}}],
+        "users": [{"name": "deployer", "user": {"token": CREDENTIAL}}],
+        "contexts": [{"name": "eks", "context": {"cluster": "eks", "user": "deployer"}}],
+        "current-context": "eks",
+    }
+    return KubernetesReader(json.dumps(kubeconfig), NAMESPACE, "ray-llm", "app=ray-llm")
+
+
+def test_the_rollout_reads_serve_through_the_proxy_with_the_clusters_token(token_ray, service_proxy):
+    """infra/serving/rollout.py KubernetesReader: the RayCluster, its Secret, then Serve's status with the token in
+    the one header the proxy passes on, as the real dashboard answers it."""
+    details = proxy_reader(service_proxy).serve_details(CLUSTER)
+    assert {name: app["status"] for name, app in details["applications"].items()} == {APP: "RUNNING", PD_APP: "RUNNING"}
+    (forwarded,) = service_proxy.forwarded
+    sent = {key.lower(): value for key, value in forwarded.items()}
+    assert sent["x-ray-authorization"] == f"Bearer {token_ray.token}"
+
+
+def test_without_the_token_the_rollout_is_refused_with_rays_words(service_proxy):
+    """A RayCluster whose spec has no token mode while Ray runs with it (RAY_AUTH_MODE set by hand) gets no token
+    from the reader: Ray's 401 comes back through the proxy and fails the rollout, saying why."""
+    path = f"/apis/ray.io/v1/namespaces/{NAMESPACE}/rayclusters/{CLUSTER}"
+    service_proxy.objects[path] = {**service_proxy.objects[path], "spec": {}}
+    with pytest.raises(ClusterRefused, match="HTTP 401 b'Unauthorized: Missing authentication token'"):
+        proxy_reader(service_proxy).serve_details(CLUSTER)
