@@ -1,9 +1,11 @@
 """API answers in the shapes the rollout reads them: KubeRay 1.4.0's RayService object, Ray 2.58's
-`GET /api/serve/applications/` (ServeInstanceDetails) and a Kubernetes PodList. The tests hold each builder's
-output to the real schema (the vendored CRD, Ray's own pydantic model, Kubernetes' OpenAPI schema)."""
+`GET /api/serve/applications/` (ServeInstanceDetails), a Kubernetes PodList, and with Ray's token auth KubeRay 1.7.0's
+RayCluster and the Secret of its token. The tests hold each builder's output to the real schema (the vendored CRD,
+Ray's own pydantic model, Kubernetes' OpenAPI schema)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
@@ -186,4 +188,39 @@ def pod_list(unschedulable: dict[str, str]) -> dict[str, Any]:
             }
             for name, message in unschedulable.items()
         ],
+    }
+
+
+def with_token_auth(cluster: dict[str, Any], **auth_options: Any) -> dict[str, Any]:
+    """A RayCluster whose spec carries KubeRay 1.7.0's `authOptions` (vendor/kuberay-v1.7.0/raycluster_types.go)."""
+    changed = copy.deepcopy(cluster)
+    changed["spec"]["authOptions"] = auth_options
+    changed["metadata"]["annotations"]["ray.io/kuberay-version"] = "v1.7.0"
+    return changed
+
+
+def token_secret(name: str, cluster: str, token: str, namespace: str = "inference") -> dict[str, Any]:
+    """The Secret KubeRay 1.7.0 generates for a RayCluster with token auth (raycluster_controller.go
+    createAuthSecret: the cluster's label, the cluster as its controller owner, the token under `auth_token`), as the
+    API server returns it: `stringData` written, `data` read back in base64."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"ray.io/cluster": cluster},
+            "ownerReferences": [
+                {
+                    "apiVersion": "ray.io/v1",
+                    "kind": "RayCluster",
+                    "name": cluster,
+                    "uid": "5c0f6a44-8d1e-4f7b-9a51-0b7d2c3e9f10",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "data": {"auth_token": base64.b64encode(token.encode()).decode()},
     }

@@ -11,13 +11,14 @@ import copy
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import dill
 import pytest
 import yaml
+from kubernetes.client import rest
 from pulumi.dynamic.dynamic import serialize_provider
 from ray.serve.schema import ServeInstanceDetails
 
@@ -33,13 +34,14 @@ from infra.serving.rollout_status import (
     await_rollout,
     cluster_verdict,
     config_matches,
+    current_verdict,
     serve_verdict,
     unschedulable_pods,
 )
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
-from tests.rollout_states import pod_list, rayservice_status, serve_details
-from tests.schemas import core_object_errors, rayservice_errors
+from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_details, token_secret, with_token_auth
+from tests.schemas import core_object_errors, raycluster_errors, rayservice_errors
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
@@ -564,13 +566,69 @@ def eks_kubeconfig() -> str:
     )
 
 
+CLUSTER = "ray-llm-abcde"
+# A token as KubeRay 1.7.0 generates one: 32 random bytes in base64 (raycluster_controller.go generateRandomToken).
+RAY_TOKEN = base64.b64encode(bytes(range(7, 39))).decode()
+RAYSERVICE_PATH = "/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm"
+
+
+def raycluster_path(cluster: str) -> str:
+    return f"/apis/ray.io/v1/namespaces/inference/rayclusters/{cluster}"
+
+
+def dashboard_path(cluster: str) -> str:
+    return f"/api/v1/namespaces/inference/services/{cluster}-head-svc:dashboard/proxy/api/serve/applications/"
+
+
+def secret_path(name: str) -> str:
+    return f"/api/v1/namespaces/inference/secrets/{name}"
+
+
+RAYCLUSTER_PATH, DASHBOARD_PATH = raycluster_path(CLUSTER), dashboard_path(CLUSTER)
+
+
+class ApiServer:
+    """The API server's answers by path (a document is a 200, a `(status, body)` pair anything else, a path not
+    listed a 404), under the real client with its HTTP layer replaced; each request's path and headers recorded."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+        self.asked: list[tuple[str, dict[str, str]]] = []
+
+    def request(self, method: str, url: str, headers: dict[str, str] | None = None, **_: Any) -> rest.RESTResponse:
+        path = url.split(".amazonaws.com", 1)[1]
+        self.asked.append((path, dict(headers or {})))
+        answer = self.answers.get(path, (404, {"kind": "Status", "code": 404}))
+        status, body = answer if isinstance(answer, tuple) else (200, answer)
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        return rest.RESTResponse(SimpleNamespace(status=status, reason="", data=data, headers={}))
+
+    def headers_of(self, path: str) -> list[dict[str, str]]:
+        return [headers for asked, headers in self.asked if asked == path]
+
+
+@pytest.fixture
+def api_server(monkeypatch) -> Callable[[dict[str, Any]], ApiServer]:
+    def install(answers: dict[str, Any]) -> ApiServer:
+        server = ApiServer(answers)
+        monkeypatch.setattr(
+            rest.RESTClientObject, "request", lambda _client, *args, **kwargs: server.request(*args, **kwargs)
+        )
+        return server
+
+    return install
+
+
+def eks_reader() -> KubernetesReader:
+    return KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "app=ray-llm")
+
+
 def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
     """Ray's dashboard through the API server's service proxy on the RayCluster's head Service and its `dashboard`
     port, as KubeRay 1.4.0's client does with useKubernetesProxy (`utils/dashboard_httpclient.go` InitClient:
     `/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy` + `/api/serve/applications/`); the head Service is
-    `<cluster>-head-svc` (`utils/util.go` GenerateHeadServiceName); the RayService from ray.io/v1; pods by label."""
-    from kubernetes.client import rest
-
+    `<cluster>-head-svc` (`utils/util.go` GenerateHeadServiceName); the RayService from ray.io/v1; pods by label.
+    The RayCluster is read before its dashboard, for its `authOptions` (Ray's token auth, below)."""
     asked = []
 
     def request(self, method, url, **kwargs):
@@ -582,6 +640,7 @@ def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
     reader.rayservice(), reader.serve_details("ray-llm-abcde"), reader.pods()
     assert asked == [
         ("GET", "/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm"),
+        ("GET", "/apis/ray.io/v1/namespaces/inference/rayclusters/ray-llm-abcde"),
         ("GET", "/api/v1/namespaces/inference/services/ray-llm-abcde-head-svc:dashboard/proxy/api/serve/applications/"),
         ("GET", "/api/v1/namespaces/inference/pods?labelSelector=app%3Dray-llm"),
     ]
@@ -598,21 +657,117 @@ def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
         (401, ClusterRefused),
     ],
 )
-def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_fails(monkeypatch, status, outcome):
+def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_fails(dev, api_server, status, outcome):
     """404 (no RayService yet) and 502/503 (the proxy's backend, Ray's dashboard, not up yet) mean not there yet;
     5xx and 429 are asked again at the next poll; 401/403 (credentials, RBAC for the service proxy) fail."""
-    from kubernetes.client import rest
-
-    def request(self, method, url, **kwargs):
-        return rest.RESTResponse(SimpleNamespace(status=status, reason="", data=b'{"kind":"Status"}', headers={}))
-
-    monkeypatch.setattr(rest.RESTClientObject, "request", request)
-    reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "app=ray-llm")
+    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: (status, {"kind": "Status"})})
     if outcome is None:
-        assert reader.serve_details("ray-llm-abcde") is None
+        assert eks_reader().serve_details(CLUSTER) is None
     else:
         with pytest.raises(outcome, match=f"HTTP {status}"):
-            reader.serve_details("ray-llm-abcde")
+            eks_reader().serve_details(CLUSTER)
+
+
+# --- Ray's token auth: KubeRay 1.7.0's `authOptions` (docs/ray-token-auth.md) ---
+
+
+def test_the_token_states_are_kuberay_1_7_and_kubernetes_objects(dev):
+    assert raycluster_errors(with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token"), "1.7.0") == []
+    assert core_object_errors(token_secret(CLUSTER, CLUSTER, RAY_TOKEN)) == []
+
+
+def test_with_token_auth_the_dashboard_is_read_with_the_clusters_token(dev, api_server):
+    """KubeRay's own client sends `x-ray-authorization: Bearer <token>` (vendor/kuberay-v1.7.0/dashboard_httpclient.go
+    setAuthHeader), the header left after the service proxy drops `Authorization`."""
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
+    server = api_server(
+        {RAYCLUSTER_PATH: cluster, secret_path(CLUSTER): token_secret(CLUSTER, CLUSTER, RAY_TOKEN), DASHBOARD_PATH: {}}
+    )
+    assert eks_reader().serve_details(CLUSTER) == {}
+    assert [headers.get("x-ray-authorization") for headers in server.headers_of(DASHBOARD_PATH)] == [
+        f"Bearer {RAY_TOKEN}"
+    ]
+
+
+def test_a_secret_named_in_auth_options_is_the_one_read(dev, api_server):
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token", secretName="ray-token")
+    server = api_server({RAYCLUSTER_PATH: cluster, secret_path("ray-token"): token_secret("ray-token", CLUSTER, "t0k")})
+    eks_reader().serve_details(CLUSTER)
+    assert [path for path, _ in server.asked if "/secrets/" in path] == [secret_path("ray-token")]
+    assert server.headers_of(DASHBOARD_PATH)[0]["x-ray-authorization"] == "Bearer t0k"
+
+
+@pytest.mark.parametrize("auth_options", [None, {}, {"mode": "disabled"}], ids=["none", "no-mode", "disabled"])
+def test_without_token_auth_no_secret_is_read_and_no_token_sent(dev, api_server, auth_options):
+    """Auth is on only with `mode: token`: the CRD gives `mode` no default, and without it KubeRay sets no
+    RAY_AUTH_MODE in the pods and sends no token (utils/util.go IsAuthEnabled; tests/test_kuberay_auth.py)."""
+    cluster = raycluster(CLUSTER, rayservice(dev))
+    if auth_options is not None:
+        cluster = with_token_auth(cluster, **auth_options)
+    server = api_server({RAYCLUSTER_PATH: cluster, DASHBOARD_PATH: {}})
+    assert eks_reader().serve_details(CLUSTER) == {}
+    assert [path for path, _ in server.asked if "/secrets/" in path] == []
+    assert "x-ray-authorization" not in server.headers_of(DASHBOARD_PATH)[0]
+
+
+def test_each_cluster_is_read_with_its_own_token(dev, api_server):
+    """With clusterUpgradeStrategy newCluster the pending cluster is read beside the active one
+    (rollout_status.new_cluster_verdict); KubeRay generates a Secret per RayCluster, named after it, and builds each
+    cluster's dashboard client from that cluster's (rayservice_controller.go reconcileServe: dashboardClientFunc)."""
+    pending = "ray-llm-fghij"
+    answers = {DASHBOARD_PATH: {}, dashboard_path(pending): {}}
+    for name, token in ((CLUSTER, "active-token"), (pending, "pending-token")):
+        answers[raycluster_path(name)] = with_token_auth(raycluster(name, rayservice(dev)), mode="token")
+        answers[secret_path(name)] = token_secret(name, name, token)
+    server = api_server(answers)
+    reader = eks_reader()
+    reader.serve_details(pending), reader.serve_details(CLUSTER)
+    sent = {path: headers["x-ray-authorization"] for path, headers in server.asked if "x-ray-authorization" in headers}
+    assert sent == {dashboard_path(pending): "Bearer pending-token", DASHBOARD_PATH: "Bearer active-token"}
+
+
+def test_a_token_secret_not_there_yet_is_waited_for_by_name(dev, api_server, applications):
+    """KubeRay creates the Secret in the RayCluster's first reconcile, before its pods (raycluster_controller.go:
+    reconcileAuthSecret comes before reconcilePods), so a missing one is a cluster still starting."""
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
+    api_server({RAYSERVICE_PATH: live(dev, generation=1, observed=1), RAYCLUSTER_PATH: cluster, DASHBOARD_PATH: {}})
+    verdict = current_verdict(eks_reader(), applications)
+    assert (verdict.state, verdict.message) == (
+        WAITING,
+        f"RayCluster {CLUSTER} runs with Ray token authentication and its Secret {CLUSTER} does not exist yet (KubeRay "
+        "creates it with the cluster, unless authOptions.secretName names one of yours)",
+    )
+
+
+def test_a_token_secret_without_the_key_is_waited_for_by_name(dev, api_server, applications):
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token", secretName="mine")
+    keyless = {**token_secret("mine", CLUSTER, RAY_TOKEN), "data": {"token": "eA=="}}
+    answers = {RAYSERVICE_PATH: live(dev, generation=1, observed=1), RAYCLUSTER_PATH: cluster}
+    api_server({**answers, secret_path("mine"): keyless})
+    verdict = current_verdict(eks_reader(), applications)
+    assert (verdict.state, verdict.message) == (WAITING, f"Secret mine of RayCluster {CLUSTER} has no `auth_token` key")
+
+
+def test_the_token_reaches_no_message(dev, api_server, applications):
+    """Every verdict the wait reports and the failure it ends with, with the token Secret there: a dashboard that does
+    not answer until the deadline, and one that refuses the token (Ray's 403, passed on by the proxy). Neither the
+    token nor its base64 appears."""
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
+    secret = token_secret(CLUSTER, CLUSTER, RAY_TOKEN)
+    answers = {
+        RAYSERVICE_PATH: live(dev, generation=1, observed=1),
+        RAYCLUSTER_PATH: cluster,
+        secret_path(CLUSTER): secret,
+    }
+    reported: list[str] = []
+    clock = Clock()
+    for dashboard in [(503, "no endpoints available"), (403, "Forbidden: Invalid authentication token")]:
+        api_server({**answers, DASHBOARD_PATH: dashboard})
+        with pytest.raises(RolloutFailed) as failed:
+            await_rollout(eks_reader(), applications, 60, clock=clock, sleep=clock.sleep, report=reported.append)
+        reported.append(str(failed.value))
+    assert reported[1].startswith("not ready after 1 minutes") and "Invalid authentication token" in reported[2]
+    assert [text for text in reported for token in (RAY_TOKEN, secret["data"]["auth_token"]) if token in text] == []
 
 
 def test_the_rollout_waits_again_whenever_pulumi_changes_the_rayservice_spec(dev):

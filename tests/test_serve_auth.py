@@ -33,6 +33,22 @@ GUARDED_ROUTES = [("GET", "/v1/models", None), ("POST", "/v1/completions", {"mod
 GUARDED_ROUTES.append(("POST", "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
 
 
+def guarded_application(workdir: Path) -> dict[str, Any]:
+    """The guarded stand-in as the stack's serve config names its app: the auth package as a zip under
+    `workdir/code` named by a `file://` URI, the keys in `workdir/keys` (the mounted Secret's file)."""
+    code, keys_file = workdir / "code", workdir / "keys"
+    code.mkdir()
+    (code / serve_auth.package_zip_name()).write_bytes(serve_auth.package_zip())
+    keys_file.write_text(serve_auth.keys_file_content(KEYS))
+    return {
+        "name": APP,
+        "import_path": "tests.serve_auth_app:build_app",
+        "route_prefix": "/",
+        "runtime_env": {"py_modules": [serve_auth.package_uri(str(code))]},
+        "args": serve_auth.ingress_args(str(keys_file)),
+    }
+
+
 @pytest.fixture(scope="module")
 def serve_app() -> Iterator[Path]:
     """Ray on 2 CPUs with the guarded stand-in deployed from a serve config; yields Ray's log directory."""
@@ -42,21 +58,7 @@ def serve_app() -> Iterator[Path]:
     from ray.serve.schema import ServeDeploySchema
 
     workdir = Path(tempfile.mkdtemp(prefix="rayauth", dir="/tmp"))
-    code, keys_file = workdir / "code", workdir / "keys"
-    code.mkdir()
-    (code / serve_auth.package_zip_name()).write_bytes(serve_auth.package_zip())
-    keys_file.write_text(serve_auth.keys_file_content(KEYS))
-    config = {
-        "applications": [
-            {
-                "name": APP,
-                "import_path": "tests.serve_auth_app:build_app",
-                "route_prefix": "/",
-                "runtime_env": {"py_modules": [serve_auth.package_uri(str(code))]},
-                "args": serve_auth.ingress_args(str(keys_file)),
-            }
-        ]
-    }
+    config = {"applications": [guarded_application(workdir)]}
     with pytest.MonkeyPatch.context() as patch:
         # The repo root, for the stand-in's module; ray_llm_eks_auth is not under it (serve_ext/ is no package).
         patch.setenv("PYTHONPATH", str(PROJECT_DIR))
@@ -76,10 +78,12 @@ def serve_app() -> Iterator[Path]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def call(method: str, path: str, body: dict[str, Any] | None = None, key: str | None = None) -> tuple[int, Any, Any]:
+def call(
+    method: str, path: str, body: dict[str, Any] | None = None, key: str | None = None, base: str = BASE
+) -> tuple[int, Any, Any]:
     headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.headers, response.read()

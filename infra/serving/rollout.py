@@ -10,8 +10,11 @@ settings change and what that costs a running stack.
 Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
 provider uses too) and the Kubernetes API server's service proxy to the Ray dashboard on the RayCluster's head
 Service, as KubeRay's own dashboard client does when it runs with `useKubernetesProxy`
-(`ray-operator/controllers/ray/utils/dashboard_httpclient.go`, `InitClient`). Each new verdict is written to
-stderr, which the engine shows for a dynamic provider (`pulumi/log.py` falls back to it there).
+(`ray-operator/controllers/ray/utils/dashboard_httpclient.go`, `InitClient`). A RayCluster with Ray's token
+authentication (`authOptions.mode: token`, KubeRay 1.7.0) gets its token from its Secret in `x-ray-authorization`,
+as KubeRay 1.7.0's client sends it (`utils/dashboardclient/dashboard_httpclient.go`; docs/ray-token-auth.md); the
+token goes in that header only, never in a message. Each new verdict is written to stderr, which the engine shows
+for a dynamic provider (`pulumi/log.py` falls back to it there).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from infra.serving.rollout_status import ClusterRefused, await_rollout
+from infra.serving.rollout_status import ClusterRefused, await_rollout, ray_token, ray_token_headers, ray_token_secret
 
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
@@ -88,12 +91,14 @@ class KubernetesReader:
         self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
         self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
 
-    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Mapping[str, Any] | None:
+    def _get(
+        self, path: str, query: list[tuple[str, str]] | None = None, extra_headers: Mapping[str, str] | None = None
+    ) -> Mapping[str, Any] | None:
         method, url, headers, _, _ = self._api.param_serialize(
             "GET",
             path,
             query_params=query or [],
-            header_params={"Accept": "application/json"},
+            header_params={"Accept": "application/json", **(extra_headers or {})},
             auth_settings=["BearerToken"],
         )
         response = self._api.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT_SECONDS)
@@ -115,8 +120,25 @@ class KubernetesReader:
         # KubeRay names a RayCluster's head Service `<cluster>-head-svc` (utils/util.go GenerateHeadServiceName, no
         # HeadService name in our spec); it exists as soon as the cluster does, the RayService's own only once a
         # cluster is ready.
+        headers = self.dashboard_headers(cluster)
+        if headers is None:
+            return None
         service = f"{cluster}-head-svc:dashboard"
-        return self._get(f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy/api/serve/applications/")
+        path = f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy/api/serve/applications/"
+        return self._get(path, extra_headers=headers)
+
+    def dashboard_headers(self, cluster: str) -> dict[str, str] | None:
+        """What this cluster's dashboard needs beside the API server's own credential: its Ray token when the
+        RayCluster runs with token auth (read from its Secret each time: a replaced cluster has a new one), nothing
+        without; None while the RayCluster does not exist. Raises TokenUnavailable before KubeRay made the Secret."""
+        raycluster = self.raycluster(cluster)
+        if raycluster is None:
+            return None
+        secret = ray_token_secret(raycluster)
+        if secret is None:
+            return {}
+        found = self._get(f"/api/v1/namespaces/{self.namespace}/secrets/{secret}")
+        return ray_token_headers(ray_token(found, secret, cluster))
 
     def raycluster(self, cluster: str) -> Mapping[str, Any] | None:
         return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{cluster}")

@@ -15,8 +15,10 @@ states with the same code the deploy waits with.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import time
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -197,9 +199,62 @@ class ClusterRefused(RuntimeError):
     """The API server refused a read for good (401, 403, another 4xx): credentials or RBAC, not a slow cluster."""
 
 
+# Ray's token authentication on a RayCluster (KubeRay 1.7.0 `authOptions`; docs/ray-token-auth.md): KubeRay's own
+# dashboard client reads the cluster's Secret and sends its token in this header (vendor/kuberay-v1.7.0/
+# dashboard_httpclient.go setAuthHeader, util.go GetRayDashboardClientFunc). Ray's dashboard also reads
+# `Authorization`, but the API server's service proxy removes that header once it has authenticated the caller.
+RAY_TOKEN_HEADER = "x-ray-authorization"
+RAY_TOKEN_SECRET_KEY = "auth_token"  # utils/constant.go RAY_AUTH_TOKEN_SECRET_KEY
+RAY_TOKEN_MODE = "token"  # rayv1.AuthModeToken
+KUBERAY_NAME_MAX = 50  # utils/util.go CheckName's maxLength
+
+
+class TokenUnavailable(Exception):
+    """A RayCluster runs with token auth but its token cannot be read yet: no Secret, or one without the key."""
+
+
+def kuberay_checked_name(name: str) -> str:
+    """utils/util.go CheckName, which KubeRay applies to a RayCluster's name to name its token Secret: at most 50
+    characters (the front cut off), never starting with a digit or a punctuation mark (replaced by `r`)."""
+    name = name[max(len(name) - KUBERAY_NAME_MAX, 0) :]
+    for category in ("Nd", "P"):  # unicode.IsDigit, then unicode.IsPunct
+        if unicodedata.category(name[:1] or " ").startswith(category):
+            name = "r" + name[1:]
+    return name
+
+
+def ray_token_secret(raycluster: Mapping[str, Any]) -> str | None:
+    """The Secret that holds a RayCluster's Ray token, None when it runs without token auth. Auth is on only with
+    `authOptions.mode: token`: the CRD gives `mode` no default, and KubeRay sets RAY_AUTH_MODE and sends a token only
+    for that value (utils/util.go IsAuthEnabled, GetRayDashboardClientFunc). The Secret is `authOptions.secretName`,
+    else the one KubeRay generates, named after the cluster (raycluster_controller.go reconcileAuthSecret)."""
+    options = (raycluster.get("spec") or {}).get("authOptions") or {}
+    if options.get("mode") != RAY_TOKEN_MODE:
+        return None
+    return str(options.get("secretName") or kuberay_checked_name(raycluster["metadata"]["name"]))
+
+
+def ray_token(secret: Mapping[str, Any] | None, name: str, cluster: str) -> str:
+    """The token in a Secret as the API server returns it (`data` is base64), trimmed as Ray trims the token it
+    loads (src/ray/rpc/authentication/authentication_token_loader.cc TrimWhitespace)."""
+    if secret is None:
+        raise TokenUnavailable(
+            f"RayCluster {cluster} runs with Ray token authentication and its Secret {name} does not exist yet "
+            "(KubeRay creates it with the cluster, unless authOptions.secretName names one of yours)"
+        )
+    encoded = (secret.get("data") or {}).get(RAY_TOKEN_SECRET_KEY)
+    if not encoded:
+        raise TokenUnavailable(f"Secret {name} of RayCluster {cluster} has no `{RAY_TOKEN_SECRET_KEY}` key")
+    return base64.b64decode(encoded).decode().strip()
+
+
+def ray_token_headers(token: str) -> dict[str, str]:
+    return {RAY_TOKEN_HEADER: f"Bearer {token}"}
+
+
 class RayServiceReader(Protocol):
     """The reads the wait makes, each answering the API's own JSON (or None where it is not there yet). Any error
-    but ClusterRefused counts as the cluster not answering this time."""
+    but ClusterRefused counts as the cluster not answering this time; TokenUnavailable says why."""
 
     def rayservice(self) -> Mapping[str, Any] | None: ...
     def serve_details(self, cluster: str) -> Mapping[str, Any] | None: ...
@@ -216,6 +271,8 @@ def _read(read: Callable[[], Any]) -> Any:
         return read()
     except ClusterRefused:
         raise
+    except TokenUnavailable as unavailable:  # KubeRay creates the Secret before the cluster's pods
+        raise _NoAnswer(str(unavailable)) from unavailable
     except Exception as error:  # connection, TLS, timeout, 5xx, 429: the next poll asks again
         raise _NoAnswer(f"the cluster did not answer ({type(error).__name__}: {error})") from error
 
