@@ -191,6 +191,22 @@ def pod_list(unschedulable: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def running_head(cluster: str, name: str) -> dict[str, Any]:
+    """The RayCluster's head pod, running, with the labels KubeRay gives it (kuberay v1.4.0 ray-operator/controllers/
+    ray/common/pod.go labelPod: ray.io/cluster, ray.io/node-type)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "inference",
+            "labels": {"ray.io/cluster": cluster, "ray.io/node-type": "head"},
+        },
+        "spec": {"containers": [{"name": "ray-head", "image": "ray:serve-llm"}]},
+        "status": {"phase": "Running"},
+    }
+
+
 def with_token_auth(cluster: dict[str, Any], **auth_options: Any) -> dict[str, Any]:
     """A RayCluster whose spec carries KubeRay 1.7.0's `authOptions` (vendor/kuberay-v1.7.0/raycluster_types.go)."""
     changed = copy.deepcopy(cluster)

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
+from infra.serving.serve_app import dropped_auth_options
 from infra.settings.config import has_ray_token_auth
 from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
 from infra.settings.table import RAY_TOKEN_AUTH_SINCE
@@ -278,3 +279,17 @@ def test_the_ray_version_floor_is_the_operators():
     floor = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
     assert f'minVersion := version.MustParseGeneric("{floor}")' in source
     assert "authOptions.mode is 'token' but minimum Ray version is" in source
+
+
+def test_a_rayservice_stored_without_its_auth_options_fails_the_deploy(dev):
+    """A cluster whose RayService CRD predates authOptions (KubeRay 1.4.0's, kept by helm upgrade after a move to
+    1.7.0) prunes the field (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
+    custom-resource-definitions/#field-pruning): the live spec comes back without it and `pulumi up` says so."""
+    applied = rayservice(run_stack({"kuberayVersion": "1.7.0"}))["spec"]
+    pruned = {
+        **applied,
+        "rayClusterConfig": {k: v for k, v in applied["rayClusterConfig"].items() if k != "authOptions"},
+    }
+    assert "CRD is older than KubeRay 1.5.1" in (dropped_auth_options(applied, pruned) or "")
+    assert dropped_auth_options(applied, applied) is None
+    assert dropped_auth_options(rayservice(dev)["spec"], rayservice(dev)["spec"]) is None

@@ -3,8 +3,8 @@ with `authOptions: {mode: token}` (`ray start --head --block` with `RAY_AUTH_MOD
 environment: ray-operator/controllers/ray/common/pod.go SetContainerTokenAuthEnvVars, vendored in
 vendor/kuberay-v1.7.0/pod.go), dashboard on, every port free, with the stack's API-key app and the PD stand-in
 deployed through the dashboard's `PUT /api/serve/applications/` as KubeRay deploys them (x-ray-authorization:
-utils/dashboardclient/dashboard_httpclient.go setAuthHeader); and the stack's rollout reading it through a stand-in
-for the API server's service proxy. docs/ray-token-auth.md tells what these tests hold.
+utils/dashboardclient/dashboard_httpclient.go setAuthHeader); and the stack's rollout reading it through a
+port-forward to the head pod, the Kubernetes API stood in for. docs/ray-token-auth.md tells what these tests hold.
 
 What Ray does here, in its source (ray 2.58.0, under site-packages/ray/): the dashboard head and the dashboard agent
 wrap every route in `get_token_auth_middleware` (_private/authentication/http_token_authentication.py: 401 without a
@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,13 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import kubernetes.stream
 import pytest
 from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
 
 from infra.serving.rollout import KubernetesReader
 from infra.serving.rollout_status import ClusterRefused
 from tests.rayservice_parts import rayservice
-from tests.rollout_states import raycluster, token_secret, with_token_auth
+from tests.rollout_states import raycluster, running_head, token_secret, with_token_auth
 from tests.test_serve_auth import APP, KEYS, call, guarded_application
 from tools.project import PROJECT_DIR
 from tools.serve_update_cpu import IMPORT_PATH as PD_IMPORT_PATH
@@ -337,71 +339,88 @@ def test_the_ray_client_server_answers_a_call_with_the_token(token_ray):
     assert json.loads(ping_ray_client(token_ray.client, [("authorization", f"Bearer {token_ray.token}")]).json) == {}
 
 
-# --- the rollout's reader, through a stand-in for the API server's service proxy ---
+# --- the rollout's reader: the API server stood in for, the port-forward to the real dashboard ---
 
 
 NAMESPACE, CLUSTER, CREDENTIAL = "inference", "ray-llm-abcde", "kubernetes-credential"
-PROXY_PREFIX = f"/api/v1/namespaces/{NAMESPACE}/services/{CLUSTER}-head-svc:dashboard/proxy"
+HEAD_POD = f"{CLUSTER}-head-x7k2p"
 
 
-class ServiceProxy(http.server.ThreadingHTTPServer):
-    """The API server as the rollout's reader meets it: it authenticates the caller's `Authorization`, then drops it
-    (kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go WithAuthentication) and passes
-    every other header on to the head Service's dashboard (apimachinery pkg/util/proxy/upgradeaware.go ServeHTTP),
-    here the real one; the RayCluster and its token Secret it answers from `objects`."""
+class ApiServer(http.server.ThreadingHTTPServer):
+    """The API server's REST reads as the rollout's reader makes them, answered from `objects` to the caller's
+    credential: the RayCluster, its token Secret, the head pod."""
 
-    def __init__(self, dashboard: str, objects: dict[str, Any]) -> None:
-        super().__init__(("127.0.0.1", 0), ProxyHandler)
-        self.dashboard, self.objects = dashboard, objects
-        self.forwarded: list[dict[str, str]] = []
+    def __init__(self, objects: dict[str, Any]) -> None:
+        super().__init__(("127.0.0.1", 0), ApiHandler)
+        self.objects = objects
 
 
-class ProxyHandler(http.server.BaseHTTPRequestHandler):
-    server: ServiceProxy
+class ApiHandler(http.server.BaseHTTPRequestHandler):
+    server: ApiServer
 
     def do_GET(self) -> None:
         if self.headers.get("Authorization") != f"Bearer {CREDENTIAL}":
-            return self.answer(401, json.dumps({"kind": "Status", "code": 401}))
-        if self.path.startswith(PROXY_PREFIX):
-            kept = {key: value for key, value in self.headers.items() if key.lower() not in ("authorization", "host")}
-            self.server.forwarded.append(kept)
-            return self.answer(
-                *http_request("GET", self.server.dashboard + self.path[len(PROXY_PREFIX) :], None, 30, kept)
-            )
-        found = self.server.objects.get(self.path)
-        return self.answer(200, json.dumps(found)) if found else self.answer(404, json.dumps({"kind": "Status"}))
+            return self.answer(401, {"kind": "Status", "code": 401})
+        found = self.server.objects.get(self.path.split("?")[0])
+        return self.answer(200, found) if found else self.answer(404, {"kind": "Status", "code": 404})
 
-    def answer(self, status: int, body: str) -> None:
+    def answer(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(body.encode())
+        self.wfile.write(data)
 
     def log_message(self, *_: Any) -> None:
         pass
 
 
+class Tunnel:
+    """What kubernetes.stream.portforward gives: the forwarded port as a connected socket, here to the real head's
+    dashboard (kubernetes/stream/ws_client.py PortForward.socket)."""
+
+    def __init__(self, dashboard: str, port: int) -> None:
+        host, dashboard_port = dashboard.removeprefix("http://").split(":")
+        self.port, self.sock = port, socket.create_connection((host, int(dashboard_port)))
+
+    def socket(self, port: int) -> socket.socket:
+        assert port == self.port
+        return self.sock
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 @pytest.fixture
-def service_proxy(token_ray, dev) -> Iterator[ServiceProxy]:
-    """The proxy to the token-auth head, with the RayCluster KubeRay 1.7.0 builds for the stack's RayService with
-    `authOptions: {mode: token}` and the Secret it generates for it (tests/rollout_states.py)."""
+def api_server(token_ray, dev, monkeypatch) -> Iterator[ApiServer]:
+    """The API to the token-auth head, with the RayCluster KubeRay 1.7.0 builds for the stack's RayService with
+    `authOptions: {mode: token}`, the Secret it generates for it (tests/rollout_states.py) and its running head pod;
+    a port-forward to that pod's 8265 reaches the real dashboard."""
     objects = {
         f"/apis/ray.io/v1/namespaces/{NAMESPACE}/rayclusters/{CLUSTER}": with_token_auth(
             raycluster(CLUSTER, rayservice(dev)), mode="token"
         ),
         f"/api/v1/namespaces/{NAMESPACE}/secrets/{CLUSTER}": token_secret(CLUSTER, CLUSTER, token_ray.token),
+        f"/api/v1/namespaces/{NAMESPACE}/pods": {"items": [running_head(CLUSTER, HEAD_POD)]},
     }
-    proxy = ServiceProxy(token_ray.dashboard, objects)
-    threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield proxy
-    proxy.shutdown()
-    proxy.server_close()
+
+    def portforward(connect: Any, pod: str, namespace: str, ports: str) -> Tunnel:
+        assert (pod, namespace, ports) == (HEAD_POD, NAMESPACE, "8265")
+        return Tunnel(token_ray.dashboard, int(ports))
+
+    monkeypatch.setattr(kubernetes.stream, "portforward", portforward)
+    server = ApiServer(objects)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
 
 
-def proxy_reader(proxy: ServiceProxy) -> KubernetesReader:
+def api_reader(server: ApiServer) -> KubernetesReader:
     kubeconfig = {
         "apiVersion": "v1",
-        "clusters": [{"name": "eks", "cluster": {"server": f"http://127.0.0.1:{proxy.server_address[1]}"}}],
+        "clusters": [{"name": "eks", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
         "users": [{"name": "deployer", "user": {"token": CREDENTIAL}}],
         "contexts": [{"name": "eks", "context": {"cluster": "eks", "user": "deployer"}}],
         "current-context": "eks",
@@ -409,20 +428,17 @@ def proxy_reader(proxy: ServiceProxy) -> KubernetesReader:
     return KubernetesReader(json.dumps(kubeconfig), NAMESPACE, "ray-llm", "app=ray-llm")
 
 
-def test_the_rollout_reads_serve_through_the_proxy_with_the_clusters_token(token_ray, service_proxy):
-    """infra/serving/rollout.py KubernetesReader: the RayCluster, its Secret, then Serve's status with the token in
-    the one header the proxy passes on, as the real dashboard answers it."""
-    details = proxy_reader(service_proxy).serve_details(CLUSTER)
+def test_the_rollout_reads_serve_on_the_head_with_the_clusters_token(token_ray, api_server):
+    """infra/serving/rollout.py KubernetesReader: the RayCluster, its Secret, the head pod, then Serve's status
+    through the port-forward with the token in x-ray-authorization, as the real dashboard answers it."""
+    details = api_reader(api_server).serve_details(CLUSTER)
     assert {name: app["status"] for name, app in details["applications"].items()} == {APP: "RUNNING", PD_APP: "RUNNING"}
-    (forwarded,) = service_proxy.forwarded
-    sent = {key.lower(): value for key, value in forwarded.items()}
-    assert sent["x-ray-authorization"] == f"Bearer {token_ray.token}"
 
 
-def test_without_the_token_the_rollout_is_refused_with_rays_words(service_proxy):
+def test_without_the_token_the_rollout_is_refused_with_rays_words(api_server):
     """A RayCluster whose spec has no token mode while Ray runs with it (RAY_AUTH_MODE set by hand) gets no token
-    from the reader: Ray's 401 comes back through the proxy and fails the rollout, saying why."""
+    from the reader: Ray's 401 comes back and fails the rollout, saying why."""
     path = f"/apis/ray.io/v1/namespaces/{NAMESPACE}/rayclusters/{CLUSTER}"
-    service_proxy.objects[path] = {**service_proxy.objects[path], "spec": {}}
+    api_server.objects[path] = {**api_server.objects[path], "spec": {}}
     with pytest.raises(ClusterRefused, match="HTTP 401 b'Unauthorized: Missing authentication token'"):
-        proxy_reader(service_proxy).serve_details(CLUSTER)
+        api_reader(api_server).serve_details(CLUSTER)

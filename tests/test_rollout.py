@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import http.client
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +20,7 @@ import dill
 import pytest
 import yaml
 from kubernetes.client import rest
+from kubernetes.client.exceptions import ApiException
 from pulumi.dynamic.dynamic import serialize_provider
 from ray.serve.schema import ServeInstanceDetails
 
@@ -40,7 +42,15 @@ from infra.serving.rollout_status import (
 )
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
-from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_details, token_secret, with_token_auth
+from tests.rollout_states import (
+    pod_list,
+    raycluster,
+    rayservice_status,
+    running_head,
+    serve_details,
+    token_secret,
+    with_token_auth,
+)
 from tests.schemas import core_object_errors, raycluster_errors, rayservice_errors
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
@@ -576,8 +586,18 @@ def raycluster_path(cluster: str) -> str:
     return f"/apis/ray.io/v1/namespaces/inference/rayclusters/{cluster}"
 
 
+def head_pod_name(cluster: str) -> str:
+    return f"{cluster}-head-x7k2p"
+
+
 def dashboard_path(cluster: str) -> str:
-    return f"/api/v1/namespaces/inference/services/{cluster}-head-svc:dashboard/proxy/api/serve/applications/"
+    """The dashboard read through a port-forward to the cluster's head pod (infra/serving/rollout.py), as the fake
+    API server below keys it."""
+    return f"portforward inference/{head_pod_name(cluster)}:8265/api/serve/applications/"
+
+
+def head_pods_path(cluster: str) -> str:
+    return f"/api/v1/namespaces/inference/pods?labelSelector=ray.io/cluster%3D{cluster}%2Cray.io/node-type%3Dhead"
 
 
 def secret_path(name: str) -> str:
@@ -589,19 +609,36 @@ RAYCLUSTER_PATH, DASHBOARD_PATH = raycluster_path(CLUSTER), dashboard_path(CLUST
 
 class ApiServer:
     """The API server's answers by path (a document is a 200, a `(status, body)` pair anything else, a path not
-    listed a 404), under the real client with its HTTP layer replaced; each request's path and headers recorded."""
+    listed a 404), under the real client with its HTTP layer replaced, and the dashboard reads through a port-forward
+    answered from the same table (dashboard_path); each request's path and headers recorded. A cluster whose
+    dashboard has an answer has a running head pod."""
 
     def __init__(self, answers: dict[str, Any]) -> None:
         self.answers = answers
         self.asked: list[tuple[str, dict[str, str]]] = []
 
-    def request(self, method: str, url: str, headers: dict[str, str] | None = None, **_: Any) -> rest.RESTResponse:
-        path = url.split(".amazonaws.com", 1)[1]
+    def _answer(self, path: str, headers: Mapping[str, str] | None) -> tuple[int, bytes]:
         self.asked.append((path, dict(headers or {})))
         answer = self.answers.get(path, (404, {"kind": "Status", "code": 404}))
         status, body = answer if isinstance(answer, tuple) else (200, answer)
-        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        return status, body.encode() if isinstance(body, str) else json.dumps(body).encode()
+
+    def request(self, method: str, url: str, headers: dict[str, str] | None = None, **_: Any) -> rest.RESTResponse:
+        path = url.split(".amazonaws.com", 1)[1]
+        for cluster in self._clusters_with_a_dashboard():
+            self.answers.setdefault(head_pods_path(cluster), {"items": [running_head(cluster, head_pod_name(cluster))]})
+        status, data = self._answer(path, headers)
         return rest.RESTResponse(SimpleNamespace(status=status, reason="", data=data, headers={}))
+
+    def forwarded_get(self, pod: str, port: int, path: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        return self._answer(f"portforward inference/{pod}:{port}{path}", headers)
+
+    def _clusters_with_a_dashboard(self) -> list[str]:
+        return [
+            cluster
+            for cluster in (path.split("/")[-1] for path in self.answers if "/rayclusters/" in path)
+            if dashboard_path(cluster) in self.answers
+        ]
 
     def headers_of(self, path: str) -> list[dict[str, str]]:
         return [headers for asked, headers in self.asked if asked == path]
@@ -614,6 +651,7 @@ def api_server(monkeypatch) -> Callable[[dict[str, Any]], ApiServer]:
         monkeypatch.setattr(
             rest.RESTClientObject, "request", lambda _client, *args, **kwargs: server.request(*args, **kwargs)
         )
+        monkeypatch.setattr(KubernetesReader, "forwarded_get", lambda _reader, *args: server.forwarded_get(*args))
         return server
 
     return install
@@ -623,27 +661,88 @@ def eks_reader() -> KubernetesReader:
     return KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "app=ray-llm")
 
 
-def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
-    """Ray's dashboard through the API server's service proxy on the RayCluster's head Service and its `dashboard`
-    port, as KubeRay 1.4.0's client does with useKubernetesProxy (`utils/dashboard_httpclient.go` InitClient:
-    `/api/v1/namespaces/<ns>/services/<head-svc>:dashboard/proxy` + `/api/serve/applications/`); the head Service is
-    `<cluster>-head-svc` (`utils/util.go` GenerateHeadServiceName); the RayService from ray.io/v1; pods by label.
-    The RayCluster is read before its dashboard, for its `authOptions` (Ray's token auth, below)."""
+def test_the_reads_go_to_the_api_and_the_dashboard_to_the_running_head_pod(monkeypatch):
+    """The RayService from ray.io/v1, the RayCluster (read before its dashboard, for its `authOptions`: Ray's token
+    auth, below), then the cluster's head pod by KubeRay's labels (common/pod.go labelPod: ray.io/cluster,
+    ray.io/node-type), whose dashboard is read through a port-forward (infra/serving/dashboard_forward.py); pods by
+    label."""
     asked = []
 
     def request(self, method, url, **kwargs):
-        asked.append((method, url.split(".amazonaws.com", 1)[1]))
-        return rest.RESTResponse(SimpleNamespace(status=200, reason="OK", data=b"{}", headers={}))
+        path = url.split(".amazonaws.com", 1)[1]
+        asked.append((method, path))
+        pods = {"items": [running_head("ray-llm-abcde", "ray-llm-abcde-head-x7k2p")]} if "node-type" in path else {}
+        return rest.RESTResponse(SimpleNamespace(status=200, reason="OK", data=json.dumps(pods).encode(), headers={}))
 
+    forwarded = []
     monkeypatch.setattr(rest.RESTClientObject, "request", request)
+    monkeypatch.setattr(
+        KubernetesReader, "forwarded_get", lambda _reader, *args: forwarded.append(args) or (200, b"{}")
+    )
     reader = KubernetesReader(eks_kubeconfig(), "inference", "ray-llm", "app=ray-llm")
     reader.rayservice(), reader.serve_details("ray-llm-abcde"), reader.pods()
     assert asked == [
         ("GET", "/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm"),
         ("GET", "/apis/ray.io/v1/namespaces/inference/rayclusters/ray-llm-abcde"),
-        ("GET", "/api/v1/namespaces/inference/services/ray-llm-abcde-head-svc:dashboard/proxy/api/serve/applications/"),
+        ("GET", head_pods_path("ray-llm-abcde")),
         ("GET", "/api/v1/namespaces/inference/pods?labelSelector=app%3Dray-llm"),
     ]
+    assert forwarded == [("ray-llm-abcde-head-x7k2p", 8265, "/api/serve/applications/", {})]
+
+
+def test_without_a_running_head_the_dashboard_is_not_there_yet(dev, api_server):
+    """A head pod still Pending (or none yet): nothing to forward to, so the cluster is still coming up."""
+    pending_head = {**running_head(CLUSTER, head_pod_name(CLUSTER)), "status": {"phase": "Pending"}}
+    server = api_server(
+        {RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), head_pods_path(CLUSTER): {"items": [pending_head]}}
+    )
+    assert eks_reader().serve_details(CLUSTER) is None
+    assert [path for path, _ in server.asked if path.startswith("portforward")] == []
+
+
+def test_the_forwarded_read_opens_the_head_pods_dashboard_port(monkeypatch):
+    """KubernetesReader.forwarded_get: CoreV1Api.connect_get_namespaced_pod_portforward through kubernetes.stream's
+    portforward, on the pod and port asked, the request's timeout carried."""
+    import kubernetes.stream
+
+    calls = []
+    monkeypatch.setattr(
+        "infra.serving.rollout.forwarded_get", lambda forward, connect, *args: calls.append((forward, connect, args))
+    )
+    eks_reader().forwarded_get("ray-llm-abcde-head-x7k2p", 8265, "/api/serve/applications/", {"x": "y"})
+    ((forward, connect, args),) = calls
+    assert forward is kubernetes.stream.portforward
+    assert connect.__name__ == "connect_get_namespaced_pod_portforward"
+    assert args == ("inference", "ray-llm-abcde-head-x7k2p", 8265, "/api/serve/applications/", {"x": "y"}, 30)
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [OSError("connection closed"), http.client.RemoteDisconnected("closed"), ApiException(0, "Handshake status 404")],
+    ids=["socket", "http", "pod-gone"],
+)
+def test_a_dashboard_that_cannot_be_reached_yet_is_not_there_yet(dev, api_server, monkeypatch, raised):
+    """Nothing listening on the forwarded port (the forwarded socket closes), or the pod gone: asked again."""
+    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: {}})
+
+    def fail(*_args):
+        raise raised
+
+    monkeypatch.setattr(KubernetesReader, "forwarded_get", fail)
+    assert eks_reader().serve_details(CLUSTER) is None
+
+
+def test_a_port_forward_refused_by_rbac_fails_the_rollout(dev, api_server, monkeypatch):
+    """websocket-client reports the API's refusal of the upgrade as "Handshake status 403 Forbidden", which
+    kubernetes-client wraps in ApiException(status=0) (kubernetes/stream/ws_client.py portforward_call)."""
+    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: {}})
+
+    def refuse(*_args):
+        raise ApiException(0, "Handshake status 403 Forbidden -+-+- {'content-type': 'application/json'}")
+
+    monkeypatch.setattr(KubernetesReader, "forwarded_get", refuse)
+    with pytest.raises(ClusterRefused, match="Handshake status 403"):
+        eks_reader().serve_details(CLUSTER)
 
 
 @pytest.mark.parametrize(
@@ -658,8 +757,8 @@ def test_the_reads_go_where_kuberay_reads_them(monkeypatch):
     ],
 )
 def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_fails(dev, api_server, status, outcome):
-    """404 (no RayService yet) and 502/503 (the proxy's backend, Ray's dashboard, not up yet) mean not there yet;
-    5xx and 429 are asked again at the next poll; 401/403 (credentials, RBAC for the service proxy) fail."""
+    """404 (no RayService yet) and 502/503 (Ray's dashboard not up yet) mean not there yet; 5xx and 429 are asked
+    again at the next poll; 401/403 (the API's credentials or RBAC, Ray's token) fail."""
     api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: (status, {"kind": "Status"})})
     if outcome is None:
         assert eks_reader().serve_details(CLUSTER) is None
@@ -678,7 +777,7 @@ def test_the_token_states_are_kuberay_1_7_and_kubernetes_objects(dev):
 
 def test_with_token_auth_the_dashboard_is_read_with_the_clusters_token(dev, api_server):
     """KubeRay's own client sends `x-ray-authorization: Bearer <token>` (vendor/kuberay-v1.7.0/dashboard_httpclient.go
-    setAuthHeader), the header left after the service proxy drops `Authorization`."""
+    setAuthHeader); the rollout sends it the same way."""
     cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
     server = api_server(
         {RAYCLUSTER_PATH: cluster, secret_path(CLUSTER): token_secret(CLUSTER, CLUSTER, RAY_TOKEN), DASHBOARD_PATH: {}}
@@ -691,7 +790,13 @@ def test_with_token_auth_the_dashboard_is_read_with_the_clusters_token(dev, api_
 
 def test_a_secret_named_in_auth_options_is_the_one_read(dev, api_server):
     cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token", secretName="ray-token")
-    server = api_server({RAYCLUSTER_PATH: cluster, secret_path("ray-token"): token_secret("ray-token", CLUSTER, "t0k")})
+    server = api_server(
+        {
+            RAYCLUSTER_PATH: cluster,
+            secret_path("ray-token"): token_secret("ray-token", CLUSTER, "t0k"),
+            DASHBOARD_PATH: {},
+        }
+    )
     eks_reader().serve_details(CLUSTER)
     assert [path for path, _ in server.asked if "/secrets/" in path] == [secret_path("ray-token")]
     assert server.headers_of(DASHBOARD_PATH)[0]["x-ray-authorization"] == "Bearer t0k"
@@ -750,7 +855,7 @@ def test_a_token_secret_without_the_key_is_waited_for_by_name(dev, api_server, a
 
 def test_the_token_reaches_no_message(dev, api_server, applications):
     """Every verdict the wait reports and the failure it ends with, with the token Secret there: a dashboard that does
-    not answer until the deadline, and one that refuses the token (Ray's 403, passed on by the proxy). Neither the
+    not answer until the deadline, and one that refuses the token (Ray's 403). Neither the
     token nor its base64 appears."""
     cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
     secret = token_secret(CLUSTER, CLUSTER, RAY_TOKEN)

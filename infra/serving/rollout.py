@@ -8,9 +8,9 @@ RayService, grouped by what changing them does (`infra.settings.changes`), so `p
 settings change and what that costs a running stack.
 
 Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
-provider uses too) and the Kubernetes API server's service proxy to the Ray dashboard on the RayCluster's head
-Service, as KubeRay's own dashboard client does when it runs with `useKubernetesProxy`
-(`ray-operator/controllers/ray/utils/dashboard_httpclient.go`, `InitClient`). A RayCluster with Ray's token
+provider uses too) and a port-forward to the Ray dashboard on the RayCluster's running head pod
+(infra/serving/dashboard_forward.py: the serving namespace's NetworkPolicies let no one but the operator reach the
+dashboard over the network). A RayCluster with Ray's token
 authentication (`authOptions.mode: token`, KubeRay 1.7.0) gets its token from its Secret in `x-ray-authorization`,
 as KubeRay 1.7.0's client sends it (`utils/dashboardclient/dashboard_httpclient.go`; docs/ray-token-auth.md); the
 token goes in that header only, never in a message. Each new verdict is written to stderr, which the engine shows
@@ -19,6 +19,7 @@ for a dynamic provider (`pulumi/log.py` falls back to it there).
 
 from __future__ import annotations
 
+import http.client
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -28,14 +29,18 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from infra.serving.dashboard_forward import forwarded_get
+from infra.serving.rayservice import DASHBOARD_PORT, RAY_CLUSTER_LABEL
 from infra.serving.rollout_status import ClusterRefused, await_rollout, ray_token, ray_token_headers, ray_token_secret
+from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
 
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})
 # What the wait found, not what it was asked: never compared either.
 OUTPUTS = frozenset({"verdict", "cluster"})
 POLL_SECONDS = 10.0
-# Not an error while the cluster comes up: no such object yet, or the dashboard behind the proxy not answering.
+SERVE_APPLICATIONS = "/api/serve/applications/"
+# Not an error while the cluster comes up: no such object yet, or the dashboard not answering.
 NOT_THERE_YET = (404, 502, 503)
 # A read refused for good: the identity's credentials or RBAC.
 REFUSED = (400, 401, 403, 405)
@@ -78,8 +83,7 @@ class ServeRolloutArgs:
 class KubernetesReader:
     """The reads `infra.serving.rollout_status` makes, as raw JSON from the Kubernetes API.
 
-    Paths are written out, not built by the generated client: its proxy call quotes the path parameter
-    (`api%2Fserve%2Fapplications%2F`, `…-head-svc%3Adashboard`), unlike the path KubeRay's client sends. The exec
+    Paths are written out, not built by the generated client, which the reads need no more of. The exec
     token (`aws eks get-token`, valid 15 minutes, with its expirationTimestamp) is renewed by the client itself
     before a request once it has expired (kubernetes `config/kube_config.py` `_set_config`,
     refresh_api_key_hook), so a wait of 45 minutes keeps one client; each request has a timeout, so a hung read
@@ -91,41 +95,57 @@ class KubernetesReader:
         self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
         self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
 
-    def _get(
-        self, path: str, query: list[tuple[str, str]] | None = None, extra_headers: Mapping[str, str] | None = None
-    ) -> Mapping[str, Any] | None:
+    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Mapping[str, Any] | None:
         method, url, headers, _, _ = self._api.param_serialize(
             "GET",
             path,
             query_params=query or [],
-            header_params={"Accept": "application/json", **(extra_headers or {})},
+            header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"],
         )
         response = self._api.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT_SECONDS)
         response.read()
-        if response.status in NOT_THERE_YET:
-            return None
-        answer = f"GET {path}: HTTP {response.status} {response.data[:300]!r}"
-        if response.status in REFUSED:
-            raise ClusterRefused(answer)
-        if not 200 <= response.status <= 299:
-            raise ConnectionError(answer)  # 5xx, 429: ask again at the next poll
-        document: Mapping[str, Any] = json.loads(response.data)
-        return document
+        return _answer(f"GET {path}", response.status, response.data)
 
     def rayservice(self) -> Mapping[str, Any] | None:
         return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}")
 
     def serve_details(self, cluster: str) -> Mapping[str, Any] | None:
-        # KubeRay names a RayCluster's head Service `<cluster>-head-svc` (utils/util.go GenerateHeadServiceName, no
-        # HeadService name in our spec); it exists as soon as the cluster does, the RayService's own only once a
-        # cluster is ready.
+        """Serve's applications as the cluster's dashboard reports them, read on the running head pod through a
+        port-forward (infra/serving/dashboard_forward.py says why not the service proxy); None while there is no
+        running head or its dashboard does not answer yet."""
+        from kubernetes.client.exceptions import ApiException
+
         headers = self.dashboard_headers(cluster)
-        if headers is None:
+        head = self.head_pod(cluster) if headers is not None else None
+        if headers is None or head is None:
             return None
-        service = f"{cluster}-head-svc:dashboard"
-        path = f"/api/v1/namespaces/{self.namespace}/services/{service}/proxy/api/serve/applications/"
-        return self._get(path, extra_headers=headers)
+        try:
+            status, data = self.forwarded_get(head, DASHBOARD_PORT, SERVE_APPLICATIONS, headers)
+        except ApiException as error:
+            # The API's websocket refused: RBAC (websocket-client's "Handshake status 403 Forbidden") fails the
+            # rollout, anything else (the pod gone, the API busy) is asked again.
+            if any(f"Handshake status {code}" in str(error.reason) for code in (401, 403)):
+                raise ClusterRefused(f"port-forward to pod {head}: {error.reason}") from error
+            return None
+        except (OSError, http.client.HTTPException):
+            return None  # nothing listens on the port yet: the forwarded connection is closed
+        return _answer(f"GET {SERVE_APPLICATIONS} on pod {head}:{DASHBOARD_PORT}", status, data)
+
+    def head_pod(self, cluster: str) -> str | None:
+        """The cluster's running head pod: KubeRay labels it ray.io/cluster=<cluster>, ray.io/node-type=head."""
+        selector = f"{RAY_CLUSTER_LABEL}={cluster},{RAY_NODE_TYPE_LABEL}=head"
+        pods = self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", selector)]) or {}
+        running = [pod for pod in pods.get("items", []) if (pod.get("status") or {}).get("phase") == "Running"]
+        return str(running[0]["metadata"]["name"]) if running else None
+
+    def forwarded_get(self, pod: str, port: int, path: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        from kubernetes import client, stream
+
+        connect = client.CoreV1Api(self._api).connect_get_namespaced_pod_portforward
+        return forwarded_get(
+            stream.portforward, connect, self.namespace, pod, port, path, headers, REQUEST_TIMEOUT_SECONDS
+        )
 
     def dashboard_headers(self, cluster: str) -> dict[str, str] | None:
         """What this cluster's dashboard needs beside the API server's own credential: its Ray token when the
@@ -145,6 +165,18 @@ class KubernetesReader:
 
     def pods(self) -> Mapping[str, Any]:
         return self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", self.pod_selector)]) or {}
+
+
+def _answer(what: str, status: int, data: bytes) -> Mapping[str, Any] | None:
+    if status in NOT_THERE_YET:
+        return None
+    answer = f"{what}: HTTP {status} {data[:300]!r}"
+    if status in REFUSED:
+        raise ClusterRefused(answer)
+    if not 200 <= status <= 299:
+        raise ConnectionError(answer)  # 5xx, 429: ask again at the next poll
+    document: Mapping[str, Any] = json.loads(data)
+    return document
 
 
 Reader = Callable[[Mapping[str, Any]], Any]

@@ -201,8 +201,7 @@ class ClusterRefused(RuntimeError):
 
 # Ray's token authentication on a RayCluster (KubeRay 1.7.0 `authOptions`; docs/ray-token-auth.md): KubeRay's own
 # dashboard client reads the cluster's Secret and sends its token in this header (vendor/kuberay-v1.7.0/
-# dashboard_httpclient.go setAuthHeader, util.go GetRayDashboardClientFunc). Ray's dashboard also reads
-# `Authorization`, but the API server's service proxy removes that header once it has authenticated the caller.
+# dashboard_httpclient.go setAuthHeader, util.go GetRayDashboardClientFunc); the rollout sends it the same way.
 RAY_TOKEN_HEADER = "x-ray-authorization"
 RAY_TOKEN_SECRET_KEY = "auth_token"  # utils/constant.go RAY_AUTH_TOKEN_SECRET_KEY
 RAY_TOKEN_MODE = "token"  # rayv1.AuthModeToken

@@ -44,6 +44,23 @@ def replaced_on_cluster_change(rayservice: Mapping[str, Any]) -> bool:
     return bool((rayservice.get("spec", {}).get("upgradeStrategy") or {}).get("type") == UPGRADE_REPLACE)
 
 
+def dropped_auth_options(applied: Mapping[str, Any], live: Mapping[str, Any] | None) -> str | None:
+    """A RayService applied with authOptions that the API server stored without them: its RayService CRD predates the
+    field (KubeRay before 1.5.1; helm upgrade keeps the CRDs a first install put in), and the API server prunes a
+    field its structural schema does not know (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
+    custom-resource-definitions/#field-pruning), so Ray would run without its token."""
+    if "authOptions" not in applied.get("rayClusterConfig", {}) or live is None:
+        return None
+    if "authOptions" in (live.get("rayClusterConfig") or {}):
+        return None
+    return (
+        "the RayService was stored without rayClusterConfig.authOptions: the cluster's RayService CRD is older than "
+        "KubeRay 1.5.1 (helm upgrade leaves the first install's CRDs), so Ray runs without its token. Apply the CRDs "
+        "of the kuberayVersion in use (docs/kuberay-versions.md) and run `pulumi up` again, or set rayAuthMode "
+        "'disabled'"
+    )
+
+
 def cluster_spec_sha256(rayservice: Mapping[str, Any]) -> str:
     """The digest the cluster spec carries on its head's pod template (infra/serving/rayservice.py), or ""."""
     cluster = rayservice.get("spec", {}).get("rayClusterConfig") or {}
@@ -193,6 +210,9 @@ class Serving(pulumi.ComponentResource):
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
         # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
         metadata = pulumi.Output.from_input(rayservice.metadata)  # type: ignore[attr-defined]
+        pulumi.Output.from_input(rayservice.spec).apply(  # type: ignore[attr-defined]
+            lambda live: _fail_on(dropped_auth_options(args.rayservice["spec"], live))
+        )
         applied_generation = metadata.apply(lambda live: (live or {}).get("generation", 0))
         # The API server gives each object it creates a new uid, so a replaced RayService always changes the
         # rollout's inputs, even where its spec and generation (1 again) equal the state the rollout last stored.
@@ -214,6 +234,11 @@ class Serving(pulumi.ComponentResource):
             else None
         )
         self.register_outputs({})
+
+
+def _fail_on(problem: str | None) -> None:
+    if problem:
+        raise pulumi.RunError(problem)
 
 
 def _rayservice_inputs(
