@@ -572,7 +572,44 @@ def _head_service_load_balancer(captured: CapturedStack) -> None:
     _set_head_group(headService={"metadata": {"annotations": annotations}, "spec": spec})(captured)
 
 
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+DEFAULT_DENY = _inputs(NETWORK_POLICY, "serving-network-policy-default-deny-ingress")
+
+
+def _without_default_deny(captured: CapturedStack) -> None:
+    captured.resources.remove(captured.get(NETWORK_POLICY, "serving-network-policy-default-deny-ingress"))
+
+
 BREAKAGES = [
+    Breakage(
+        "imds-two-hops",
+        "nodes-imds-one-hop",
+        MANDATORY,
+        None,
+        edit=lambda c: LAUNCH_TEMPLATE(c)["metadataOptions"].update(httpPutResponseHopLimit=2),
+    ),
+    Breakage(
+        "imds-tokens-optional",
+        "nodes-imds-one-hop",
+        MANDATORY,
+        None,
+        edit=lambda c: LAUNCH_TEMPLATE(c)["metadataOptions"].update(httpTokens="optional"),
+    ),
+    Breakage("no-default-deny", "ray-namespace-default-deny", MANDATORY, None, edit=_without_default_deny),
+    Breakage(
+        "default-deny-admits-all",
+        "ray-namespace-default-deny",
+        MANDATORY,
+        None,
+        edit=lambda c: DEFAULT_DENY(c)["spec"].update(ingress=[{}]),
+    ),
+    Breakage(
+        "default-deny-selects-some",
+        "ray-namespace-default-deny",
+        MANDATORY,
+        None,
+        edit=lambda c: DEFAULT_DENY(c)["spec"].update(podSelector={"matchLabels": {"app": "x"}}),
+    ),
     Breakage("lt-no-efa", "gpu-nodes-efa", MANDATORY, "gpuNodeType", edit=_set_interfaces(interfaceType="interface")),
     Breakage(
         "no-launch-template",

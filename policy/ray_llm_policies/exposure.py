@@ -13,7 +13,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource
 
-from .resource_types import KUBERNETES_SERVICE, RAY_SERVICE
+from .props import get, mappings
+from .resource_types import KUBERNETES_SERVICE, NETWORK_POLICY, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
 from .services import (
     LOAD_BALANCER,
@@ -90,6 +91,32 @@ def _node_port_services(resource: Inspected) -> Iterator[str]:
             )
 
 
+def denies_all_ingress(policy: Inspected) -> bool:
+    """A NetworkPolicy that selects every pod of its namespace for Ingress and admits nothing: the namespace's default
+    deny (https://kubernetes.io/docs/concepts/services-networking/network-policies/#default-deny-all-ingress-traffic)."""
+    spec = get(policy.props, "spec", default={})
+    selects_all = not get(spec, "podSelector", "matchLabels") and not get(spec, "podSelector", "matchExpressions")
+    return selects_all and "Ingress" in (get(spec, "policyTypes") or ["Ingress"]) and not mappings(get(spec, "ingress"))
+
+
+def _unguarded_ray_namespaces(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    guarded = {
+        get(policy.props, "metadata", "namespace")
+        for policy in of_type(resources, NETWORK_POLICY)
+        if denies_all_ingress(policy)
+    }
+    for rayservice in of_type(resources, RAY_SERVICE):
+        namespace = get(rayservice.props, "metadata", "namespace")
+        if namespace not in guarded:
+            yield (
+                rayservice,
+                f"RayService '{rayservice.name}' runs in namespace {namespace!r}, which has no default-deny ingress "
+                "NetworkPolicy: every pod in the cluster reaches its dashboard (job submission), Ray client and GCS. "
+                "Fix: no stack config removes it; restore infra/serving/network_policy.py's policies (the stack "
+                "declares them with the RayService).",
+            )
+
+
 LOAD_BALANCERS_SERVE_ONLY = stack_policy(
     "load-balancers-serve-only",
     "A load balancer (a LoadBalancer Service, or one KubeRay makes of a RayService) reaches only a RayService's "
@@ -103,4 +130,11 @@ NO_NODE_PORT_SERVICES = resource_policy(
     EnforcementLevel.MANDATORY,
     {KUBERNETES_SERVICE, RAY_SERVICE},
     _node_port_services,
+)
+RAY_NAMESPACE_DEFAULT_DENY = stack_policy(
+    "ray-namespace-default-deny",
+    "Every RayService's namespace denies ingress by default (a NetworkPolicy selecting all its pods and admitting "
+    "nothing); the paths serving needs are allowed by policies of their own.",
+    EnforcementLevel.MANDATORY,
+    _unguarded_ray_namespaces,
 )

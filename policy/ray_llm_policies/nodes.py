@@ -25,6 +25,10 @@ EFA_INTERFACE_TYPE = "efa"
 # The root device of the EKS AL2023 and Bottlerocket AMIs.
 ROOT_DEVICE_NAMES = frozenset({"/dev/xvda", "/dev/sda1"})
 MIN_GPU_ROOT_VOLUME_GIB = 100
+# IMDSv2 answering the node and hostNetwork pods only: one hop more (a pod's own network namespace) gets no token
+# (https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html, "Restrict access to the
+# instance profile assigned to the worker node").
+MAX_IMDS_HOP_LIMIT = 1
 # What a managed node group without a launch template gets when diskSize is not set.
 EKS_DEFAULT_DISK_GIB = 20
 
@@ -166,6 +170,22 @@ def _small_gpu_root_volumes(resources: Sequence[PolicyResource]) -> Iterator[tup
             yield group, f"GPU node group '{group.name}' boots from a {size:g} GiB root volume ({where}). {fix}"
 
 
+def _imds_reachable_from_pods(resource: Inspected) -> Iterator[str]:
+    options = get(resource.props, "metadataOptions", default={})
+    tokens, hops = get(options, "httpTokens"), as_number(get(options, "httpPutResponseHopLimit"))
+    no_config = "Fix: no stack config changes this; revert the change in infra/nodes/node_groups.py"
+    if tokens != "required":
+        yield (
+            f"launch template '{resource.name}' does not require IMDSv2 tokens (httpTokens {tokens!r}): a pod that "
+            f"can forge a request (SSRF) reads the node role's credentials. {no_config} (http_tokens='required')."
+        )
+    if hops is None or hops > MAX_IMDS_HOP_LIMIT:
+        yield (
+            f"launch template '{resource.name}' lets IMDS answer {hops if hops is not None else 'its default'} hops "
+            f"away: every pod can take the node role's credentials. {no_config} (IMDS_HOP_LIMIT = 1)."
+        )
+
+
 GPU_NODES_EFA = stack_policy(
     "gpu-nodes-efa",
     "The GPU node group launches with EFA network interfaces: the prefill/decode KV-cache transfer rides EFA.",
@@ -191,4 +211,11 @@ GPU_ROOT_VOLUME = stack_policy(
     f"GPU nodes have at least {MIN_GPU_ROOT_VOLUME_GIB} GiB of root disk: the DLC image and model weights land there.",
     EnforcementLevel.ADVISORY,
     _small_gpu_root_volumes,
+)
+NODES_IMDS_ONE_HOP = resource_policy(
+    "nodes-imds-one-hop",
+    "Nodes require IMDSv2 and answer it one hop only: no pod can take the node role's credentials.",
+    EnforcementLevel.MANDATORY,
+    {LAUNCH_TEMPLATE},
+    _imds_reachable_from_pods,
 )
