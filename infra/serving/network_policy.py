@@ -15,6 +15,12 @@ the Ray client 10001, the dashboard agent and the raylet's and workers' own port
 - Prometheus to the metrics port (8080);
 - the KubeRay operator to the head's dashboard (8265): it submits the serve config and reads its status there.
 
+The pod's own node is never refused: the agent allows all traffic to and from the node's IP, so the kubelet's
+probes (KubeRay 1.7.0's HTTP ones on the dashboard agent and Serve's port included) and hostNetwork pods there pass
+(aws/aws-network-policy-agent issue #56, pull request #65 "Ignore policy restrictions against Node IP"; Kubernetes:
+"Pods cannot currently ... block access from their resident node",
+https://kubernetes.io/docs/concepts/services-networking/network-policies/#what-you-can-t-do-with-network-policies-at-least-not-yet).
+
 Nothing else reaches the dashboard, the Ray client or GCS: `pulumi up`'s rollout reads the dashboard through a
 port-forward to the head pod, which the kubelet connects inside the pod's own network namespace, not through its
 network interface where the policies apply (infra/serving/rollout.py). Ports are numbers, not names: the agent
