@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from infra.serving.dashboard_forward import forwarded_get
+from tests.openai_server import send_json
 
 SEEN: list[dict[str, str]] = []
 
@@ -20,12 +21,7 @@ SEEN: list[dict[str, str]] = []
 class Dashboard(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         SEEN.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
-        body = json.dumps({"applications": {}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"applications": {}})
 
     def log_message(self, *args: object) -> None:
         pass

@@ -43,6 +43,7 @@ from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
 
 from infra.serving.rollout import KubernetesReader
 from infra.serving.rollout_status import ClusterRefused
+from tests.openai_server import send_json
 from tests.rayservice_parts import rayservice
 from tests.rollout_states import raycluster, running_head, token_secret, with_token_auth
 from tests.test_serve_auth import APP, KEYS, call, guarded_application
@@ -360,17 +361,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.headers.get("Authorization") != f"Bearer {CREDENTIAL}":
-            return self.answer(401, {"kind": "Status", "code": 401})
+            return send_json(self, {"kind": "Status", "code": 401}, 401)
         found = self.server.objects.get(self.path.split("?")[0])
-        return self.answer(200, found) if found else self.answer(404, {"kind": "Status", "code": 404})
-
-    def answer(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        return send_json(self, found) if found else send_json(self, {"kind": "Status", "code": 404}, 404)
 
     def log_message(self, *_: Any) -> None:
         pass
