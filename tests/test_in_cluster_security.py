@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,12 +27,13 @@ from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
 from infra.settings.table import RAY_TOKEN_AUTH_SINCE
 from infra.stack import ray_auth_note
 from tests.conftest import exposed, rejection
-from tests.network_policy_engine import Pod, allows
+from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows
 from tests.rayservice_parts import rayservice, worker_group
 from tests.schemas import kuberay_dir
 from tests.test_cold_start import user_data_parts
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import PROJECT_DIR
+from tools.render import kubernetes_manifests
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -118,6 +120,84 @@ def test_the_operator_reaches_the_heads_dashboard_and_nothing_else(dev):
     operator = operator_pod(dev)
     assert [p for p in CONTROL_PORTS if allows(policies(dev), operator, ray_pod(dev, "head"), p)] == [DASHBOARD_PORT]
     assert [p for p in CONTROL_PORTS if allows(policies(dev), operator, ray_pod(dev, "worker"), p)] == []
+
+
+NCA = Path(sys.executable).parent / "nca"
+
+
+def _pod_object(name: str, pod: Pod) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": pod.namespace, "labels": dict(pod.labels)},
+        "spec": {"containers": [{"name": "main", "image": "stand-in"}]},
+    }
+
+
+def analyzer_connectivity(run: StackRun, pods: dict[str, Pod], workdir: Path) -> dict[tuple[str, str], str]:
+    """NP-Guard's Network Config Analyzer (requirements-netpol.txt) on the stack's NetworkPolicies as tools.render
+    writes them (what `kubectl apply` would take) and these pods: its pairwise connectivity (`--connectivity
+    --output_format txt_no_fw_rules`), `ns/pod` to `ns/pod`."""
+    policy_dir = workdir / "policies"
+    policy_dir.mkdir()
+    for manifest in kubernetes_manifests(run):
+        if manifest["kind"] == "NetworkPolicy":
+            (policy_dir / f"{manifest['metadata']['name']}.yaml").write_text(yaml.safe_dump(manifest))
+    items = [_pod_object(name, pod) for name, pod in pods.items()]
+    (workdir / "pods.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "PodList", "items": items}))
+    namespaces = sorted({pod.namespace for pod in pods.values()})
+    namespace_list = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": {NAMESPACE_NAME_LABEL: n}}}
+        for n in namespaces
+    ]
+    (workdir / "ns.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "NamespaceList", "items": namespace_list})
+    )
+    out = workdir / "connectivity.txt"
+    command = [str(NCA), "--connectivity", str(policy_dir), "--pod_list", str(workdir / "pods.yaml")]
+    command += ["--ns_list", str(workdir / "ns.yaml"), "--output_format", "txt_no_fw_rules", "--file_out", str(out)]
+    finished = subprocess.run(command, capture_output=True, text=True, cwd=workdir, timeout=120)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    pairs = {}
+    for line in out.read_text().splitlines():
+        if " => " in line:
+            source, rest = line.split(" => ", 1)
+            target, connection = rest.split(" : ", 1)
+            pairs[(source.removesuffix("[Pod]"), target.removesuffix("[Pod]"))] = connection
+    return pairs
+
+
+def test_np_guards_analyzer_finds_the_same_paths_into_the_ray_pods(dev, tmp_path):
+    """A NetworkPolicy engine of its own (github.com/np-guard/network-config-analyzer 2.1.0, the API's semantics
+    implemented independently of tests/network_policy_engine.py) on the rendered policies and the same pods: what
+    reaches the Ray head and workers is exactly the paths above."""
+    pods = {
+        "head": ray_pod(dev, "head"),
+        "worker": ray_pod(dev, "worker"),
+        "operator": operator_pod(dev),
+        "prometheus": prometheus_pod(dev),
+        "stranger": strangers(dev)[0],
+        "debug": strangers(dev)[1],
+    }
+    connectivity = analyzer_connectivity(dev, pods, tmp_path)
+    ray = {f"{pods[n].namespace}/{n}": n for n in ("head", "worker")}
+    into_ray = {(source, ray[target]): conn for (source, target), conn in connectivity.items() if target in ray}
+    serve, everything = "{protocols:TCP,dst_ports:8000}", "All connections"
+    namespace = pods["head"].namespace
+    assert into_ray == {
+        ("0.0.0.0-255.255.255.255", "head"): serve,
+        ("0.0.0.0-255.255.255.255", "worker"): serve,
+        ("default/stranger", "head"): serve,
+        ("default/stranger", "worker"): serve,
+        (f"{namespace}/debug", "head"): serve,
+        (f"{namespace}/debug", "worker"): serve,
+        (f"{namespace}/worker", "head"): everything,
+        (f"{namespace}/head", "worker"): everything,
+        (f"{pods['operator'].namespace}/operator", "head"): "{protocols:TCP,dst_ports:8000,8265}",
+        (f"{pods['operator'].namespace}/operator", "worker"): serve,
+        (f"{pods['prometheus'].namespace}/prometheus", "head"): "{protocols:TCP,dst_ports:8000,8080}",
+        (f"{pods['prometheus'].namespace}/prometheus", "worker"): "{protocols:TCP,dst_ports:8000,8080}",
+    }
 
 
 def test_every_ray_pod_template_carries_the_label_the_policies_select(dev):

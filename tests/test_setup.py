@@ -68,12 +68,13 @@ def clone(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_test_venv_gets_the_test_requirements_then_s3_without_the_resolver(clone):
-    """requirements-s3.txt is installed with --no-deps after the others (its header says why)."""
+def test_the_test_venv_gets_the_test_requirements_then_s3_and_netpol_without_the_resolver(clone):
+    """requirements-s3.txt and requirements-netpol.txt are installed with --no-deps after the others (their headers
+    say why)."""
     installs = [call for call in calls(clone) if call.startswith(".venv-test/bin/python -m pip install")]
     assert installs[-2:] == [
         ".venv-test/bin/python -m pip install --quiet -r requirements-test.txt",
-        ".venv-test/bin/python -m pip install --quiet --no-deps -r requirements-s3.txt",
+        ".venv-test/bin/python -m pip install --quiet --no-deps -r requirements-s3.txt -r requirements-netpol.txt",
     ]
 
 
