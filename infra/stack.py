@@ -28,7 +28,13 @@ from infra.observability.monitoring import (
 )
 from infra.preflight.checks import DeployFacts, preflight
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.serving.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
+from infra.serving.model_cache import (
+    MIRROR_TIMEOUT_SECONDS,
+    READER_SERVICE_ACCOUNT,
+    ModelCache,
+    ModelCacheArgs,
+    cache_uri,
+)
 from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
 from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
@@ -90,7 +96,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     model = declare_model_cache(cfg, facts, cluster, nodes)
     serving = declare_serving(cfg, cluster, nodes, model)
     if cfg.observability:
-        declare_observability(cfg, facts, cluster, nodes)
+        declare_observability(cfg, facts, cluster, nodes, model)
     return stack_outputs(cfg, facts, network, cluster, nodes, model, serving)
 
 
@@ -318,7 +324,15 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
     )
 
 
-def declare_observability(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes) -> Observability:
+def deploy_deadline_seconds(cfg: StackConfig, mirrored: bool) -> int:
+    """The longest `pulumi up` waits for the app after it creates the serving namespace: the mirror Job's timeout
+    where the stack mirrors the model (the RayService waits for it), then the rollout's serveReadyTimeoutMinutes."""
+    return (MIRROR_TIMEOUT_SECONDS if mirrored else 0) + cfg.serve_ready_timeout_minutes * 60
+
+
+def declare_observability(
+    cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes, model: Model
+) -> Observability:
     remote_write = (
         RemoteWrite(
             workspace_url=cfg.amp_workspace_url,
@@ -339,6 +353,9 @@ def declare_observability(cfg: StackConfig, facts: DeployFacts, cluster: Cluster
                 application=application_name(cfg),
                 namespace=cfg.namespace,
                 ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
+                deploy_deadline_seconds=deploy_deadline_seconds(
+                    cfg, model.cache is not None and model.cache.mirror is not None
+                ),
             ),
             remote_write=remote_write,
             tags=cfg.tags,

@@ -16,7 +16,7 @@ from tests.schemas import schemas_dir
 from tools.ray_dashboards import RAY_DASHBOARDS, WRITE_COMMAND, stale_dashboards
 
 APP = "ray-llm"
-ALERTS = AlertArgs(application=APP, namespace="inference", ttft_p99_objective_seconds=2.0)
+ALERTS = AlertArgs(application=APP, namespace="inference", ttft_p99_objective_seconds=2.0, deploy_deadline_seconds=2700)
 DASHBOARDS = {name: json.loads(text) for name, text in shipped_dashboards(APP).items()}
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 # What Ray's and DCGM's dashboards read that the scraped list (docs/metrics/) does not hold, dashboard by dashboard.

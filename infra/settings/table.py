@@ -620,9 +620,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
             feeds="model_source",
-            effects=(MODEL_MIRRORED, SERVE_IN_PLACE),
+            effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE),
             change_note="with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
-            "read as it is",
+            "read as it is; between the two the alerts' first-deploy deadline gains or loses the mirror's timeout",
         ),
         Setting(
             "maxModelLen",
@@ -887,9 +887,11 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             ),
             45,
             "How long `pulumi up` waits for the RayService to run the config just applied (image pull + model load), "
-            "5 to 720; past it `pulumi up` fails naming what is missing.",
+            "5 to 720; past it `pulumi up` fails naming what is missing. The app's alerts wait as long on a first "
+            "deploy (see Observability).",
             feeds="serve_ready_timeout_minutes",
-            effects=(NOTHING_RUNNING,),
+            effects=(NOTHING_RUNNING, MONITORING),
+            change_note="the alert rules take the new deadline (with observability)",
         ),
         Setting(
             "modelPreflight",
@@ -909,9 +911,10 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
             "modelSource is read directly either way (README, Model cache).",
             feeds="model_cache",
-            effects=(MODEL_MIRRORED, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
-            "account (read access to the cache) comes or goes",
+            "account (read access to the cache) comes or goes; the alerts' first-deploy deadline gains or loses the "
+            "mirror's timeout",
         ),
         Setting(
             "modelCacheRetainOnDestroy",
