@@ -26,6 +26,7 @@ from infra.observability.monitoring import (
     RemoteWrite,
     observability_outputs,
 )
+from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
@@ -330,9 +331,35 @@ def deploy_deadline_seconds(cfg: StackConfig, mirrored: bool) -> int:
     return (MIRROR_TIMEOUT_SECONDS if mirrored else 0) + cfg.serve_ready_timeout_minutes * 60
 
 
+def alerting_note(cfg: StackConfig, receivers: Receivers) -> str:
+    """Where the alerts go and where their rules run, said by `pulumi preview` and `pulumi up`."""
+    where = [
+        name
+        for name, value in (
+            (f"SNS topic {cfg.alert_sns_topic_arn}", receivers.sns_topic_arn),
+            ("Slack (alertSlackWebhookUrl)", receivers.slack_webhook_url),
+            ("PagerDuty (alertPagerDutyRoutingKey)", receivers.pagerduty_routing_key),
+        )
+        if value is not None
+    ]
+    rules = "the alert rules run in the in-cluster Prometheus"
+    if cfg.amp_workspace_url:
+        rules += (
+            ", not in the Amazon Managed Service for Prometheus workspace it remote-writes to "
+            f"({cfg.amp_workspace_url}), which stores the metrics only"
+        )
+    if not where:
+        return (
+            f"{rules}; the alerts go nowhere: Alertmanager has only the chart's `null` receiver. Set alertSnsTopicArn, "
+            "alertSlackWebhookUrl or alertPagerDutyRoutingKey (docs/observability.md)"
+        )
+    return f"{rules}; the alerts go to {', '.join(where)}"
+
+
 def declare_observability(
     cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes, model: Model
 ) -> Observability:
+    mirrored = model.cache is not None and model.cache.mirror is not None
     remote_write = (
         RemoteWrite(
             workspace_url=cfg.amp_workspace_url,
@@ -342,6 +369,12 @@ def declare_observability(
         if cfg.amp_workspace_url
         else None
     )
+    receivers = Receivers(
+        sns_topic_arn=cfg.alert_sns_topic_arn,
+        slack_webhook_url=cfg.alert_slack_webhook_url,
+        pagerduty_routing_key=cfg.alert_pagerduty_routing_key,
+    )
+    pulumi.log.info(alerting_note(cfg, receivers))
     return Observability(
         "observability",
         ObservabilityArgs(
@@ -353,11 +386,11 @@ def declare_observability(
                 application=application_name(cfg),
                 namespace=cfg.namespace,
                 ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
-                deploy_deadline_seconds=deploy_deadline_seconds(
-                    cfg, model.cache is not None and model.cache.mirror is not None
-                ),
+                deploy_deadline_seconds=deploy_deadline_seconds(cfg, mirrored),
+                runbook_url=cfg.runbook_url,
             ),
             remote_write=remote_write,
+            receivers=receivers,
             tags=cfg.tags,
         ),
         cluster,

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from infra.serving import model_cache, serve_auth
-from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION
+from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
     API_KEYS,
@@ -316,7 +316,8 @@ STACK_FILE_PROBLEMS = {
     ),
     "encrypted-plain-setting": (
         "config:\n  ray-llm-eks:owner: ml-platform\n  ray-llm-eks:costCenter:\n    secure: v1:AAAABBBB\n",
-        "Pulumi.dev.yaml:3: ray-llm-eks:costCenter is encrypted (secure:) but is not a secret setting; only hfToken",
+        "Pulumi.dev.yaml:3: ray-llm-eks:costCenter is encrypted (secure:) but is not a secret setting; only "
+        f"{', '.join(sorted(SECRET_SETTINGS))} may be",
     ),
 }
 

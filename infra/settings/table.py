@@ -80,6 +80,13 @@ CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
 AMP_WORKSPACE_PATTERN = re.compile(
     r"^https://aps-workspaces\.([a-z]{2}(-gov)?-[a-z]+-\d)\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/\Z"
 )
+# A standard or FIFO SNS topic (https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html: a name of up to 256
+# letters, digits, '-' and '_', a FIFO topic's ending in .fifo); its region is the ARN's fourth field.
+SNS_TOPIC_ARN_PATTERN = re.compile(
+    r"^arn:aws[a-z-]*:sns:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?\Z"
+)
+# A page a browser opens, without a fragment: the alerts add each one's section anchor.
+RUNBOOK_URL_PATTERN = re.compile(r"^https?://[^\s/#]+(/[^\s#]*)?\Z")
 # An ACM certificate: the NLB's TLS listener names it; ACM certificates are regional and a load balancer takes
 # one of its own region (https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html).
 CERTIFICATE_ARN_PATTERN = re.compile(
@@ -975,6 +982,54 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "(https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../): Prometheus also remote-writes there, "
             "signed with SigV4 by an IAM role for its service account. Needs observability.",
             feeds="amp_workspace_url",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "alertSnsTopicArn",
+            Text(
+                SNS_TOPIC_ARN_PATTERN,
+                "an SNS topic ARN such as arn:aws:sns:us-east-1:123456789012:ray-llm-alerts",
+                optional=True,
+            ),
+            "",
+            "Optional Amazon SNS topic the stack's alerts are published to: Alertmanager signs for the topic's region "
+            "with an IAM role only its service account assumes, allowed sns:Publish on this topic only. Needs "
+            "observability.",
+            feeds="alert_sns_topic_arn",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "alertSlackWebhookUrl",
+            SECRET,
+            "",
+            "Optional Slack incoming-webhook URL the stack's alerts are posted to; set it with `pulumi config set "
+            "--secret alertSlackWebhookUrl <url>`. Alertmanager reads it from a Kubernetes Secret, never from the Helm "
+            "values. Needs observability.",
+            feeds="alert_slack_webhook_url",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "alertPagerDutyRoutingKey",
+            SECRET,
+            "",
+            "Optional PagerDuty Events API v2 integration key (32 characters) the stack's alerts page with; set it "
+            "with `pulumi config set --secret alertPagerDutyRoutingKey <key>`. Kept like alertSlackWebhookUrl. Needs "
+            "observability.",
+            feeds="alert_pagerduty_routing_key",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "runbookUrl",
+            Text(
+                RUNBOOK_URL_PATTERN,
+                "an http(s) URL without a #fragment, such as https://github.com/<owner>/<repo>/blob/main/docs/runbook.md",
+                optional=True,
+            ),
+            "",
+            "Where docs/runbook.md opens in a browser (your repository host's page of it): each alert's runbook_url is "
+            "it with the alert's section anchor. Empty: no link; every alert carries its runbook section as its "
+            "description either way.",
+            feeds="runbook_url",
             effects=(MONITORING,),
         ),
     ),
