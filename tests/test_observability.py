@@ -12,13 +12,14 @@ import promql_parser
 import pytest
 import yaml
 
-from infra.observability.alerts import HEAD_CONTAINER
+from infra.observability.alerts import HEAD_CONTAINER, runbook_anchor
 from infra.observability.monitoring import RELEASE_LABEL
 from infra.serving.kuberay import OPERATOR_NAMESPACE
 from tests.chart_values import chart_defaults, kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import rejection
 from tests.promql import parse
 from tests.schemas import crd_schema, custom_resource_validator, kuberay_dir, schema_errors, schemas_dir, strict_schema
+from tests.test_docs_links import anchors
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
@@ -208,6 +209,20 @@ def test_each_alert_carries_its_runbook_section_and_no_link_without_a_runbook_ur
         section = runbook.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
         assert rule["annotations"]["description"] == " ".join(section.split())
         assert "runbook_url" not in rule["annotations"]
+
+
+def test_each_alerts_runbook_anchor_is_a_heading_of_the_runbook():
+    """The anchor runbook_url ends in is one GitHub gives a heading of docs/runbook.md (tests/test_docs_links.py
+    `anchors`, GitHub's rules), so the link opens the alert's section."""
+    rules = _rules(run_stack({"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"}))
+    headings = anchors(PROJECT_DIR / "docs" / "runbook.md")
+    for name, rule in rules.items():
+        url, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert (url, anchor) == (
+            "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md",
+            runbook_anchor(name),
+        )
+        assert anchor in headings, name
 
 
 def test_serve_app_alerts_watch_the_deployed_application(dev):
