@@ -38,7 +38,7 @@ from infra.serving.model_cache import (
 )
 from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
-from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
+from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
 from infra.serving.serve_app import Serving, ServingArgs
 from infra.serving.serve_config import application_name
 from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
@@ -317,7 +317,7 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             changes=settings_by_effect(cfg.settings, cfg.cluster_upgrade_strategy),
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
-            network_policies=network_policies(cfg.namespace, cfg.ray_service_name),
+            network_policies=network_policies(cfg.namespace, cfg.ray_service_name, runs_ray_autoscaler(cfg)),
         ),
         cluster,
         nodes.system,
@@ -389,6 +389,7 @@ def declare_observability(
                 deploy_deadline_seconds=deploy_deadline_seconds(cfg, mirrored),
                 runbook_url=cfg.runbook_url,
             ),
+            ray_autoscaler=runs_ray_autoscaler(cfg),
             remote_write=remote_write,
             receivers=receivers,
             tags=cfg.tags,

@@ -11,12 +11,14 @@ import jsonschema
 import promql_parser
 import pytest
 import yaml
+from ray.autoscaler._private.constants import AUTOSCALER_METRIC_PORT
+from ray.dashboard.consts import DASHBOARD_METRIC_PORT
 
 from infra.observability.alerts import HEAD_CONTAINER, runbook_anchor
 from infra.observability.monitoring import RELEASE_LABEL
 from infra.serving.kuberay import OPERATOR_NAMESPACE
 from tests.chart_values import chart_defaults, kuberay_operator_defaults, unknown_value_keys
-from tests.conftest import rejection
+from tests.conftest import SERVE_AUTOSCALING, rejection
 from tests.promql import parse
 from tests.schemas import crd_schema, custom_resource_validator, kuberay_dir, schema_errors, schemas_dir, strict_schema
 from tests.test_docs_links import anchors
@@ -150,15 +152,55 @@ def test_ray_pod_monitors_scrape_the_port_kuberay_adds_to_every_ray_pod(dev, mon
     spec = dev.get(POD_MONITOR, f"observability-podmonitor-{monitor}").inputs["spec"]
     assert spec["namespaceSelector"] == {"matchNames": ["inference"]}
     assert spec["selector"] == {"matchLabels": {"ray.io/node-type": node_type}}
-    (endpoint,) = spec["podMetricsEndpoints"]
+    endpoint = spec["podMetricsEndpoints"][0]
     assert endpoint["port"] == "metrics"
-    assert endpoint["relabelings"] == [
-        {
-            "action": "replace",
-            "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
-            "targetLabel": "ray_io_cluster",
-        }
+    assert endpoint["relabelings"] == [RAY_CLUSTER_COPY]
+
+
+def kuberay_reference_monitors() -> dict[str, dict]:
+    """KubeRay 1.4.0's own PodMonitors by the node type they select (its config/prometheus/podMonitor.yaml)."""
+    documents = yaml.safe_load_all((schemas_dir() / "kuberay-v1.4.0" / "prometheus-podMonitor.yaml").read_text())
+    return {doc["spec"]["selector"]["matchLabels"]["ray.io/node-type"]: doc for doc in documents}
+
+
+def head_targets(run) -> list[str]:
+    """Where each of the head PodMonitor's endpoints scrapes: the port name, or the port its address is moved to."""
+    targets = []
+    for endpoint in run.get(POD_MONITOR, "observability-podmonitor-ray-head").inputs["spec"]["podMetricsEndpoints"]:
+        moved = [r for r in endpoint["relabelings"] if r["targetLabel"] == "__address__"]
+        assert [r for r in endpoint["relabelings"] if r not in moved] == [RAY_CLUSTER_COPY]
+        if moved:
+            ((relabeling,),) = (moved,)
+            assert relabeling["sourceLabels"] == ["__meta_kubernetes_pod_ip"]
+            targets.append(relabeling["replacement"].removeprefix("$1:"))
+        else:
+            targets.append(endpoint["port"])
+    return targets
+
+
+def test_the_head_is_scraped_where_kuberays_own_head_monitor_scrapes_it():
+    """KubeRay's head PodMonitor scrapes `metrics`, `as-metrics` (the autoscaler, 44217) and `dash-metrics` (the
+    dashboard, 44227): Ray 2.58's AUTOSCALER_METRIC_PORT and DASHBOARD_METRIC_PORT (ray/autoscaler/_private/
+    constants.py, ray/dashboard/consts.py, read from the installed Ray). The head's container declares neither port,
+    so both are the `metrics` target readdressed; the autoscaler's only where the head runs Ray's autoscaler sidecar
+    (serveAutoscaling: ray/autoscaler/_private/kuberay/run_autoscaler.py starts its metrics server)."""
+    reference = [e["port"] for e in kuberay_reference_monitors()["head"]["spec"]["podMetricsEndpoints"]]
+    assert reference == ["metrics", "as-metrics", "dash-metrics"]
+    assert head_targets(run_stack()) == ["metrics", str(DASHBOARD_METRIC_PORT)]
+    assert head_targets(run_stack(SERVE_AUTOSCALING)) == [
+        "metrics",
+        str(DASHBOARD_METRIC_PORT),
+        str(AUTOSCALER_METRIC_PORT),
     ]
+    assert (DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT) == (44227, 44217)
+
+
+def test_the_head_declares_no_port_the_readdressed_targets_would_duplicate(dev):
+    """A readdressed target is unique only while no declared port of the pod is the same number (the PodMonitor CRD,
+    portNumber: "beware of duplicate targets")."""
+    (rayservice,) = dev.of_type("kubernetes:ray.io/v1:RayService")
+    head = rayservice.inputs["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert {p["containerPort"] for p in head["ports"]} & {DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT} == set()
 
 
 def test_operator_pod_monitor_scrapes_the_operators_metrics_port(kuberay_stack):
@@ -179,6 +221,13 @@ def test_operator_pod_monitor_scrapes_the_operators_metrics_port(kuberay_stack):
     template = (kuberay_dir(version) / "kuberay-operator-deployment.yaml").read_text()
     assert 'app.kubernetes.io/name: {{ include "kuberay-operator.name" . }}' in template
     assert "- name: http\n              containerPort: 8080" in template
+
+
+RAY_CLUSTER_COPY = {
+    "action": "replace",
+    "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
+    "targetLabel": "ray_io_cluster",
+}
 
 
 def _rules(run):

@@ -108,6 +108,7 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         "02-networkpolicy-anyone-to-serve.yaml",
         "02-networkpolicy-default-deny-ingress.yaml",
         "02-networkpolicy-operator-to-dashboard.yaml",
+        "02-networkpolicy-prometheus-to-head-metrics.yaml",
         "02-networkpolicy-prometheus-to-metrics.yaml",
         "02-networkpolicy-ray-pods-to-each-other.yaml",
         # With the model cache only the mirror reads the Hub: the token's one Secret is in its namespace.

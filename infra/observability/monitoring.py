@@ -33,7 +33,12 @@ from infra.settings.footprint import (
     PROMETHEUS_RESOURCES,
 )
 from infra.settings.namespaces import MONITORING_NAMESPACE as NAMESPACE
-from infra.settings.pod_labels import KUBERAY_OPERATOR_SELECTOR, RAY_METRICS_PORT, RAY_NODE_TYPE_LABEL
+from infra.settings.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    RAY_METRICS_PORT,
+    RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
+)
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
@@ -98,6 +103,7 @@ class ObservabilityArgs:
     ray_namespace: str  # where the Ray head and workers run: the PodMonitors look there
     kuberay_namespace: str  # where the KubeRay operator runs
     alerts: AlertArgs  # the Serve application and the objectives the alert rules and dashboards watch
+    ray_autoscaler: bool = False  # the head pod runs Ray's autoscaler sidecar (in-tree autoscaling): scrape it too
     remote_write: RemoteWrite | None = None  # a managed Prometheus workspace to write to as well
     receivers: Receivers = field(default_factory=Receivers)  # where the alerts go; none: they stay in Alertmanager
     tags: Mapping[str, str] = field(default_factory=dict)  # on the IAM roles
@@ -172,7 +178,9 @@ def dcgm_values() -> dict[str, Any]:
     return {**gpu_node_scheduling(), "serviceMonitor": {"additionalLabels": dict(RELEASE_LABEL)}}
 
 
-def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoint: dict[str, Any]) -> dict[str, Any]:
+def _pod_monitor(
+    name: str, namespace: str, selector: Mapping[str, str], endpoints: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
@@ -181,25 +189,48 @@ def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoin
         "spec": {
             "namespaceSelector": {"matchNames": [namespace]},
             "selector": {"matchLabels": dict(selector)},
-            "podMetricsEndpoints": [endpoint],
+            "podMetricsEndpoints": endpoints,
         },
     }
 
 
-def pod_monitors(ray_namespace: str, kuberay_namespace: str) -> list[dict[str, Any]]:
-    """The Ray head, every Ray worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
+def readdressed(port: int) -> dict[str, Any]:
+    """The pod's address on `port`: the head's other metrics servers listen on ports its container does not declare
+    (declaring them would change the head's template and so replace the RayService), and a PodMonitor selects only
+    declared ports, so their targets are the `metrics` port's with the address relabelled, as the PodMonitor CRD
+    says to scrape a port "which isn't exposed" (crd-podmonitors.yaml, portNumber). The pods' IPs are IPv4."""
+    return {
+        "action": "replace",
+        "sourceLabels": ["__meta_kubernetes_pod_ip"],
+        "targetLabel": "__address__",
+        "replacement": f"$1:{port}",
+    }
+
+
+def pod_monitors(ray_namespace: str, kuberay_namespace: str, ray_autoscaler: bool = False) -> list[dict[str, Any]]:
+    """The Ray head (its metrics port, the dashboard's and, with Ray's autoscaler, the autoscaler's), every Ray
+    worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
     ray_endpoint = {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING]}
+    head_endpoints = [
+        ray_endpoint,
+        *(
+            {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING, readdressed(port)]}
+            for port in head_metrics_ports(ray_autoscaler)
+        ),
+    ]
     return [
-        _pod_monitor("ray-head", ray_namespace, {RAY_NODE_TYPE_LABEL: "head"}, ray_endpoint),
-        _pod_monitor("ray-workers", ray_namespace, {RAY_NODE_TYPE_LABEL: "worker"}, ray_endpoint),
-        _pod_monitor("kuberay-operator", kuberay_namespace, KUBERAY_OPERATOR_SELECTOR, {"port": KUBERAY_METRICS_PORT}),
+        _pod_monitor("ray-head", ray_namespace, {RAY_NODE_TYPE_LABEL: "head"}, head_endpoints),
+        _pod_monitor("ray-workers", ray_namespace, {RAY_NODE_TYPE_LABEL: "worker"}, [ray_endpoint]),
+        _pod_monitor(
+            "kuberay-operator", kuberay_namespace, KUBERAY_OPERATOR_SELECTOR, [{"port": KUBERAY_METRICS_PORT}]
+        ),
     ]
 
 
 def monitoring_objects(args: ObservabilityArgs) -> list[dict[str, Any]]:
     """Everything besides the charts: the PodMonitors, the alert rules and the dashboards."""
     return [
-        *pod_monitors(args.ray_namespace, args.kuberay_namespace),
+        *pod_monitors(args.ray_namespace, args.kuberay_namespace, args.ray_autoscaler),
         prometheus_rule("ray-llm-eks", NAMESPACE, dict(RELEASE_LABEL), args.alerts),
         *dashboard_config_maps(args.alerts.application, NAMESPACE, dict(DASHBOARD_SIDECAR_LABEL)),
     ]

@@ -763,7 +763,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Ray Serve autoscales each side between <side>Replicas and <side>MaxReplicas; KubeRay's autoscaler adds "
             "Ray worker pods and the Cluster Autoscaler GPU nodes to match (see Scaling).",
             feeds="serve_autoscaling",
-            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+            effects=(MONITORING, SERVE_IN_PLACE, *SIDE_SIZE),
+            change_note="the head's PodMonitor and its Prometheus NetworkPolicy add or drop the head autoscaler's "
+            "metrics port",
         ),
         Setting(
             "prefillMaxReplicas",
