@@ -186,12 +186,6 @@ def test_no_role_without_a_topic():
     assert [r for r in run.of_type("aws:iam/role:Role") if "alertmanager" in r.name] == []
 
 
-def test_each_alert_links_its_runbook_section(receivers_run):
-    (rule,) = receivers_run.of_type(PROMETHEUS_RULE)
-    for alert in rule.inputs["spec"]["groups"][0]["rules"]:
-        assert alert["annotations"]["runbook_url"] == f"{RUNBOOK}#{alert['alert'].lower()}"
-
-
 # --- Alertmanager's own tools over the rendered config ---
 
 
