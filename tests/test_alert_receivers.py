@@ -414,3 +414,13 @@ def test_a_receiver_without_the_metrics_stack_is_refused(key):
     (problem,) = rejection({key: RECEIVERS[key], "observability": False}, secret_keys=SECRET_KEYS).problems
     assert "is invalid with observability=false: the Alertmanager that would send it the alerts" in problem
     assert problem.startswith(key)
+
+
+def test_without_alertmanagers_tools_ci_fails_and_elsewhere_the_tests_skip_saying_why(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must check the Alertmanager config"):
+        binary("amtool")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install prometheus-alertmanager"):
+        binary("amtool")

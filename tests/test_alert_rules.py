@@ -548,3 +548,13 @@ def test_the_modelled_first_deploy_ends_well_before_the_deadline(stack):
 
 def test_the_notation_writes_what_promtool_expands():
     assert notation([None, None, 1, 1, 1, 2, None]) == "_x2 1x2 2 _"
+
+
+def test_without_promtool_ci_fails_and_elsewhere_the_tests_skip_saying_why(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the alert rules through promtool"):
+        promtool()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install prometheus"):
+        promtool()
