@@ -26,12 +26,19 @@ from infra.observability.monitoring import (
     RemoteWrite,
     observability_outputs,
 )
+from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
-from infra.serving.model_cache import READER_SERVICE_ACCOUNT, ModelCache, ModelCacheArgs, cache_uri
+from infra.serving.model_cache import (
+    MIRROR_TIMEOUT_SECONDS,
+    READER_SERVICE_ACCOUNT,
+    ModelCache,
+    ModelCacheArgs,
+    cache_uri,
+)
 from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
-from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs
+from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
 from infra.serving.serve_app import Serving, ServingArgs
 from infra.serving.serve_config import application_name
 from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
@@ -90,7 +97,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     model = declare_model_cache(cfg, facts, cluster, nodes)
     serving = declare_serving(cfg, cluster, nodes, model)
     if cfg.observability:
-        declare_observability(cfg, facts, cluster, nodes)
+        declare_observability(cfg, facts, cluster, nodes, model)
     return stack_outputs(cfg, facts, network, cluster, nodes, model, serving)
 
 
@@ -310,7 +317,7 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             changes=settings_by_effect(cfg.settings, cfg.cluster_upgrade_strategy),
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
-            network_policies=network_policies(cfg.namespace, cfg.ray_service_name),
+            network_policies=network_policies(cfg.namespace, cfg.ray_service_name, runs_ray_autoscaler(cfg)),
         ),
         cluster,
         nodes.system,
@@ -318,7 +325,41 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
     )
 
 
-def declare_observability(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes) -> Observability:
+def deploy_deadline_seconds(cfg: StackConfig, mirrored: bool) -> int:
+    """The longest `pulumi up` waits for the app after it creates the serving namespace: the mirror Job's timeout
+    where the stack mirrors the model (the RayService waits for it), then the rollout's serveReadyTimeoutMinutes."""
+    return (MIRROR_TIMEOUT_SECONDS if mirrored else 0) + cfg.serve_ready_timeout_minutes * 60
+
+
+def alerting_note(cfg: StackConfig, receivers: Receivers) -> str:
+    """Where the alerts go and where their rules run, said by `pulumi preview` and `pulumi up`."""
+    where = [
+        name
+        for name, value in (
+            (f"SNS topic {cfg.alert_sns_topic_arn}", receivers.sns_topic_arn),
+            ("Slack (alertSlackWebhookUrl)", receivers.slack_webhook_url),
+            ("PagerDuty (alertPagerDutyRoutingKey)", receivers.pagerduty_routing_key),
+        )
+        if value is not None
+    ]
+    rules = "the alert rules run in the in-cluster Prometheus"
+    if cfg.amp_workspace_url:
+        rules += (
+            ", not in the Amazon Managed Service for Prometheus workspace it remote-writes to "
+            f"({cfg.amp_workspace_url}), which stores the metrics only"
+        )
+    if not where:
+        return (
+            f"{rules}; the alerts go nowhere: Alertmanager has only the chart's `null` receiver. Set alertSnsTopicArn, "
+            "alertSlackWebhookUrl or alertPagerDutyRoutingKey (docs/observability.md)"
+        )
+    return f"{rules}; the alerts go to {', '.join(where)}"
+
+
+def declare_observability(
+    cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes, model: Model
+) -> Observability:
+    mirrored = model.cache is not None and model.cache.mirror is not None
     remote_write = (
         RemoteWrite(
             workspace_url=cfg.amp_workspace_url,
@@ -328,6 +369,12 @@ def declare_observability(cfg: StackConfig, facts: DeployFacts, cluster: Cluster
         if cfg.amp_workspace_url
         else None
     )
+    receivers = Receivers(
+        sns_topic_arn=cfg.alert_sns_topic_arn,
+        slack_webhook_url=cfg.alert_slack_webhook_url,
+        pagerduty_routing_key=cfg.alert_pagerduty_routing_key,
+    )
+    pulumi.log.info(alerting_note(cfg, receivers))
     return Observability(
         "observability",
         ObservabilityArgs(
@@ -339,8 +386,12 @@ def declare_observability(cfg: StackConfig, facts: DeployFacts, cluster: Cluster
                 application=application_name(cfg),
                 namespace=cfg.namespace,
                 ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
+                deploy_deadline_seconds=deploy_deadline_seconds(cfg, mirrored),
+                runbook_url=cfg.runbook_url,
             ),
+            ray_autoscaler=runs_ray_autoscaler(cfg),
             remote_write=remote_write,
+            receivers=receivers,
             tags=cfg.tags,
         ),
         cluster,

@@ -33,12 +33,12 @@ SUBCHART_VALUES_FILES = {
 }
 
 
-def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def helm_merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """`override` over `base`, map by map, as Helm coalesces a parent's values over a subchart's."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):
-            merged[key] = _merged(base[key], value)
+            merged[key] = helm_merged(base[key], value)
         else:
             merged[key] = value
     return merged
@@ -51,7 +51,7 @@ def _load(path: Path) -> dict[str, Any]:
 def chart_defaults(chart: str) -> dict[str, Any]:
     defaults = _load(CHART_VALUES_FILES[chart])
     for subchart, path in SUBCHART_VALUES_FILES.get(chart, {}).items():
-        defaults[subchart] = _merged(_load(path), defaults.get(subchart) or {})
+        defaults[subchart] = helm_merged(_load(path), defaults.get(subchart) or {})
     return defaults
 
 

@@ -4,7 +4,10 @@ The metric lists a name is checked against, by the exporter that makes it:
 - Ray and vLLM (`ray_...`): docs/metrics/ray-2.58.0-vllm-0.26.0-metric-names.txt, scraped from Ray's metrics
   port while the PD app served (one name a line), and the failure counters a healthy run never exports;
 - DCGM (`DCGM_...`): the fields dcgm-exporter 4.8.2 exports by default (its chart's metrics ConfigMap);
-- kube-state-metrics (`kube_...`): the pod metrics kube-state-metrics v2.20.0 documents.
+- kube-state-metrics (`kube_...`): the pod and namespace metrics kube-state-metrics v2.20.0 documents;
+- Prometheus itself: `up`, which it records for every target it scrapes;
+- the Ray head's autoscaler and dashboard metrics servers (ports 44217, 44227): the names the installed Ray 2.58's own
+  registries for them hold.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ from tools.project import PROJECT_DIR
 
 RAY_VLLM_METRICS = PROJECT_DIR / "docs" / "metrics" / "ray-2.58.0-vllm-0.26.0-metric-names.txt"
 DCGM_COUNTERS = Path("dcgm-exporter-4.8.2/metrics-configmap.yaml")
-KUBE_STATE_METRICS_POD_METRICS = Path("kube-prometheus-stack-88.5.3/kube-state-metrics-pod-metrics.md")
+KUBE_STATE_METRICS_DOCS = tuple(
+    Path(f"kube-prometheus-stack-88.5.3/kube-state-metrics-{kind}-metrics.md") for kind in ("pod", "namespace")
+)
+# Prometheus records `up` (1 when the target's last scrape succeeded, else 0) for every target it scrapes
+# (https://prometheus.io/docs/concepts/jobs_instances/#automatically-generated-labels-and-time-series).
+PROMETHEUS_SERIES = frozenset({"up"})
 # vLLM 0.26's NIXL connector counts failed transfers and notifications
 # (vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py, record_failed_transfer / record_failed_notification),
 # and Ray exports a counter only from its first increment (docs/metrics/ray-2.58.0-vllm-0.26.0-pd-samples.txt:
@@ -50,12 +58,36 @@ def dashboard_expressions(dashboard: dict[str, Any]) -> Iterator[str]:
         yield from dashboard_expressions(panel)
 
 
+# How prometheus_client exposes a family (https://prometheus.github.io/client_python/instrumenting/): a counter's
+# samples end in _total, a histogram's in _bucket, _sum and _count.
+EXPOSED_SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+
+
+def ray_head_servers_metrics() -> set[str]:
+    """What the head's autoscaler (ray/autoscaler/_private/prom_metrics.py AutoscalerPrometheusMetrics) and dashboard
+    (ray/dashboard/dashboard_metrics.py DashboardPrometheusMetrics) metrics servers export, from their registries."""
+    from ray.autoscaler._private.prom_metrics import AutoscalerPrometheusMetrics
+    from ray.dashboard.dashboard_metrics import DashboardPrometheusMetrics
+
+    registries = (AutoscalerPrometheusMetrics(session_name="names").registry, DashboardPrometheusMetrics().registry)
+    return {
+        f"{family.name}{suffix}"
+        for registry in registries
+        for family in registry.collect()
+        for suffix in EXPOSED_SUFFIXES[family.type]
+    }
+
+
 @cache
 def known_metrics() -> frozenset[str]:
     ray_vllm = {line for line in RAY_VLLM_METRICS.read_text().split() if not line.startswith("#")}
     dcgm = set(re.findall(r"^\s*(DCGM_FI_\w+),", (schemas_dir() / DCGM_COUNTERS).read_text(), re.MULTILINE))
-    kube = set(re.findall(r"^\| (kube_\w+) ", (schemas_dir() / KUBE_STATE_METRICS_POD_METRICS).read_text(), re.M))
-    return frozenset(ray_vllm | COUNTED_ONLY_ON_FAILURE | dcgm | kube)
+    kube = {
+        name
+        for doc in KUBE_STATE_METRICS_DOCS
+        for name in re.findall(r"^\| (kube_\w+) ", (schemas_dir() / doc).read_text(), re.M)
+    }
+    return frozenset(ray_vllm | COUNTED_ONLY_ON_FAILURE | dcgm | kube | PROMETHEUS_SERIES | ray_head_servers_metrics())
 
 
 def metrics_read(expr: str) -> set[str]:

@@ -198,13 +198,15 @@ EXAMPLES = {
     "costCenter": "ml-dev",
     "ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/",
     "serveCertificateArn": "arn:aws:acm:sa-east-1:123456789012:certificate/0f6e5d4c-3b2a-4190-8877-665544332211",
+    "alertSnsTopicArn": "arn:aws:sns:sa-east-1:123456789012:ray-llm-alerts",
+    "runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md",
 }
 # The secret settings' values are never shown: hfToken is checked only for being a secret, serveApiKeys's keys in
-# tests/test_serve_endpoint.py.
+# tests/test_serve_endpoint.py, the alert receivers' credentials in tests/test_alert_receivers.py.
 STRING_KEYS = sorted(
     key
     for key, spec in declared_config().items()
-    if isinstance(spec, dict) and spec["type"] == "string" and key not in ("hfToken", "serveApiKeys")
+    if isinstance(spec, dict) and spec["type"] == "string" and key not in SECRET_SETTINGS
 )
 
 
@@ -544,6 +546,12 @@ IGNORED = [
         id="dcgm-chart",
     ),
     pytest.param(
+        {"observability": False, "runbookUrl": EXAMPLES["runbookUrl"]},
+        "runbookUrl",
+        "observability=false",
+        id="runbook",
+    ),
+    pytest.param(
         {"clusterAutoscalerVersion": "9.58.0"}, "clusterAutoscalerVersion", "serveAutoscaling=false", id="ca-chart"
     ),
     pytest.param(
@@ -601,6 +609,11 @@ def test_a_warned_value_changes_nothing_the_stack_declares(overrides, key, switc
             {"observability": False, "ampWorkspaceUrl": EXAMPLES["ampWorkspaceUrl"]}, "ampWorkspaceUrl=", id="amp"
         ),
         pytest.param({"prefillMaxReplicas": 2}, "prefillMaxReplicas=2, prefillTargetOngoingRequests=0", id="max"),
+        pytest.param(
+            {"observability": False, "alertSnsTopicArn": EXAMPLES["alertSnsTopicArn"]},
+            "alertSnsTopicArn=",
+            id="receiver",
+        ),
     ],
 )
 def test_an_ignored_value_that_states_an_outcome_is_refused_not_warned(overrides, refused):

@@ -91,6 +91,10 @@ MOVES = {
         ),
         ("aws:iam/role:Role", "observability-remote-write"),
         ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "observability-remote-write"),
+        # The alert receivers: Alertmanager's role for SNS, the Secret of the Slack URL and PagerDuty key.
+        ("aws:iam/role:Role", "observability-alertmanager"),
+        ("aws:iam/rolePolicy:RolePolicy", "observability-alertmanager-sns"),
+        (SECRET, "observability-alert-receivers"),
     },
 }
 # A valid new value for each setting tried, as a user would change it in the stack file.
@@ -118,6 +122,8 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "observability": {"observability": False},
     "ttftP99ObjectiveMs": {"ttftP99ObjectiveMs": 1500},
     "ampWorkspaceUrl": {"ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/"},
+    "alertSnsTopicArn": {"alertSnsTopicArn": "arn:aws:sns:sa-east-1:123456789012:ray-llm-alerts"},
+    "runbookUrl": {"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"},
 }
 
 
@@ -206,6 +212,28 @@ def test_with_the_model_cache_a_token_reaches_the_mirror_only(dev):
     second = run_stack({"hfToken": "hf_two"}, secret_keys=("hfToken",), existing=first)
     assert rayservice(first)["spec"]["rayClusterConfig"] == rayservice(dev)["spec"]["rayClusterConfig"]
     assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {(SECRET, "model-cache-hf-token")}
+
+
+@pytest.mark.parametrize(
+    ("key", "values"),
+    [
+        (
+            "alertSlackWebhookUrl",
+            ("https://hooks.slack.com/services/T0/B0/one", "https://hooks.slack.com/services/T0/B0/two"),
+        ),
+        ("alertPagerDutyRoutingKey", ("a" * 32, "b" * 32)),
+    ],
+)
+def test_a_receiver_credential_moves_only_the_metrics_stack_and_a_new_value_only_its_secret(baseline, key, values):
+    """Alertmanager reads the file at each notification (prometheus/alertmanager notify/slack/slack.go,
+    notify/pagerduty/pagerduty.go `os.ReadFile`), so a new value is the Secret alone, with no restart."""
+    first = run_stack({key: values[0]}, secret_keys=(key,))
+    second = run_stack({key: values[1]}, secret_keys=(key,), existing=first)
+    assert moved(baseline, first) <= {(ROLLOUT, "serving-rollout"), *MOVES[changes.MONITORING.name]}
+    assert CHANGE_EFFECTS[key] == (changes.MONITORING,)
+    assert moved({(r.type, r.name): r.inputs for r in first.resources}, second) == {
+        (SECRET, "observability-alert-receivers")
+    }
 
 
 def test_the_rollout_groups_each_setting_under_its_most_severe_effect(dev):

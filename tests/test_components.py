@@ -121,7 +121,7 @@ for team in ("blue", "green"):
                 dcgm_version="4.8.2",
                 ray_namespace=f"{team}-{group}",
                 kuberay_namespace="kuberay-system",
-                alerts=AlertArgs(application="llm", namespace=f"{team}-{group}", ttft_p99_objective_seconds=2),
+                alerts=AlertArgs("llm", f"{team}-{group}", ttft_p99_objective_seconds=2, deploy_deadline_seconds=2700),
             ),
             cluster,
             system.node_group,
@@ -263,7 +263,7 @@ BAD_ARGS = {
     ),
     "Observability": (
         "Observability('o', ObservabilityArgs(stack_version='88', dcgm_version='4.8.2', ray_namespace='Ray', "
-        "kuberay_namespace='kuberay_system', alerts=AlertArgs('llm', 'ray', 2)), None, None, None)",
+        "kuberay_namespace='kuberay_system', alerts=AlertArgs('llm', 'ray', 2, 2700)), None, None, None)",
         {"stack_version", "ray_namespace", "kuberay_namespace"},
     ),
 }

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ray.autoscaler._private.constants import AUTOSCALER_METRIC_PORT
+from ray.dashboard.consts import DASHBOARD_METRIC_PORT
 
 from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
 from infra.serving.serve_app import dropped_auth_options
@@ -26,7 +28,7 @@ from infra.settings.config import has_ray_token_auth
 from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
 from infra.settings.table import RAY_TOKEN_AUTH_SINCE
 from infra.stack import ray_auth_note
-from tests.conftest import exposed, rejection
+from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows
 from tests.rayservice_parts import rayservice, worker_group
 from tests.schemas import kuberay_dir
@@ -43,6 +45,10 @@ KUBERAY_DIR = PROJECT_DIR / "vendor/kuberay-v1.4.0"
 # the dashboard agent, and a worker's gRPC port from Ray's default range (ray/_private/ray_constants.py).
 GCS_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT, A_WORKER_PORT = 6379, 10001, 8080, 52365, 10002
 CONTROL_PORTS = (GCS_PORT, DASHBOARD_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT, A_WORKER_PORT)
+# The head's other metrics servers, as the installed Ray 2.58 numbers them, probed besides.
+DASHBOARD_METRICS_PORT, AUTOSCALER_METRICS_PORT = DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT
+HEAD_METRICS_PORTS = (AUTOSCALER_METRICS_PORT, DASHBOARD_METRICS_PORT)
+PROBED_PORTS = tuple(sorted((*CONTROL_PORTS, *HEAD_METRICS_PORTS)))
 
 
 def policies(run: StackRun) -> list[dict]:
@@ -108,9 +114,27 @@ def test_ray_pods_reach_each_other_on_every_port(dev):
 
 
 def test_prometheus_reaches_the_metrics_port_and_nothing_else(dev):
-    """The Ray PodMonitors scrape port `metrics`, which KubeRay sets to 8080 (common/pod.go DefaultMetricsPort)."""
-    allowed = [p for p in CONTROL_PORTS if allows(policies(dev), prometheus_pod(dev), ray_pod(dev, "worker"), p)]
+    """The Ray PodMonitors scrape port `metrics`, which KubeRay sets to 8080 (common/pod.go DefaultMetricsPort), on
+    every Ray pod, and the head's dashboard metrics (44227) and, with Ray's autoscaler, its metrics (44217):
+    tests/test_observability.py holds the PodMonitor to KubeRay's own."""
+    allowed = [p for p in PROBED_PORTS if allows(policies(dev), prometheus_pod(dev), ray_pod(dev, "worker"), p)]
     assert allowed == [METRICS_PORT]
+    allowed = [p for p in PROBED_PORTS if allows(policies(dev), prometheus_pod(dev), ray_pod(dev, "head"), p)]
+    assert allowed == [METRICS_PORT, DASHBOARD_METRICS_PORT]
+
+
+def test_with_rays_autoscaler_prometheus_also_reaches_the_heads_autoscaler_metrics():
+    run = run_stack(SERVE_AUTOSCALING)
+    allowed = [p for p in PROBED_PORTS if allows(policies(run), prometheus_pod(run), ray_pod(run, "head"), p)]
+    assert allowed == [METRICS_PORT, AUTOSCALER_METRICS_PORT, DASHBOARD_METRICS_PORT]
+    allowed = [p for p in PROBED_PORTS if allows(policies(run), prometheus_pod(run), ray_pod(run, "worker"), p)]
+    assert allowed == [METRICS_PORT]
+
+
+def test_the_head_metrics_ports_open_to_prometheus_only(dev):
+    for stranger in strangers(dev):
+        reached = [p for p in HEAD_METRICS_PORTS if allows(policies(dev), stranger, ray_pod(dev, "head"), p)]
+        assert reached == []
 
 
 def test_the_operator_reaches_the_heads_dashboard_and_nothing_else(dev):
@@ -195,7 +219,11 @@ def test_np_guards_analyzer_finds_the_same_paths_into_the_ray_pods(dev, tmp_path
         (f"{namespace}/head", "worker"): everything,
         (f"{pods['operator'].namespace}/operator", "head"): "{protocols:TCP,dst_ports:8000,8265}",
         (f"{pods['operator'].namespace}/operator", "worker"): serve,
-        (f"{pods['prometheus'].namespace}/prometheus", "head"): "{protocols:TCP,dst_ports:8000,8080}",
+        # The head's dashboard metrics too (Ray's own port, DASHBOARD_METRIC_PORT); no autoscaler in dev.
+        (
+            f"{pods['prometheus'].namespace}/prometheus",
+            "head",
+        ): f"{{protocols:TCP,dst_ports:8000,8080,{DASHBOARD_METRICS_PORT}}}",
         (f"{pods['prometheus'].namespace}/prometheus", "worker"): "{protocols:TCP,dst_ports:8000,8080}",
     }
 
@@ -213,7 +241,7 @@ def test_the_policies_are_in_place_before_the_rayservice(dev):
     (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html, "Policy enforcement at Pod startup")."""
     rayservice_deps = set(dev.get("kubernetes:ray.io/v1:RayService", "serving-rayservice").dependencies)
     assert {r.urn for r in dev.of_type(NETWORK_POLICY)} <= rayservice_deps
-    assert len(dev.of_type(NETWORK_POLICY)) == 5
+    assert len(dev.of_type(NETWORK_POLICY)) == 6
 
 
 def test_pods_cannot_take_the_node_roles_credentials(shipped):

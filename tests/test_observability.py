@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 
 import jsonschema
 import promql_parser
 import pytest
 import yaml
+from ray.autoscaler._private.constants import AUTOSCALER_METRIC_PORT
+from ray.dashboard.consts import DASHBOARD_METRIC_PORT
 
-from infra.observability.alerts import HEAD_CONTAINER
+from infra.observability.alerts import HEAD_CONTAINER, runbook_anchor
 from infra.observability.monitoring import RELEASE_LABEL
 from infra.serving.kuberay import OPERATOR_NAMESPACE
 from tests.chart_values import chart_defaults, kuberay_operator_defaults, unknown_value_keys
-from tests.conftest import rejection
+from tests.conftest import SERVE_AUTOSCALING, rejection
 from tests.promql import parse
 from tests.schemas import crd_schema, custom_resource_validator, kuberay_dir, schema_errors, schemas_dir, strict_schema
+from tests.test_docs_links import anchors
 from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
@@ -150,15 +152,55 @@ def test_ray_pod_monitors_scrape_the_port_kuberay_adds_to_every_ray_pod(dev, mon
     spec = dev.get(POD_MONITOR, f"observability-podmonitor-{monitor}").inputs["spec"]
     assert spec["namespaceSelector"] == {"matchNames": ["inference"]}
     assert spec["selector"] == {"matchLabels": {"ray.io/node-type": node_type}}
-    (endpoint,) = spec["podMetricsEndpoints"]
+    endpoint = spec["podMetricsEndpoints"][0]
     assert endpoint["port"] == "metrics"
-    assert endpoint["relabelings"] == [
-        {
-            "action": "replace",
-            "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
-            "targetLabel": "ray_io_cluster",
-        }
+    assert endpoint["relabelings"] == [RAY_CLUSTER_COPY]
+
+
+def kuberay_reference_monitors() -> dict[str, dict]:
+    """KubeRay 1.4.0's own PodMonitors by the node type they select (its config/prometheus/podMonitor.yaml)."""
+    documents = yaml.safe_load_all((schemas_dir() / "kuberay-v1.4.0" / "prometheus-podMonitor.yaml").read_text())
+    return {doc["spec"]["selector"]["matchLabels"]["ray.io/node-type"]: doc for doc in documents}
+
+
+def head_targets(run) -> list[str]:
+    """Where each of the head PodMonitor's endpoints scrapes: the port name, or the port its address is moved to."""
+    targets = []
+    for endpoint in run.get(POD_MONITOR, "observability-podmonitor-ray-head").inputs["spec"]["podMetricsEndpoints"]:
+        moved = [r for r in endpoint["relabelings"] if r["targetLabel"] == "__address__"]
+        assert [r for r in endpoint["relabelings"] if r not in moved] == [RAY_CLUSTER_COPY]
+        if moved:
+            ((relabeling,),) = (moved,)
+            assert relabeling["sourceLabels"] == ["__meta_kubernetes_pod_ip"]
+            targets.append(relabeling["replacement"].removeprefix("$1:"))
+        else:
+            targets.append(endpoint["port"])
+    return targets
+
+
+def test_the_head_is_scraped_where_kuberays_own_head_monitor_scrapes_it():
+    """KubeRay's head PodMonitor scrapes `metrics`, `as-metrics` (the autoscaler, 44217) and `dash-metrics` (the
+    dashboard, 44227): Ray 2.58's AUTOSCALER_METRIC_PORT and DASHBOARD_METRIC_PORT (ray/autoscaler/_private/
+    constants.py, ray/dashboard/consts.py, read from the installed Ray). The head's container declares neither port,
+    so both are the `metrics` target readdressed; the autoscaler's only where the head runs Ray's autoscaler sidecar
+    (serveAutoscaling: ray/autoscaler/_private/kuberay/run_autoscaler.py starts its metrics server)."""
+    reference = [e["port"] for e in kuberay_reference_monitors()["head"]["spec"]["podMetricsEndpoints"]]
+    assert reference == ["metrics", "as-metrics", "dash-metrics"]
+    assert head_targets(run_stack()) == ["metrics", str(DASHBOARD_METRIC_PORT)]
+    assert head_targets(run_stack(SERVE_AUTOSCALING)) == [
+        "metrics",
+        str(DASHBOARD_METRIC_PORT),
+        str(AUTOSCALER_METRIC_PORT),
     ]
+    assert (DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT) == (44227, 44217)
+
+
+def test_the_head_declares_no_port_the_readdressed_targets_would_duplicate(dev):
+    """A readdressed target is unique only while no declared port of the pod is the same number (the PodMonitor CRD,
+    portNumber: "beware of duplicate targets")."""
+    (rayservice,) = dev.of_type("kubernetes:ray.io/v1:RayService")
+    head = rayservice.inputs["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert {p["containerPort"] for p in head["ports"]} & {DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT} == set()
 
 
 def test_operator_pod_monitor_scrapes_the_operators_metrics_port(kuberay_stack):
@@ -181,6 +223,13 @@ def test_operator_pod_monitor_scrapes_the_operators_metrics_port(kuberay_stack):
     assert "- name: http\n              containerPort: 8080" in template
 
 
+RAY_CLUSTER_COPY = {
+    "action": "replace",
+    "sourceLabels": ["__meta_kubernetes_pod_label_ray_io_cluster"],
+    "targetLabel": "ray_io_cluster",
+}
+
+
 def _rules(run):
     (rule,) = run.of_type(PROMETHEUS_RULE)
     return {r["alert"]: r for group in rule.inputs["spec"]["groups"] for r in group["rules"]}
@@ -201,19 +250,36 @@ def test_the_alerts_an_operator_must_act_on(dev):
     )
 
 
-def test_each_alert_has_its_runbook_section(dev):
+def test_each_alert_carries_its_runbook_section_and_no_link_without_a_runbook_url(dev):
+    """Each alert's description is its `## <AlertName>` section of docs/runbook.md; a repository path is no link a
+    page can open, so without runbookUrl the alerts carry none."""
     runbook = (PROJECT_DIR / "docs" / "runbook.md").read_text()
-    sections = {heading.lower() for heading in re.findall(r"^## (\S+)$", runbook, re.MULTILINE)}
     for name, rule in _rules(dev).items():
-        path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
-        assert (path, anchor) == ("docs/runbook.md", name.lower())
-        assert anchor in sections
+        section = runbook.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        assert rule["annotations"]["description"] == " ".join(section.split())
+        assert "runbook_url" not in rule["annotations"]
+
+
+def test_each_alerts_runbook_anchor_is_a_heading_of_the_runbook():
+    """The anchor runbook_url ends in is one GitHub gives a heading of docs/runbook.md (tests/test_docs_links.py
+    `anchors`, GitHub's rules), so the link opens the alert's section."""
+    rules = _rules(run_stack({"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"}))
+    headings = anchors(PROJECT_DIR / "docs" / "runbook.md")
+    for name, rule in rules.items():
+        url, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert (url, anchor) == (
+            "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md",
+            runbook_anchor(name),
+        )
+        assert anchor in headings, name
 
 
 def test_serve_app_alerts_watch_the_deployed_application(dev):
     """Serve's status gauge: 1=DEPLOY_FAILED, 6=RUNNING (ray/serve/_private/application_state.py)."""
     rules = _rules(dev)
-    assert rules["ServeAppDeployFailed"]["expr"] == 'ray_serve_application_status{application="ray-llm"} == 1'
+    assert rules["ServeAppDeployFailed"]["expr"].startswith(
+        '(ray_serve_application_status{application="ray-llm"} == 1) and on () '
+    )
     assert 'ray_serve_application_status{application="ray-llm"} != 6' in rules["ServeAppNotRunning"]["expr"]
 
 
@@ -230,19 +296,47 @@ def test_no_healthy_replica_alerts_count_zero_only_when_none_is_reported(dev, al
     """`a or vector(0)` adds the 0 only where `a` has no series of the same labels (Prometheus' `or`,
     https://prometheus.io/docs/prometheus/latest/querying/operators/#logical-set-binary-operators): the count must
     carry no labels, as `vector(0)` does, or the alert would fire beside every healthy side."""
-    comparison = parse(_rules(dev)[alert]["expr"])
-    either = comparison.lhs.expr
+    gated = parse(_rules(dev)[alert]["expr"])
+    either = gated.lhs.expr.lhs.expr
     assert str(either.op) == "or"
     assert isinstance(either.lhs, promql_parser.AggregateExpr) and either.lhs.modifier is None
     assert str(either.rhs) == "vector(0)"
 
 
-def test_kv_failure_alert_counts_a_missing_counter_as_zero(dev):
-    """A sum of an absent counter is no result, and `x + <no result>` is no result: each term falls back to 0."""
+@pytest.mark.parametrize(
+    "alert",
+    ["ServeAppDeployFailed", "ServeAppNotRunning", "PrefillNoHealthyReplica", "DecodeNoHealthyReplica"],
+)
+def test_the_apps_alerts_wait_for_the_app_or_the_deadline(dev, alert):
+    """Armed once the app has been RUNNING or the serving namespace is older than the deadline (serveReadyTimeoutMinutes
+    and, with the model mirrored, the mirror Job's 2 h): dev waits 45 + 120 minutes. tests/test_alert_rules.py plays
+    it through promtool."""
+    expr = _rules(dev)[alert]["expr"]
+    assert expr.endswith(
+        ' and on () ((max(max_over_time(ray_serve_application_status{application="ray-llm"}[9900s])) == 6) or '
+        '(time() - max(kube_namespace_created{namespace="inference"}) > 9900))'
+    )
+
+
+def test_the_deadline_follows_the_ready_timeout_and_the_mirror():
+    """Without the model cache nothing is mirrored: the deadline is serveReadyTimeoutMinutes alone."""
+    rules = _rules(run_stack({"modelCache": False, "serveReadyTimeoutMinutes": 60}))
+    assert "[3600s]" in rules["ServeAppNotRunning"]["expr"] and "> 3600))" in rules["ServeAppNotRunning"]["expr"]
+
+
+def test_kv_failure_alert_counts_first_seen_counters_and_a_missing_counter_as_zero(dev):
+    """A sum of an absent counter is no result, and `x + <no result>` is no result: each term falls back to 0. A
+    counter's first sample counts through `first_seen` (Ray exports a counter from its first increment)."""
     terms = _rules(dev)["KvTransferFailures"]["expr"].removesuffix(" > 0").split(" + ")
+    counters = ("ray_vllm_nixl_num_failed_transfers_total", "ray_vllm_nixl_num_failed_notifications_total")
     assert terms == [
-        f"(sum(increase({counter}[10m])) or vector(0))"
-        for counter in ("ray_vllm_nixl_num_failed_transfers_total", "ray_vllm_nixl_num_failed_notifications_total")
+        term
+        for counter in counters
+        for term in (
+            f"(sum(increase({counter}[10m])) or vector(0))",
+            f"(sum((({counter} unless {counter} offset 10m) and on (job, instance) (up offset 10m == 1)))"
+            " or vector(0))",
+        )
     ]
 
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from infra.serving import model_cache, serve_auth
-from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION
+from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
     API_KEYS,
@@ -108,6 +108,7 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         "02-networkpolicy-anyone-to-serve.yaml",
         "02-networkpolicy-default-deny-ingress.yaml",
         "02-networkpolicy-operator-to-dashboard.yaml",
+        "02-networkpolicy-prometheus-to-head-metrics.yaml",
         "02-networkpolicy-prometheus-to-metrics.yaml",
         "02-networkpolicy-ray-pods-to-each-other.yaml",
         # With the model cache only the mirror reads the Hub: the token's one Secret is in its namespace.
@@ -316,7 +317,8 @@ STACK_FILE_PROBLEMS = {
     ),
     "encrypted-plain-setting": (
         "config:\n  ray-llm-eks:owner: ml-platform\n  ray-llm-eks:costCenter:\n    secure: v1:AAAABBBB\n",
-        "Pulumi.dev.yaml:3: ray-llm-eks:costCenter is encrypted (secure:) but is not a secret setting; only hfToken",
+        "Pulumi.dev.yaml:3: ray-llm-eks:costCenter is encrypted (secure:) but is not a secret setting; only "
+        f"{', '.join(sorted(SECRET_SETTINGS))} may be",
     ),
 }
 

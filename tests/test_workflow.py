@@ -62,6 +62,16 @@ def test_the_tests_job_builds_the_pulumi_eks_expansion_before_the_tests(workflow
     assert uses(workflow["jobs"]["tests"], "actions/setup-node") and build < first_pytest
 
 
+def test_the_tests_job_installs_the_alerting_tools_before_the_tests(workflow: dict[str, Any]) -> None:
+    """Under CI=true, tests/test_alert_rules.py and tests/test_alert_receivers.py fail rather than skip without
+    promtool (Ubuntu's `prometheus`), amtool and Alertmanager (`prometheus-alertmanager`)."""
+    job_steps = steps(workflow["jobs"]["tests"])
+    (install,) = [i for i, step in enumerate(job_steps) if "apt-get install" in step.get("run", "")]
+    first_pytest = min(i for i, step in enumerate(job_steps) if "pytest" in step.get("run", ""))
+    packages = job_steps[install]["run"].split()
+    assert {"prometheus", "prometheus-alertmanager"} <= set(packages) and install < first_pytest
+
+
 def test_previews_every_shipped_stack_with_the_policy_pack(workflow: dict[str, Any]) -> None:
     job = workflow["jobs"]["preview"]
     assert job["needs"] == "tests"

@@ -22,8 +22,9 @@ from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
-from infra.observability.alerts import AlertArgs, prometheus_rule
+from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
 from infra.observability.dashboards import dashboard_config_maps
+from infra.observability.receivers import SECRET_NAME, Receivers, alertmanager_values, sns_publish_policy
 from infra.settings.footprint import (
     ALERTMANAGER_RESOURCES,
     GRAFANA_RESOURCES,
@@ -32,7 +33,12 @@ from infra.settings.footprint import (
     PROMETHEUS_RESOURCES,
 )
 from infra.settings.namespaces import MONITORING_NAMESPACE as NAMESPACE
-from infra.settings.pod_labels import KUBERAY_OPERATOR_SELECTOR, RAY_METRICS_PORT, RAY_NODE_TYPE_LABEL
+from infra.settings.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    RAY_METRICS_PORT,
+    RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
+)
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
@@ -50,6 +56,9 @@ PROMETHEUS_PORT = 9090  # values.yaml prometheus.service.port
 # Prometheus' service account: `<fullname>-prometheus` (templates/_helpers.tpl
 # kube-prometheus-stack.prometheus.serviceAccountName), the one its IAM role for remote writes trusts.
 PROMETHEUS_SERVICE_ACCOUNT = f"{STACK_RELEASE}-prometheus"
+# Alertmanager's: `<fullname>-alertmanager` (templates/_helpers.tpl
+# kube-prometheus-stack.alertmanager.serviceAccountName), the one its IAM role for SNS trusts.
+ALERTMANAGER_SERVICE_ACCOUNT = f"{STACK_RELEASE}-alertmanager"
 # The AWS managed policy that allows aps:RemoteWrite only
 # (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonPrometheusRemoteWriteAccess.html).
 REMOTE_WRITE_POLICY = "AmazonPrometheusRemoteWriteAccess"
@@ -94,8 +103,10 @@ class ObservabilityArgs:
     ray_namespace: str  # where the Ray head and workers run: the PodMonitors look there
     kuberay_namespace: str  # where the KubeRay operator runs
     alerts: AlertArgs  # the Serve application and the objectives the alert rules and dashboards watch
+    ray_autoscaler: bool = False  # the head pod runs Ray's autoscaler sidecar (in-tree autoscaling): scrape it too
     remote_write: RemoteWrite | None = None  # a managed Prometheus workspace to write to as well
-    tags: Mapping[str, str] = field(default_factory=dict)  # on the remote-write IAM role
+    receivers: Receivers = field(default_factory=Receivers)  # where the alerts go; none: they stay in Alertmanager
+    tags: Mapping[str, str] = field(default_factory=dict)  # on the IAM roles
 
 
 def observability_args_errors(args: ObservabilityArgs) -> list[InputPropertyErrorDetails]:
@@ -120,10 +131,14 @@ def remote_write_values(remote_write: RemoteWrite, role_arn: pulumi.Input[str]) 
     }
 
 
-def stack_values(remote_write: dict[str, Any] | None = None) -> dict[str, Any]:
-    """kube-prometheus-stack's values; `remote_write` (remote_write_values) adds the managed Prometheus."""
+def stack_values(
+    remote_write: dict[str, Any] | None = None, alertmanager: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """kube-prometheus-stack's values; `remote_write` (remote_write_values) adds the managed Prometheus,
+    `alertmanager` (receivers.alertmanager_values) the alerts' receivers."""
     on_system = {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)}
     remote_write = remote_write or {"prometheusSpec": {}}
+    alertmanager = alertmanager or {}
     return {
         "prometheusOperator": {
             **on_system,
@@ -140,7 +155,14 @@ def stack_values(remote_write: dict[str, Any] | None = None) -> dict[str, Any]:
                 **remote_write["prometheusSpec"],
             },
         },
-        "alertmanager": {"alertmanagerSpec": {**on_system, "resources": ALERTMANAGER_RESOURCES}},
+        "alertmanager": {
+            **alertmanager,
+            "alertmanagerSpec": {
+                **on_system,
+                "resources": ALERTMANAGER_RESOURCES,
+                **alertmanager.get("alertmanagerSpec", {}),
+            },
+        },
         "grafana": {**on_system, "resources": GRAFANA_RESOURCES},
         "kube-state-metrics": {**on_system, "resources": KUBE_STATE_METRICS_RESOURCES},
         # EKS runs the scheduler, controller manager and etcd off the cluster's nodes: nothing to scrape,
@@ -156,7 +178,9 @@ def dcgm_values() -> dict[str, Any]:
     return {**gpu_node_scheduling(), "serviceMonitor": {"additionalLabels": dict(RELEASE_LABEL)}}
 
 
-def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoint: dict[str, Any]) -> dict[str, Any]:
+def _pod_monitor(
+    name: str, namespace: str, selector: Mapping[str, str], endpoints: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
@@ -165,25 +189,48 @@ def _pod_monitor(name: str, namespace: str, selector: Mapping[str, str], endpoin
         "spec": {
             "namespaceSelector": {"matchNames": [namespace]},
             "selector": {"matchLabels": dict(selector)},
-            "podMetricsEndpoints": [endpoint],
+            "podMetricsEndpoints": endpoints,
         },
     }
 
 
-def pod_monitors(ray_namespace: str, kuberay_namespace: str) -> list[dict[str, Any]]:
-    """The Ray head, every Ray worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
+def readdressed(port: int) -> dict[str, Any]:
+    """The pod's address on `port`: the head's other metrics servers listen on ports its container does not declare
+    (declaring them would change the head's template and so replace the RayService), and a PodMonitor selects only
+    declared ports, so their targets are the `metrics` port's with the address relabelled, as the PodMonitor CRD
+    says to scrape a port "which isn't exposed" (crd-podmonitors.yaml, portNumber). The pods' IPs are IPv4."""
+    return {
+        "action": "replace",
+        "sourceLabels": ["__meta_kubernetes_pod_ip"],
+        "targetLabel": "__address__",
+        "replacement": f"$1:{port}",
+    }
+
+
+def pod_monitors(ray_namespace: str, kuberay_namespace: str, ray_autoscaler: bool = False) -> list[dict[str, Any]]:
+    """The Ray head (its metrics port, the dashboard's and, with Ray's autoscaler, the autoscaler's), every Ray
+    worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
     ray_endpoint = {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING]}
+    head_endpoints = [
+        ray_endpoint,
+        *(
+            {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING, readdressed(port)]}
+            for port in head_metrics_ports(ray_autoscaler)
+        ),
+    ]
     return [
-        _pod_monitor("ray-head", ray_namespace, {RAY_NODE_TYPE_LABEL: "head"}, ray_endpoint),
-        _pod_monitor("ray-workers", ray_namespace, {RAY_NODE_TYPE_LABEL: "worker"}, ray_endpoint),
-        _pod_monitor("kuberay-operator", kuberay_namespace, KUBERAY_OPERATOR_SELECTOR, {"port": KUBERAY_METRICS_PORT}),
+        _pod_monitor("ray-head", ray_namespace, {RAY_NODE_TYPE_LABEL: "head"}, head_endpoints),
+        _pod_monitor("ray-workers", ray_namespace, {RAY_NODE_TYPE_LABEL: "worker"}, [ray_endpoint]),
+        _pod_monitor(
+            "kuberay-operator", kuberay_namespace, KUBERAY_OPERATOR_SELECTOR, [{"port": KUBERAY_METRICS_PORT}]
+        ),
     ]
 
 
 def monitoring_objects(args: ObservabilityArgs) -> list[dict[str, Any]]:
     """Everything besides the charts: the PodMonitors, the alert rules and the dashboards."""
     return [
-        *pod_monitors(args.ray_namespace, args.kuberay_namespace),
+        *pod_monitors(args.ray_namespace, args.kuberay_namespace, args.ray_autoscaler),
         prometheus_rule("ray-llm-eks", NAMESPACE, dict(RELEASE_LABEL), args.alerts),
         *dashboard_config_maps(args.alerts.application, NAMESPACE, dict(DASHBOARD_SIDECAR_LABEL)),
     ]
@@ -230,15 +277,28 @@ class Observability(pulumi.ComponentResource):
         remote_write = None
         if args.remote_write is not None:
             remote_write = remote_write_values(args.remote_write, self._remote_write_role(name, args, cluster).arn)
+        alertmanager = None
+        if args.receivers.configured:
+            role = self._sns_role(name, args, cluster) if args.receivers.sns_topic_arn else None
+            alertmanager = alertmanager_values(args.receivers, GROUP_LABEL, GROUP, role.arn if role else None)
         stack = pinned_release(
             children,
             STACK_RELEASE,
             Chart("kube-prometheus-stack", PROMETHEUS_COMMUNITY_REPO, args.stack_version),
             NAMESPACE,
-            stack_values(remote_write),
+            stack_values(remote_write, alertmanager),
             cluster.provider,
             [system_nodes],
         )
+        if args.receivers.secret_files():
+            # After the release, which creates the namespace; the Alertmanager pod's mount waits for it.
+            k8s.core.v1.Secret(
+                children.name(SECRET_NAME),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=SECRET_NAME, namespace=NAMESPACE),
+                type="Opaque",
+                string_data=args.receivers.secret_files(),
+                opts=children.opts(SECRET_NAME, provider=cluster.provider, depends_on=[stack]),
+            )
         # After the stack: the exporter's ServiceMonitor needs the CRDs the stack installs.
         pinned_release(
             children,
@@ -253,15 +313,35 @@ class Observability(pulumi.ComponentResource):
             _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
         self.register_outputs({})
 
+    def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:
+        """An IAM role only the monitoring namespace's `account` may assume (IRSA)."""
+        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
+            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, account))
+        )
+        return aws.iam.Role(
+            role_name, assume_role_policy=trust, tags=dict(args.tags), opts=pulumi.ResourceOptions(parent=self)
+        )
+
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
         assert args.remote_write is not None
-        child = pulumi.ResourceOptions(parent=self)
-        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT))
-        )
-        role = aws.iam.Role(f"{name}-remote-write", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        role = self._role(f"{name}-remote-write", args, cluster, PROMETHEUS_SERVICE_ACCOUNT)
         aws.iam.RolePolicyAttachment(
-            f"{name}-remote-write", role=role.name, policy_arn=args.remote_write.policy_arn, opts=child
+            f"{name}-remote-write",
+            role=role.name,
+            policy_arn=args.remote_write.policy_arn,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return role
+
+    def _sns_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
+        """Alertmanager's role: sns:Publish on the one topic."""
+        assert args.receivers.sns_topic_arn is not None
+        role = self._role(f"{name}-alertmanager", args, cluster, ALERTMANAGER_SERVICE_ACCOUNT)
+        aws.iam.RolePolicy(
+            f"{name}-alertmanager-sns",
+            role=role.id,
+            policy=json.dumps(sns_publish_policy(args.receivers.sns_topic_arn)),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         return role
 

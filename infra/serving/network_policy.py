@@ -12,7 +12,8 @@ the Ray client 10001, the dashboard agent and the raylet's and workers' own port
   gRPC ports (Ray picks them at random by default) and NIXL's side channel between prefill and decode;
 - anyone to Serve's proxy (8000): the load balancer's nodes (kube-proxy takes the NodePort's traffic to the pod from
   the node's address) and in-cluster clients of `serveEndpoint`; the API keys guard it (infra/serving/serve_auth.py);
-- Prometheus to the metrics port (8080);
+- Prometheus to the metrics port (8080), and to the head's dashboard and autoscaler metrics ports (44227; 44217 with
+  Ray's autoscaler);
 - the KubeRay operator to the head's dashboard (8265): it submits the serve config and reads its status there.
 
 The pod's own node is never refused: the agent allows all traffic to and from the node's IP, so the kubelet's
@@ -39,6 +40,7 @@ from infra.settings.pod_labels import (
     PROMETHEUS_POD_SELECTOR,
     RAY_METRICS_PORT_NUMBER,
     RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
 )
 from infra.settings.scheduling import OPERATOR_NAMESPACE
 
@@ -73,11 +75,13 @@ def _policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[
     }
 
 
-def network_policies(namespace: str, ray_service: str) -> list[dict[str, Any]]:
+def network_policies(namespace: str, ray_service: str, ray_autoscaler: bool = False) -> list[dict[str, Any]]:
     """The default deny and the allowed paths, for the Ray pods of `ray_service` in `namespace` (their pod templates
-    carry INSTANCE_LABEL=ray_service, infra/serving/rayservice.py; a NewCluster upgrade's second cluster too)."""
+    carry INSTANCE_LABEL=ray_service, infra/serving/rayservice.py; a NewCluster upgrade's second cluster too);
+    `ray_autoscaler`: the head runs Ray's autoscaler sidecar, whose metrics Prometheus scrapes."""
     ray_pods = {INSTANCE_LABEL: ray_service}
     head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
+    prometheus = [_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
     return [
         _policy(DEFAULT_DENY, namespace, {}, []),
         _policy(
@@ -85,15 +89,13 @@ def network_policies(namespace: str, ray_service: str) -> list[dict[str, Any]]:
         ),
         _policy("anyone-to-serve", namespace, ray_pods, [{"ports": _tcp(SERVE_PORT)}]),
         _policy(
-            "prometheus-to-metrics",
+            "prometheus-to-metrics", namespace, ray_pods, [{"from": prometheus, "ports": _tcp(RAY_METRICS_PORT_NUMBER)}]
+        ),
+        _policy(
+            "prometheus-to-head-metrics",
             namespace,
-            ray_pods,
-            [
-                {
-                    "from": [_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)],
-                    "ports": _tcp(RAY_METRICS_PORT_NUMBER),
-                }
-            ],
+            head,
+            [{"from": prometheus, "ports": _tcp(*head_metrics_ports(ray_autoscaler))}],
         ),
         _policy(
             "operator-to-dashboard",

@@ -203,6 +203,11 @@ def with_cluster_spec_digest(cluster_config: dict[str, Any]) -> dict[str, Any]:
     return stamped
 
 
+def runs_ray_autoscaler(cfg: StackConfig) -> bool:
+    """Whether the head pod runs KubeRay's in-tree autoscaler sidecar (RAY_AUTOSCALER): with Serve autoscaling."""
+    return cfg.serve_autoscaling
+
+
 def build_rayservice(
     cfg: StackConfig, with_hf_token: bool, model_cache_uri: str | None = None, service_account: str | None = None
 ) -> dict[str, Any]:
@@ -214,7 +219,7 @@ def build_rayservice(
         # it in every Ray container, and its dashboard client sends it (kuberay v1.7.0 raycluster_controller.go
         # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; tests/test_ray_token_auth.py).
         **({"authOptions": {"mode": "token"}} if cfg.ray_token_auth else {}),
-        **(RAY_AUTOSCALER if cfg.serve_autoscaling else {}),
+        **(RAY_AUTOSCALER if runs_ray_autoscaler(cfg) else {}),
         "headGroupSpec": head_group(cfg),
         "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
     }

@@ -70,6 +70,23 @@ API_KEYS_SETTING = "serveApiKeys"
 # that guessing is hopeless (`openssl rand -hex 32` makes 64 characters).
 API_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{32,256}\Z")
 API_KEY_COMMAND = 'pulumi config set --secret serveApiKeys "[\\"$(openssl rand -hex 32)\\"]"'
+# The alert receivers' credentials, checked for their form without being shown: (pattern, what is allowed, the
+# placeholder of the `--secret` command). A Slack incoming webhook is an https:// URL
+# (https://api.slack.com/messaging/webhooks); PagerDuty's Events API v2 routing_key is "the 32 character Integration
+# Key" (https://developer.pagerduty.com/docs/events-api-v2/trigger-events/).
+RECEIVER_SECRETS: Mapping[str, tuple[re.Pattern[str], str, str]] = {
+    "alertSlackWebhookUrl": (
+        re.compile(r"^https://[^\s/]+/\S*\Z"),
+        "an https:// URL such as https://hooks.slack.com/services/T0000/B0000/XXXXXXXX",
+        "url",
+    ),
+    "alertPagerDutyRoutingKey": (
+        re.compile(r"^[A-Za-z0-9]{32}\Z"),
+        "the 32 letters and digits of a PagerDuty Events API v2 integration key",
+        "key",
+    ),
+}
+RECEIVER_SETTINGS = ("alertSnsTopicArn", *RECEIVER_SECRETS)
 
 # The Kubernetes minor each known cluster-autoscaler chart's Cluster Autoscaler is built for (the chart's
 # appVersion: 9.59.0 runs 1.35.0). Upstream tests a Cluster Autoscaler only on the Kubernetes minor it was
@@ -219,6 +236,12 @@ class StackConfig:
     dcgm_exporter_version: str
     ttft_p99_objective_ms: int
     amp_workspace_url: str | None
+    # Where the alerts go (infra/observability/receivers.py): an SNS topic, a Slack webhook, a PagerDuty key (the two
+    # as Pulumi secrets); and where the runbook opens.
+    alert_sns_topic_arn: str | None
+    alert_slack_webhook_url: pulumi.Output[str] | None
+    alert_pagerduty_routing_key: pulumi.Output[str] | None
+    runbook_url: str | None
     # governance
     owner: str
     cost_center: str
@@ -446,10 +469,23 @@ def _gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
     )
 
 
-def _hf_token_problem(config: pulumi.Config, token: str | None) -> str | None:
-    if not token or is_config_secret(config.full_key("hfToken")):
+def _plain_secret_problem(config: pulumi.Config, key: str, value: str | None, placeholder: str) -> str | None:
+    if not value or is_config_secret(config.full_key(key)):
         return None
-    return "hfToken is set in plain text: set it with `pulumi config set --secret hfToken <token>`"
+    return f"{key} is set in plain text: set it with `pulumi config set --secret {key} <{placeholder}>`"
+
+
+def _receiver_secret_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[str | None]:
+    """Each receiver credential set as a secret, in its form; the value is never shown."""
+    problems: list[str | None] = []
+    for key, (pattern, allowed, placeholder) in RECEIVER_SECRETS.items():
+        value = values[key]
+        plain = _plain_secret_problem(config, key, value, placeholder)
+        if plain or not value:
+            problems.append(plain)
+        elif not pattern.fullmatch(value):
+            problems.append(f"{key} is invalid (the value is a secret, not shown): allowed is {allowed}")
+    return problems
 
 
 def _api_keys(read: _Reader, config: pulumi.Config, raw: str | None) -> tuple[str, ...]:
@@ -872,6 +908,18 @@ def _remote_write_problem(observability: bool, workspace_url: str | None) -> str
     )
 
 
+def _receivers_problems(cfg: StackConfig) -> list[str]:
+    """A receiver without the metrics stack would never be sent an alert."""
+    if cfg.observability:
+        return []
+    return [
+        f"{_assignment(key, cfg.settings)} is invalid with observability=false: the Alertmanager that would send it "
+        f"the alerts is installed only with observability; set observability to true, or {key} to empty"
+        for key in RECEIVER_SETTINGS
+        if cfg.settings[key]
+    ]
+
+
 def amp_workspace_region(workspace_url: str) -> str:
     """The workspace's region, which SigV4 signs the remote writes for."""
     match = AMP_WORKSPACE_PATTERN.match(workspace_url)
@@ -893,6 +941,8 @@ COMPOSED_FIELDS = frozenset(
         "hf_token",
         "hf_token_value",
         "ray_token_auth",
+        "alert_slack_webhook_url",
+        "alert_pagerduty_routing_key",
     }
 )
 
@@ -938,7 +988,8 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         _vpc_cidr_problem(values["vpcCidr"]),
         _kubernetes_version_problem(values["kubernetesVersion"]),
         _gpu_az_problem(values["gpuAz"], region),
-        _hf_token_problem(config, values["hfToken"]),
+        _plain_secret_problem(config, "hfToken", values["hfToken"], "token"),
+        *_receiver_secret_problems(config, values),
         _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
         _ray_auth_problem(values["rayAuthMode"], values["kuberayVersion"], values["rayVersion"]),
         _ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
@@ -995,12 +1046,18 @@ def _stack_config(
         kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], values["gpuNodeType"]),
         ray_token_auth=values["rayAuthMode"] == "token"
         or (values["rayAuthMode"] == "auto" and has_ray_token_auth(values["kuberayVersion"])),
-        hf_token=config.get_secret("hfToken") if values["hfToken"] else None,
+        hf_token=_secret_output(config, "hfToken", values),
         hf_token_value=values["hfToken"] or None,
         serve_api_key_auth=serve_api_key_auth,
         serve_api_keys=pulumi.Output.secret(list(api_keys)) if serve_api_key_auth and api_keys else None,
+        alert_slack_webhook_url=_secret_output(config, "alertSlackWebhookUrl", values),
+        alert_pagerduty_routing_key=_secret_output(config, "alertPagerDutyRoutingKey", values),
         settings=dict(read.values),
     )
+
+
+def _secret_output(config: pulumi.Config, key: str, values: Mapping[str, Any]) -> pulumi.Output[str] | None:
+    return config.get_secret(key) if values[key] else None
 
 
 def _relation_problems(
@@ -1025,6 +1082,7 @@ def _relation_problems(
         *_fp8_problems(cfg),
         *_system_node_problems(cfg, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
+        *_receivers_problems(cfg),
     ]
 
 
@@ -1125,7 +1183,8 @@ def _cidr_items(raw: str) -> dict[int, ipaddress.IPv4Network]:
 # built for them, so the value is harmless and takes effect when it is switched on: warned, not refused (a stack
 # can turn its endpoint off and on again without re-entering its secrets). A value that states an outcome the user
 # would miss without a word is refused instead, by its own rule: ampWorkspaceUrl (a workspace that receives no
-# metrics), <side>MaxReplicas and <side>TargetOngoingRequests (a side that never scales).
+# metrics), the alert receivers (a receiver that is sent no alert), <side>MaxReplicas and
+# <side>TargetOngoingRequests (a side that never scales).
 SWITCHED_OFF = {
     "serveExposure": (
         "none",
@@ -1137,7 +1196,7 @@ SWITCHED_OFF = {
         False,
         "the metrics stack is not installed",
         "true",
-        ("kubePrometheusStackVersion", "dcgmExporterVersion", "ttftP99ObjectiveMs"),
+        ("kubePrometheusStackVersion", "dcgmExporterVersion", "ttftP99ObjectiveMs", "runbookUrl"),
     ),
     "serveAutoscaling": (False, "the Cluster Autoscaler is not installed", "true", ("clusterAutoscalerVersion",)),
     "modelCache": (False, "the stack makes no bucket", "true", ("modelCacheRetainOnDestroy",)),

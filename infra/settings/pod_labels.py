@@ -17,3 +17,15 @@ KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
 # The Prometheus operator sets app.kubernetes.io/name: prometheus on every Prometheus pod, a label podMetadata cannot
 # override (vendor/kube-prometheus-stack-88.5.3/crd-prometheuses.yaml, podMetadata).
 PROMETHEUS_POD_SELECTOR = {"app.kubernetes.io/name": "prometheus"}
+# The head's two other metrics servers, which KubeRay's own head PodMonitor scrapes as well (config/prometheus/
+# podMonitor.yaml, ports as-metrics and dash-metrics): the dashboard's, always on the head (Ray 2.58
+# ray/dashboard/consts.py DASHBOARD_METRIC_PORT, served by dashboard/head.py), and the autoscaler's, served by the
+# head pod's autoscaler sidecar (ray/autoscaler/_private/constants.py AUTOSCALER_METRIC_PORT), which KubeRay adds only
+# with Ray's in-tree autoscaling (serveAutoscaling).
+RAY_DASHBOARD_METRICS_PORT_NUMBER = 44227
+RAY_AUTOSCALER_METRICS_PORT_NUMBER = 44217
+
+
+def head_metrics_ports(autoscaler: bool) -> tuple[int, ...]:
+    """The head's metrics ports besides RAY_METRICS_PORT_NUMBER: the dashboard's, and the autoscaler's with one."""
+    return (RAY_DASHBOARD_METRICS_PORT_NUMBER, *((RAY_AUTOSCALER_METRICS_PORT_NUMBER,) if autoscaler else ()))

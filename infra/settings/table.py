@@ -80,6 +80,13 @@ CAPACITY_RESERVATION_PATTERN = re.compile(r"^cr-[0-9a-f]{8,17}\Z")
 AMP_WORKSPACE_PATTERN = re.compile(
     r"^https://aps-workspaces\.([a-z]{2}(-gov)?-[a-z]+-\d)\.amazonaws\.com(\.cn)?/workspaces/ws-[0-9a-f-]+/\Z"
 )
+# A standard or FIFO SNS topic (https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html: a name of up to 256
+# letters, digits, '-' and '_', a FIFO topic's ending in .fifo); its region is the ARN's fourth field.
+SNS_TOPIC_ARN_PATTERN = re.compile(
+    r"^arn:aws[a-z-]*:sns:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?\Z"
+)
+# A page a browser opens, without a fragment: the alerts add each one's section anchor.
+RUNBOOK_URL_PATTERN = re.compile(r"^https?://[^\s/#]+(/[^\s#]*)?\Z")
 # An ACM certificate: the NLB's TLS listener names it; ACM certificates are regional and a load balancer takes
 # one of its own region (https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html).
 CERTIFICATE_ARN_PATTERN = re.compile(
@@ -620,9 +627,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
             feeds="model_source",
-            effects=(MODEL_MIRRORED, SERVE_IN_PLACE),
+            effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE),
             change_note="with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
-            "read as it is",
+            "read as it is; between the two the alerts' first-deploy deadline gains or loses the mirror's timeout",
         ),
         Setting(
             "maxModelLen",
@@ -756,7 +763,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Ray Serve autoscales each side between <side>Replicas and <side>MaxReplicas; KubeRay's autoscaler adds "
             "Ray worker pods and the Cluster Autoscaler GPU nodes to match (see Scaling).",
             feeds="serve_autoscaling",
-            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+            effects=(MONITORING, SERVE_IN_PLACE, *SIDE_SIZE),
+            change_note="the head's PodMonitor and its Prometheus NetworkPolicy add or drop the head autoscaler's "
+            "metrics port",
         ),
         Setting(
             "prefillMaxReplicas",
@@ -887,9 +896,11 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             ),
             45,
             "How long `pulumi up` waits for the RayService to run the config just applied (image pull + model load), "
-            "5 to 720; past it `pulumi up` fails naming what is missing.",
+            "5 to 720; past it `pulumi up` fails naming what is missing. The app's alerts wait as long on a first "
+            "deploy (see Observability).",
             feeds="serve_ready_timeout_minutes",
-            effects=(NOTHING_RUNNING,),
+            effects=(NOTHING_RUNNING, MONITORING),
+            change_note="the alert rules take the new deadline (with observability)",
         ),
         Setting(
             "modelPreflight",
@@ -909,9 +920,10 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
             "modelSource is read directly either way (README, Model cache).",
             feeds="model_cache",
-            effects=(MODEL_MIRRORED, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
-            "account (read access to the cache) comes or goes",
+            "account (read access to the cache) comes or goes; the alerts' first-deploy deadline gains or loses the "
+            "mirror's timeout",
         ),
         Setting(
             "modelCacheRetainOnDestroy",
@@ -972,6 +984,54 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "(https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../): Prometheus also remote-writes there, "
             "signed with SigV4 by an IAM role for its service account. Needs observability.",
             feeds="amp_workspace_url",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "alertSnsTopicArn",
+            Text(
+                SNS_TOPIC_ARN_PATTERN,
+                "an SNS topic ARN such as arn:aws:sns:us-east-1:123456789012:ray-llm-alerts",
+                optional=True,
+            ),
+            "",
+            "Optional Amazon SNS topic the stack's alerts are published to: Alertmanager signs for the topic's region "
+            "with an IAM role only its service account assumes, allowed sns:Publish on this topic only. Needs "
+            "observability.",
+            feeds="alert_sns_topic_arn",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "alertSlackWebhookUrl",
+            SECRET,
+            "",
+            "Optional Slack incoming-webhook URL the stack's alerts are posted to; set it with `pulumi config set "
+            "--secret alertSlackWebhookUrl <url>`. Alertmanager reads it from a Kubernetes Secret, never from the Helm "
+            "values. Needs observability.",
+            feeds="alert_slack_webhook_url",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "alertPagerDutyRoutingKey",
+            SECRET,
+            "",
+            "Optional PagerDuty Events API v2 integration key (32 characters) the stack's alerts page with; set it "
+            "with `pulumi config set --secret alertPagerDutyRoutingKey <key>`. Kept like alertSlackWebhookUrl. Needs "
+            "observability.",
+            feeds="alert_pagerduty_routing_key",
+            effects=(MONITORING,),
+        ),
+        Setting(
+            "runbookUrl",
+            Text(
+                RUNBOOK_URL_PATTERN,
+                "an http(s) URL without a #fragment, such as https://github.com/<owner>/<repo>/blob/main/docs/runbook.md",
+                optional=True,
+            ),
+            "",
+            "Where docs/runbook.md opens in a browser (your repository host's page of it): each alert's runbook_url is "
+            "it with the alert's section anchor. Empty: no link; every alert carries its runbook section as its "
+            "description either way.",
+            feeds="runbook_url",
             effects=(MONITORING,),
         ),
     ),
