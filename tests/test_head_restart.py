@@ -121,6 +121,16 @@ def test_with_redis_the_worker_stays_ready_for_the_serve_service(ft_run):
     assert probes["failed"] == 0, probes["errors"]
 
 
+def test_kuberays_redis_cleanup_command_empties_the_clusters_namespace_in_ray_2_58(ft_run):
+    """On a RayCluster's delete KubeRay runs a Job whose Python calls Ray's `cleanup_redis_storage` with the head's
+    Redis env (kuberay v1.4.0 raycluster_controller.go buildRedisCleanupJob), and keeps the cluster's finalizer
+    until it succeeds; 2.58 still has that function (ray/_private/gcs_utils.py). Run here once both nodes are gone:
+    it exits 0 and leaves none of the run's keys."""
+    cleanup = ft_run["redis_cleanup"]
+    assert cleanup["keys_before"] > 0
+    assert (cleanup["exit_status"], cleanup["keys_after"]) == (0, 0), cleanup["output"]
+
+
 def test_without_ft_the_workers_raylet_exits_once_the_new_head_is_up(no_ft_run):
     """A GCS without a store starts a new cluster with a new cluster ID; the worker raylet's periodic self-check
     then gets an authentication error and the raylet ends itself ("GCS returned an authentication error",

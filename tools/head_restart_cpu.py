@@ -86,6 +86,18 @@ LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 
 
 REDIS, ROCKSDB, MEMORY = "redis", "rocksdb", "memory"
+# The Python command of KubeRay's Redis cleanup Job, which it runs once a deleted RayCluster's head is gone, with the
+# head container's env (RAY_REDIS_ADDRESS, REDIS_PASSWORD, RAY_external_storage_namespace) (kuberay v1.4.0 and
+# v1.7.0 ray-operator/controllers/ray/raycluster_controller.go buildRedisCleanupJob, without a username).
+KUBERAY_REDIS_CLEANUP = (
+    "from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; import os; "
+    "import sys; redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; "
+    "redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; "
+    "parsed = urlparse(redis_address); "
+    "sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, "
+    "password=os.getenv('REDIS_PASSWORD', parsed.password or ''), use_ssl=parsed.scheme=='rediss', "
+    "storage_namespace=os.getenv('RAY_external_storage_namespace')) else None"
+)
 
 
 @dataclass(frozen=True)
@@ -248,7 +260,8 @@ class Node:
 
     def kill(self) -> int:
         """SIGKILL the `ray start` and every process under it at once; wait until they are gone. How many there were."""
-        if self.process is None:
+        if self.process is None or self.process.poll() is not None:
+            # Never started, or exited and reaped: its pid may be another process's by now.
             return 0
         pids = [pid for pid in process_tree(self.process.pid) if running(pid)]
         for pid in pids:
@@ -437,6 +450,7 @@ class Run:
     raylet_before: int | None = None
     raylet_after: int | None = None
     worker_node_id: str = ""
+    redis_cleanup: dict[str, Any] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # each node's command and RAY_ variables
     worker_log: list[str] = field(default_factory=list)
     head_log: list[str] = field(default_factory=list)
@@ -524,7 +538,41 @@ def run_scenario(scenario: Scenario, settings: Settings, work: Path) -> Run:
         run.worker_log = log_lines(raylet_logs, RAYLET_GCS_LOG, run.kill_wall)
         gcs_logs = sorted((work / "head").glob("session_2*/logs/gcs_server*.out"))
         run.head_log = log_lines(gcs_logs, HEAD_GCS_LOG, run.kill_wall)
+        if scenario.backend == REDIS:
+            worker.kill()
+            head.kill()
+            run.redis_cleanup = redis_cleanup(ports.redis, scenario.name)
     return run
+
+
+def redis_keys(port: int) -> int:
+    answer = subprocess.run(
+        ["redis-cli", "-p", str(port), "-a", REDIS_PASSWORD, "--no-auth-warning", "DBSIZE"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(answer.stdout.strip())
+
+
+def redis_cleanup(port: int, namespace: str) -> dict[str, Any]:
+    """KubeRay's cleanup Job's command against the run's Redis once both nodes are gone, as on a RayCluster's delete:
+    the keys in Redis before and after, and its exit status."""
+    before = redis_keys(port)
+    env = node_env(
+        {
+            "RAY_REDIS_ADDRESS": f"127.0.0.1:{port}",
+            "REDIS_PASSWORD": REDIS_PASSWORD,
+            "RAY_external_storage_namespace": namespace,
+        }
+    )
+    job = subprocess.run([sys.executable, "-c", KUBERAY_REDIS_CLEANUP], env=env, capture_output=True, text=True)
+    return {
+        "keys_before": before,
+        "exit_status": job.returncode,
+        "keys_after": redis_keys(port),
+        "output": job.stderr[-400:],
+    }
 
 
 def follow(run: Run, head: Node, worker: Node, ports: Ports, traffic: Traffic) -> None:
@@ -641,6 +689,7 @@ def summary(run: Run) -> dict[str, Any]:
         "proxies_before": proxies(run.before),
         "proxies_after": proxies(run.after),
         "nodes": run.nodes,
+        "redis_cleanup": run.redis_cleanup,
         "worker_raylet_gcs_log": run.worker_log,
         "head_gcs_log": run.head_log,
         "events": run.events,
