@@ -701,8 +701,9 @@ def summary(run: Run) -> dict[str, Any]:
 def table(runs: list[dict[str, Any]]) -> str:
     """The markdown table docs/head-fault-tolerance.md shows."""
     rows = [
-        "| scenario | head away | requests sent / failed (while away / after restart) | longest gap without an answer "
-        "| worker readiness probe failed | worker raylet | replicas (actor IDs, PIDs) | app after | answering again |",
+        "| scenario | head away | requests sent / failed (while away / after restart) "
+        "| longest gap without an answer | worker readiness probe failed | worker raylet "
+        "| replicas (actor IDs, PIDs) | app after | app RUNNING again |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
