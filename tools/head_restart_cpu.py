@@ -4,14 +4,15 @@
 
 (ray[serve]==2.58.0 from requirements-test.txt and Debian's `redis-server` on PATH; no GPU, no vLLM, no KubeRay.)
 Two nodes on this machine, each a `ray start --block` process in its own session, as KubeRay runs one in each pod
-(kuberay v1.4.0 ray-operator/controllers/ray/common/pod.go generateRayStartCommand, `--block`): the head with
+(kuberay v1.4.0 ray-operator/controllers/ray/common/pod.go setMissingRayStartParams, `block`): the head with
 `--num-cpus 0` as the stack's head (infra/serving/rayservice.py), its GCS, dashboard and the Serve controller; a
 worker with the stand-in app's replicas (tools/serve_update_app.py) and a Serve proxy of its own
 (`proxy_location: EveryNode`, on a port of its own: RAY_SERVE_WORKER_PROXY_HTTP_PORT, ray/serve/_private/proxy.py
-apply_per_node_port_overrides, since both proxies share this machine). With `--gcs-ft` scenarios the head runs as
-KubeRay's `gcsFaultToleranceOptions` start it: RAY_REDIS_ADDRESS, `--redis-password` and
-RAY_external_storage_namespace (pod.go configureGCSFaultTolerance), against a redis-server with a password on a
-free port.
+apply_per_node_port_overrides, since both proxies share this machine). The GCS's store is the scenario's: Redis, as
+KubeRay's `gcsFaultToleranceOptions` start the head (RAY_REDIS_ADDRESS, `--redis-password` and
+RAY_external_storage_namespace: pod.go configureGCSFaultTolerance) against a redis-server with a password on a free
+port; RocksDB, as KubeRay 1.7.0's `backend: rocksdb` (RAY_gcs_storage, RAY_gcs_storage_path: configureEmbeddedFT)
+on a folder kept across restarts; or memory (no FT).
 
 A client GETs the app through the worker's proxy every `--interval` s. The head's processes are then SIGKILLed all
 at once (its `ray start` and every process under it: GCS, raylet, dashboard, the Serve controller), as a pod's
@@ -21,8 +22,9 @@ kubelet and KubeRay would do meanwhile is played too: a worker whose `ray start`
 https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-restarts), and once the new head's
 dashboard answers with no application, the config is PUT again (KubeRay 1.4.0 rayservice_controller.go
 checkIfNeedSubmitServeApplications: "the head Pod crashed and GCS FT was not enabled"). Recorded: every request,
-the events (kill, restart, the worker's raylet exit, re-PUT, app RUNNING), the replicas' actor IDs and PIDs before
-and after, and the worker raylet's log lines about the GCS.
+the events (kill, restart, the worker's raylet exit, re-PUT, app RUNNING), KubeRay's readiness probe of the worker,
+the replicas' actor IDs and PIDs before and after, the worker raylet's and the new GCS's log lines about the restart,
+and for Redis what KubeRay's cleanup Job command leaves of the run's keys.
 """
 
 from __future__ import annotations
