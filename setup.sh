@@ -2,13 +2,16 @@
 # One-time set-up of a clone, and the install step of .ci/run, so the two cannot drift. Needs Python 3.11+
 # (${PYTHON:-python3}) and, for the pulumi-eks expansion tests, Node.js 20 with npm.
 #
-#   ./setup.sh               every part: test, node, tools
-#   ./setup.sh test node     only those parts (what .ci/run installs)
+#   ./setup.sh                  test, node and tools
+#   ./setup.sh test node redis  only those parts (what .ci/run installs)
 #
 #   test    .venv-test: requirements-test.txt, then requirements-s3.txt and requirements-netpol.txt without pip's
 #           resolver (each file says why)
 #   node    tests/pulumi_eks_expansion: the locked npm packages, compiled (tests/test_eks_expansion.py)
 #   tools   .venv-tools: requirements-tools.txt, for `./.venv-tools/bin/python -m tools.<name>`
+#   redis   redis-server on PATH, the GCS's external store in tests/test_head_restart.py and tools/head_restart_cpu.py:
+#           none installed if one is there, else the distribution's package by apt-get (as root, or through sudo).
+#           Not a default part: it installs a system package.
 #
 # Safe to run again: a venv that exists is kept and brought to the pinned requirements. `pulumi up` builds its own
 # ./venv from requirements.txt; this never touches it.
@@ -59,11 +62,26 @@ setup_tools() {
   venv .venv-tools -r requirements-tools.txt
 }
 
+setup_redis() {
+  echo "setup.sh: redis-server (tests/test_head_restart.py)"
+  if command -v redis-server >/dev/null; then
+    return
+  fi
+  command -v apt-get >/dev/null ||
+    fail "redis-server not found and no apt-get to install it: install Redis 7 yourself, or leave this part out (tests/test_head_restart.py then skips)"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends redis-server
+}
+
 # Every part is checked before any is installed: a misspelt one installs nothing.
 for part in "${PARTS[@]}"; do
   case $part in
-    test | node | tools) ;;
-    *) fail "unknown part '$part': the parts are test, node and tools" 2 ;;
+    test | node | tools | redis) ;;
+    *) fail "unknown part '$part': the parts are test, node, tools and redis" 2 ;;
   esac
 done
 for part in "${PARTS[@]}"; do

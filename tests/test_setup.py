@@ -115,7 +115,7 @@ def test_a_python_older_than_3_11_is_refused_before_any_venv(tmp_path):
 def test_a_misspelt_part_installs_nothing(tmp_path):
     ran = run_setup(tmp_path, "test", "tool")
     assert ran.returncode == 2
-    assert "unknown part 'tool': the parts are test, node and tools" in ran.stderr
+    assert "unknown part 'tool': the parts are test, node, tools and redis" in ran.stderr
     assert calls(tmp_path) == []
 
 
@@ -127,9 +127,73 @@ def test_the_parts_ci_asks_for_leave_the_tools_venv_out(tmp_path):
 def test_ci_installs_with_setup_after_removing_the_test_venv():
     """.ci/run holds no install command of its own, so it cannot drift from the README's set-up."""
     lines = [line.split("#")[0].strip() for line in (PROJECT_DIR / ".ci" / "run").read_text().splitlines()]
-    assert lines.index("rm -rf .venv-test") + 1 == lines.index("./setup.sh test node")
+    assert lines.index("rm -rf .venv-test") + 1 == lines.index("./setup.sh test node redis")
     assert not [line for line in lines if "pip install" in line or "npm " in line or " -m venv " in line]
 
 
 def test_setup_is_executable_as_the_readme_runs_it():
     assert os.access(PROJECT_DIR / "setup.sh", os.X_OK)
+
+
+# The redis part, run with a PATH of stand-ins only (so the machine's own redis-server, apt-get and sudo are never
+# found or run): each records its call; `id -u` answers STUB_UID.
+STUB_RECORDER = """#!/usr/bin/env bash
+echo "${0##*/} $*" >> "$SETUP_LOG"
+"""
+STUB_ID = """#!/usr/bin/env bash
+echo "$STUB_UID"
+"""
+
+
+def run_redis_part(clone: Path, present: bool, uid: int = 0, apt: bool = True) -> subprocess.CompletedProcess[str]:
+    """`setup.sh redis` with stand-ins for redis-server (when `present`), apt-get (when `apt`), sudo and id."""
+    shutil.copy2(PROJECT_DIR / "setup.sh", clone / "setup.sh")
+    stubs = clone / "stubs"
+    stubs.mkdir()
+    names = ["sudo", *(["apt-get"] if apt else []), *(["redis-server"] if present else [])]
+    for name, text in {**dict.fromkeys(names, STUB_RECORDER), "id": STUB_ID}.items():
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    for tool in ("bash", "env", "dirname"):
+        (stubs / tool).symlink_to(shutil.which(tool) or tool)
+    environment = {"PATH": str(stubs), "SETUP_LOG": str(clone / "setup.log"), "STUB_UID": str(uid)}
+    return subprocess.run(
+        ["bash", "setup.sh", "redis"],
+        cwd=clone,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_redis_part_installs_nothing_where_redis_server_is_on_path(tmp_path):
+    assert run_redis_part(tmp_path, present=True).returncode == 0
+    assert calls(tmp_path) == []
+
+
+def test_the_redis_part_installs_the_distributions_package_through_apt_get(tmp_path):
+    """As root: the package index, then redis-server alone, without the packages it only recommends
+    (https://manpages.debian.org/bookworm/apt/apt-get.8.en.html, --no-install-recommends)."""
+    assert run_redis_part(tmp_path, present=False).returncode == 0
+    assert calls(tmp_path) == [
+        "apt-get update -qq",
+        "apt-get install -y -qq --no-install-recommends redis-server",
+    ]
+
+
+def test_the_redis_part_goes_through_sudo_where_it_is_not_root(tmp_path):
+    """A GitHub-hosted runner's user is not root and has passwordless sudo
+    (https://docs.github.com/en/actions/using-github-hosted-runners/about-github-hosted-runners#administrative-privileges)."""
+    assert run_redis_part(tmp_path, present=False, uid=1001).returncode == 0
+    assert calls(tmp_path) == [
+        "sudo apt-get update -qq",
+        "sudo apt-get install -y -qq --no-install-recommends redis-server",
+    ]
+
+
+def test_the_redis_part_without_apt_get_fails_saying_what_to_install(tmp_path):
+    ran = run_redis_part(tmp_path, present=False, apt=False)
+    assert ran.returncode == 1
+    assert "redis-server not found and no apt-get to install it: install Redis 7 yourself" in ran.stderr
+    assert calls(tmp_path) == []

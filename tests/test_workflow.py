@@ -57,7 +57,7 @@ def test_the_tests_job_runs_unit_and_policy_tests(workflow: dict[str, Any]) -> N
 def test_the_tests_job_builds_the_pulumi_eks_expansion_before_the_tests(workflow: dict[str, Any]) -> None:
     """Under CI=true, tests/test_eks_expansion.py fails rather than skips without its npm packages and build."""
     job_steps = steps(workflow["jobs"]["tests"])
-    (build,) = [i for i, step in enumerate(job_steps) if step.get("run") == "./setup.sh test node"]
+    (build,) = [i for i, step in enumerate(job_steps) if step.get("run") == "./setup.sh test node redis"]
     first_pytest = min(i for i, step in enumerate(job_steps) if "pytest" in step.get("run", ""))
     assert uses(workflow["jobs"]["tests"], "actions/setup-node") and build < first_pytest
 

@@ -15,7 +15,7 @@ The same three steps run for each variant: replicas a side and ingress replicas 
 from __future__ import annotations
 
 import argparse
-import itertools
+import functools
 import json
 import os
 import platform
@@ -23,10 +23,7 @@ import re
 import socket
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -40,8 +37,10 @@ from infra.serving.rollout_status import FAILED, READY, WAITING
 from tools.project import PROJECT_DIR
 from tools.smoke.deploy import http_request
 from tools.smoke.update import judge
+from tools.traffic import Answer, Traffic, get_json, longest_gap, longest_outage
 
 APP = "pd-standin"
+TIERS = ("ingress", "decode", "prefill")
 IMPORT_PATH = "tools.serve_update_app:build_app"
 POLL_INTERVAL_S = 0.5
 # The controller's log lines that say what the rollout did, replica by replica.
@@ -159,53 +158,9 @@ def local_ray(temp_dir: Path) -> Iterator[Endpoints]:
         ray.shutdown()
 
 
-@dataclass(frozen=True)
-class Answer:
-    t_s: float  # sent, seconds after the step's PUT
-    ok: bool
-    latency_s: float
-    served: str = ""  # which version each tier answered with, e.g. "ingress=v1 decode=v1 prefill=v1"
-    error: str = ""
-
-
 def get_once(url: str, timeout_s: float) -> tuple[bool, str, str]:
-    """(ok, what served it, the error)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            body = json.loads(response.read())
-        return True, " ".join(f"{tier}={body[tier]}" for tier in ("ingress", "decode", "prefill")), ""
-    except urllib.error.HTTPError as error:
-        return False, "", f"HTTP {error.code}: {error.read().decode(errors='replace')[-200:]}"
-    except (urllib.error.URLError, OSError, ValueError, KeyError) as error:
-        return False, "", f"{type(error).__name__}: {str(error)[-200:]}"
-
-
-class Traffic:
-    """One request at a time, every `interval_s` (or as soon as the last one ends), each recorded."""
-
-    def __init__(self, url: str, start: float, interval_s: float, timeout_s: float) -> None:
-        self.url, self.start, self.interval_s, self.timeout_s = url, start, interval_s, timeout_s
-        self.answers: list[Answer] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="serve-update-traffic", daemon=True)
-
-    def __enter__(self) -> Traffic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        due = time.monotonic()
-        while not self._stop.is_set():
-            sent = time.monotonic()
-            ok, served, error = get_once(self.url, self.timeout_s)
-            latency = time.monotonic() - sent
-            self.answers.append(Answer(round(sent - self.start, 2), ok, round(latency, 3), served, error))
-            due = max(due + self.interval_s, time.monotonic())
-            self._stop.wait(due - time.monotonic())
+    """(ok, which version each tier answered with, e.g. "ingress=v1 decode=v1 prefill=v1", the error)."""
+    return get_json(url, timeout_s, lambda body: " ".join(f"{tier}={body[tier]}" for tier in TIERS))
 
 
 def replica_states(details: dict[str, Any] | None, since_wall: float) -> str:
@@ -266,7 +221,8 @@ def run_step(step: Step, endpoints: Endpoints, settings: Settings, traffic_on: b
     record = StepRecord(step.name, step.change, step.expected)
     start = time.monotonic()
     interval = settings.interval_s if traffic_on else 3600.0
-    with Traffic(endpoints.serve, start, interval, settings.timeout_s) as traffic:
+    call = functools.partial(get_once, endpoints.serve, settings.timeout_s)
+    with Traffic(call, start, interval, name="serve-update-traffic") as traffic:
         record.put_wall = time.time()
         record.put_status, text = http_request(
             "PUT", f"{endpoints.dashboard}/api/serve/applications/", step.config, timeout=120
@@ -279,26 +235,6 @@ def run_step(step: Step, endpoints: Endpoints, settings: Settings, traffic_on: b
         record.end_s = round(time.monotonic() - start, 1)
     record.answers = list(traffic.answers) if traffic_on else []
     return record
-
-
-def longest_outage(answers: list[Answer], end_s: float) -> tuple[float, bool]:
-    """(the longest run of failed requests, from the first one's send to the next success's send or the step's
-    end; whether requests still failed at the end), as tools/smoke/update.py counts it."""
-    longest, failing_since = 0.0, None
-    for answer in answers:
-        if not answer.ok and failing_since is None:
-            failing_since = answer.t_s
-        elif answer.ok and failing_since is not None:
-            longest, failing_since = max(longest, answer.t_s - failing_since), None
-    if failing_since is not None:
-        return max(longest, end_s - failing_since), True
-    return longest, False
-
-
-def longest_gap(answers: list[Answer], end_s: float) -> float:
-    """The longest time without a successful answer: between the PUT, each success's arrival and the step's end."""
-    arrivals = [0.0, *(a.t_s + a.latency_s for a in answers if a.ok), end_s]
-    return max(later - earlier for earlier, later in itertools.pairwise(arrivals))
 
 
 def served_versions(answers: list[Answer]) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ import argparse
 import copy
 import json
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +20,8 @@ from infra.serving.rollout_status import FAILED, FAILED_APP_STATUSES, READY, WAI
 from tools.probe import CheckResult, EmptyCompletion, Report, client, stream_chat
 from tools.smoke import deploy
 from tools.smoke.document import engine_configs
+from tools.traffic import Answer, longest_outage
+from tools.traffic import Traffic as PacedTraffic
 
 # KubeRay 1.4.0 applies a `serveConfigV2`-only change in place: it PUTs the whole new config to the
 # dashboard's /api/serve/applications/ (ray-operator/controllers/ray/utils/dashboardclient,
@@ -68,15 +69,11 @@ def update_steps(smoke: dict[str, Any], missing_model_dir: Path) -> list[UpdateS
     ]
 
 
-@dataclass(frozen=True)
-class TrafficResult:
-    t_s: float  # when it was sent, seconds after the step's PUT
-    ok: bool
-    latency_s: float
-    error: str = ""
+# Each traffic answer (tools.traffic.Answer: send time, ok, latency, error).
+TrafficResult = Answer
 
 
-class Traffic:
+class Traffic(PacedTraffic):
     """A client calling the app all through a step: a short chat completion every interval, each recorded."""
 
     def __init__(
@@ -87,49 +84,23 @@ class Traffic:
         timeout_s: float = TRAFFIC_TIMEOUT_S,
         api_key: str | None = None,
     ) -> None:
-        self.model_id, self.start, self.interval_s, self.timeout_s = model_id, start, interval_s, timeout_s
+        self.model_id, self.timeout_s = model_id, timeout_s
         self._api_key = api_key
-        self.results: list[TrafficResult] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="update-traffic", daemon=True)
+        self._api: openai.OpenAI | None = None
+        super().__init__(self._chat, start, interval_s, name="update-traffic")
 
-    def __enter__(self) -> Traffic:
-        self._thread.start()
-        return self
+    @property
+    def results(self) -> list[Answer]:
+        return self.answers
 
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        api = client(f"{deploy.SERVE_URL}/v1", self.timeout_s, self._api_key)
-        due = time.monotonic()
-        while not self._stop.is_set():
-            sent = time.monotonic()
-            try:
-                stream_chat(api, self.model_id, "Are you there?", TRAFFIC_MAX_TOKENS, extra_body={"ignore_eos": True})
-                ok, error = True, ""
-            except (openai.OpenAIError, httpx.HTTPError, EmptyCompletion) as failure:
-                ok, error = False, f"{type(failure).__name__}: {str(failure)[-300:]}"
-            self.results.append(
-                TrafficResult(round(sent - self.start, 2), ok, round(time.monotonic() - sent, 3), error)
-            )
-            due = max(due + self.interval_s, time.monotonic())
-            self._stop.wait(due - time.monotonic())
-
-
-def longest_outage(results: list[TrafficResult], end_s: float) -> tuple[float, bool]:
-    """(the longest stretch of failing requests, from the first failure's send to the next success's send or to
-    the step's end; whether requests were still failing at the end)."""
-    longest, failing_since = 0.0, None
-    for result in results:
-        if not result.ok and failing_since is None:
-            failing_since = result.t_s
-        elif result.ok and failing_since is not None:
-            longest, failing_since = max(longest, result.t_s - failing_since), None
-    if failing_since is not None:
-        return max(longest, end_s - failing_since), True
-    return longest, False
+    def _chat(self) -> tuple[bool, str, str]:
+        # Made on the traffic's thread, on its first call, and kept for the step.
+        self._api = self._api or client(f"{deploy.SERVE_URL}/v1", self.timeout_s, self._api_key)
+        try:
+            stream_chat(self._api, self.model_id, "Are you there?", TRAFFIC_MAX_TOKENS, extra_body={"ignore_eos": True})
+            return True, "", ""
+        except (openai.OpenAIError, httpx.HTTPError, EmptyCompletion) as failure:
+            return False, "", f"{type(failure).__name__}: {str(failure)[-300:]}"
 
 
 @dataclass
