@@ -10,7 +10,7 @@ import math
 
 import yaml
 
-from infra.nodes.node_groups import GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS
+from infra.nodes.node_groups import GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS, SYSTEM_ROOT_THROUGHPUT_MIBPS
 from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
 from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
 from tests.rayservice_parts import worker_group
@@ -21,7 +21,11 @@ PAGE = cold_start.REFERENCE_PAGE.read_text()
 
 
 def gpu_launch_template(run) -> dict:
-    return run.get("aws:ec2/launchTemplate:LaunchTemplate", "gpu-nodes-gpu").inputs
+    return launch_template(run, "gpu-nodes-gpu")
+
+
+def launch_template(run, name: str) -> dict:
+    return run.get("aws:ec2/launchTemplate:LaunchTemplate", name).inputs
 
 
 def test_the_gpu_root_volume_has_the_throughput_fast_image_pull_asks_for(dev):
@@ -33,8 +37,8 @@ def test_the_gpu_root_volume_has_the_throughput_fast_image_pull_asks_for(dev):
     assert mapping["ebs"]["iops"] == GPU_ROOT_IOPS >= GPU_ROOT_THROUGHPUT_MIBPS / 0.25
 
 
-def user_data_parts(run) -> dict[str, str]:
-    message = email.message_from_string(base64.b64decode(gpu_launch_template(run)["userData"]).decode())
+def user_data_parts(run, template: str = "gpu-nodes-gpu") -> dict[str, str]:
+    message = email.message_from_string(base64.b64decode(launch_template(run, template)["userData"]).decode())
     assert message.is_multipart()
     return {part.get_content_type(): part.get_payload() for part in message.get_payload()}
 
@@ -46,6 +50,19 @@ def test_the_gpu_nodes_pull_in_parallel(dev):
     node_config = yaml.safe_load(user_data_parts(dev)["application/node.eks.aws"])
     assert node_config["apiVersion"] == "node.eks.aws/v1alpha1" and node_config["kind"] == "NodeConfig"
     assert node_config["spec"]["featureGates"] == {"FastImagePull": True}
+
+
+def test_the_system_nodes_pull_in_parallel_too(dev):
+    """The Ray head (and the mirror Job) run the DLC image on a system node: the same feature gate there, which nodeadm
+    applies on nodes of 4 vCPUs and 7 GiB or more (nodeadm/internal/containerd/config.go UseSOCISnapshotter; the
+    default m7i.xlarge has 4 and 16 GiB), on at least the 600 MiB/s its guide asks for (nodeadm/doc/examples.md),
+    which gp3's baseline 3000 IOPS carry at 0.25 MiB/s each (https://docs.aws.amazon.com/ebs/latest/userguide/
+    general-purpose.html)."""
+    node_config = yaml.safe_load(user_data_parts(dev, "system-nodes-system")["application/node.eks.aws"])
+    assert node_config["spec"]["featureGates"] == {"FastImagePull": True}
+    (mapping,) = launch_template(dev, "system-nodes-system")["blockDeviceMappings"]
+    assert 600 <= mapping["ebs"]["throughput"] == SYSTEM_ROOT_THROUGHPUT_MIBPS <= 3000 * 0.25
+    assert "iops" not in mapping["ebs"]
 
 
 def test_the_compile_cache_lives_on_the_node(dev):
