@@ -313,6 +313,7 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
             network_policies=network_policies(cfg.namespace, cfg.ray_service_name),
+            prepull_image=cfg.dlc_image,
         ),
         cluster,
         nodes.system,
