@@ -1,8 +1,9 @@
-"""The serving image pulled onto each node as it joins (infra/serving/image_prepull.py), so no Ray pod waits for it."""
+"""The serving image pulled onto each node as it joins (infra/serving/rayservice.py build_prepull_daemonset), so no
+Ray pod waits for it."""
 
 from __future__ import annotations
 
-from infra.serving.image_prepull import build_prepull_daemonset
+from infra.serving.rayservice import build_prepull_daemonset
 from infra.settings.scheduling import GPU_TAINT
 from tests.rayservice_parts import RAYSERVICE, worker_group
 from tests.resource_graph import waits_for

@@ -17,7 +17,6 @@ from pulumi.errors import InputPropertyErrorDetails
 from infra.cluster.eks import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
 from infra.serving import serve_auth
-from infra.serving.image_prepull import build_prepull_daemonset
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.serving.rayservice import (
     CLUSTER_SPEC_ANNOTATION,
@@ -26,6 +25,7 @@ from infra.serving.rayservice import (
     INSTANCE_LABEL,
     RAY_CLUSTER_LABEL,
     UPGRADE_REPLACE,
+    build_prepull_daemonset,
 )
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.settings.table import DNS_LABEL_PATTERN
@@ -93,8 +93,8 @@ class ServingArgs:
     # The namespace's NetworkPolicies (infra/serving/network_policy.py), in place before the Ray pods start: the VPC
     # CNI applies a pod's policies as it starts it, and a pod started before they exist is open until they do.
     network_policies: Sequence[Mapping[str, Any]] = ()
-    # The image the Ray pods run, pulled onto every node as it joins (infra/serving/image_prepull.py); None: no
-    # pre-pull.
+    # The image the Ray pods run, pulled onto every node as it joins (infra/serving/rayservice.py
+    # build_prepull_daemonset); None: no pre-pull.
     prepull_image: str | None = None
 
 

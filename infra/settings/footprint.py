@@ -40,7 +40,8 @@ ALERTMANAGER_RESOURCES = {"requests": {"cpu": "25m", "memory": "64Mi"}, "limits"
 # The model mirror streams the Hub's files to S3: network-bound, so a quarter core is its floor, and with no CPU
 # limit it uses what the node has idle. Its request must fit beside a running head: a model change runs it then.
 MIRROR_RESOURCES = {"requests": {"cpu": "250m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
-# The image pre-puller (infra/serving/image_prepull.py), on every node: a sleep, which needs almost nothing.
+# The image pre-puller (infra/serving/rayservice.py build_prepull_daemonset), on every node: a sleep, which needs
+# almost nothing.
 PREPULL_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
 # The EKS add-ons' pods on every node group, by the requests of their manifests: CoreDNS, 2 replicas of 100m and
 # 70Mi (coredns/deployment kubernetes/coredns.yaml.sed, which EKS's add-on keeps), kube-proxy 100m (EKS's
