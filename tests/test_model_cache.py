@@ -229,6 +229,25 @@ def test_a_download_short_of_the_files_size_leaves_no_object_and_no_commit(s3):
     assert "Contents" not in s3.list_objects_v2(Bucket="mirror-test-bucket")
 
 
+def test_a_shard_streams_to_the_bucket_in_parts_whole(s3):
+    """Above boto3's 8 MiB multipart threshold the stream is uploaded part by part, each read from the download."""
+    big = [RepoFile("model.safetensors", 9 * 2**20, "sha-2")]
+    model_mirror.mirror(big, "abc123", hub([]), s3, URI, log=lambda line: None)
+    head = s3.head_object(Bucket="mirror-test-bucket", Key="models/org/model/model.safetensors")
+    assert head["ContentLength"] == 9 * 2**20 and head["Metadata"][model_mirror.DIGEST_KEY] == "sha-2"
+    assert "-" in head["ETag"]  # a multipart object's ETag ends in -<parts>
+
+
+def test_a_short_download_of_a_multipart_file_leaves_no_upload_behind(s3):
+    """A shard is uploaded in parts (boto3's 8 MiB multipart threshold, s3transfer's TransferConfig): the short read
+    fails the transfer, which aborts the multipart upload, so neither an object nor its parts are left (billed)."""
+    big = [RepoFile("model.safetensors", 9 * 2**20, "sha-2")]
+    with pytest.raises(model_mirror.ShortCopy):
+        model_mirror.mirror(big, "abc123", hub([], short_by=1), s3, URI, log=lambda line: None)
+    assert "Contents" not in s3.list_objects_v2(Bucket="mirror-test-bucket")
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket="mirror-test-bucket")
+
+
 def test_the_mirror_copies_files_at_once(s3):
     """One HTTP flow per file from the Hub: the files are copied side by side, so the mirror is not one flow's rate.
     Each download here lets its first byte go only once both are open, which a copy of one file at a time never is."""
