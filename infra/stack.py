@@ -146,7 +146,9 @@ def declare_cluster(cfg: StackConfig, facts: DeployFacts, network: Network) -> C
                 vpc_cni_version=facts.addons.vpc_cni,
                 kube_proxy_version=facts.addons.kube_proxy,
                 vpc_id=network.vpc_id,
-                private_subnet_ids=list(network.private_subnet_ids.values()),
+                # The control plane's interfaces need the private subnets, not their NAT route (the nodes do):
+                # EKS is created while the NAT gateway is, and still goes before the subnets and the internet path.
+                private_subnet_ids=list(network.private_subnets_unrouted.values()),
                 public_subnet_ids=list(network.public_subnet_ids.values()),
                 api_public_access_cidrs=cfg.api_public_access_cidrs,
                 admin_principal_arns=cfg.admin_principal_arns,
@@ -318,6 +320,7 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
             network_policies=network_policies(cfg.namespace, cfg.ray_service_name, runs_ray_autoscaler(cfg)),
+            prepull_image=cfg.dlc_image,
         ),
         cluster,
         nodes.system,

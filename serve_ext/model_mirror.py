@@ -3,7 +3,8 @@
 Runs as the cluster's `model-mirror` Job in the DLC image, with huggingface_hub and boto3 from it, as an IAM role
 that may write only under the cache prefix. Idempotent and resumable: a file whose object already carries the
 Hub's digest for it is skipped, so a retried pod goes on where the last one stopped and a finished mirror copies
-nothing. One file at a time lands on local disk (the largest shard, a few GB) and is uploaded, then removed.
+nothing. Each file streams from the Hub's download into an S3 multipart upload, never touching the node's disk, and
+PARALLEL_FILES of them at once: one HTTP flow each, so the copy is not one flow's rate (tools/cold_start.py).
 Last it writes `hash`, the commit it copied, which Ray Serve LLM's downloader reads as the snapshot's
 refs/main (ray/llm/_internal/common/utils/cloud_utils.py, CloudFileSystem.download_model).
 Every line it prints is progress, for `kubectl logs -n model-cache job/<name>`.
@@ -13,16 +14,22 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # The object metadata key holding the Hub's digest of the file (its LFS sha256, or the git blob id).
 DIGEST_KEY = "hub-digest"
 HASH_OBJECT = "hash"
+# Files copied at once: the default model's weights are four shards of up to 5 GB, each one flow from the Hub.
+PARALLEL_FILES = 4
+# Seconds without a byte from the Hub before a download is given up (and the pod retried, where it stopped).
+READ_TIMEOUT_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -71,38 +78,91 @@ def stored_digests(s3: Any, bucket: str, prefix: str) -> dict[str, str | None]:
     return {key: s3.head_object(Bucket=bucket, Key=key)["Metadata"].get(DIGEST_KEY) for key in keys}
 
 
+class ShortCopy(Exception):
+    """A download that did not carry the file's size: the upload is aborted rather than completed short."""
+
+
+class SizedReader:
+    """A file to upload, read from `stream`, that fails at its end unless it carried exactly `size` bytes: boto3
+    aborts a multipart upload whose source raises (s3transfer upload.py, the transfer's failure cleanup), so no
+    truncated object is left for the next run to take for the file."""
+
+    def __init__(self, stream: IO[bytes], size: int, name: str) -> None:
+        self._stream, self._size, self._name, self.read_bytes = stream, size, name, 0
+
+    def read(self, amount: int | None = -1) -> bytes:
+        chunk = self._stream.read(amount if amount is not None and amount >= 0 else -1)
+        self.read_bytes += len(chunk)
+        if self.read_bytes > self._size or (not chunk and self.read_bytes != self._size):
+            raise ShortCopy(f"{self._name}: {self.read_bytes} bytes from the Hub, {self._size} expected")
+        return chunk
+
+
+class Progress:
+    """What is in the cache so far, logged after each file; the copies run on several threads."""
+
+    def __init__(self, files: list[RepoFile], log: Callable[[str], None]) -> None:
+        self._count, self._total, self._log = len(files), sum(f.size for f in files), log
+        self._lock, self._started = threading.Lock(), time.monotonic()
+        self.done = self.uploaded = self._seen = 0
+
+    def file_done(self, repo_file: RepoFile, copied: bool) -> None:
+        with self._lock:
+            self._seen += 1
+            self.done += repo_file.size
+            self.uploaded += repo_file.size if copied else 0
+            what = f"{repo_file.size / 1e9:.2f} GB copied" if copied else "already in the cache, skipped"
+            self._log(f"[{self._seen}/{self._count}] {repo_file.name}: {what}")
+            rate = self.uploaded / max(time.monotonic() - self._started, 1e-9) / 1e6
+            share = 100 * self.done / max(self._total, 1)
+            self._log(f"progress {self.done / 1e9:.2f}/{self._total / 1e9:.2f} GB ({share:.0f}%), {rate:.0f} MB/s")
+
+
 def mirror(
     files: Iterable[RepoFile],
     commit: str,
-    fetch: Callable[[RepoFile, Path], Path],
+    open_file: Callable[[RepoFile], AbstractContextManager[IO[bytes]]],
     s3: Any,
     uri: str,
     log: Callable[[str], None] = print,
+    parallel: int = PARALLEL_FILES,
 ) -> int:
-    """Copies each file missing from `uri` or changed; returns the bytes uploaded."""
+    """Streams each file missing from `uri` or changed into it, `parallel` at once; returns the bytes uploaded."""
     bucket, prefix = split_s3_uri(uri)
     files = list(files)
     stored = stored_digests(s3, bucket, prefix)
-    total = sum(f.size for f in files)
-    done = uploaded = 0
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=os.environ.get("MIRROR_WORK_DIR")) as work:
-        for index, repo_file in enumerate(files, 1):
-            key = f"{prefix}/{repo_file.name}"
-            if stored.get(key) == repo_file.digest:
-                log(f"[{index}/{len(files)}] {repo_file.name}: already in the cache, skipped")
-            else:
-                local = fetch(repo_file, Path(work))
-                s3.upload_file(str(local), bucket, key, ExtraArgs={"Metadata": {DIGEST_KEY: repo_file.digest}})
-                local.unlink()
-                uploaded += repo_file.size
-                log(f"[{index}/{len(files)}] {repo_file.name}: {repo_file.size / 1e9:.2f} GB copied")
-            done += repo_file.size
-            rate = uploaded / max(time.monotonic() - started, 1e-9) / 1e6
-            log(f"progress {done / 1e9:.2f}/{total / 1e9:.2f} GB ({100 * done / max(total, 1):.0f}%), {rate:.0f} MB/s")
+    progress = Progress(files, log)
+
+    def copy(repo_file: RepoFile) -> None:
+        key = f"{prefix}/{repo_file.name}"
+        if stored.get(key) == repo_file.digest:
+            progress.file_done(repo_file, copied=False)
+            return
+        with open_file(repo_file) as stream:
+            body = SizedReader(stream, repo_file.size, repo_file.name)
+            s3.upload_fileobj(body, bucket, key, ExtraArgs={"Metadata": {DIGEST_KEY: repo_file.digest}})
+        progress.file_done(repo_file, copied=True)
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        # The first failure is raised here once the pool has run every other copy (so a retried pod has less left
+        # to do); the `hash` is then not written.
+        list(pool.map(copy, files))
     s3.put_object(Bucket=bucket, Key=f"{prefix}/{HASH_OBJECT}", Body=commit.encode())
     log(f"mirror of commit {commit} complete: s3://{bucket}/{prefix}")
-    return uploaded
+    return progress.uploaded
+
+
+def open_url(url: str, headers: Mapping[str, str]) -> AbstractContextManager[IO[bytes]]:
+    """A streamed GET that follows the Hub's redirect to its CDN without the token: urllib copies a request's headers
+    to the redirected request but for those added as unredirected (urllib/request.py HTTPRedirectHandler
+    redirect_request, Request.add_unredirected_header), and the CDN's URL is signed for the file."""
+    request = urllib.request.Request(url)
+    for name, value in headers.items():
+        if name.lower() == "authorization":
+            request.add_unredirected_header(name, value)
+        else:
+            request.add_header(name, value)
+    return urllib.request.urlopen(request, timeout=READ_TIMEOUT_SECONDS)
 
 
 def hub_files(repo: str, token: str | None) -> tuple[str, list[RepoFile]]:
@@ -121,16 +181,18 @@ def hub_files(repo: str, token: str | None) -> tuple[str, list[RepoFile]]:
 
 def main() -> int:
     import boto3
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_url
+    from huggingface_hub.utils import build_hf_headers
 
     repo, uri, token = os.environ["MODEL_REPO"], os.environ["MODEL_CACHE_URI"], os.environ.get("HF_TOKEN")
     commit, files = hub_files(repo, token)
     print(f"mirroring {repo}@{commit}: {len(files)} files, {sum(f.size for f in files) / 1e9:.2f} GB -> {uri}")
+    headers = build_hf_headers(token=token)
 
-    def fetch(repo_file: RepoFile, work: Path) -> Path:
-        return Path(hf_hub_download(repo, repo_file.name, revision=commit, token=token, local_dir=work))
+    def open_file(repo_file: RepoFile) -> AbstractContextManager[IO[bytes]]:
+        return open_url(hf_hub_url(repo, repo_file.name, revision=commit), headers)
 
-    mirror(files, commit, fetch, boto3.client("s3"), uri)
+    mirror(files, commit, open_file, boto3.client("s3"), uri)
     return 0
 
 

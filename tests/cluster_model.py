@@ -18,6 +18,7 @@ from tools.offline import StackRun
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 JOB = "kubernetes:batch/v1:Job"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 SYSTEM_NODE_GROUP = ("eks:index:ManagedNodeGroup", "system-nodes-system")
 # The stack's Jobs, by the name infra/settings/footprint.py gives their pod.
 JOB_PODS = {"model-cache-mirror": "model-mirror"}
@@ -50,6 +51,7 @@ def declared_system_pods(run: StackRun) -> dict[str, Requests]:
     }
     operator = run.get(RELEASE, "serving-kuberay-kuberay-operator").inputs["values"]
     pods["kuberay-operator"] = requests_of(operator["resources"])
+    pods |= every_node_daemonsets(run)
     (rayservice,) = run.of_type(RAYSERVICE)
     cluster = rayservice.inputs["spec"]["rayClusterConfig"]
     sidecar = [cluster["autoscalerOptions"]] if "autoscalerOptions" in cluster else []
@@ -120,9 +122,20 @@ GPU_NODE_RELEASES = {
 }
 
 
+def every_node_daemonsets(run: StackRun) -> dict[str, Requests]:
+    """The stack's own DaemonSets, which run on every node (the image pre-puller), by their pod's name."""
+    return {
+        daemonset.inputs["metadata"]["name"]: _containers_ask(
+            daemonset.inputs["spec"]["template"]["spec"]["containers"]
+        )
+        for daemonset in run.of_type(DAEMONSET)
+    }
+
+
 def gpu_node_daemonsets(run: StackRun) -> dict[str, Requests]:
     """What each DaemonSet asks of every GPU node: the stack's values for `resources`, else the chart's default."""
     pods = {name: requests_of(resources) for name, (resources, _) in EKS_ADDON_RESOURCES.items() if name != "coredns"}
+    pods |= every_node_daemonsets(run)
     for release in run.of_type(RELEASE):
         if release.name in GPU_NODE_RELEASES:
             defaults = chart_defaults(GPU_NODE_RELEASES[release.name]).get("resources") or {}

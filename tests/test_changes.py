@@ -27,6 +27,8 @@ MOVES = {
     changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "serving-rayservice")},
     changes.RAYSERVICE_REPLACED.name: {
         (RAYSERVICE, "serving-rayservice"),
+        # A new dlcImage: the image pre-puller's pods restart on it, so each node pulls it beside the change.
+        ("kubernetes:apps/v1:DaemonSet", "serving-image-prepull"),
         (SECRET, "serving-hf-token"),
         (SECRET, "serving-serve-api-keys"),
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
@@ -35,6 +37,7 @@ MOVES = {
     # Updated in place (tests/test_new_cluster.py: the same uid), the same objects as a replacement.
     changes.RAYSERVICE_NEW_CLUSTER.name: {
         (RAYSERVICE, "serving-rayservice"),
+        ("kubernetes:apps/v1:DaemonSet", "serving-image-prepull"),
         (SECRET, "serving-hf-token"),
         (SECRET, "serving-serve-api-keys"),
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),

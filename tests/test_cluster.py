@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import OPERATOR_CIDRS, rejection
+from tests.test_deploy_graph import waits_for
 from tools.offline import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN, run_stack
 
 CLUSTER = "eks:index:Cluster"
@@ -302,3 +303,17 @@ def test_the_same_admin_twice_is_refused(again):
     https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessEntry.html)."""
     (problem,) = rejection({"adminPrincipalArns": [OPERATOR_ROLE, again]}).problems
     assert problem.startswith(f"adminPrincipalArns[1]={again!r} is invalid: it repeats adminPrincipalArns[0]")
+
+
+@pytest.mark.parametrize("stack_run", ["dev", "prod"])
+def test_the_control_plane_is_created_while_the_nat_gateway_is(request, stack_run):
+    """EKS puts the control plane's network interfaces in the cluster's subnets to reach the nodes (kubectl exec and
+    logs, the private endpoint: https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html), traffic
+    inside the VPC that the route table's local route carries (https://docs.aws.amazon.com/vpc/latest/userguide/
+    RouteTables.html, "Local route"); the nodes are what need the NAT route (tests/test_node_groups.py). So the cluster
+    takes the private subnets before their NAT route exists, and the NAT gateway's minutes run beside EKS's."""
+    run = request.getfixturevalue(stack_run)
+    cluster = waits_for(run, "eks:index:Cluster", "cluster-eks")
+    private_subnets = {r.urn for r in run.of_type("aws:ec2/subnet:Subnet") if "-private-" in r.name}
+    assert private_subnets <= cluster
+    assert not {r.urn for r in run.of_type("aws:ec2/natGateway:NatGateway")} & cluster

@@ -3,7 +3,11 @@ and the serve config's loader settings on both sides, as the shipped stacks decl
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import io
 import json
+import threading
 from pathlib import Path
 
 import boto3
@@ -189,20 +193,20 @@ def s3():
         yield client
 
 
-def hub(fetched: list[str]):
-    def fetch(repo_file: RepoFile, work: Path) -> Path:
-        fetched.append(repo_file.name)
-        path = work / repo_file.name
-        path.write_bytes(b"x" * repo_file.size)
-        return path
+def hub(fetched: list[str], short_by: int = 0):
+    """The Hub's downloads, each file's bytes (less `short_by`), recording what was opened."""
 
-    return fetch
+    def open_file(repo_file: RepoFile):
+        fetched.append(repo_file.name)
+        return contextlib.nullcontext(io.BytesIO(b"x" * (repo_file.size - short_by)))
+
+    return open_file
 
 
 def test_the_mirror_copies_each_file_and_names_the_commit_last(s3):
     fetched: list[str] = []
     model_mirror.mirror(FILES, "abc123", hub(fetched), s3, URI, log=lambda line: None)
-    assert fetched == ["config.json", "model.safetensors"]
+    assert sorted(fetched) == ["config.json", "model.safetensors"]
     body = s3.get_object(Bucket="mirror-test-bucket", Key="models/org/model/hash")["Body"].read()
     assert body == b"abc123"
     head = s3.head_object(Bucket="mirror-test-bucket", Key="models/org/model/model.safetensors")
@@ -217,6 +221,76 @@ def test_a_second_run_copies_only_what_changed(s3):
     assert fetched == ["model.safetensors"] and uploaded == 5
 
 
+def test_a_download_short_of_the_files_size_leaves_no_object_and_no_commit(s3):
+    """A dropped connection must not leave a short object for the next run to skip as copied: the upload is aborted
+    and the `hash` Ray reads is not written."""
+    with pytest.raises(model_mirror.ShortCopy):
+        model_mirror.mirror(FILES, "abc123", hub([], short_by=1), s3, URI, log=lambda line: None)
+    assert "Contents" not in s3.list_objects_v2(Bucket="mirror-test-bucket")
+
+
+def test_a_shard_streams_to_the_bucket_in_parts_whole(s3):
+    """Above boto3's 8 MiB multipart threshold the stream is uploaded part by part, each read from the download."""
+    big = [RepoFile("model.safetensors", 9 * 2**20, "sha-2")]
+    model_mirror.mirror(big, "abc123", hub([]), s3, URI, log=lambda line: None)
+    head = s3.head_object(Bucket="mirror-test-bucket", Key="models/org/model/model.safetensors")
+    assert head["ContentLength"] == 9 * 2**20 and head["Metadata"][model_mirror.DIGEST_KEY] == "sha-2"
+    assert "-" in head["ETag"]  # a multipart object's ETag ends in -<parts>
+
+
+def test_a_short_download_of_a_multipart_file_leaves_no_upload_behind(s3):
+    """A shard is uploaded in parts (boto3's 8 MiB multipart threshold, s3transfer's TransferConfig): the short read
+    fails the transfer, which aborts the multipart upload, so neither an object nor its parts are left (billed)."""
+    big = [RepoFile("model.safetensors", 9 * 2**20, "sha-2")]
+    with pytest.raises(model_mirror.ShortCopy):
+        model_mirror.mirror(big, "abc123", hub([], short_by=1), s3, URI, log=lambda line: None)
+    assert "Contents" not in s3.list_objects_v2(Bucket="mirror-test-bucket")
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket="mirror-test-bucket")
+
+
+def test_the_mirror_copies_files_at_once(s3):
+    """One HTTP flow per file from the Hub: the files are copied side by side, so the mirror is not one flow's rate.
+    Each download here lets its first byte go only once both are open, which a copy of one file at a time never is."""
+    both_open = threading.Barrier(2, timeout=10)
+
+    def open_file(repo_file: RepoFile):
+        both_open.wait()
+        return contextlib.nullcontext(io.BytesIO(b"x" * repo_file.size))
+
+    assert model_mirror.mirror(FILES, "abc123", open_file, s3, URI, log=lambda line: None, parallel=2) == 8
+
+
+def test_the_hubs_token_does_not_follow_its_redirect():
+    """The Hub answers a file's URL with a redirect to its CDN, whose URL is signed; the token goes to the Hub only."""
+    seen: dict[str, str | None] = {}
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen[self.path] = self.headers.get("Authorization")
+            if self.path == "/resolve":
+                self.send_response(302)
+                self.send_header("Location", "/cdn")
+                self.end_headers()
+            else:
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/resolve"
+        with model_mirror.open_url(url, {"authorization": "Bearer hf_x", "user-agent": "mirror"}) as body:
+            assert body.read() == b"ok"
+    finally:
+        server.shutdown()
+    assert seen == {"/resolve": "Bearer hf_x", "/cdn": None}
+
+
 def test_the_mirror_logs_its_progress(s3):
     lines: list[str] = []
     model_mirror.mirror(FILES, "abc123", hub([]), s3, URI, log=lines.append)
@@ -225,7 +299,7 @@ def test_the_mirror_logs_its_progress(s3):
 
 def test_the_job_manifest_names_what_the_script_reads():
     (container,) = model_cache.build_mirror_job("o/m", URI, "img:1", False)["spec"]["template"]["spec"]["containers"]
-    assert {e["name"] for e in container["env"]} >= {"MODEL_REPO", "MODEL_CACHE_URI", "MIRROR_WORK_DIR"}
+    assert {e["name"] for e in container["env"]} >= {"MODEL_REPO", "MODEL_CACHE_URI"}
     assert container["command"][-1].endswith(Path(model_mirror.__file__).name)
 
 
@@ -285,3 +359,10 @@ def test_only_the_weights_vllms_default_loader_reads_are_mirrored():
 def test_a_repo_of_bin_weights_keeps_them():
     repo = [RepoFile(name, 1, name) for name in ("config.json", "pytorch_model.bin", "original/model.pth")]
     assert names(model_mirror.loaded_files(repo)) == ["config.json", "pytorch_model.bin"]
+
+
+def test_the_mirror_takes_no_room_on_the_node():
+    """It streams each file from the Hub to S3, so its pod mounts only its script: nothing competes with the DLC
+    image for the system node's root volume."""
+    spec = model_cache.build_mirror_job("o/m", URI, "img:1", False)["spec"]["template"]["spec"]
+    assert [volume["name"] for volume in spec["volumes"]] == ["script"]

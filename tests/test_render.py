@@ -93,7 +93,7 @@ def test_shipped_stack_renders_every_file(shipped_render):
         "helm/dcgm-exporter.values.yaml",
     }
     kinds = [manifest["kind"] for manifest in manifests(shipped_render)]
-    assert (kinds[0], kinds[-1]) == ("Namespace", "PrometheusRule")
+    assert (kinds[0], kinds[-2], kinds[-1]) == ("Namespace", "PrometheusRule", "DaemonSet")
     # The monitoring objects need the CRDs the kube-prometheus-stack release installs: after the serving ones.
     assert kinds.index("RayService") < kinds.index("ConfigMap") < kinds.index("PodMonitor")
 
@@ -131,6 +131,8 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         "09-podmonitor-ray-head.yaml",
         "09-podmonitor-ray-workers.yaml",
         "10-prometheusrule-ray-llm-eks.yaml",
+        # Applied by hand the nodes are there already: the pre-puller only keeps the image on them.
+        "11-daemonset-image-prepull.yaml",
     ]
 
 

@@ -7,7 +7,8 @@ are taken from the resources it captured, so nothing here can drift from the pro
 
     plan.md                                  every AWS and Kubernetes resource with its key settings
     manifests/NN-<kind>-<name>.yaml          Namespace, Secret (redacted), Service, RayService, and with observability
-                                             the dashboards' ConfigMaps, PodMonitors and the PrometheusRule
+                                             the dashboards' ConfigMaps, PodMonitors and the PrometheusRule; last
+                                             the image pre-puller's DaemonSet
     serve-config.yaml                        the RayService's serveConfigV2, the whole application
     helm/<release>.values.yaml               the values of each Helm release, headed by its install command
 
@@ -54,7 +55,7 @@ NOT_MANIFESTS = frozenset({HELM_RELEASE, "pulumi:providers:kubernetes"})
 # `kubectl apply -f manifests/` goes in file-name order: the namespaces first, the service accounts before the pods
 # that run as them, the model mirror's Job before the RayService (kubectl does not wait for it: `pulumi up` does),
 # then the monitoring objects (their namespace and CRDs come with the kube-prometheus-stack release, installed
-# before).
+# before). The image pre-puller last: with kubectl the nodes are there already, so it only keeps the image on them.
 APPLY_ORDER = (
     "Namespace",
     "NetworkPolicy",
@@ -66,6 +67,7 @@ APPLY_ORDER = (
     "ConfigMap",
     "PodMonitor",
     "PrometheusRule",
+    "DaemonSet",
 )
 # Secret values shorter than this are too likely to occur by chance to search for.
 MIN_SEARCHED_SECRET_LENGTH = 4

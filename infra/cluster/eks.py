@@ -138,8 +138,9 @@ class ClusterArgs:
     vpc_cni_version: str  # the vpc-cni add-on build, e.g. "v1.21.1-eksbuild.1" (one EKS offers for the version)
     kube_proxy_version: str  # the kube-proxy add-on build, of the same Kubernetes minor
     vpc_id: pulumi.Input[str]
-    # The nodes' subnets (the cluster's ENIs and internal load balancers go there), and the public ones for
-    # internet-facing load balancers; at least two AZs between them (EKS's network requirements).
+    # The private subnets (the cluster's ENIs and internal load balancers go there; neither needs their NAT route),
+    # and the public ones for internet-facing load balancers; at least two AZs between them (EKS's network
+    # requirements).
     private_subnet_ids: Sequence[pulumi.Input[str]]
     public_subnet_ids: Sequence[pulumi.Input[str]]
     # Who may reach the public API endpoint: no default, since without a list EKS opens it to 0.0.0.0/0
@@ -298,8 +299,8 @@ def _eks_cluster(children: Children, args: ClusterArgs, secrets_key: aws.kms.Key
         # pulumi-eks names its children after this one ("<name>-eksCluster", ...); under the alias the engine
         # gives each of them the old name's prefix as well (pulumi/pulumi
         # tests/integration/aliases/python/rename_component: "the implicit alias inherited from the parent
-        # alias will include replacing the name prefix"). Network's subnet ids carry their routes, so
-        # everything in the cluster, load balancers included, comes after the internet path and is gone
-        # before it is torn down.
+        # alias will include replacing the name prefix"). Network's public subnet ids carry their internet
+        # routes, so everything in the cluster, load balancers included, comes after the internet path and is
+        # gone before it is torn down.
         opts=children.opts("eks", protect=args.protect),
     )

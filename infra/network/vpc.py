@@ -85,15 +85,19 @@ def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
 class Network(pulumi.ComponentResource):
     """A VPC with a private and a public subnet in each of `args.azs`, NAT egress and an internet gateway.
 
-    Each subnet id it exposes resolves only once that subnet's routes are in place, so whatever is given the id
-    (a node group, a cluster) waits for them: a node launched before its private route table and association
-    exist has no egress (it cannot pull images or join the cluster), and load balancers the cluster creates in the
-    public subnets need the internet gateway and public routes, and hold public addresses that stop the gateway
-    from being detached until they are gone (so the cluster is also deleted before them)."""
+    Each subnet id it exposes in `private_subnet_ids` and `public_subnet_ids` resolves only once that subnet's routes
+    are in place, so whatever is given the id (a node group, a cluster) waits for them: a node launched before its
+    private route table and association exist has no egress (it cannot pull images or join the cluster), and load
+    balancers the cluster creates in the public subnets need the internet gateway and public routes, and hold public
+    addresses that stop the gateway from being detached until they are gone (so the cluster is also deleted before
+    them). `private_subnets_unrouted` holds the private subnets' ids as soon as the subnets exist, for what needs the
+    subnet but not its egress: the EKS control plane's network interfaces, which carry traffic inside the VPC only
+    (the route table's local route), so the control plane is created while the NAT gateway is."""
 
     STACK_NAME = "network"  # the name infra/stack.py gives it; under it the children keep their old names
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its NAT route is associated
+    private_subnets_unrouted: dict[str, pulumi.Output[str]]  # by AZ, each as soon as the subnet exists
     public_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its internet route is associated
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -161,6 +165,7 @@ class Network(pulumi.ComponentResource):
         """A private subnet per AZ, each with a route table to its AZ's NAT gateway (or the one there is)."""
         children = self._children
         self.private_subnet_ids = {}
+        self.private_subnets_unrouted = {}
         private_route_tables: list[aws.ec2.RouteTable] = []
         for plan in plans:
             private = self._subnet(
@@ -181,6 +186,7 @@ class Network(pulumi.ComponentResource):
                 opts=children.opts(f"private-{plan.az}"),
             )
             self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
+            self.private_subnets_unrouted[plan.az] = private.id
             private_route_tables.append(routes)
         return private_route_tables
 

@@ -162,6 +162,10 @@ def _managed_node_group(
 # general-purpose.html#gp3-ebs-volume-type), so 1000 MiB/s needs 4000 IOPS.
 GPU_ROOT_THROUGHPUT_MIBPS = 1000
 GPU_ROOT_IOPS = 4000
+# The system nodes pull the same image for the Ray head (and the mirror Job) with the same feature gate, on the guide's
+# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (tools/cold_start.py).
+# gp3's baseline 3000 IOPS allows 750 MiB/s, so the IOPS stay at their default.
+SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only
 # (infra/settings/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
 GPU_NODE_DIRECTORY_COMMANDS = (f"install -d -o root -g {VLLM_CACHE_GID} -m {VLLM_CACHE_MODE} {VLLM_CACHE_HOST_PATH}",)
@@ -178,9 +182,15 @@ IMDS_HOP_LIMIT = 1
 
 
 def gpu_node_user_data() -> str:
-    """The GPU launch template's user data: EKS merges a managed node group's own NodeConfig with a launch
-    template's, which must be MIME multi-part (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html,
-    "Amazon EKS AMIs": nodeadm reads every application/node.eks.aws part; cloud-init runs the shell script part)."""
+    """The GPU launch template's user data: FastImagePull, and the compile cache's directory made at boot."""
+    return node_user_data(GPU_NODE_DIRECTORY_COMMANDS)
+
+
+def node_user_data(commands: Sequence[str]) -> str:
+    """A launch template's user data that turns on FastImagePull and runs `commands` at boot: EKS merges a managed
+    node group's own NodeConfig with a launch template's, which must be MIME multi-part
+    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Amazon EKS AMIs": nodeadm reads every
+    application/node.eks.aws part; cloud-init runs the shell script part)."""
     node_config = "\n".join(
         [
             "---",
@@ -191,11 +201,10 @@ def gpu_node_user_data() -> str:
             "    FastImagePull: true",
         ]
     )
-    script = "\n".join(["#!/bin/bash", "set -euo pipefail", *GPU_NODE_DIRECTORY_COMMANDS])
-    parts = [
-        f"--{USER_DATA_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{node_config}\n",
-        f'--{USER_DATA_BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{script}\n',
-    ]
+    parts = [f"--{USER_DATA_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{node_config}\n"]
+    if commands:
+        script = "\n".join(["#!/bin/bash", "set -euo pipefail", *commands])
+        parts.append(f'--{USER_DATA_BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{script}\n')
     header = f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"\n\n'
     return header + "\n".join(parts) + f"\n--{USER_DATA_BOUNDARY}--\n"
 
@@ -305,6 +314,8 @@ class SystemNodes(pulumi.ComponentResource):
                 args.tags,
                 description=f"{SYSTEM_NODEGROUP_NAME}: IMDSv2, {SYSTEM_ROOT_VOLUME_GIB} GiB encrypted gp3 root",
                 root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
+                root_volume_throughput=SYSTEM_ROOT_THROUGHPUT_MIBPS,
+                user_data=base64.b64encode(node_user_data(()).encode()).decode(),
             ),
         )
         # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,

@@ -49,10 +49,6 @@ HF_TOKEN_SECRET = "model-mirror-hf-token"
 SCRIPT_CONFIGMAP = "model-mirror-script"
 SCRIPT = PROJECT_DIR / "serve_ext" / "model_mirror.py"
 SCRIPT_MOUNT = "/opt/model-mirror"
-# One file at a time passes through local disk: the largest shard of a safetensors checkpoint is a few GB, and a
-# system node's root volume is 50 GiB (infra/nodes/node_groups.py SYSTEM_ROOT_VOLUME_GIB).
-WORK_MOUNT = "/var/tmp/model-mirror"
-WORK_SIZE = "20Gi"
 CACHE_PREFIX = "models"
 # 19 GB from the Hub at a few hundred MB/s is minutes; the provider's own Job default is 10 minutes.
 MIRROR_TIMEOUT_SECONDS = 2 * 60 * 60
@@ -136,7 +132,6 @@ def build_mirror_job(
         {"name": "MODEL_CACHE_URI", "value": uri},
         # Progress lines reach `kubectl logs` as they are printed.
         {"name": "PYTHONUNBUFFERED", "value": "1"},
-        {"name": "MIRROR_WORK_DIR", "value": WORK_MOUNT},
     ]
     if with_hf_token:
         env.append(hf_token_env(HF_TOKEN_SECRET))
@@ -168,16 +163,11 @@ def build_mirror_job(
                             "command": ["python", f"{SCRIPT_MOUNT}/{SCRIPT.name}"],
                             "env": env,
                             "resources": MIRROR_RESOURCES,
-                            "volumeMounts": [
-                                {"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True},
-                                {"name": "work", "mountPath": WORK_MOUNT},
-                            ],
+                            # No volume to work in: the script streams each file from the Hub to S3.
+                            "volumeMounts": [{"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True}],
                         }
                     ],
-                    "volumes": [
-                        {"name": "script", "configMap": {"name": SCRIPT_CONFIGMAP}},
-                        {"name": "work", "emptyDir": {"sizeLimit": WORK_SIZE}},
-                    ],
+                    "volumes": [{"name": "script", "configMap": {"name": SCRIPT_CONFIGMAP}}],
                 }
             },
         },

@@ -11,8 +11,14 @@ import yaml
 from infra.serving import serve_auth
 from infra.serving.serve_config import build_serve_config, serve_app_args
 from infra.settings.config import StackConfig
-from infra.settings.footprint import HEAD_RESOURCES, RAY_AUTOSCALER_RESOURCES
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH, gpu_node_scheduling
+from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
+from infra.settings.scheduling import (
+    GPU_TOLERATION,
+    SYSTEM_NODE_SELECTOR,
+    VLLM_CACHE_GID,
+    VLLM_CACHE_HOST_PATH,
+    gpu_node_scheduling,
+)
 from infra.settings.topology import worker_cpu, worker_memory_gib
 
 SERVE_PORT = 8000
@@ -315,4 +321,73 @@ def endpoint_outputs(cfg: StackConfig) -> dict[str, str]:
         "portForwardCommand": f"kubectl port-forward -n {cfg.namespace} svc/{service} {SERVE_PORT}:{SERVE_PORT}",
         "modelId": cfg.model_id,
         "curlModelsCommand": f"curl --silent{key_header} http://127.0.0.1:{SERVE_PORT}/v1/models",
+    }
+
+
+# --- the image pre-puller: the serving image on every node before a Ray pod is placed there ---
+
+PREPULL_NAME = "image-prepull"
+PREPULL_LABELS = {"app.kubernetes.io/name": PREPULL_NAME}
+# `nobody`: the pre-puller's container only sleeps.
+NOBODY = 65534
+
+
+def build_prepull_daemonset(image: str, namespace: str) -> dict[str, Any]:
+    """The apps/v1 DaemonSet that keeps `image`, the Ray pods' image, on every node, as unprivileged as a pod gets.
+
+    The kubelet pulls a pod's images once the pod is bound to its node, and the DaemonSet controller makes a pod for
+    each node that joins (https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/), so each node starts
+    its pull as it joins: before its node group is ACTIVE, before the device plugins are installed and the RayService
+    is created (which wait for that). A Ray pod placed on the node afterwards finds the image there (the pods ask
+    IfNotPresent: a tag that is not `latest`, https://kubernetes.io/docs/concepts/containers/images/
+    #imagepullpolicy-defaulting). The container keeps running, so the image is in use and the kubelet's image garbage
+    collection, which removes only images no container uses (https://kubernetes.io/docs/concepts/architecture/
+    garbage-collection/#containers-images), keeps it for an engine restarted on the node. It tolerates the GPU taint
+    and selects no node: the Ray head and the mirror Job run the same image on the system nodes.
+    """
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": PREPULL_NAME,
+            "namespace": namespace,
+            # Nothing waits for it: a Ray pod placed before the pull ends pulls the image itself, so `pulumi up` need
+            # not wait for every node's pull of a new dlcImage (the provider's default await for a DaemonSet's
+            # rollout, pulumi-kubernetes provider/pkg/await).
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
+        "spec": {
+            "selector": {"matchLabels": dict(PREPULL_LABELS)},
+            # A new dlcImage is pulled on every node at once, not one node after another.
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {
+                "metadata": {"labels": dict(PREPULL_LABELS)},
+                "spec": {
+                    "tolerations": [dict(GPU_TOLERATION)],
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    # `sleep` as PID 1 ignores SIGTERM: without this a deletion would wait out the default 30 s.
+                    "terminationGracePeriodSeconds": 1,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": NOBODY,
+                        "runAsGroup": NOBODY,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "image",
+                            "image": image,
+                            "command": ["sleep", "infinity"],
+                            "resources": PREPULL_RESOURCES,
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                        }
+                    ],
+                },
+            },
+        },
     }

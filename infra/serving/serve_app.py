@@ -25,6 +25,7 @@ from infra.serving.rayservice import (
     INSTANCE_LABEL,
     RAY_CLUSTER_LABEL,
     UPGRADE_REPLACE,
+    build_prepull_daemonset,
 )
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.settings.table import DNS_LABEL_PATTERN
@@ -92,6 +93,9 @@ class ServingArgs:
     # The namespace's NetworkPolicies (infra/serving/network_policy.py), in place before the Ray pods start: the VPC
     # CNI applies a pod's policies as it starts it, and a pod started before they exist is open until they do.
     network_policies: Sequence[Mapping[str, Any]] = ()
+    # The image the Ray pods run, pulled onto every node as it joins (infra/serving/rayservice.py
+    # build_prepull_daemonset); None: no pre-pull.
+    prepull_image: str | None = None
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
@@ -200,6 +204,8 @@ class Serving(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
             opts=children.opts("namespace", provider=cluster.provider),
         )
+        if args.prepull_image:
+            _image_prepull(args.prepull_image, args.namespace, children, cluster.provider, namespace)
         prerequisites = [
             operator.release,
             device_plugins,
@@ -234,6 +240,19 @@ class Serving(pulumi.ComponentResource):
             else None
         )
         self.register_outputs({})
+
+
+def _image_prepull(
+    image: str, namespace_name: str, children: Children, provider: pulumi.ProviderResource, namespace: pulumi.Resource
+) -> None:
+    """Made with the namespace, before any node exists: each node's pull starts as the node joins."""
+    prepull = build_prepull_daemonset(image, namespace_name)
+    k8s.apps.v1.DaemonSet(
+        children.name("image-prepull"),
+        metadata=prepull["metadata"],
+        spec=prepull["spec"],
+        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+    )
 
 
 def _fail_on(problem: str | None) -> None:

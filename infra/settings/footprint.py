@@ -40,6 +40,9 @@ ALERTMANAGER_RESOURCES = {"requests": {"cpu": "25m", "memory": "64Mi"}, "limits"
 # The model mirror streams the Hub's files to S3: network-bound, so a quarter core is its floor, and with no CPU
 # limit it uses what the node has idle. Its request must fit beside a running head: a model change runs it then.
 MIRROR_RESOURCES = {"requests": {"cpu": "250m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+# The image pre-puller (infra/serving/rayservice.py build_prepull_daemonset), on every node: a sleep, which needs
+# almost nothing.
+PREPULL_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
 # The EKS add-ons' pods on every node group, by the requests of their manifests: CoreDNS, 2 replicas of 100m and
 # 70Mi (coredns/deployment kubernetes/coredns.yaml.sed, which EKS's add-on keeps), kube-proxy 100m (EKS's
 # kube-proxy DaemonSet), aws-node 25m (aws/amazon-vpc-cni-k8s config/master/aws-k8s-cni.yaml).
@@ -108,8 +111,9 @@ def allocatable(vcpus: int, memory_mib: int) -> Requests:
 def system_node_load(
     *, observability: bool, serve_autoscaling: bool, model_cache: bool, new_cluster: bool = False
 ) -> dict[str, Requests]:
-    """Every pod the system node holds at once on a running stack: the EKS add-ons, the KubeRay operator, the Ray
-    head (and its autoscaler sidecar), the metrics stack, and the mirror Job a model change runs beside the head.
+    """Every pod the system node holds at once on a running stack: the EKS add-ons, the KubeRay operator, the image
+    pre-puller, the Ray head (and its autoscaler sidecar), the metrics stack, and the mirror Job a model change runs
+    beside the head.
     With `new_cluster` (clusterUpgradeStrategy newCluster) a second head too: KubeRay builds the new RayCluster's head
     beside the active one for an upgrade, and a new cluster that failed keeps its head until the next change, which
     may be a model change that runs the mirror (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileRayCluster,
@@ -121,6 +125,7 @@ def system_node_load(
         for index in range(replicas)
     }
     load["kuberay-operator"] = requests_of(KUBERAY_OPERATOR_RESOURCES)
+    load["image-prepull"] = requests_of(PREPULL_RESOURCES)
     load["ray-head"] = requests_of(HEAD_RESOURCES) + (
         requests_of(RAY_AUTOSCALER_RESOURCES) if serve_autoscaling else NOTHING
     )

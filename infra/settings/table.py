@@ -525,7 +525,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             feeds="dlc_image",
             effects=(MODEL_MIRRORED, RAYSERVICE_REPLACED),
             change_note="the mirror Job runs in the same image, so it runs again; with the files already in the bucket "
-            "it only checks them",
+            "it only checks them. The image pre-puller restarts on the new image, so every node pulls it at once, "
+            "beside the RayService's change",
         ),
         Setting(
             "kuberayVersion",
