@@ -215,7 +215,8 @@ FIGURES = {
         "(vendor/cluster-autoscaler-chart-9.59.0/values.yaml extraArgs; the stack sets none)",
     ),
 }
-# The AWS sample's own steps (/work/shared/seeds' copy of its README), each the middle of its range, in minutes.
+# The AWS sample's own steps (its README, "Multi-Node Ray Serve on EKS", the sample this stack replaces), each the
+# middle of its range, in minutes.
 SAMPLE_STEPS = (
     ("deploy_cluster.sh: VPC, EKS, add-ons, the system node group", 17.5, CITED, "'15-20 minutes on a fresh run'"),
     ("deploy_node_group.sh: the GPU node group", 12.5, CITED, "'5-20 minutes, longer on a first run'"),
