@@ -30,7 +30,7 @@ from infra.settings.table import RAY_TOKEN_AUTH_SINCE
 from infra.stack import ray_auth_note
 from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows
-from tests.rayservice_parts import rayservice, worker_group
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
 from tests.schemas import kuberay_dir
 from tests.test_cold_start import user_data_parts
 from tools.offline import StackRun, load_stack_config, run_stack
@@ -401,3 +401,17 @@ def test_a_rayservice_stored_without_its_auth_options_fails_the_deploy(dev):
     assert "CRD is older than KubeRay 1.5.1" in (dropped_auth_options(applied, pruned) or "")
     assert dropped_auth_options(applied, applied) is None
     assert dropped_auth_options(rayservice(dev)["spec"], rayservice(dev)["spec"]) is None
+
+
+def test_turning_rays_token_off_on_a_running_stack_moves_the_rayservice_alone():
+    """rayAuthMode's effects (infra/settings/table.py: rayservice-replaced, or rayservice-new-cluster with newCluster):
+    at KubeRay 1.7.0 token to disabled changes the RayService's rayClusterConfig (authOptions, which KubeRay hashes
+    with the cluster spec: vendor/kuberay-v1.7.0/util.go GenerateHashWithoutReplicasAndWorkersToDelete) and so the
+    rollout's wait, nothing else of the stack; with replace, Pulumi replaces the RayService on a rayClusterConfig
+    change (its replace_on_changes)."""
+    before = run_stack({"kuberayVersion": "1.7.0"})
+    after = run_stack({"kuberayVersion": "1.7.0", "rayAuthMode": "disabled"})
+    inputs = {(r.type, r.name): r.inputs for r in before.resources}
+    moved = {(r.type, r.name) for r in after.resources if inputs.get((r.type, r.name)) != r.inputs}
+    assert moved == {(RAYSERVICE, "serving-rayservice"), (ROLLOUT, "serving-rollout")}
+    assert "spec.rayClusterConfig" in after.get(RAYSERVICE, "serving-rayservice").replace_on_changes
