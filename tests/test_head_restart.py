@@ -155,14 +155,16 @@ def test_without_ft_the_workers_raylet_exits_once_the_new_head_is_up(no_ft_run):
 
 def test_without_ft_the_worker_fails_its_readiness_probe_once_the_new_head_is_up(no_ft_run):
     """The probe's raylet check asks the GCS whether its node is alive (healthz_agent.py raylet_health,
-    reporter/utils.py HealthChecker); the new cluster's GCS refuses the old cluster's agent with a 503 before the
-    raylet's own check ends it, and one failure takes a RayService worker out of the serve Service (pod.go
-    initLivenessAndReadinessProbe, failure threshold 1). Measured on 2.58: about 1 s after the new GCS answered."""
+    reporter/utils.py HealthChecker); the new cluster's GCS refuses the old cluster's agent with a 503, or the agent is
+    already going with its raylet and answers nothing (http_request's status 0): both were seen on 2.58, the 503 in
+    the recorded runs (about 1 s after the new GCS answered), the closed connection in a lone-clone CI run under load.
+    Either way the raylet check fails first, and one failure takes a RayService worker out of the serve Service
+    (pod.go initLivenessAndReadinessProbe, failure threshold 1)."""
     probes = no_ft_run["readiness_probes"]
     assert probes["failed_while_head_away"] == 0
     assert probes["failed_after_restart"] > 0
     first = next(probe for probe in no_ft_run["probes"] if not probe["ok"])
-    assert first["served"] == "raylet" and first["error"].startswith("raylet 503")
+    assert first["served"] == "raylet" and first["error"].startswith(("raylet 503", "raylet 0:"))
 
 
 def test_without_ft_the_workers_proxy_still_answers_while_the_head_is_away(no_ft_run):
