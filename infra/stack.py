@@ -28,6 +28,7 @@ from infra.observability.monitoring import (
 )
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
+from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
     MIRROR_TIMEOUT_SECONDS,
@@ -39,7 +40,7 @@ from infra.serving.model_cache import (
 from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
 from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
-from infra.serving.serve_app import Serving, ServingArgs
+from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import application_name
 from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
@@ -67,6 +68,7 @@ CONFIG_KEYS = {
         "capacity_reservation_id": "capacityReservationId",
     },
     "ModelCache": {"uri": "modelSource", "repo": "modelSource", "image": "dlcImage", "namespace": "namespace"},
+    "GcsStore": {"node_type": "gcsRedisNodeType"},
 }
 
 
@@ -95,7 +97,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     cluster = declare_cluster(cfg, facts, network)
     nodes = declare_nodes(cfg, facts, network, cluster)
     model = declare_model_cache(cfg, facts, cluster, nodes)
-    serving = declare_serving(cfg, cluster, nodes, model)
+    gcs_store = declare_gcs_store(cfg, network, nodes) if cfg.gcs_redis else None
+    serving = declare_serving(cfg, cluster, nodes, model, gcs_store)
     if cfg.observability:
         declare_observability(cfg, facts, cluster, nodes, model)
     return stack_outputs(cfg, facts, network, cluster, nodes, model, serving)
@@ -173,6 +176,7 @@ def declare_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluste
                 count=cfg.system_node_count,
                 coredns_version=facts.addons.coredns,
                 subnet_ids=list(network.private_subnet_ids.values()),
+                vpc_id=network.vpc_id,
                 tags=cfg.tags,
             ),
             cluster,
@@ -262,6 +266,38 @@ def declare_model_cache(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, 
     return Model(cache_uri=model_cache_uri, cache=model_cache)
 
 
+def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsStore:
+    """The Ray head's GCS store (headFaultTolerance redis): beside the cluster, in its private subnets, reached from
+    the system nodes only. It needs the subnets, not their NAT route."""
+    return in_config_terms(
+        "GcsStore",
+        lambda: GcsStore(
+            "gcs-store",
+            GcsStoreArgs(
+                vpc_id=network.vpc_id,
+                subnet_ids=list(network.private_subnets_unrouted.values()),
+                client_security_group_id=nodes.system.security_group_id,
+                node_type=cfg.gcs_redis_node_type,
+                tags=cfg.tags,
+            ),
+        ),
+    )
+
+
+def head_fault_tolerance_note(cfg: StackConfig) -> str:
+    """What a Ray head restart costs this stack, said by `pulumi preview` and `pulumi up`."""
+    if cfg.gcs_redis:
+        return (
+            f"headFaultTolerance='redis': the Ray head keeps the cluster's tables in an ElastiCache for Valkey primary "
+            f"and replica ({cfg.gcs_redis_node_type}); a restarted head reloads them and the GPU workers keep serving "
+            "through it, within their 600 s reconnect timeout (docs/head-fault-tolerance.md)"
+        )
+    return (
+        "headFaultTolerance='off': a Ray head restart (its pod, its node, a system node roll) restarts every GPU "
+        "worker, which loads the model again: minutes without answers (docs/head-fault-tolerance.md)"
+    )
+
+
 def cluster_change_path(cfg: StackConfig) -> str:
     """What a cluster-spec change costs this stack, said by `pulumi preview` and `pulumi up` (its diagnostics) beside
     the settings `pulumi preview --diff` shows under the effect's name."""
@@ -294,9 +330,12 @@ def ray_auth_note(cfg: StackConfig) -> str:
     )
 
 
-def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model) -> Serving:
+def declare_serving(
+    cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model, gcs_store: GcsStore | None
+) -> Serving:
     pulumi.log.info(cluster_change_path(cfg))
     pulumi.log.info(ray_auth_note(cfg))
+    pulumi.log.info(head_fault_tolerance_note(cfg))
     cache = model.cache
     # The token only where the Hub is read: the workers, when they load from it; with the model in S3 only the mirror
     # Job has it, from a Secret in its own namespace (infra/serving/model_cache.py).
@@ -321,6 +360,9 @@ def declare_serving(cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Mod
             waits_for=[cache.mirror] if cache and cache.mirror else [],
             network_policies=network_policies(cfg.namespace, cfg.ray_service_name, runs_ray_autoscaler(cfg)),
             prepull_image=cfg.dlc_image,
+            gcs_store=GcsStoreAccess(endpoint=gcs_store.primary_endpoint, auth_token=gcs_store.auth_token)
+            if gcs_store
+            else None,
         ),
         cluster,
         nodes.system,
@@ -391,6 +433,7 @@ def declare_observability(
                 ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
                 deploy_deadline_seconds=deploy_deadline_seconds(cfg, mirrored),
                 runbook_url=cfg.runbook_url,
+                head_fault_tolerance=cfg.gcs_redis,
             ),
             ray_autoscaler=runs_ray_autoscaler(cfg),
             remote_write=remote_write,

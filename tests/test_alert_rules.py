@@ -44,6 +44,7 @@ FOR = {
     "TtftP99OverObjective": 10,
     "GpuMemoryExhausted": 10,
     "RayHeadRestarted": 0,
+    "RayHeadNotReady": 5,
 }
 ALERTS = tuple(FOR)
 # A stack that has run for a day when Prometheus' history starts (kube-state-metrics' kube_namespace_created is
@@ -234,6 +235,9 @@ class Series:
             {"namespace": self.stack.namespace, "pod": pod, "container": "ray-head"},
         )
 
+    def head_ready(self, pod: str = HEAD_POD) -> str:
+        return selector("kube_pod_container_status_ready", self.head_restart_labels(pod))
+
     def ttft(self, side: str, le: str) -> str:
         return selector("ray_vllm_time_to_first_token_seconds_bucket", {"WorkerId": WORKERS[side], "le": le})
 
@@ -260,6 +264,7 @@ def serving(s: Series, total: int, start: int, slow_from: Mapping[str, int] | No
                 for minute in range(total)
             ]
     series[s.head_restarts()] = steps(total, (start, 0))
+    series[s.head_ready()] = steps(total, (start, 1))
     series[s.up] = steps(total, (start, 1))
     series[s.fb_used] = steps(total, (start, 90))
     series[s.fb_free] = steps(total, (start, 10))
@@ -468,13 +473,36 @@ def head_restarted(stack: Stack) -> Case:
     return case.fires(restart, "RayHeadRestarted", s.head_restart_labels())
 
 
+def head_down(stack: Stack) -> Case:
+    """The head crashes at minute 30 and stays down (CrashLoopBackOff: its container not ready, its restarts
+    counting): RayHeadNotReady fires after its 5 minutes, long before the workers' 600 s reconnect timeout ends."""
+    s, total, down = Series(stack), 60, 30
+    series = steady(s, total)
+    series[s.head_ready()] = steps(total, (0, 1), (down, 0))
+    series[s.head_restarts()] = steps(total, (0, 0), (down, 1), (down + 2, 2), (down + 4, 3))
+    case = Case("head_down", total, series).silent([down + FOR["RayHeadNotReady"] - 1], ("RayHeadNotReady",))
+    return case.fires(down + FOR["RayHeadNotReady"], "RayHeadNotReady", {"namespace": stack.namespace, "pod": HEAD_POD})
+
+
+def head_back_within_minutes(stack: Stack) -> Case:
+    """A head restart that GCS fault tolerance rides through (back and ready in about 30 s, measured on CPU, here
+    within two one-minute scrapes): RayHeadRestarted only, RayHeadNotReady silent."""
+    s, total, restart = Series(stack), 60, 30
+    series = steady(s, total)
+    series[s.head_ready()] = steps(total, (0, 1), (restart, 0), (restart + 2, 1))
+    series[s.head_restarts()] = steps(total, (0, 0), (restart, 1))
+    return Case("head_back_within_minutes", total, series).silent(range(total), ("RayHeadNotReady",))
+
+
 def head_replaced(stack: Stack) -> Case:
     """A new head pod (a replaced RayService): its restart counter is a new series at 0, not a restart."""
     s, total, replaced = Series(stack), 60, 30
     series = steady(s, total)
     series[s.head_restarts()] = steps(total, (0, 0), (replaced, None))
     series[s.head_restarts("ray-llm-fghij-head-z9")] = steps(total, (replaced, 0))
-    return Case("head_replaced", total, series).silent(range(total), ("RayHeadRestarted",))
+    series[s.head_ready()] = steps(total, (0, 1), (replaced, None))
+    series[s.head_ready("ray-llm-fghij-head-z9")] = steps(total, (replaced, 0), (replaced + 1, 1))
+    return Case("head_replaced", total, series).silent(range(total), ("RayHeadRestarted", "RayHeadNotReady"))
 
 
 CASES: tuple[Callable[[Stack], Case], ...] = (
@@ -495,6 +523,8 @@ CASES: tuple[Callable[[Stack], Case], ...] = (
     ttft_slow,
     gpu_memory_full,
     head_restarted,
+    head_down,
+    head_back_within_minutes,
     head_replaced,
 )
 CASE_NAMES = [build.__name__ for build in CASES]

@@ -27,6 +27,8 @@ MOVES = {
     changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "serving-rayservice")},
     changes.RAYSERVICE_REPLACED.name: {
         (RAYSERVICE, "serving-rayservice"),
+        # Another RayService (rayServiceName, namespace) is another drain.
+        ("pulumi-python:dynamic/ray-llm-eks:RayServiceDrain", "serving-rayservice-drain"),
         # A new dlcImage: the image pre-puller's pods restart on it, so each node pulls it beside the change.
         ("kubernetes:apps/v1:DaemonSet", "serving-image-prepull"),
         (SECRET, "serving-hf-token"),
@@ -70,6 +72,15 @@ MOVES = {
         ("kubernetes:core/v1:Namespace", "model-cache-namespace"),
         ("kubernetes:core/v1:ServiceAccount", "model-cache-mirror"),
         ("kubernetes:core/v1:ConfigMap", "model-cache-script"),
+    },
+    changes.GCS_STORE.name: {
+        ("ray-llm-eks:serving:GcsStore", "gcs-store"),
+        ("aws:elasticache/replicationGroup:ReplicationGroup", "gcs-store-valkey"),
+        ("aws:elasticache/subnetGroup:SubnetGroup", "gcs-store-subnets"),
+        ("aws:ec2/securityGroup:SecurityGroup", "gcs-store-clients"),
+        ("random:index/randomPassword:RandomPassword", "gcs-store-auth-token"),
+        (SECRET, "serving-gcs-redis-password"),
+        ("kubernetes:core/v1:Service", "serving-gcs-redis-address"),
     },
     changes.KEYS_RELOADED.name: {(SECRET, "serving-serve-api-keys")},
     changes.LOAD_BALANCER.name: {("kubernetes:core/v1:Service", "serving-serve-load-balancer")},
@@ -127,6 +138,8 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "ampWorkspaceUrl": {"ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/"},
     "alertSnsTopicArn": {"alertSnsTopicArn": "arn:aws:sns:sa-east-1:123456789012:ray-llm-alerts"},
     "runbookUrl": {"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"},
+    "headFaultTolerance": {"headFaultTolerance": "off"},
+    "gcsRedisNodeType": {"gcsRedisNodeType": "cache.t4g.small"},
 }
 
 

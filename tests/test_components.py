@@ -29,6 +29,7 @@ from infra.cluster.eks import Cluster, ClusterArgs
 from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.serving.kuberay import KubeRayOperatorArgs
+from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.model_cache import ModelCache, ModelCacheArgs
 from infra.network.vpc import Network, NetworkArgs
 from infra.nodes.node_groups import GpuNodes, GpuNodesArgs, SystemNodes, SystemNodesArgs
@@ -70,9 +71,14 @@ for team in ("blue", "green"):
         system = SystemNodes(
             f"{team}-system-{group}",
             SystemNodesArgs(
-                instance_type="m7i.xlarge", count=1, coredns_version="v1.13.2-eksbuild.1", subnet_ids=private
+                instance_type="m7i.xlarge", count=1, coredns_version="v1.13.2-eksbuild.1", subnet_ids=private,
+                vpc_id=network.vpc_id,
             ),
             cluster,
+        )
+        GcsStore(
+            f"{team}-gcs-store-{group}",
+            GcsStoreArgs(vpc_id=network.vpc_id, subnet_ids=private, client_security_group_id=system.security_group_id),
         )
         gpu = GpuNodes(
             f"{team}-gpu-{group}",
@@ -148,6 +154,7 @@ COMPONENTS = (
     "KubeRayOperator",
     "Observability",
     "ModelCache",
+    "GcsStore",
 )
 
 
@@ -233,7 +240,8 @@ BAD_ARGS = {
         {"kubernetes_version", "private_subnet_ids", "api_public_access_cidrs"},
     ),
     "SystemNodes": (
-        "SystemNodes('s', SystemNodesArgs(instance_type='M7I', count=0, coredns_version='1.13', subnet_ids=[]), None)",
+        "SystemNodes('s', SystemNodesArgs(instance_type='M7I', count=0, coredns_version='1.13', subnet_ids=[], "
+        "vpc_id='vpc-1'), None)",
         {"instance_type", "count", "coredns_version", "subnet_ids"},
     ),
     "GpuNodes": (
@@ -256,6 +264,11 @@ BAD_ARGS = {
         "worker_service_account=('model-reader', 'arn:aws:iam::123456789012:role/r')), None, None, None)",
         {"namespace", "rayservice", "ready_timeout_seconds", "worker_service_account"},
     ),
+    "GcsStore": (
+        "GcsStore('g', GcsStoreArgs(vpc_id='vpc-1', subnet_ids=[], client_security_group_id='sg-1', "
+        "node_type='t4g.micro'))",
+        {"subnet_ids", "node_type"},
+    ),
     "ModelCache": (
         "ModelCache('m', ModelCacheArgs(uri='s3://Models_Bucket/', namespace='Ray', partition='aws', "
         "repo='models/org/model', mirror_namespace='mirror'), None)",
@@ -272,6 +285,7 @@ from infra.observability.alerts import AlertArgs
 from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.model_cache import ModelCache, ModelCacheArgs
 from infra.observability.monitoring import Observability, ObservabilityArgs
 from infra.serving.serve_app import Serving, ServingArgs

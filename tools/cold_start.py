@@ -179,6 +179,14 @@ FIGURES = {
         10, "s", ESTIMATE, "IAM roles and policies, a KMS key, launch templates, a bucket, Kubernetes objects"
     ),
     "coredns_addon": Figure(60, "s", ESTIMATE, "the CoreDNS add-on awaited ACTIVE: its two pods on a system node"),
+    "elasticache_create": Figure(
+        900,
+        "s",
+        ESTIMATE,
+        "an ElastiCache replication group of a primary and a replica, Multi-AZ, TLS and AUTH, created until "
+        "available; not measured here. terraform-provider-aws's acceptance tests took 795 s (AUTH and TLS) and "
+        "1,086 s (Multi-AZ in a VPC) each for a create and a delete (hashicorp/terraform-provider-aws#17320)",
+    ),
     "daemonset_release": Figure(
         60, "s", ESTIMATE, "a Helm release awaited ready: DaemonSets of small images on nodes that have joined"
     ),
@@ -427,6 +435,7 @@ class DeployStep:
     resources: tuple[str, ...] = ()
     exposed_only: bool = False  # only with serveExposure internal or internet-facing
     autoscaled_only: bool = False  # only with serveAutoscaling or clusterUpgradeStrategy newCluster (the autoscaler)
+    gcs_store_only: bool = False  # only with headFaultTolerance redis
 
     @property
     def seconds(self) -> float:
@@ -441,13 +450,12 @@ def network_steps() -> list[DeployStep]:
     """The AWS resources the cluster and the nodes are made in and with."""
     return [
         DeployStep(
-            "roles, key and templates",
-            (part("the node role, the KMS key, the system launch template", "api_objects"),),
+            "roles and key",
+            (part("the node role, the KMS key", "api_objects"),),
             resources=(
                 "aws:iam/role:Role::cluster-node-role",
                 "aws:iam/rolePolicyAttachment:RolePolicyAttachment::cluster-node-role-*",
                 "aws:kms/key:Key::*",
-                "aws:ec2/launchTemplate:LaunchTemplate::system-nodes-system",
             ),
         ),
         DeployStep(
@@ -461,6 +469,12 @@ def network_steps() -> list[DeployStep]:
                 "aws:ec2/routeTableAssociation:RouteTableAssociation::network-public-*",
                 "aws:ec2/eip:Eip::*",
             ),
+        ),
+        DeployStep(
+            "system nodes' security group",
+            (part("the group that names the system nodes", "api_objects"),),
+            ("network",),
+            resources=("aws:ec2/securityGroup:SecurityGroup::system-nodes-system-nodes",),
         ),
         DeployStep(
             "NAT gateway and private routes",
@@ -482,8 +496,14 @@ def cluster_steps(control_plane: str) -> list[DeployStep]:
         DeployStep(
             "EKS cluster",
             (part("the control plane", control_plane), part("pulumi-eks's add-ons and access", "cluster_addons")),
-            ("network", "roles, key and templates"),
+            ("network", "roles and key"),
             resources=("eks:index:Cluster::*", "pulumi:providers:kubernetes::*"),
+        ),
+        DeployStep(
+            "system launch template",
+            (part("the template with the cluster's group and the system nodes' own", "api_objects"),),
+            ("EKS cluster", "system nodes' security group"),
+            resources=("aws:ec2/launchTemplate:LaunchTemplate::system-nodes-system",),
         ),
         DeployStep(
             "GPU launch template",
@@ -498,7 +518,7 @@ def cluster_steps(control_plane: str) -> list[DeployStep]:
         DeployStep(
             "system node group",
             joining("the system nodes"),
-            ("EKS cluster", "NAT gateway and private routes"),
+            ("system launch template", "NAT gateway and private routes"),
             resources=("eks:index:ManagedNodeGroup::system-nodes-system",),
         ),
         DeployStep(
@@ -530,7 +550,8 @@ def serving_steps() -> list[DeployStep]:
             resources=(
                 "kubernetes:core/v1:Namespace::serving-namespace",
                 "kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-*",
-                "kubernetes:core/v1:Secret::serving-*",
+                "kubernetes:core/v1:Secret::serving-hf-token",
+                "kubernetes:core/v1:Secret::serving-serve-api-keys",
                 "kubernetes:core/v1:ConfigMap::serving-*",
                 "kubernetes:apps/v1:DaemonSet::serving-image-prepull",
             ),
@@ -563,6 +584,33 @@ def serving_steps() -> list[DeployStep]:
     ]
 
 
+def gcs_store_steps() -> list[DeployStep]:
+    """The Ray head's GCS store (headFaultTolerance redis) and how the serving namespace names it."""
+    return [
+        DeployStep(
+            "GCS store",
+            (part("the ElastiCache for Valkey group, its subnets, group and token", "elasticache_create"),),
+            ("system nodes' security group",),
+            resources=(
+                "aws:ec2/securityGroup:SecurityGroup::gcs-store-clients",
+                "aws:elasticache/*::gcs-store-*",
+                "random:index/randomPassword:RandomPassword::gcs-store-*",
+            ),
+            gcs_store_only=True,
+        ),
+        DeployStep(
+            "GCS store's address and password",
+            (part("its ExternalName Service and its token's Secret", "api_objects"),),
+            ("GCS store", "serving namespace and the image pre-puller"),
+            resources=(
+                "kubernetes:core/v1:Secret::serving-gcs-redis-password",
+                "kubernetes:core/v1:Service::serving-gcs-redis-address",
+            ),
+            gcs_store_only=True,
+        ),
+    ]
+
+
 def model_and_app_steps() -> list[DeployStep]:
     """The model cache and its mirror, the RayService and the wait for its app."""
     return [
@@ -591,8 +639,11 @@ def model_and_app_steps() -> list[DeployStep]:
         DeployStep(
             "RayService",
             (Part("the object, applied", 0, ()),),
-            ("KubeRay operator", "device plugins", "mirror Job"),
-            resources=("kubernetes:ray.io/v1:RayService::serving-rayservice",),
+            ("KubeRay operator", "device plugins", "mirror Job", "GCS store's address and password"),
+            resources=(
+                "kubernetes:ray.io/v1:RayService::serving-rayservice",
+                "pulumi-python:dynamic/ray-llm-eks:RayServiceDrain::*",
+            ),
         ),
         DeployStep(
             "serve rollout",
@@ -665,18 +716,26 @@ def other_steps() -> list[DeployStep]:
 
 
 def first_deploy_steps(
-    exposed: bool = False, autoscaled: bool = False, control_plane: str = "control_plane"
+    exposed: bool = False, autoscaled: bool = False, control_plane: str = "control_plane", gcs_store: bool = True
 ) -> list[DeployStep]:
     """Every step of a first `pulumi up`; `exposed`: with the serve load balancer (serveExposure not none);
-    `autoscaled`: with the Cluster Autoscaler; `control_plane`: the figure of EKS's own minutes."""
+    `autoscaled`: with the Cluster Autoscaler; `control_plane`: the figure of EKS's own minutes; `gcs_store`: with
+    the head's GCS store (headFaultTolerance redis, the default)."""
     steps = [
         *network_steps(),
         *cluster_steps(control_plane),
         *serving_steps(),
+        *gcs_store_steps(),
         *model_and_app_steps(),
         *other_steps(),
     ]
-    return [step for step in steps if (exposed or not step.exposed_only) and (autoscaled or not step.autoscaled_only)]
+    return [
+        step
+        for step in steps
+        if (exposed or not step.exposed_only)
+        and (autoscaled or not step.autoscaled_only)
+        and (gcs_store or not step.gcs_store_only)
+    ]
 
 
 @dataclass(frozen=True)

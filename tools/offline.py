@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import runpy
+import string
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -592,6 +593,13 @@ class AwsMocks(pulumi.runtime.Mocks):
                 oidcProviderArn=f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
                 clusterSecurityGroupId="sg-eks-cluster",
             )
+        if args.typ == "aws:elasticache/replicationGroup:ReplicationGroup":
+            state.update(self._replication_group(args.name, state))
+        if args.typ == "random:index/randomPassword:RandomPassword":
+            # Letters and digits only (special=False), `length` of them; the same for a name, as the state keeps it.
+            alphabet = string.ascii_letters + string.digits
+            digest = hashlib.sha512(args.name.encode()).digest() * 4
+            state["result"] = "".join(alphabet[b % len(alphabet)] for b in digest[: int(state["length"])])
         if args.typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
             # The API server stamps every object it stores with a resourceVersion, a generation and a uid.
             spec = json.dumps({k: v for k, v in args.inputs.items() if k not in ("metadata", "status")}, sort_keys=True)
@@ -612,11 +620,34 @@ class AwsMocks(pulumi.runtime.Mocks):
             }
         return f"{args.name}-id", state
 
+    def _replication_group(self, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """What ElastiCache answers for a cluster-mode-disabled group: its id (the resource name and seven random
+        letters, lower-cased, when none is given), the primary endpoint of a group with in-transit encryption,
+        `master.<id>.<6 letters>.<region code>.cache.amazonaws.com`, the reader endpoint beside it, a member per cache
+        cluster (`<id>-00N`) and the engine version it chose (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
+        Endpoints.html; pulumi-aws elasticache/replication_group.py outputs)."""
+        group_id = inputs.get("replicationGroupId") or f"{name}-a1b2c3d"
+        country, direction, number = self.region.split("-")[0], self.region.split("-")[-2], self.region.split("-")[-1]
+        code = f"{country}{COMPASS_CODES.get(direction, direction[0])}{number}"  # us-east-1: use1
+        domain = f"{group_id}.xk4jqz.{code}.cache.amazonaws.com"
+        return {
+            "replicationGroupId": group_id,
+            "primaryEndpointAddress": f"master.{domain}",
+            "readerEndpointAddress": f"replica.{domain}",
+            "memberClusters": [f"{group_id}-{n:03d}" for n in range(1, int(inputs.get("numCacheClusters") or 1) + 1)],
+            "engineVersionActual": f"{inputs.get('engineVersion', '8.0')}.1",
+        }
+
 
 # The letters KubeRay names a RayService's clusters with: `<name>-` and five of k8s.io/apimachinery's rand.String
 # (kuberay v1.4.0 ray-operator/controllers/ray/utils/util.go GenerateRayClusterName; apimachinery
 # pkg/util/rand/rand.go alphanums).
 CLUSTER_NAME_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+# How AWS shortens a region's direction in its host names (ElastiCache endpoints: us-east-1 is use1, ap-southeast-2
+# apse2).
+COMPASS_CODES = {"northeast": "ne", "southeast": "se", "northwest": "nw", "southwest": "sw"}
 
 
 def _serving_cluster(inputs: Mapping[str, Any]) -> str:

@@ -260,6 +260,7 @@ class SystemNodesArgs:
     count: int  # nodes, fixed (1 to EKS's 450 per managed node group)
     coredns_version: str  # the coredns add-on build, e.g. "v1.13.2-eksbuild.1" (one EKS offers for the version)
     subnet_ids: Sequence[pulumi.Input[str]]  # private subnets with egress (Network.private_subnet_ids), any AZs
+    vpc_id: pulumi.Input[str]  # the subnets' VPC, for the nodes' own security group
     tags: Mapping[str, str] = field(default_factory=dict)  # on the node group, its template and the add-on
 
 
@@ -289,6 +290,8 @@ class SystemNodes(pulumi.ComponentResource):
     STACK_NAME = "system-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     coredns: aws.eks.Addon
+    # A group only the system nodes carry: what a service reached by the Ray head alone (the GCS store) admits.
+    security_group_id: pulumi.Output[str]
 
     def __init__(
         self, name: str, args: SystemNodesArgs, cluster: Cluster, opts: pulumi.ResourceOptions | None = None
@@ -296,6 +299,17 @@ class SystemNodes(pulumi.ComponentResource):
         raise_input_errors("SystemNodes", system_nodes_args_errors(args))
         super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
         children = Children(self, name, self.STACK_NAME)
+        # No rules of its own: it names the system nodes to other groups. An instance's rules are the union of its
+        # groups' (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-security-groups.html), so the cluster group
+        # beside it keeps every path the nodes had.
+        own_group = aws.ec2.SecurityGroup(
+            children.name("system-nodes"),
+            description=f"{SYSTEM_NODEGROUP_NAME}: the system nodes, admitted where only the Ray head may go",
+            vpc_id=args.vpc_id,
+            tags={**args.tags, "Name": f"{cluster.cluster_name}-system-nodes"},
+            opts=children.new_opts(),
+        )
+        self.security_group_id = own_group.id
         self.node_group = _managed_node_group(
             children,
             args.tags,
@@ -316,6 +330,10 @@ class SystemNodes(pulumi.ComponentResource):
                 root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
                 root_volume_throughput=SYSTEM_ROOT_THROUGHPUT_MIBPS,
                 user_data=base64.b64encode(node_user_data(()).encode()).decode(),
+                # A launch template that names security groups gets those alone, not the cluster's: EKS adds the
+                # cluster security group only to a template without any
+                # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Security groups").
+                vpc_security_group_ids=[cluster.cluster_security_group_id, own_group.id],
             ),
         )
         # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,

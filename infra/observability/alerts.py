@@ -34,6 +34,13 @@ KV_WINDOW = "10m"
 # kube-state-metrics' creation time of a namespace, in seconds since the epoch (docs/metrics/cluster/
 # namespace-metrics.md, vendored): the serving namespace is created on the first `pulumi up`, before the mirror.
 NAMESPACE_CREATED = "kube_namespace_created"
+# kube-state-metrics' per-container readiness
+# (vendor/kube-prometheus-stack-88.5.3/kube-state-metrics-pod-metrics.md): 0 while the head's
+# container waits, crashes or fails its readiness probe.
+CONTAINER_READY = "kube_pod_container_status_ready"
+# How long the head may be away before someone must act: with fault tolerance each GPU worker gives up on the GCS
+# after KubeRay's 600 s reconnect timeout (docs/head-fault-tolerance.md), so this leaves the other five minutes.
+HEAD_NOT_READY_FOR = "5m"
 # Prometheus' own series for each target: 1 when its last scrape succeeded
 # (https://prometheus.io/docs/concepts/jobs_instances/#automatically-generated-labels-and-time-series).
 UP = "up"
@@ -51,6 +58,8 @@ class AlertArgs:
     deploy_deadline_seconds: int
     # docs/runbook.md as a browser opens it (e.g. on the repository's host); None: the alerts carry no link.
     runbook_url: str | None = None
+    # The head keeps the cluster in a GCS store (headFaultTolerance redis): its restart costs no worker.
+    head_fault_tolerance: bool = False
 
 
 def runbook_sections(text: str) -> dict[str, str]:
@@ -168,10 +177,34 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
             f'increase(kube_pod_container_status_restarts_total{{namespace="{args.namespace}", '
             f'container="{HEAD_CONTAINER}"}}[15m]) > 0',
             "0m",
+            *_head_restart_severity(args.head_fault_tolerance),
+        ),
+        _alert(
+            args,
+            "RayHeadNotReady",
+            f'(max by (namespace, pod) ({CONTAINER_READY}{{namespace="{args.namespace}", '
+            f'container="{HEAD_CONTAINER}"}}) == 0) and on () {gate}',
+            HEAD_NOT_READY_FOR,
             "critical",
-            "The Ray head container restarted: the Serve controller and GCS restarted with it.",
+            f"The Ray head has not been ready for {HEAD_NOT_READY_FOR}: no serve change or replica recovery "
+            "reaches the app, and the GPU workers give up on it after their 600 s reconnect timeout.",
         ),
     ]
+
+
+def _head_restart_severity(fault_tolerant: bool) -> tuple[str, str]:
+    """With a GCS store a head restart is ridden through (measured: no failed request through the workers'
+    proxies, docs/head-fault-tolerance.md); without one every GPU worker restarts and loads the model again."""
+    if fault_tolerant:
+        return (
+            "warning",
+            "The Ray head container restarted; with GCS fault tolerance the GPU workers kept serving through it.",
+        )
+    return (
+        "critical",
+        "The Ray head container restarted without GCS fault tolerance: every GPU worker restarts and loads the model "
+        "again.",
+    )
 
 
 def prometheus_rule(name: str, namespace: str, labels: dict[str, str], args: AlertArgs) -> dict[str, Any]:

@@ -41,6 +41,8 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 # rayservice_controller.go updateHeadPodServeLabel, for the pending cluster's head too).
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 SERVE_LABEL = "ray.io/serve"
+# And every RayCluster of a RayService with the RayService's name (constructRayClusterForRayService).
+RAY_ORIGINATED_FROM_CR_NAME_LABEL = "ray.io/originated-from-cr-name"
 # With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied, on the head's pod template: a
 # change of any kind changes what KubeRay hashes, so it builds a new cluster (KubeRay 1.4.0 hashes the spec less each
 # worker group's replicas, minReplicas, maxReplicas and workersToDelete: generateHashWithoutReplicasAndWorkersToDelete,
@@ -75,6 +77,13 @@ VLLM_CACHE_ROOT = "/var/cache/vllm"
 TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
+# The GCS store (infra/serving/gcs_store.py) as the head sees it: a Service of type ExternalName in the serving
+# namespace, a DNS alias of the primary's endpoint, so the RayService names a fixed address the stack knows before
+# the store exists; the AUTH token in a Secret beside it.
+GCS_REDIS_SERVICE = "gcs-redis"
+GCS_REDIS_SECRET = "gcs-redis"
+GCS_REDIS_PASSWORD_KEY = "password"
+GCS_REDIS_PORT = 6379
 
 
 def serve_service_name(cfg: StackConfig) -> str:
@@ -209,6 +218,26 @@ def with_cluster_spec_digest(cluster_config: dict[str, Any]) -> dict[str, Any]:
     return stamped
 
 
+def gcs_redis_address(namespace: str) -> str:
+    """`rediss://`: Ray 2.58 starts its GCS with TLS to Redis for that scheme (ray/_private/services.py
+    `get_address`, `start_gcs_server`: `--redis_enable_ssl=true`; docs/head-fault-tolerance.md)."""
+    return f"rediss://{GCS_REDIS_SERVICE}.{namespace}.svc.cluster.local:{GCS_REDIS_PORT}"
+
+
+def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
+    """KubeRay's GCS fault tolerance on the stack's store. KubeRay (1.4.0 and 1.7.0 common/pod.go) sets the head's
+    RAY_REDIS_ADDRESS and `ray start --redis-password` from these, its RAY_external_storage_namespace to the
+    RayCluster's UID (each cluster of a newCluster upgrade has its own keys, and the cleanup Job deletes them with the
+    cluster), and each worker's RAY_gcs_rpc_server_reconnect_timeout_s to 600 s, within which a restarted head
+    keeps them (docs/head-fault-tolerance.md, measured)."""
+    return {
+        "gcsFaultToleranceOptions": {
+            "redisAddress": gcs_redis_address(cfg.namespace),
+            "redisPassword": {"valueFrom": {"secretKeyRef": {"name": GCS_REDIS_SECRET, "key": GCS_REDIS_PASSWORD_KEY}}},
+        }
+    }
+
+
 def runs_ray_autoscaler(cfg: StackConfig) -> bool:
     """Whether the head pod runs KubeRay's in-tree autoscaler sidecar (RAY_AUTOSCALER): with Serve autoscaling."""
     return cfg.serve_autoscaling
@@ -225,6 +254,7 @@ def build_rayservice(
         # it in every Ray container, and its dashboard client sends it (kuberay v1.7.0 raycluster_controller.go
         # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; tests/test_ray_token_auth.py).
         **({"authOptions": {"mode": "token"}} if cfg.ray_token_auth else {}),
+        **(gcs_fault_tolerance(cfg) if cfg.gcs_redis else {}),
         **(RAY_AUTOSCALER if runs_ray_autoscaler(cfg) else {}),
         "headGroupSpec": head_group(cfg),
         "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
@@ -255,6 +285,11 @@ def build_rayservice(
             # newCluster: the RayService is updated in place, and KubeRay builds the new cluster beside the active one,
             # switches to it once its apps run and deletes the old one (rayservice_controller.go).
             "upgradeStrategy": {"type": UPGRADE_NEW_CLUSTER if cfg.new_cluster else UPGRADE_REPLACE},
+            # The head's Serve proxy dies with the head and comes back only after the restarted controller (measured:
+            # 29.6 s), while each GPU worker's own proxy keeps answering through a head restart (docs/
+            # head-fault-tolerance.md): KubeRay then keeps the head out of the serve Service (its ray.io/serve label
+            # false: rayservice_controller.go updateHeadPodServeLabel), and so out of the load balancer too.
+            "excludeHeadPodFromServeSvc": True,
             "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg, model_cache_uri)), sort_keys=False),
             "rayClusterConfig": with_cluster_spec_digest(cluster_config) if cfg.new_cluster else cluster_config,
         },

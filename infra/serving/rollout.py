@@ -30,7 +30,7 @@ import pulumi
 import pulumi.dynamic
 
 from infra.serving.dashboard_forward import forwarded_get
-from infra.serving.rayservice import DASHBOARD_PORT, RAY_CLUSTER_LABEL
+from infra.serving.rayservice import DASHBOARD_PORT, RAY_CLUSTER_LABEL, RAY_ORIGINATED_FROM_CR_NAME_LABEL
 from infra.serving.rollout_status import ClusterRefused, await_rollout, ray_token, ray_token_headers, ray_token_secret
 from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
 
@@ -165,6 +165,13 @@ class KubernetesReader:
 
     def pods(self) -> Mapping[str, Any]:
         return self._get(f"/api/v1/namespaces/{self.namespace}/pods", [("labelSelector", self.pod_selector)]) or {}
+
+    def rayclusters_of_rayservice(self) -> Mapping[str, Any]:
+        """The RayClusters KubeRay made for the RayService: it labels each ray.io/originated-from-cr-name=<name>
+        (kuberay v1.4.0 rayservice_controller.go constructRayClusterForRayService, utils/constant.go)."""
+        selector = f"{RAY_ORIGINATED_FROM_CR_NAME_LABEL}={self.name}"
+        path = f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters"
+        return self._get(path, [("labelSelector", selector)]) or {}
 
 
 def _answer(what: str, status: int, data: bytes) -> Mapping[str, Any] | None:

@@ -20,6 +20,9 @@ from infra.serving import serve_auth
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.serving.rayservice import (
     CLUSTER_SPEC_ANNOTATION,
+    GCS_REDIS_PASSWORD_KEY,
+    GCS_REDIS_SECRET,
+    GCS_REDIS_SERVICE,
     HF_TOKEN_KEY,
     HF_TOKEN_SECRET,
     INSTANCE_LABEL,
@@ -27,6 +30,7 @@ from infra.serving.rayservice import (
     UPGRADE_REPLACE,
     build_prepull_daemonset,
 )
+from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.settings.table import DNS_LABEL_PATTERN
 
@@ -70,6 +74,18 @@ def cluster_spec_sha256(rayservice: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class GcsStoreAccess:
+    """The Ray head's GCS store as the serving namespace gets it (infra/serving/gcs_store.py)."""
+
+    endpoint: pulumi.Input[str]  # the primary's DNS name, which the head reaches through the GCS_REDIS_SERVICE alias
+    auth_token: pulumi.Input[str]  # secret; the head reads it from the GCS_REDIS_SECRET Secret
+
+
+def names_gcs_store(rayservice: Mapping[str, Any]) -> bool:
+    return "gcsFaultToleranceOptions" in (rayservice.get("spec", {}).get("rayClusterConfig") or {})
+
+
+@dataclass(frozen=True)
 class ServingArgs:
     """The serving objects: plain manifests (`infra.serving.rayservice` builds them), the operator that runs them, and
     the token the RayService reads from the `hf-token` Secret when it refers to one."""
@@ -96,6 +112,8 @@ class ServingArgs:
     # The image the Ray pods run, pulled onto every node as it joins (infra/serving/rayservice.py
     # build_prepull_daemonset); None: no pre-pull.
     prepull_image: str | None = None
+    # The GCS store, when the RayService's cluster keeps its tables there (gcsFaultToleranceOptions).
+    gcs_store: GcsStoreAccess | None = None
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
@@ -114,6 +132,11 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
         # reach KubeRay's hash.
         errors.append(
             problem("rayservice", f"an in-place cluster upgrade needs {CLUSTER_SPEC_ANNOTATION} on the head template")
+        )
+    if names_gcs_store(args.rayservice) != (args.gcs_store is not None):
+        # A head told of a store that was not made waits for it and restarts; a store no head names is paid for idle.
+        errors.append(
+            problem("gcs_store", "given without the RayService's gcsFaultToleranceOptions, or missing with them")
         )
     outside = [p["metadata"]["name"] for p in args.network_policies if p["metadata"].get("namespace") != args.namespace]
     if outside:
@@ -179,6 +202,32 @@ def serve_auth_objects(
     return [code, keys]
 
 
+def gcs_store_objects(
+    store: GcsStoreAccess,
+    namespace_name: str,
+    children: Children,
+    provider: pulumi.ProviderResource,
+    namespace: pulumi.Resource,
+) -> list[pulumi.Resource]:
+    """The store's AUTH token as the Secret KubeRay reads the head's password from, and an ExternalName Service whose
+    cluster DNS name is a CNAME of the primary's endpoint (https://kubernetes.io/docs/concepts/services-networking/
+    service/#externalname): the RayService names a fixed address, and a failover's new primary is the endpoint's."""
+    secret = k8s.core.v1.Secret(
+        children.name("gcs-redis-password"),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SECRET, namespace=namespace_name),
+        type="Opaque",
+        string_data={GCS_REDIS_PASSWORD_KEY: pulumi.Output.secret(store.auth_token)},
+        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+    )
+    alias = k8s.core.v1.Service(
+        children.name("gcs-redis-address"),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SERVICE, namespace=namespace_name),
+        spec=k8s.core.v1.ServiceSpecArgs(type="ExternalName", external_name=store.endpoint),
+        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+    )
+    return [secret, alias]
+
+
 class Serving(pulumi.ComponentResource):
     STACK_NAME = "serving"  # the name infra/stack.py gives it; under it the children keep their old names
     load_balancer_hostname: pulumi.Output[str] | None
@@ -212,7 +261,16 @@ class Serving(pulumi.ComponentResource):
             namespace,
             *_rayservice_inputs(args, children, cluster, namespace),
         ]
-        rayservice = _rayservice(args, children, cluster, prerequisites)
+        drain = RayServiceDrain(
+            children.name("rayservice-drain"),
+            RayServiceDrainArgs(
+                kubeconfig=cluster.kubeconfig,
+                namespace=args.namespace,
+                name=args.rayservice["metadata"]["name"],
+            ),
+            opts=children.new_opts(depends_on=prerequisites),
+        )
+        rayservice = _rayservice(args, children, cluster, [*prerequisites, drain])
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
         # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
         metadata = pulumi.Output.from_input(rayservice.metadata)  # type: ignore[attr-defined]
@@ -288,6 +346,8 @@ def _rayservice_inputs(
         )
     if args.api_keys is not None:
         inputs.extend(serve_auth_objects(args, children, cluster.provider, namespace))
+    if args.gcs_store is not None:
+        inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, cluster.provider, namespace))
     if args.worker_service_account is not None:
         account, role_arn = args.worker_service_account
         inputs.append(

@@ -138,6 +138,15 @@ SERVE_IN_PLACE = Effect(
         "(13 s measured) and Serve loads the rest again (minutes, no new nodes, no image pull)"
     ),
 )
+GCS_STORE = Effect(
+    "gcs-store",
+    "the Ray head's GCS store changes (infra/serving/gcs_store.py): ElastiCache creates, modifies in place or deletes "
+    "the Valkey group; a modification switches its primary at the end, which the GCS meets by restarting the head",
+    "no gap expected: the GPU workers serve through the head's restart (measured on CPU, docs/head-fault-tolerance.md)",
+    keeps_serving="yes: the workers ride through one head restart with the store",
+    if_it_fails="ElastiCache refuses or stops the change and the group keeps its old shape; set the previous value, "
+    "`pulumi up`",
+)
 MODEL_MIRRORED = Effect(
     "model-mirrored",
     "the model cache changes (infra/serving/model_cache.py): a new mirror Job copies the model into the stack's bucket "
@@ -215,8 +224,13 @@ GPU_NODES_ROLLED = Effect(
 SYSTEM_NODES_ROLLED = Effect(
     "system-nodes-rolled",
     "EKS replaces the system nodes (new node first); the KubeRay operator and the Ray head move",
-    "no answers from the head's restart until the app has started again",
-    keeps_serving="no: the Ray head restarts, and with it the app",
+    "with headFaultTolerance redis no gap expected: the GPU workers serve through the head's move; without it no "
+    "answers from the head's restart until every engine has loaded the model again",
+    keeps_serving=(
+        "yes with headFaultTolerance redis (the GPU workers keep serving while the head moves, within their 600 s "
+        "reconnect timeout; measured on CPU, not on EKS: docs/head-fault-tolerance.md); no without it: the Ray head "
+        "restarts, and every GPU worker with it"
+    ),
     if_it_fails="EKS stops the update; set the previous value, `pulumi up` rolls the nodes again, another head restart",
 )
 GPU_NODES_REPLACED = Effect(
@@ -252,6 +266,7 @@ STACK_REBUILT = Effect(
 ALL_EFFECTS = (
     NOTHING_RUNNING,
     AWS_IN_PLACE,
+    GCS_STORE,
     MODEL_MIRRORED,
     SECRET_UPDATED,
     KEYS_RELOADED,

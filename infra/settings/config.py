@@ -32,8 +32,10 @@ from infra.settings.table import (
     API_ALLOW_LIST_COMMAND,
     CERTIFICATE_ARN_PATTERN,
     CHECKIP,
+    GCS_REDIS,
     INSTANCE_TYPE_PATTERN,
     KUBERAY_AUTH_OPTIONS_SINCE,
+    KUBERAY_GCS_FT_OPTIONS_SINCE,
     KUBERNETES_VERSION_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
     NEW_CLUSTER,
@@ -216,6 +218,9 @@ class StackConfig:
     hf_token_value: str | None = field(repr=False)
     # Ray's token authentication (rayAuthMode with "auto" resolved for kuberayVersion): authOptions on the RayCluster.
     ray_token_auth: bool
+    # GCS fault tolerance of the Ray head: "redis" (the stack's ElastiCache store, infra/serving/gcs_store.py) or "off".
+    head_fault_tolerance: str
+    gcs_redis_node_type: str
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
     # API keys on the serve endpoint: on whenever it is exposed (serveApiKeyAuth, default true).
@@ -253,6 +258,11 @@ class StackConfig:
     def gpu_node_count(self) -> int:
         """Derived from the prefill/decode layout (gpuNodeCount may only confirm it)."""
         return self.topology.gpu_nodes
+
+    @property
+    def gcs_redis(self) -> bool:
+        """The head keeps the cluster's tables in the stack's Redis (KubeRay's gcsFaultToleranceOptions)."""
+        return self.head_fault_tolerance == GCS_REDIS
 
     @property
     def new_cluster(self) -> bool:
@@ -702,6 +712,22 @@ def _ray_auth_problem(mode: str, kuberay_version: str, ray_version: str) -> str 
     return None
 
 
+def _head_fault_tolerance_problem(mode: str, kuberay_version: str) -> str | None:
+    """An operator older than gcsFaultToleranceOptions: its CRD prunes the field (an unknown field of a structural
+    schema, https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/
+    #field-pruning), so the head would run without its store and nothing would say so."""
+    if mode != GCS_REDIS or not SEMVER_PATTERN.match(kuberay_version):
+        return None
+    if _version(kuberay_version) >= KUBERAY_GCS_FT_OPTIONS_SINCE:
+        return None
+    since = ".".join(map(str, KUBERAY_GCS_FT_OPTIONS_SINCE))
+    return (
+        f"headFaultTolerance='redis' is invalid with kuberayVersion={kuberay_version!r}: KubeRay takes "
+        f"gcsFaultToleranceOptions from {since} on; allowed is kuberayVersion {since} or later (validated: "
+        f"{', '.join(VALIDATED_KUBERAY_VERSIONS)}), or headFaultTolerance 'off'"
+    )
+
+
 def _api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
     if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
         return (
@@ -992,6 +1018,7 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         *_receiver_secret_problems(config, values),
         _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
         _ray_auth_problem(values["rayAuthMode"], values["kuberayVersion"], values["rayVersion"]),
+        _head_fault_tolerance_problem(values["headFaultTolerance"], values["kuberayVersion"]),
         _ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
         _latest_image_problem(values["dlcImage"]),
         *_integer_form_problems(config),
@@ -1200,6 +1227,7 @@ SWITCHED_OFF = {
     ),
     "serveAutoscaling": (False, "the Cluster Autoscaler is not installed", "true", ("clusterAutoscalerVersion",)),
     "modelCache": (False, "the stack makes no bucket", "true", ("modelCacheRetainOnDestroy",)),
+    "headFaultTolerance": ("off", "the stack makes no GCS store", "redis", ("gcsRedisNodeType",)),
 }
 
 

@@ -24,6 +24,7 @@ from infra.settings.changes import (
     AWS_IN_PLACE,
     CHART_ROLLED,
     CONTROL_PLANE_UPGRADED,
+    GCS_STORE,
     GPU_NODES_REPLACED,
     GPU_NODES_ROLLED,
     GPU_NODES_SCALED,
@@ -61,6 +62,14 @@ VALIDATED_KUBERAY_VERSIONS = ("1.4.0", "1.7.0")
 KUBERAY_AUTH_OPTIONS_SINCE = (1, 5, 1)
 RAY_TOKEN_AUTH_SINCE = (2, 52, 0)
 RAY_AUTH_MODES = ("auto", "token", "disabled")
+# The Ray head's GCS fault tolerance: on an ElastiCache for Valkey store the stack makes (infra/serving/gcs_store.py),
+# or none. KubeRay takes spec.gcsFaultToleranceOptions from 1.3.0 on (docs/head-fault-tolerance.md).
+GCS_REDIS, GCS_OFF = "redis", "off"
+HEAD_FAULT_TOLERANCE_MODES = (GCS_REDIS, GCS_OFF)
+KUBERAY_GCS_FT_OPTIONS_SINCE = (1, 3, 0)
+# An ElastiCache node type such as cache.t4g.micro (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
+# CacheNodes.SupportedTypes.html): `cache.`, a family, a size.
+CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
 AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
@@ -553,6 +562,31 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             feeds="ray_token_auth",
             effects=(RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
             change_note="the RayCluster's spec gains or loses authOptions, and a new cluster gets a new token",
+        ),
+        Setting(
+            "headFaultTolerance",
+            Choice(HEAD_FAULT_TOLERANCE_MODES),
+            GCS_REDIS,
+            "GCS fault tolerance for the Ray head: redis (an ElastiCache for Valkey primary and replica the stack "
+            "makes, TLS and an AUTH token, reachable from the system nodes only: a restarted head reloads the "
+            "cluster and the GPU workers keep serving through it) or off (no store: a head restart restarts every "
+            "GPU worker, which loads the model again).",
+            feeds="head_fault_tolerance",
+            effects=(GCS_STORE, MONITORING, RAYSERVICE_REPLACED),
+            change_note=(
+                "the RayCluster's spec gains or loses gcsFaultToleranceOptions and the head-restart alert its "
+                "severity; to redis the ElastiCache group is created first (minutes), to off it is deleted once the "
+                "RayService no longer names it"
+            ),
+        ),
+        Setting(
+            "gcsRedisNodeType",
+            Text(CACHE_NODE_TYPE_PATTERN, "an ElastiCache node type such as cache.t4g.micro"),
+            "cache.t4g.micro",
+            "ElastiCache node type of the head's GCS store (headFaultTolerance redis), for its primary and replica.",
+            feeds="gcs_redis_node_type",
+            effects=(GCS_STORE,),
+            change_note="ElastiCache scales the nodes in place (online) and switches the primary at the end",
         ),
         Setting(
             "allowUnvalidatedKuberayVersion",

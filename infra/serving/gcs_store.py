@@ -1,0 +1,134 @@
+"""The Ray head's GCS store: an ElastiCache for Valkey replication group, so a restarted head reloads the cluster.
+
+Why (docs/head-fault-tolerance.md, measured on CPU with Ray 2.58): without a store a restarted GCS is a new cluster,
+and every GPU worker's raylet ends itself on it, so the engines load the model again; with one, a head restarted
+within the workers' reconnect timeout cost no request through the workers' proxies, and the replicas stayed.
+
+The shape:
+- Valkey (Redis-compatible; Ray's GCS speaks the Redis protocol: ray_config_def.h `gcs_storage` "redis"), cluster
+  mode disabled: Ray's GCS keeps one connection to one primary (docs/head-fault-tolerance.md).
+- A primary and a replica with automatic failover, in two AZs where the VPC has two: Ray's GCS crashes itself when
+  Redis stops answering (`gcs_redis_heartbeat_interval_milliseconds`), so the store must be at least as available as
+  the head, and a failover is a head restart the workers ride through.
+- In-transit encryption (TLS) with an AUTH token: ElastiCache takes a token only with TLS (pulumi-aws
+  elasticache/replication_group.py `auth_token`: "Can be specified only if transit_encryption_enabled = true"). The
+  head reaches it as `rediss://` (Ray: TLS on; infra/serving/rayservice.py says what it verifies).
+- Reachable only from the system nodes, where the head runs (their own security group, infra/nodes/node_groups.py).
+- Nothing left on destroy: no final snapshot and no backups (the store holds a running cluster's tables, worthless
+  once that cluster is gone).
+
+Imports: infra.components, infra.settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_random as random
+from pulumi.errors import InputPropertyErrorDetails
+
+from infra.components import Children, problem, raise_input_errors
+from infra.settings.table import CACHE_NODE_TYPE_PATTERN
+
+ENGINE = "valkey"
+ENGINE_VERSION = "8.0"
+PORT = 6379
+# A primary and one replica: automatic failover needs at least two (pulumi-aws replication_group.py
+# `num_cache_clusters`: "If automatic_failover_enabled or multi_az_enabled are true, must be at least 2").
+CACHE_CLUSTERS = 2
+# ElastiCache's AUTH token: 16 to 128 printable characters, none of them `"`, `/` or `@`
+# (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/auth.html); letters and digits only, 64 of them.
+AUTH_TOKEN_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class GcsStoreArgs:
+    """Where the store goes and who may reach it."""
+
+    vpc_id: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]  # private subnets, one per AZ; two or more make the group Multi-AZ
+    client_security_group_id: pulumi.Input[str]  # the only group admitted to PORT: the Ray head's nodes
+    node_type: str = "cache.t4g.micro"
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def gcs_store_args_errors(args: GcsStoreArgs) -> list[InputPropertyErrorDetails]:
+    errors = []
+    if not CACHE_NODE_TYPE_PATTERN.match(args.node_type):
+        errors.append(
+            problem("node_type", f"{args.node_type!r} is not an ElastiCache node type such as cache.t4g.micro")
+        )
+    if not args.subnet_ids:
+        errors.append(problem("subnet_ids", "empty: the replication group needs a subnet"))
+    return errors
+
+
+def multi_az(subnet_count: int) -> bool:
+    """Multi-AZ needs the replica in another AZ than the primary: subnets in two AZs at least
+    (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/AutoFailover.html)."""
+    return subnet_count >= 2
+
+
+class GcsStore(pulumi.ComponentResource):
+    """`primary_endpoint`: the primary's DNS name, which follows a failover; `auth_token`: the AUTH token, secret."""
+
+    primary_endpoint: pulumi.Output[str]
+    auth_token: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GcsStoreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        raise_input_errors("GcsStore", gcs_store_args_errors(args))
+        super().__init__("ray-llm-eks:serving:GcsStore", name, None, opts)
+        children = Children(self, name, None)
+        security_group = aws.ec2.SecurityGroup(
+            children.name("clients"),
+            description="Ray GCS store: TLS Redis protocol from the system nodes only",
+            vpc_id=args.vpc_id,
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp",
+                    from_port=PORT,
+                    to_port=PORT,
+                    security_groups=[args.client_security_group_id],
+                    description="the Ray head's GCS",
+                )
+            ],
+            tags=dict(args.tags),
+            opts=children.new_opts(),
+        )
+        subnet_group = aws.elasticache.SubnetGroup(
+            children.name("subnets"),
+            description="Ray GCS store: the private subnets",
+            subnet_ids=list(args.subnet_ids),
+            tags=dict(args.tags),
+            opts=children.new_opts(),
+        )
+        token = random.RandomPassword(
+            children.name("auth-token"), length=AUTH_TOKEN_LENGTH, special=False, opts=children.new_opts()
+        )
+        group = aws.elasticache.ReplicationGroup(
+            children.name("valkey"),
+            description="Ray GCS fault tolerance: the head's tables",
+            engine=ENGINE,
+            engine_version=ENGINE_VERSION,
+            node_type=args.node_type,
+            num_cache_clusters=CACHE_CLUSTERS,
+            automatic_failover_enabled=True,
+            multi_az_enabled=multi_az(len(args.subnet_ids)),
+            port=PORT,
+            subnet_group_name=subnet_group.name,
+            security_group_ids=[security_group.id],
+            transit_encryption_enabled=True,
+            at_rest_encryption_enabled=True,
+            auth_token=token.result,
+            snapshot_retention_limit=0,
+            apply_immediately=True,
+            tags=dict(args.tags),
+            opts=children.new_opts(),
+        )
+        self.primary_endpoint = group.primary_endpoint_address
+        # Secret already: pulumi-random marks `result` so (random_password.py additional_secret_outputs).
+        self.auth_token = token.result
+        self.register_outputs({})

@@ -1,0 +1,156 @@
+"""RayServiceDrain: `pulumi destroy` removes what KubeRay needs to delete a RayService's clusters once they are gone.
+
+The RayService is deleted in the background (infra/serving/rayservice.py: `deletionPropagationPolicy: background`,
+`skipAwait`), so its delete returns at once while KubeRay and the garbage collector are still removing its RayClusters.
+Two of those deletions wait on KubeRay's operator itself:
+- with GCS fault tolerance, each RayCluster carries the finalizer `ray.io/gcs-ft-redis-cleanup-finalizer`, which the
+  operator removes once its Redis cleanup Job has run against the store with the store's password
+  (docs/head-fault-tolerance.md, "KubeRay's cleanup and pulumi destroy");
+- KubeRay 1.7.0 holds the RayService itself with a finalizer until its RayClusters are gone (tests/
+  test_kuberay_delete.py).
+Were the operator, the namespace, the password's Secret or the store deleted first, the finalizers would never be
+removed and the namespace would hang in Terminating. This resource sits between them: the RayService depends on it, and
+it depends on all of those, so the engine deletes it after the RayService and before them (Pulumi deletes a resource
+before what it depends on), and its delete waits until the RayService and every RayCluster it made are gone.
+
+Create and update do nothing: there is nothing to wait for while the stack is up.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pulumi
+import pulumi.dynamic
+
+from infra.serving.rollout import UNCOMPARED_INPUTS, KubernetesReader
+
+# The operator's cleanup Job runs for at most its activeDeadlineSeconds, after the head pod is gone; the pods' own
+# grace periods come before it. Past this, something holds a finalizer that no one will remove.
+DRAIN_TIMEOUT_SECONDS = 15 * 60
+POLL_SECONDS = 5.0
+# What names the objects it waits for: another value is another RayService's drain.
+IDENTITY_INPUTS = ("namespace", "name")
+
+
+class DrainReader(Protocol):
+    def rayservice(self) -> Mapping[str, Any] | None: ...
+    def rayclusters_of_rayservice(self) -> Mapping[str, Any]: ...
+
+
+class DrainTimeout(RuntimeError):
+    """Objects of the RayService were still there at the deadline."""
+
+
+def _described(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    finalizers = metadata.get("finalizers") or []
+    held = f" (finalizers: {', '.join(finalizers)})" if finalizers else ""
+    return f"{obj.get('kind', 'object')} {metadata.get('name', '?')}{held}"
+
+
+def remaining(reader: DrainReader) -> list[str]:
+    """The RayService and its RayClusters that still exist, each with the finalizers holding it."""
+    left = []
+    rayservice = reader.rayservice()
+    if rayservice is not None:
+        left.append(_described({"kind": "RayService", **rayservice}))
+    for cluster in reader.rayclusters_of_rayservice().get("items") or []:
+        left.append(_described({"kind": "RayCluster", **cluster}))
+    return left
+
+
+def await_drained(
+    reader: DrainReader,
+    timeout_s: float = DRAIN_TIMEOUT_SECONDS,
+    poll_s: float = POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Callable[[str], None] = lambda _message: None,
+) -> None:
+    """Returns once nothing of the RayService is left; raises DrainTimeout at the deadline naming what is. A read that
+    fails (the API busy, a connection reset) is asked again at the next poll."""
+    deadline = clock() + timeout_s
+    last = ""
+    while True:
+        try:
+            left = remaining(reader)
+        except Exception as error:  # the next poll asks again; the deadline still holds
+            left = [f"no answer from the cluster ({type(error).__name__}: {error})"]
+        if not left:
+            return
+        message = "waiting for KubeRay to delete " + "; ".join(left)
+        if message != last:
+            report(message)
+            last = message
+        if clock() >= deadline:
+            raise DrainTimeout(
+                f"after {timeout_s / 60:g} minutes these are still there: {'; '.join(left)}. KubeRay's operator "
+                "removes its finalizers (the GCS store's cleanup Job runs first, kubectl -n <namespace> get jobs); "
+                "once they are gone run `pulumi destroy` again"
+            )
+        sleep(poll_s)
+
+
+def drain_reader(props: Mapping[str, Any]) -> KubernetesReader:
+    return KubernetesReader(props["kubeconfig"], props["namespace"], props["name"], pod_selector="")
+
+
+class RayServiceDrainProvider(pulumi.dynamic.ResourceProvider):
+    def __init__(
+        self, reader: Callable[[Mapping[str, Any]], DrainReader] = drain_reader, poll_seconds: float = POLL_SECONDS
+    ) -> None:
+        super().__init__()
+        self._reader = reader
+        self._poll_seconds = poll_seconds
+
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        return pulumi.dynamic.CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        changed = sorted(key for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS if olds.get(key) != news.get(key))
+        # Another RayService is another drain, the old one waiting for the old RayService on its way out; anything
+        # else is updated in place (a replaced drain of the same RayService would wait for one that stays).
+        replaces = [key for key in changed if key in IDENTITY_INPUTS]
+        return pulumi.dynamic.DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        return pulumi.dynamic.UpdateResult(outs=news)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        await_drained(
+            self._reader(props),
+            float(props.get("timeoutSeconds", DRAIN_TIMEOUT_SECONDS)),
+            poll_s=self._poll_seconds,
+            report=lambda message: print(f"RayServiceDrain: {message}", file=sys.stderr, flush=True),
+        )
+
+
+@dataclass(frozen=True)
+class RayServiceDrainArgs:
+    kubeconfig: pulumi.Input[str]
+    namespace: str
+    name: str  # the RayService
+
+
+class RayServiceDrain(pulumi.dynamic.Resource, module="ray-llm-eks", name="RayServiceDrain"):
+    """Make the RayService depend on it, and it on what deleting the RayService's clusters needs."""
+
+    def __init__(self, name: str, args: RayServiceDrainArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        props = {
+            # Kept in the state (a secret) for the delete, which sees only what create stored.
+            "kubeconfig": pulumi.Output.secret(args.kubeconfig),
+            "namespace": args.namespace,
+            "name": args.name,
+            "timeoutSeconds": DRAIN_TIMEOUT_SECONDS,
+        }
+        super().__init__(
+            RayServiceDrainProvider(),
+            name,
+            props,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])),
+        )

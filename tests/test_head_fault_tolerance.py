@@ -1,0 +1,327 @@
+"""Issue 36: the Ray head's GCS fault tolerance as the stack declares it (headFaultTolerance), read against the
+systems that act on it: KubeRay's vendored source, pulumi-aws's ElastiCache arguments, the dependency graph that
+orders `pulumi destroy`, and a running stack's next `pulumi up`. What Ray does with the store is measured on CPU in
+tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-tolerance.md has every fact's source."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.observability.alerts import AlertArgs, alert_rules
+from infra.serving.gcs_store import AUTH_TOKEN_LENGTH, PORT, multi_az
+from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, GCS_REDIS_SERVICE
+from infra.serving.rayservice_drain import DrainTimeout, await_drained, remaining
+from tests.conftest import rejection
+from tests.kuberay_source import go_function, kuberay_source
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
+from tools.offline import StackRun, run_stack
+
+GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+SECRET = "kubernetes:core/v1:Secret"
+SERVICE = "kubernetes:core/v1:Service"
+DRAIN = "pulumi-python:dynamic/ray-llm-eks:RayServiceDrain"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
+
+
+@pytest.fixture(scope="module")
+def without_ft() -> StackRun:
+    return run_stack({"headFaultTolerance": "off"})
+
+
+def cluster_config(run: StackRun) -> dict:
+    return rayservice(run)["spec"]["rayClusterConfig"]
+
+
+# --- the store ---
+
+
+def test_the_store_is_valkey_with_tls_an_auth_token_and_a_replica_that_takes_over(dev):
+    """pulumi-aws elasticache/replication_group.py: auth_token "can be specified only if transit_encryption_enabled";
+    automatic failover and Multi-AZ need num_cache_clusters of 2 or more. Ray's GCS ends itself when Redis stops
+    answering, so the store fails over rather than waits (docs/head-fault-tolerance.md)."""
+    group = dev.get(GROUP, "gcs-store-valkey").inputs
+    assert group["engine"] == "valkey"
+    assert group["transitEncryptionEnabled"] is True
+    assert group["atRestEncryptionEnabled"] is True
+    assert group["numCacheClusters"] == 2
+    assert group["automaticFailoverEnabled"] is True
+    assert len(group["authToken"]) == AUTH_TOKEN_LENGTH and group["authToken"].isalnum()
+    assert group["port"] == PORT
+
+
+def test_the_store_spans_two_azs_where_the_vpc_has_them(dev):
+    """dev's VPC has its AZs' private subnets; Multi-AZ puts the replica in another AZ than the primary
+    (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/AutoFailover.html)."""
+    subnets = dev.get("aws:elasticache/subnetGroup:SubnetGroup", "gcs-store-subnets").inputs["subnetIds"]
+    assert len(subnets) >= 2
+    assert dev.get(GROUP, "gcs-store-valkey").inputs["multiAzEnabled"] is True
+
+
+def test_multi_az_needs_a_second_subnet():
+    """Multi-AZ needs the replica in another AZ (the stack's VPC always has two: EKS needs them, maxAzs >= 2)."""
+    assert (multi_az(1), multi_az(2)) == (False, True)
+
+
+def test_destroy_leaves_no_snapshot(dev):
+    """No final snapshot without final_snapshot_identifier, no backups at snapshot_retention_limit 0 (pulumi-aws
+    replication_group.py): the tables of a deleted cluster are worthless."""
+    group = dev.get(GROUP, "gcs-store-valkey").inputs
+    assert "finalSnapshotIdentifier" not in group
+    assert group["snapshotRetentionLimit"] == 0
+
+
+def test_the_auth_token_is_secret_wherever_it_goes(dev):
+    assert "authToken" in dev.get(GROUP, "gcs-store-valkey").secret_inputs
+    secret = dev.get(SECRET, "serving-gcs-redis-password")
+    assert "stringData" in secret.secret_inputs
+    assert secret.inputs["stringData"] == {
+        GCS_REDIS_PASSWORD_KEY: dev.get(GROUP, "gcs-store-valkey").inputs["authToken"]
+    }
+    outputs = repr({k: v for k, v in dev.outputs.items() if k not in dev.secret_outputs})
+    assert dev.get(GROUP, "gcs-store-valkey").inputs["authToken"] not in outputs
+
+
+def test_only_the_system_nodes_reach_the_store(dev):
+    """The store's group admits its port from the system nodes' own group and nothing else; the GPU nodes (which run
+    the model's code) do not carry that group."""
+    (rule,) = dev.get(SECURITY_GROUP, "gcs-store-clients").inputs["ingress"]
+    system_group = dev.get(SECURITY_GROUP, "system-nodes-system-nodes")
+    assert (rule["protocol"], rule["fromPort"], rule["toPort"]) == ("tcp", PORT, PORT)
+    assert rule["securityGroups"] == [f"{system_group.name}-id"]
+    assert "cidrBlocks" not in rule and "self" not in rule
+    gpu_template = dev.get(LAUNCH_TEMPLATE, "gpu-nodes-gpu").inputs
+    gpu_groups = {g for interface in gpu_template["networkInterfaces"] for g in interface["securityGroups"]}
+    assert f"{system_group.name}-id" not in gpu_groups
+
+
+def test_the_system_nodes_keep_the_cluster_group_beside_their_own(dev):
+    """EKS adds the cluster security group only to a launch template that names none: "If you specify custom
+    security groups in the launch template ... Amazon EKS doesn't add the cluster security group"
+    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html)."""
+    groups = dev.get(LAUNCH_TEMPLATE, "system-nodes-system").inputs["vpcSecurityGroupIds"]
+    assert groups == ["sg-eks-cluster", "system-nodes-system-nodes-id"]
+
+
+# --- the RayService ---
+
+
+def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_reference(dev):
+    options = cluster_config(dev)["gcsFaultToleranceOptions"]
+    assert options == {
+        "redisAddress": f"rediss://{GCS_REDIS_SERVICE}.inference.svc.cluster.local:{PORT}",
+        "redisPassword": {"valueFrom": {"secretKeyRef": {"name": GCS_REDIS_SECRET, "key": GCS_REDIS_PASSWORD_KEY}}},
+    }
+
+
+def test_the_address_is_an_alias_of_the_primary_endpoint(dev):
+    """An ExternalName Service is a CNAME of its externalName in the cluster's DNS
+    (https://kubernetes.io/docs/concepts/services-networking/service/#externalname); the primary endpoint follows a
+    failover."""
+    service = dev.get(SERVICE, "serving-gcs-redis-address").inputs
+    assert service["metadata"] == {"name": GCS_REDIS_SERVICE, "namespace": "inference"}
+    assert service["spec"]["type"] == "ExternalName"
+    endpoint = service["spec"]["externalName"]
+    assert endpoint.startswith("master.") and endpoint.endswith(".sae1.cache.amazonaws.com")
+
+
+def test_kuberay_gives_the_head_the_address_and_password_and_the_workers_ten_minutes():
+    """kuberay v1.4.0 common/pod.go configureGCSFaultTolerance: RAY_REDIS_ADDRESS from redisAddress, REDIS_PASSWORD
+    from redisPassword (its valueFrom kept) with `--redis-password $REDIS_PASSWORD`, the storage namespace the
+    RayCluster's UID, and each worker's RAY_gcs_rpc_server_reconnect_timeout_s at 600 s unless set."""
+    body = go_function(kuberay_source("1.4.0", "pod.go"), "configureGCSFaultTolerance")
+    assert "Value: options.RedisAddress" in body
+    assert 'RayStartParams["redis-password"] = "$REDIS_PASSWORD"' in body
+    assert "ValueFrom: options.RedisPassword.ValueFrom" in body
+    assert "storageNS := string(instance.UID)" in body
+    assert "rayNodeType == rayv1.WorkerNode" in body and "DefaultWorkerRayGcsReconnectTimeoutS" in body
+    assert 'DefaultWorkerRayGcsReconnectTimeoutS = "600"' in kuberay_source("1.4.0", "constant.go")
+
+
+def test_the_head_is_out_of_the_serve_service():
+    """kuberay v1.4.0 rayservice_controller.go updateHeadPodServeLabel: with excludeHeadPodFromServeSvc the head's
+    ray.io/serve label is "false" whatever its proxy says, and the serve Service (and the stack's NLB) select "true"."""
+    body = go_function(kuberay_source("1.4.0"), "updateHeadPodServeLabel")
+    assert "newLabel := utils.EnableRayClusterServingServiceFalse" in body
+    assert "if !excludeHeadPodFromServeSvc {" in body
+
+
+def test_every_stack_keeps_the_head_out_of_the_serve_service(dev, without_ft):
+    """The head's proxy dies with it and answers again only after the controller is back, FT or not."""
+    assert rayservice(dev)["spec"]["excludeHeadPodFromServeSvc"] is True
+    assert rayservice(without_ft)["spec"]["excludeHeadPodFromServeSvc"] is True
+
+
+def test_off_declares_no_store_and_no_options(without_ft):
+    assert without_ft.of_type(GROUP) == []
+    assert [r for r in without_ft.of_type(SECRET) if r.name == "serving-gcs-redis-password"] == []
+    assert [r for r in without_ft.of_type(SERVICE) if r.name == "serving-gcs-redis-address"] == []
+    assert "gcsFaultToleranceOptions" not in cluster_config(without_ft)
+
+
+# --- config ---
+
+
+def test_an_operator_older_than_the_options_is_refused():
+    """KubeRay takes spec.gcsFaultToleranceOptions from 1.3.0 (docs/head-fault-tolerance.md); an older CRD prunes the
+    field and the head would run without its store."""
+    message = str(rejection({"kuberayVersion": "1.2.2", "allowUnvalidatedKuberayVersion": True}))
+    assert "headFaultTolerance='redis' is invalid with kuberayVersion='1.2.2'" in message
+    assert "headFaultTolerance 'off'" in message
+
+
+def test_a_node_type_that_is_not_elasticaches_is_refused():
+    message = str(rejection({"gcsRedisNodeType": "t4g.micro"}))
+    assert "gcsRedisNodeType='t4g.micro' is invalid" in message
+    assert "cache.t4g.micro" in message
+
+
+# --- the alerts ---
+
+
+def alert(rules: list[dict], name: str) -> dict:
+    (found,) = [rule for rule in rules if rule["alert"] == name]
+    return found
+
+
+def test_a_head_restart_pages_only_without_the_store():
+    """With the store the workers ride through a head restart (measured: tests/test_head_restart.py); without it
+    every GPU worker restarts and loads the model again."""
+    args = AlertArgs("llm", "inference", 2.0, 2700)
+    with_store = alert(alert_rules(AlertArgs(**{**args.__dict__, "head_fault_tolerance": True})), "RayHeadRestarted")
+    without = alert(alert_rules(args), "RayHeadRestarted")
+    assert (with_store["labels"]["severity"], without["labels"]["severity"]) == ("warning", "critical")
+
+
+def test_the_rendered_rule_says_what_the_stack_has(dev, without_ft):
+    def severity(run: StackRun) -> str:
+        (rule,) = run.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+        rules = rule.inputs["spec"]["groups"][0]["rules"]
+        return str(alert(rules, "RayHeadRestarted")["labels"]["severity"])
+
+    assert (severity(dev), severity(without_ft)) == ("warning", "critical")
+
+
+# --- pulumi destroy: the drain between the RayService and what deleting its clusters needs ---
+
+
+def test_the_rayservice_waits_for_the_drain(dev):
+    assert dev.get(DRAIN, "serving-rayservice-drain").urn in dev.get(RAYSERVICE, "serving-rayservice").dependencies
+
+
+@pytest.mark.parametrize(
+    ("type_", "name"),
+    [
+        (RELEASE, "serving-kuberay-kuberay-operator"),
+        (NAMESPACE, "serving-namespace"),
+        (SECRET, "serving-gcs-redis-password"),
+        (SERVICE, "serving-gcs-redis-address"),
+    ],
+)
+def test_the_drain_is_deleted_before_what_kuberays_cleanup_needs(dev, type_, name):
+    """Pulumi deletes a resource before what it depends on, so the drain (deleted after the RayService) goes before
+    the operator that removes the finalizers, the namespace, and the store's password and address its cleanup Job
+    reads."""
+    assert dev.get(type_, name).urn in dev.get(DRAIN, "serving-rayservice-drain").dependencies
+
+
+def test_the_store_itself_goes_after_its_address_and_password(dev):
+    """Their inputs are the store's outputs (the endpoint, the token): the engine deletes them first, and so the
+    drain before the store."""
+    token = dev.get("random:index/randomPassword:RandomPassword", "gcs-store-auth-token").urn
+    assert token in dev.get(SECRET, "serving-gcs-redis-password").dependencies
+    assert dev.get(GROUP, "gcs-store-valkey").urn in dev.get(SERVICE, "serving-gcs-redis-address").dependencies
+
+
+def test_the_drain_keeps_the_kubeconfig_for_its_delete_as_a_secret(dev):
+    drain = dev.get(DRAIN, "serving-rayservice-drain")
+    assert "kubeconfig" in drain.secret_inputs
+
+
+class FakeCluster:
+    """The API's answers, poll after poll: the RayService, then its RayClusters."""
+
+    def __init__(self, polls: list[tuple[dict | None, list[dict]]]) -> None:
+        self.polls = polls
+        self.index = -1
+
+    def rayservice(self):
+        self.index = min(self.index + 1, len(self.polls) - 1)
+        return self.polls[self.index][0]
+
+    def rayclusters_of_rayservice(self):
+        return {"items": self.polls[self.index][1]}
+
+
+def cluster(name: str, *finalizers: str) -> dict:
+    return {"metadata": {"name": name, "finalizers": list(finalizers)}}
+
+
+def test_the_drain_waits_until_the_rayservice_and_its_clusters_are_gone():
+    reader = FakeCluster(
+        [
+            ({"metadata": {"name": "ray-llm"}}, [cluster("ray-llm-abcde", FINALIZER)]),
+            (None, [cluster("ray-llm-abcde", FINALIZER)]),
+            (None, []),
+        ]
+    )
+    heard: list[str] = []
+    await_drained(reader, timeout_s=60, poll_s=1, clock=lambda: 0.0, sleep=lambda _s: None, report=heard.append)
+    assert reader.index == 2
+    assert heard[0] == (
+        f"waiting for KubeRay to delete RayService ray-llm; RayCluster ray-llm-abcde (finalizers: {FINALIZER})"
+    )
+
+
+def test_the_drain_names_what_holds_at_its_deadline():
+    reader = FakeCluster([(None, [cluster("ray-llm-abcde", FINALIZER)])])
+    now = iter(range(0, 10_000, 100))
+    with pytest.raises(DrainTimeout) as caught:
+        await_drained(reader, timeout_s=600, poll_s=1, clock=lambda: float(next(now)), sleep=lambda _s: None)
+    assert f"RayCluster ray-llm-abcde (finalizers: {FINALIZER})" in str(caught.value)
+    assert "pulumi destroy" in str(caught.value)
+
+
+def test_a_failed_read_is_asked_again():
+    class Flaky(FakeCluster):
+        def rayservice(self):
+            if self.index < 0:
+                self.index = 0
+                raise ConnectionError("reset")
+            return super().rayservice()
+
+    reader = Flaky([(None, [])])
+    await_drained(reader, timeout_s=60, poll_s=1, clock=lambda: 0.0, sleep=lambda _s: None)
+    assert remaining(reader) == []
+
+
+# --- a running stack's next `pulumi up` ---
+
+
+def moved(before: StackRun, after: StackRun) -> set[tuple[str, str]]:
+    inputs = {(r.type, r.name): r.inputs for r in before.resources}
+    return {(r.type, r.name) for r in after.resources if inputs.get((r.type, r.name)) != r.inputs} | {
+        key for key in inputs if key not in {(r.type, r.name) for r in after.resources}
+    }
+
+
+def test_turning_the_store_on_for_a_running_stack_makes_it_before_replacing_the_rayservice(without_ft):
+    """The store, its address and password are created, then the RayService (replaced: its rayClusterConfig gains
+    the options) waits for them: its dependencies name them."""
+    after = run_stack({}, existing=without_ft)
+    changed = moved(without_ft, after)
+    assert (RAYSERVICE, "serving-rayservice") in changed
+    assert (GROUP, "gcs-store-valkey") in changed
+    assert "spec.rayClusterConfig" in after.get(RAYSERVICE, "serving-rayservice").replace_on_changes
+    before_uid = without_ft.uids[without_ft.get(RAYSERVICE, "serving-rayservice").urn].uid
+    assert after.uids[after.get(RAYSERVICE, "serving-rayservice").urn].uid != before_uid
+    depends = set(after.get(DRAIN, "serving-rayservice-drain").dependencies)
+    assert after.get(SECRET, "serving-gcs-redis-password").urn in depends
+
+
+def test_a_node_type_change_moves_the_store_alone(dev):
+    after = run_stack({"gcsRedisNodeType": "cache.t4g.small"}, existing=dev)
+    assert moved(dev, after) - {(ROLLOUT, "serving-rollout")} == {(GROUP, "gcs-store-valkey")}
