@@ -188,7 +188,7 @@ def test_every_kubernetes_object_goes_through_the_cluster_provider(dev):
 
 def test_preview_shows_the_architecture_as_a_tree(dev):
     top_level = {r.name for r in dev.resources if r.parent.endswith("::ray-llm-eks-dev")}
-    assert top_level == {"network", "cluster", "gpu-nodes", "model-cache", "serving", "observability"}
+    assert top_level == {"network", "cluster", "gpu-nodes", "gcs-store", "model-cache", "serving", "observability"}
 
 
 def test_cluster_outputs(dev):

@@ -201,9 +201,14 @@ def test_an_in_place_upgrade_without_the_digest_is_refused_by_the_component(mani
     from infra.serving.kuberay import KubeRayOperatorArgs
     from infra.serving.serve_app import ServingArgs, serving_args_errors
 
+    from infra.serving.serve_app import GcsStoreAccess
+
     bare = copy.deepcopy(manifest)
     bare["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["metadata"].pop("annotations")
-    args = ServingArgs(namespace="inference", operator=KubeRayOperatorArgs(version="1.4.0"), rayservice=bare)
+    store = GcsStoreAccess(endpoint="master.gcs.xk4jqz.sae1.cache.amazonaws.com", auth_token="t0ken")
+    args = ServingArgs(
+        namespace="inference", operator=KubeRayOperatorArgs(version="1.4.0"), rayservice=bare, gcs_store=store
+    )
     assert [error["property_path"] for error in serving_args_errors(args)] == ["rayservice"]
 
 

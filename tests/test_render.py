@@ -111,11 +111,15 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         "02-networkpolicy-prometheus-to-head-metrics.yaml",
         "02-networkpolicy-prometheus-to-metrics.yaml",
         "02-networkpolicy-ray-pods-to-each-other.yaml",
+        # The head's GCS store password (headFaultTolerance redis), read by KubeRay into the head's environment.
+        "03-secret-gcs-redis.yaml",
         # With the model cache only the mirror reads the Hub: the token's one Secret is in its namespace.
         "03-secret-model-mirror-hf-token.yaml",
         "03-secret-serve-api-keys.yaml",
         "04-serviceaccount-model-mirror.yaml",
         "04-serviceaccount-model-reader.yaml",
+        # The store's address: an ExternalName alias of its primary endpoint.
+        "05-service-gcs-redis.yaml",
         "05-service-ray-llm-serve-lb.yaml",
         f"06-job-{mirror_job}.yaml",
         "07-rayservice-ray-llm.yaml",

@@ -261,16 +261,7 @@ class Serving(pulumi.ComponentResource):
             namespace,
             *_rayservice_inputs(args, children, cluster, namespace),
         ]
-        drain = RayServiceDrain(
-            children.name("rayservice-drain"),
-            RayServiceDrainArgs(
-                kubeconfig=cluster.kubeconfig,
-                namespace=args.namespace,
-                name=args.rayservice["metadata"]["name"],
-            ),
-            opts=children.new_opts(depends_on=prerequisites),
-        )
-        rayservice = _rayservice(args, children, cluster, [*prerequisites, drain])
+        rayservice = _rayservice(args, children, cluster, prerequisites)
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
         # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
         metadata = pulumi.Output.from_input(rayservice.metadata)  # type: ignore[attr-defined]
@@ -365,7 +356,14 @@ def _rayservice_inputs(
 def _rayservice(
     args: ServingArgs, children: Children, cluster: Cluster, prerequisites: list[pulumi.Resource]
 ) -> k8s.apiextensions.CustomResource:
+    """The RayService after its prerequisites and after the drain, which waits on them: on destroy the drain goes
+    between the RayService and them (infra/serving/rayservice_drain.py)."""
     manifest = args.rayservice
+    drain = RayServiceDrain(
+        children.name("rayservice-drain"),
+        RayServiceDrainArgs(kubeconfig=cluster.kubeconfig, namespace=args.namespace, name=manifest["metadata"]["name"]),
+        opts=children.new_opts(depends_on=prerequisites),
+    )
     return k8s.apiextensions.CustomResource(
         children.name("rayservice"),
         api_version=manifest["apiVersion"],
@@ -378,7 +376,7 @@ def _rayservice(
         opts=children.opts(
             "rayservice",
             provider=cluster.provider,
-            depends_on=prerequisites,
+            depends_on=[*prerequisites, drain],
             **(
                 {"replace_on_changes": REPLACE_ON_CHANGES, "delete_before_replace": True}
                 if replaced_on_cluster_change(manifest)
