@@ -199,9 +199,7 @@ def test_the_annotation_is_the_one_the_rollout_reads():
 def test_an_in_place_upgrade_without_the_digest_is_refused_by_the_component(manifest):
     """Without it the wait could not tell the new cluster from the one serving (infra/serving/serve_app.py)."""
     from infra.serving.kuberay import KubeRayOperatorArgs
-    from infra.serving.serve_app import ServingArgs, serving_args_errors
-
-    from infra.serving.serve_app import GcsStoreAccess
+    from infra.serving.serve_app import GcsStoreAccess, ServingArgs, serving_args_errors
 
     bare = copy.deepcopy(manifest)
     bare["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["metadata"].pop("annotations")
