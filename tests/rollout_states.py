@@ -207,6 +207,37 @@ def running_head(cluster: str, name: str) -> dict[str, Any]:
     }
 
 
+def restarting_head(cluster: str, name: str, restarts: int, waiting: str = "CrashLoopBackOff") -> dict[str, Any]:
+    """The head pod after its Ray container died `restarts` times, as the API server returns it: the pod still
+    Running, the container waiting to start again, its last exit in lastState (k8s.io/api core/v1 ContainerStatus;
+    `kubectl get pod -o json` of a crashing container)."""
+    pod = running_head(cluster, name)
+    pod["status"] = {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": "ray-head",
+                "image": "ray:serve-llm",
+                "imageID": "ray@sha256:" + "0" * 64,
+                "ready": False,
+                "started": False,
+                "restartCount": restarts,
+                "state": {"waiting": {"reason": waiting, "message": "back-off 10s restarting failed container"}},
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "Error",
+                        "startedAt": "2026-12-06T10:00:00Z",
+                        "finishedAt": "2026-12-06T10:04:05Z",
+                        "containerID": "containerd://" + "1" * 64,
+                    }
+                },
+            }
+        ],
+    }
+    return pod
+
+
 def with_token_auth(cluster: dict[str, Any], **auth_options: Any) -> dict[str, Any]:
     """A RayCluster whose spec carries KubeRay 1.7.0's `authOptions` (vendor/kuberay-v1.7.0/raycluster_types.go)."""
     changed = copy.deepcopy(cluster)

@@ -11,9 +11,12 @@ from infra.observability.alerts import AlertArgs, alert_rules
 from infra.serving.gcs_store import AUTH_TOKEN_LENGTH, PORT, multi_az
 from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, GCS_REDIS_SERVICE
 from infra.serving.rayservice_drain import DrainTimeout, await_drained, remaining
+from infra.serving.rollout_status import WAITING, current_verdict, head_state
 from tests.conftest import rejection
 from tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
+from tests.rollout_states import rayservice_status, restarting_head, running_head
+from tests.schemas import core_object_errors
 from tools.offline import StackRun, run_stack
 
 GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
@@ -325,3 +328,58 @@ def test_turning_the_store_on_for_a_running_stack_makes_it_before_replacing_the_
 def test_a_node_type_change_moves_the_store_alone(dev):
     after = run_stack({"gcsRedisNodeType": "cache.t4g.small"}, existing=dev)
     assert moved(dev, after) - {(ROLLOUT, "serving-rollout")} == {(GROUP, "gcs-store-valkey")}
+
+
+# --- the rollout's wait while the head restarts ---
+
+CLUSTER = "ray-llm-abcde"
+HEAD = "ray-llm-abcde-head-x7k2p"
+
+
+def test_a_restarting_head_is_a_kubernetes_pod():
+    assert core_object_errors(restarting_head(CLUSTER, HEAD, 2)) == []
+
+
+def test_the_head_state_reads_the_ray_containers_restarts_and_last_exit():
+    state = head_state({"items": [restarting_head(CLUSTER, HEAD, 2)]}, CLUSTER)
+    assert (state.pod, state.ready, state.restarts, state.waiting) == (HEAD, False, 2, "CrashLoopBackOff")
+    assert state.last_exit == "Error (exit 137) at 2026-12-06T10:04:05Z"
+    assert head_state({"items": [running_head(CLUSTER, HEAD)]}, "ray-llm-other").pod == ""
+
+
+class SilentHead:
+    """A RayService whose active cluster's dashboard does not answer, and its pods."""
+
+    def __init__(self, manifest: dict, pods: dict) -> None:
+        self.manifest, self.pod_list = manifest, pods
+
+    def rayservice(self):
+        metadata = {**self.manifest["metadata"], "generation": 1}
+        return {**self.manifest, "metadata": metadata, "status": rayservice_status(observed=1, active=CLUSTER)}
+
+    def serve_details(self, cluster):
+        return None
+
+    def raycluster(self, cluster):
+        return None
+
+    def pods(self):
+        return self.pod_list
+
+
+def test_the_wait_says_the_head_restarts_and_that_the_workers_serve_on(dev):
+    verdict = current_verdict(SilentHead(rayservice(dev), {"items": [restarting_head(CLUSTER, HEAD, 1)]}), [])
+    assert verdict.state == WAITING
+    assert f"head pod {HEAD} Running, not ready, restarted 1 time(s), last Error (exit 137)" in verdict.message
+    assert "with GCS fault tolerance the GPU workers keep serving through it" in verdict.message
+
+
+def test_without_the_store_the_wait_says_the_workers_restart(without_ft):
+    reader = SilentHead(rayservice(without_ft), {"items": [restarting_head(CLUSTER, HEAD, 1)]})
+    assert "every GPU worker restarts with it" in current_verdict(reader, []).message
+
+
+def test_a_head_not_yet_started_is_no_restart(dev):
+    pending = {**running_head(CLUSTER, HEAD), "status": {"phase": "Pending"}}
+    message = current_verdict(SilentHead(rayservice(dev), {"items": [pending]}), []).message
+    assert message == f"Ray's dashboard on RayCluster {CLUSTER} does not answer yet: head pod {HEAD} Pending, not ready"

@@ -39,6 +39,7 @@ class RecordedCluster:
         self.rayservice: dict[str, Any] | None = load("rayservice.json")
         self.service: dict[str, Any] | None = load("serve-service.json")
         self.pods = load("worker-pods.json")["items"]
+        self.heads = load("head-pods.json")["items"]
         self.logs = {path.stem: path.read_text() for path in (FIXTURES / "logs").glob("*.txt")}
         self.nccl = {path.stem: path.read_text() for path in (FIXTURES / "nccl").glob("*.txt")}
         self.commands: dict[str, list[str]] = {}
@@ -68,7 +69,8 @@ class RecordedCluster:
         )
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
-        return self._selected([pod for pod in self.pods if pod["metadata"]["namespace"] == namespace], label_selector)
+        pods = [pod for pod in self.pods + self.heads if pod["metadata"]["namespace"] == namespace]
+        return self._selected(pods, label_selector)
 
     def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str]) -> str:
         assert container == "ray-worker"
@@ -95,7 +97,7 @@ def closed_port() -> int:
 # --- the fixtures are real-shaped ---
 
 
-@pytest.mark.parametrize("name", ["nodes.json", "serve-service.json", "worker-pods.json"])
+@pytest.mark.parametrize("name", ["nodes.json", "serve-service.json", "worker-pods.json", "head-pods.json"])
 def test_recorded_core_objects_match_kubernetes_schemas(name):
     assert core_object_errors(load(name)) == []
 
@@ -110,9 +112,10 @@ def test_recorded_rayservice_matches_the_crd_status_and_all():
 def test_a_healthy_deployment_passes(cluster, api, capsys):
     assert run_verify(cluster, base_url=api.base_url) == 0
     out = capsys.readouterr().out
-    for step in ("[1/4] GPU nodes", "[2/4] RayService", "[3/4] OpenAI API", "[4/4] NIXL"):
+    for step in ("[1/5] GPU nodes", "[2/5] RayService", "[3/5] Ray head", "[4/5] OpenAI API", "[5/5] NIXL"):
         assert step in out
-    assert out.count("[PASS] ") == 4
+    assert out.count("[PASS] ") == 5
+    assert "[PASS] head: Ray head ready; GCS fault tolerance: the stack's store" in out
     assert (
         "ip-10-0-7-41.sa-east-1.compute.internal (sa-east-1a): Ready, nvidia.com/gpu=1, vpc.amazonaws.com/efa=1" in out
     )
@@ -123,7 +126,7 @@ def test_a_healthy_deployment_passes(cluster, api, capsys):
     # The recorded serveConfigV2 predates kv_buffer_device: vLLM's KVTransferConfig default applies, the
     # platform's device type, cuda on a GPU (vllm/config/kv_transfer.py kv_buffer_device_default_factory).
     assert "KV buffers in memory of: prefill cuda, decode cuda" in out
-    assert out.rstrip().endswith("VERDICT: PASS (all 4 required checks passed)")
+    assert out.rstrip().endswith("VERDICT: PASS (all 5 required checks passed)")
     (chat,) = api.requests
     assert chat["model"] == MODEL and chat["stream"] is True
 
@@ -170,7 +173,7 @@ def test_ucx_backend_fails(cluster, api, capsys):
     out = capsys.readouterr().out
     assert "ray-llm-x7kq2-gpu-workers-worker-m4zfw: UCX x1: NIXL fell back from EFA" in out
     assert "[FAIL] nixl_backend: 1 of 2 workers do not use LIBFABRIC" in out
-    assert "VERDICT: FAIL (1 of 4 required checks failed: nixl_backend)" in out
+    assert "VERDICT: FAIL (1 of 5 required checks failed: nixl_backend)" in out
 
 
 def test_no_backend_line_fails(cluster, api, capsys):
@@ -197,7 +200,7 @@ def test_endpoint_down_fails(cluster, capsys):
     assert run_verify(cluster, base_url=f"http://127.0.0.1:{closed_port()}/v1") == 1
     out = capsys.readouterr().out
     assert "[FAIL] completion: the endpoint did not answer: Connection error." in out
-    assert "VERDICT: FAIL (1 of 4 required checks failed: completion)" in out
+    assert "VERDICT: FAIL (1 of 5 required checks failed: completion)" in out
 
 
 def test_empty_completion_fails(cluster, api, capsys):
@@ -243,7 +246,7 @@ def test_an_api_error_fails_its_check_not_the_run(cluster, api, capsys):
     assert run_verify(cluster, base_url=api.base_url) == 1
     out = capsys.readouterr().out
     assert "[FAIL] nixl_backend: RuntimeError: pods/exec is forbidden" in out
-    assert out.count("[PASS] ") == 3
+    assert out.count("[PASS] ") == 4
 
 
 # --- the optional NCCL check ---
@@ -252,7 +255,7 @@ def test_an_api_error_fails_its_check_not_the_run(cluster, api, capsys):
 def test_nccl_reports_bus_bandwidth_over_efa(cluster, api, capsys):
     assert run_verify(cluster, "--nccl", base_url=api.base_url) == 0
     out = capsys.readouterr().out
-    assert "[5/5] NCCL all-reduce between two GPU nodes (optional)" in out
+    assert "[6/6] NCCL all-reduce between two GPU nodes (optional)" in out
     assert "[PASS] nccl: bus bandwidth 2.47 GB/s (256 MiB all-reduce, 108512 us)" in out
     assert "libfabric provider: efa" in out
     ranks = [cluster.commands[pod["metadata"]["name"]] for pod in cluster.pods]
@@ -268,7 +271,7 @@ def test_nccl_over_sockets_warns_without_failing_the_verdict(cluster, api, capsy
     out = capsys.readouterr().out
     assert "libfabric provider: none (NCCL used sockets)" in out
     assert "[WARN] nccl: bus bandwidth" in out
-    assert "VERDICT: PASS (all 4 required checks passed)" in out
+    assert "VERDICT: PASS (all 5 required checks passed)" in out
 
 
 # --- outputs ---
@@ -472,3 +475,75 @@ def test_a_key_the_endpoint_does_not_take_fails(cluster, api, tmp_path, capsys):
 
 def test_the_key_is_not_shown_with_the_outputs():
     assert KEY not in repr(StackOutputs.from_json({**load("outputs.json"), "serveApiKey": KEY}))
+
+
+# --- the Ray head (issue 36) ---
+
+
+def head_pod(cluster: RecordedCluster) -> dict[str, Any]:
+    (pod,) = cluster.heads
+    return pod
+
+
+def restart(pod: dict[str, Any], exited_at: str, running_since: str | None) -> None:
+    """The Ray container's state after one exit at `exited_at`: running again since `running_since`, or (None)
+    waiting in CrashLoopBackOff, as the API reports a container the kubelet restarts."""
+    status = pod["status"]["containerStatuses"][0]
+    status["restartCount"] = 1
+    status["lastState"] = {
+        "terminated": {"exitCode": 137, "reason": "Error", "startedAt": "2026-11-29T18:08:12Z", "finishedAt": exited_at}
+    }
+    if running_since is None:
+        status.update(ready=False, started=False, state={"waiting": {"reason": "CrashLoopBackOff"}})
+    else:
+        status["state"] = {"running": {"startedAt": running_since}}
+
+
+def run_head_check(cluster: RecordedCluster, api, capsys) -> str:
+    run_verify(cluster, base_url=api.base_url)
+    return next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith(("[PASS] head", "[FAIL] head"))
+    )
+
+
+def without_store(cluster: RecordedCluster) -> None:
+    assert cluster.rayservice is not None
+    cluster.rayservice["spec"]["rayClusterConfig"].pop("gcsFaultToleranceOptions")
+
+
+def test_the_restarted_head_fixtures_are_kubernetes_pods(cluster):
+    restart(head_pod(cluster), "2026-12-01T09:00:00Z", None)
+    restart(cluster.pods[0], "2026-12-01T09:01:02Z", "2026-12-01T09:01:12Z")
+    assert core_object_errors({**load("head-pods.json"), "items": [head_pod(cluster), cluster.pods[0]]}) == []
+
+
+def test_a_head_restarting_with_the_store_passes_while_the_workers_serve(cluster, api, capsys):
+    restart(head_pod(cluster), "2026-12-01T09:00:00Z", None)
+    assert run_verify(cluster, base_url=api.base_url) == 0
+    assert "[PASS] head: the Ray head is restarting: with GCS fault tolerance the GPU workers keep serving" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_head_restarting_without_the_store_fails(cluster, api, capsys):
+    restart(head_pod(cluster), "2026-12-01T09:00:00Z", None)
+    without_store(cluster)
+    assert run_head_check(cluster, api, capsys).startswith(
+        "[FAIL] head: the Ray head is restarting: without GCS fault tolerance every GPU worker restarts"
+    )
+
+
+def test_a_head_back_with_the_workers_untouched_passes(cluster, api, capsys):
+    """The workers' containers started on 2026-11-29, before the head's exit: the store kept them."""
+    restart(head_pod(cluster), "2026-12-01T09:00:00Z", "2026-12-01T09:00:03Z")
+    assert run_head_check(cluster, api, capsys) == (
+        "[PASS] head: Ray head ready, restarted 1 time(s); GCS fault tolerance: the stack's store"
+    )
+
+
+def test_workers_that_restarted_after_the_head_fail_the_store(cluster, api, capsys):
+    restart(head_pod(cluster), "2026-12-01T09:00:00Z", "2026-12-01T09:00:03Z")
+    restart(cluster.pods[0], "2026-12-01T09:01:02Z", "2026-12-01T09:01:12Z")
+    assert run_head_check(cluster, api, capsys) == (
+        "[FAIL] head: the Ray head restarted and the GPU workers restarted after it: the store did not keep them"
+    )

@@ -8,16 +8,20 @@ It automates the sample's manual checks from the stack's outputs (`pulumi stack 
     1. every GPU node is Ready and advertises allocatable nvidia.com/gpu and vpc.amazonaws.com/efa;
     2. the RayService is Running (Ready), no application is DEPLOY_FAILED or UNHEALTHY (KubeRay keeps Ready
        over them), no second cluster is pending, and KubeRay's serve Service exists;
-    3. through `kubectl port-forward` (or `--base-url`), /v1/models lists the model and a streamed
+    3. the Ray head: ready, or restarting; its restarts and last exit; whether the cluster keeps its tables in a
+       GCS store (headFaultTolerance) and, after a restart, whether the GPU workers kept running through it. A head
+       restarting with the store passes (the workers serve on: step 4 shows it); without it, or once a restart with
+       the store has restarted the workers too, it fails;
+    4. through `kubectl port-forward` (or `--base-url`), /v1/models lists the model and a streamed
        chat completion returns tokens: time to first token and tokens/s are printed; when the stack has
        API keys, the calls send `serveApiKey` and a request without a key must get 401;
-    4. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
+    5. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
        fallback at TCP speed, fails the check;
-    5. with the stack's Prometheus (`observability`): through a port-forward to it (or `--prometheus-url`),
+    6. with the stack's Prometheus (`observability`): through a port-forward to it (or `--prometheus-url`),
        each PD side's requests, TTFT and TPOT percentiles and NIXL KV transfers (count, bytes, time,
        failures) since its replicas started; a side that served nothing, no KV transfer, or a failed
-       transfer fails the check (waiting up to `--metrics-wait` seconds for the scrapes to see check 3);
-    6. optional (`--nccl`): an NCCL all-reduce between two worker pods reports bus bandwidth and the
+       transfer fails the check (waiting up to `--metrics-wait` seconds for the scrapes to see check 4);
+    7. optional (`--nccl`): an NCCL all-reduce between two worker pods reports bus bandwidth and the
        libfabric provider NCCL picked. It does not change the verdict.
 
 Exit status: 0 every required check passed, 1 one failed, 2 it could not start (outputs unreadable).
@@ -54,7 +58,17 @@ from kubernetes import config as kubernetes_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from infra.serving.rollout_status import FAILED_APP_STATUSES, READY, cluster_verdict
+from infra.serving.rollout_status import (
+    FAILED_APP_STATUSES,
+    RAY_CLUSTER_LABEL,
+    READY,
+    cluster_pods,
+    cluster_verdict,
+    has_gcs_fault_tolerance,
+    head_restart_consequence,
+    head_state,
+    ray_container_status,
+)
 from infra.serving.serve_config import NIXL_EFA_BACKEND, PD_SIDES
 from tools.pd_metrics import PdFigures, PrometheusError, read_figures
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
@@ -416,6 +430,45 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
     return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
 
 
+def workers_started_since(pods: Mapping[str, Any], cluster: str, since: str) -> list[str]:
+    """The cluster's worker pods whose Ray container (re)started at or after `since` (RFC 3339, as the API writes
+    both: compared as text)."""
+    started = {
+        str(pod["metadata"]["name"]): str(
+            ((ray_container_status(pod).get("state") or {}).get("running") or {}).get("startedAt", "")
+        )
+        for pod in cluster_pods(pods, cluster, "worker")
+    }
+    return sorted(name for name, at in started.items() if at >= since)
+
+
+def check_head(ctx: VerifyContext) -> CheckResult:
+    rayservice = ctx.rayservice
+    cluster = ((rayservice or {}).get("status", {}).get("activeServiceStatus") or {}).get("rayClusterName")
+    if rayservice is None or not cluster:
+        return CheckResult(False, "no active RayCluster to read the head of")
+    pods = {"items": ctx.cluster.list_pods(ctx.outputs.namespace, f"{RAY_CLUSTER_LABEL}={cluster}")}
+    head, fault_tolerant = head_state(pods, cluster), has_gcs_fault_tolerance(rayservice)
+    store = "GCS fault tolerance: the stack's store" if fault_tolerant else "no GCS fault tolerance"
+    details = [head.describe(cluster)]
+    if not head.pod:
+        return CheckResult(False, head.describe(cluster), tuple(details))
+    restarted = workers_started_since(pods, cluster, head.last_exit_at) if head.last_exit_at else []
+    if restarted:
+        details.append(f"worker containers started since the head's last exit: {', '.join(restarted)}")
+    consequence = head_restart_consequence(fault_tolerant)
+    if not head.ready:
+        return CheckResult(fault_tolerant, f"the Ray head is restarting: {consequence}", tuple(details))
+    if restarted and fault_tolerant:
+        return CheckResult(
+            False,
+            "the Ray head restarted and the GPU workers restarted after it: the store did not keep them",
+            tuple(details),
+        )
+    summary = "Ray head ready" + (f", restarted {head.restarts} time(s)" if head.restarts else "")
+    return CheckResult(True, f"{summary}; {store}", tuple(details))
+
+
 def keyless_status(base_url: str, timeout_s: float) -> int:
     """The HTTP status of GET /v1/models sent without an Authorization header."""
     try:
@@ -549,7 +602,7 @@ METRICS_POLL_S = 5.0
 
 def check_pd_metrics(ctx: VerifyContext) -> CheckResult:
     """The PD figures from Prometheus, polled until healthy or `metrics_wait_s` has passed: Prometheus scrapes
-    every 30 s (kube-prometheus-stack's default scrapeInterval), so check 3's request shows up after a while."""
+    every 30 s (kube-prometheus-stack's default scrapeInterval), so check 4's request shows up after a while."""
     assert ctx.open_prometheus is not None
     # The Serve application is named after the RayService (infra/serving/serve_config.py application_name).
     app = ctx.outputs.ray_service_name
@@ -586,6 +639,7 @@ class Check:
 REQUIRED_CHECKS = (
     Check("gpu_nodes", f"GPU nodes advertise {GPU_RESOURCE} and {EFA_RESOURCE}", check_gpu_nodes),
     Check("rayservice", "RayService is Running and its serve Service exists", check_rayservice),
+    Check("head", "Ray head is ready, or restarting with the GPU workers serving on", check_head),
     Check("completion", "OpenAI API lists the model and streams a chat completion", check_completion),
     Check("nixl_backend", f"NIXL instantiated the {NIXL_EFA_BACKEND} backend on every worker", check_nixl_backend),
 )

@@ -328,9 +328,103 @@ def current_verdict(
     except _NoAnswer as no_answer:
         return Verdict(WAITING, str(no_answer))
     if details is None:
-        return Verdict(WAITING, f"Ray's dashboard on RayCluster {cluster.cluster} does not answer yet")
+        return silent_dashboard(reader, rayservice, cluster.cluster)
     verdict = serve_verdict(details, applications, NEW_CLUSTER_ROLLBACK_HINT if cluster_spec else ROLLBACK_HINT)
     return dataclasses.replace(verdict, cluster=cluster.cluster)
+
+
+# KubeRay labels a RayCluster's pods with its name and their node type (kuberay v1.4.0 common/pod.go labelPod), and
+# puts the Ray container first (utils.RayContainerIndex).
+RAY_CLUSTER_LABEL, NODE_TYPE_LABEL = "ray.io/cluster", "ray.io/node-type"
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """A RayCluster's head pod as the API reports it: why its dashboard may not answer."""
+
+    pod: str  # "" when the cluster has no head pod
+    phase: str = ""
+    ready: bool = False
+    restarts: int = 0
+    # The Ray container's last exit: "<reason> (exit <code>) at <finishedAt>", "" before its first restart.
+    last_exit: str = ""
+    last_exit_at: str = ""  # RFC 3339, as the API writes it: compared as text with another of its times
+    waiting: str = ""  # why the container is not running now (ContainerCreating, CrashLoopBackOff), if it is not
+
+    def describe(self, cluster: str) -> str:
+        if not self.pod:
+            return f"RayCluster {cluster} has no head pod (KubeRay creates it)"
+        parts = [f"head pod {self.pod} {self.phase or 'Unknown'}{'' if self.ready else ', not ready'}"]
+        if self.restarts:
+            parts.append(f"restarted {self.restarts} time(s), last {self.last_exit}")
+        if self.waiting:
+            parts.append(f"now {self.waiting}")
+        return ", ".join(parts)
+
+
+def _pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get("labels") or {}
+
+
+def cluster_pods(pods: Mapping[str, Any], cluster: str, node_type: str) -> list[Mapping[str, Any]]:
+    """The pods of a PodList that belong to `cluster` as `node_type` ("head" or "worker")."""
+    return [
+        pod
+        for pod in pods.get("items") or []
+        if _pod_labels(pod).get(RAY_CLUSTER_LABEL) == cluster and _pod_labels(pod).get(NODE_TYPE_LABEL) == node_type
+    ]
+
+
+def ray_container_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return statuses[0] if statuses else {}
+
+
+def head_state(pods: Mapping[str, Any], cluster: str) -> HeadState:
+    heads = cluster_pods(pods, cluster, "head")
+    if not heads:
+        return HeadState(pod="")
+    pod = heads[0]
+    status = ray_container_status(pod)
+    terminated = (status.get("lastState") or {}).get("terminated") or {}
+    reason, code, at = (terminated.get(key, "?") for key in ("reason", "exitCode", "finishedAt"))
+    last_exit = f"{reason} (exit {code}) at {at}" if terminated else ""
+    return HeadState(
+        pod=str(pod["metadata"]["name"]),
+        phase=str((pod.get("status") or {}).get("phase") or ""),
+        ready=bool(status.get("ready")),
+        restarts=int(status.get("restartCount") or 0),
+        last_exit=last_exit,
+        last_exit_at=str(terminated.get("finishedAt") or ""),
+        waiting=str(((status.get("state") or {}).get("waiting") or {}).get("reason") or ""),
+    )
+
+
+def has_gcs_fault_tolerance(rayservice: Mapping[str, Any]) -> bool:
+    """KubeRay's GCS fault tolerance on an external store (spec.rayClusterConfig.gcsFaultToleranceOptions)."""
+    return "gcsFaultToleranceOptions" in ((rayservice.get("spec") or {}).get("rayClusterConfig") or {})
+
+
+def head_restart_consequence(fault_tolerant: bool) -> str:
+    """What a head restart costs the GPU workers (docs/head-fault-tolerance.md, measured on CPU)."""
+    if fault_tolerant:
+        return (
+            "with GCS fault tolerance the GPU workers keep serving through it, for up to their 600 s reconnect timeout"
+        )
+    return "without GCS fault tolerance every GPU worker restarts with it and loads the model again"
+
+
+def silent_dashboard(reader: RayServiceReader, rayservice: Mapping[str, Any], cluster: str) -> Verdict:
+    """The wait's word while the head's dashboard does not answer: what the head pod is doing, and, once it has
+    restarted, what that costs this cluster."""
+    try:
+        head = head_state(reader.pods(), cluster)
+    except Exception:  # the pods' read is only for the message
+        return Verdict(WAITING, f"Ray's dashboard on RayCluster {cluster} does not answer yet")
+    message = f"Ray's dashboard on RayCluster {cluster} does not answer yet: {head.describe(cluster)}"
+    if head.restarts:
+        message += f"; {head_restart_consequence(has_gcs_fault_tolerance(rayservice))}"
+    return Verdict(WAITING, message)
 
 
 class RolloutFailed(RuntimeError):
