@@ -580,7 +580,39 @@ def _without_default_deny(captured: CapturedStack) -> None:
     captured.resources.remove(captured.get(NETWORK_POLICY, "serving-network-policy-default-deny-ingress"))
 
 
+GCS_STORE = _inputs("aws:elasticache/replicationGroup:ReplicationGroup", "gcs-store-valkey")
+
+
+def _without(key: str) -> Callable[[CapturedStack], None]:
+    return lambda captured: GCS_STORE(captured).pop(key)
+
+
 BREAKAGES = [
+    Breakage(
+        "gcs-store-in-the-clear", "gcs-store-protected", MANDATORY, None, edit=_without("transitEncryptionEnabled")
+    ),
+    Breakage(
+        "gcs-store-transit-off",
+        "gcs-store-protected",
+        MANDATORY,
+        None,
+        edit=lambda c: GCS_STORE(c).update(transitEncryptionEnabled=False),
+    ),
+    Breakage(
+        "gcs-store-transit-preferred",
+        "gcs-store-protected",
+        MANDATORY,
+        None,
+        edit=lambda c: GCS_STORE(c).update(transitEncryptionMode="preferred"),
+    ),
+    Breakage(
+        "gcs-store-at-rest-off",
+        "gcs-store-protected",
+        MANDATORY,
+        None,
+        edit=lambda c: GCS_STORE(c).update(atRestEncryptionEnabled=False),
+    ),
+    Breakage("gcs-store-no-password", "gcs-store-protected", MANDATORY, None, edit=_without("authToken")),
     Breakage(
         "imds-two-hops",
         "nodes-imds-one-hop",

@@ -20,6 +20,7 @@ NODE_GROUPS = frozenset({MANAGED_NODE_GROUP_COMPONENT, EKS_NODE_GROUP})
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 SUBNET = "aws:ec2/subnet:Subnet"
+ELASTICACHE_REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 RAY_SERVICE = "kubernetes:ray.io/v1:RayService"
