@@ -120,6 +120,17 @@ def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_referen
     }
 
 
+def test_the_head_trusts_the_images_ca_bundle_for_the_stores_tls(dev, without_ft):
+    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: tests/test_redis_tls.py), and
+    KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options (vendor/kuberay-v1.4.0/
+    validation.go), so the head carries the variable, and the cleanup Job, a copy of the head's container, with it."""
+    (head,) = cluster_config(dev)["headGroupSpec"]["template"]["spec"]["containers"]
+    assert {"name": "RAY_REDIS_CA_CERT", "value": "/etc/ssl/certs/ca-certificates.crt"} in head["env"]
+    assert {e["name"] for e in head["env"]}.isdisjoint({"RAY_REDIS_ADDRESS", "REDIS_PASSWORD"})
+    (plain,) = cluster_config(without_ft)["headGroupSpec"]["template"]["spec"]["containers"]
+    assert "env" not in plain
+
+
 def test_the_address_is_an_alias_of_the_primary_endpoint(dev):
     """An ExternalName Service is a CNAME of its externalName in the cluster's DNS
     (https://kubernetes.io/docs/concepts/services-networking/service/#externalname); the primary endpoint follows a

@@ -84,6 +84,14 @@ GCS_REDIS_SERVICE = "gcs-redis"
 GCS_REDIS_SECRET = "gcs-redis"
 GCS_REDIS_PASSWORD_KEY = "password"
 GCS_REDIS_PORT = 6379
+# The CAs the head trusts for the store's TLS: Ray 2.58's GCS checks the server's chain (not its name) and without
+# RAY_REDIS_CA_CERT looks only in /etc/ssl/certs by subject hash (BoringSSL's default), never in the bundle file;
+# ray-project/ray#41161 (ElastiCache: CERTIFICATE_VERIFY_FAILED) was answered with this variable (measured:
+# tests/test_redis_tls.py). ElastiCache's in-transit certificates chain to Amazon's public roots, which the Ubuntu-based
+# DLC image's ca-certificates bundle holds (assumed, not opened here: a bundle that is not there stops the head with
+# "Failed to load CA Certificate", never connecting unverified). KubeRay's Redis cleanup Job copies the head's
+# container, this variable with it.
+GCS_REDIS_CA_ENV = {"RAY_REDIS_CA_CERT": "/etc/ssl/certs/ca-certificates.crt"}
 
 
 def serve_service_name(cfg: StackConfig) -> str:
@@ -126,6 +134,7 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
     loads the model's config and weights in its replica, on a worker: Ray 2.58 ray/llm/_internal/serve/engines/vllm/
     vllm_engine.py calls LLMConfig.apply_checkpoint_info, which reads the Hub config)."""
     volumes, mounts = serve_auth_volumes(cfg)
+    env = _env(False, GCS_REDIS_CA_ENV) if cfg.gcs_redis else []
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0"},
@@ -144,6 +153,7 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
                             {"containerPort": SERVE_PORT, "name": "serve"},
                         ],
                         "resources": HEAD_RESOURCES,
+                        **({"env": env} if env else {}),
                         **({"volumeMounts": mounts} if mounts else {}),
                     }
                 ],
