@@ -246,6 +246,7 @@ def test_the_alerts_an_operator_must_act_on(dev):
             "TtftP99OverObjective",
             "GpuMemoryExhausted",
             "RayHeadRestarted",
+            "RayHeadNotReady",
         ]
     )
 
