@@ -92,10 +92,10 @@ def run_verify(api, prometheus, *args: str) -> int:
 def test_a_healthy_pd_pair_passes_with_its_figures(api, prometheus, capsys):
     assert run_verify(api, prometheus) == 0
     out = capsys.readouterr().out
-    assert "[5/5] Prometheus: each PD side's requests, TTFT, TPOT and KV transfers" in out
+    assert "[6/6] Prometheus: each PD side's requests, TTFT, TPOT and KV transfers" in out
     assert "[PASS] pd_metrics: decode TTFT p50 0.050 s, TPOT p50 0.0123 s; 3 KV transfers on decode" in out
     assert "decode: 3 requests, TTFT p50 0.050 s p99 0.090 s, TPOT p50 0.0123 s, KV transfers 3 (6.0 MB" in out
-    assert out.rstrip().endswith("VERDICT: PASS (all 5 required checks passed)")
+    assert out.rstrip().endswith("VERDICT: PASS (all 6 required checks passed)")
     assert sorted(prometheus.queries) == sorted(expr(APP) for expr in FIGURES.values())
 
 
