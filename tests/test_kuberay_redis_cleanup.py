@@ -137,3 +137,20 @@ def test_workers_reach_the_head_by_the_head_services_name_which_follows_a_new_he
     service = go_function(kuberay_source(version, "service.go"), "BuildServiceForHeadPod")
     assert "headService.Spec.ClusterIP = corev1.ClusterIPNone" in service
     assert "headService.Spec.PublishNotReadyAddresses = true" in service
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_operators_enable_gcs_ft_redis_cleanup_false_leaves_no_finalizer_to_wait_for(version):
+    """The finalizer (and the Job) exist only while the operator's ENABLE_GCS_FT_REDIS_CLEANUP is not "false"; the
+    chart renders its `env` value into the operator's container (templates/deployment.yaml `.Values.env`). Without it
+    a deleted RayCluster goes with no wait, and its namespace's keys stay in Redis until Redis itself goes."""
+    reconcile = go_function(controller(version), "rayClusterReconcile")
+    assert (
+        'enableGCSFTRedisCleanup := strings.ToLower(os.Getenv(utils.ENABLE_GCS_FT_REDIS_CLEANUP)) != "false"'
+        in reconcile
+    )
+    gate = reconcile.index(
+        "if enableGCSFTRedisCleanup && utils.IsGCSFaultToleranceEnabled(&instance.Spec, instance.Annotations)"
+    )
+    assert gate < reconcile.index("controllerutil.AddFinalizer(instance, utils.GCSFaultToleranceRedisCleanupFinalizer)")
+    assert "{{- with .Values.env }}\n          env:" in kuberay_source(version, "kuberay-operator-deployment.yaml")
