@@ -11,8 +11,9 @@ worker with the stand-in app's replicas (tools/serve_update_app.py) and a Serve 
 apply_per_node_port_overrides, since both proxies share this machine). The GCS's store is the scenario's: Redis, as
 KubeRay's `gcsFaultToleranceOptions` start the head (RAY_REDIS_ADDRESS, `--redis-password` and
 RAY_external_storage_namespace: pod.go configureGCSFaultTolerance) against a redis-server with a password on a free
-port; RocksDB, as KubeRay 1.7.0's `backend: rocksdb` (RAY_gcs_storage, RAY_gcs_storage_path: configureEmbeddedFT)
-on a folder kept across restarts; or memory (no FT).
+port (with `--tls`, TLS only: `rediss://localhost:PORT`, a certificate from a throwaway CA the head trusts by
+RAY_REDIS_CA_CERT, tools/redis_tls.py); RocksDB, as KubeRay 1.7.0's `backend: rocksdb` (RAY_gcs_storage,
+RAY_gcs_storage_path: configureEmbeddedFT) on a folder kept across restarts; or memory (no FT).
 
 A client GETs the app through the worker's proxy every `--interval` s. The head's processes are then SIGKILLed all
 at once (its `ray start` and every process under it: GCS, raylet, dashboard, the Serve controller), as a pod's
@@ -53,6 +54,7 @@ import ray
 
 from infra.serving.rollout_status import READY
 from tools.project import PROJECT_DIR
+from tools.redis_tls import TLS_HOST, TlsFiles, redis_tls_arguments, tls_files
 from tools.serve_update_cpu import APP, IMPORT_PATH, free_port, get_once
 from tools.smoke.deploy import http_request
 from tools.smoke.update import judge
@@ -84,6 +86,8 @@ HEAD_GCS_LOG = re.compile(
     r"GCS storage type|external Redis|Finished loading|server started, listening|Health check failed|death reason|"
     r"Registering new node|[Rr]estart"
 )
+# A line of the stack trace Ray's C++ code prints under a failed check: kept out of a record's output.
+STACK_FRAME = re.compile(r"^(/|\*\*\* StackTrace)")
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 
 
@@ -168,6 +172,7 @@ class Settings:
     settle_s: float
     worker_restart_delay_s: float
     stop_at_worker_exit: bool = False  # end the run when the worker's raylet exits (the test's no-FT case)
+    redis_tls: bool = False  # the Redis scenarios' server speaks TLS only
 
 
 @dataclass(frozen=True)
@@ -278,14 +283,39 @@ class Node:
         return len(pids)
 
 
+@dataclass(frozen=True)
+class Redis:
+    """A running redis-server as its clients reach it: on 127.0.0.1, or over TLS at the name its certificate is for."""
+
+    port: int
+    tls: TlsFiles | None = None
+
+    @property
+    def address(self) -> str:
+        """RAY_REDIS_ADDRESS; the `rediss` scheme turns TLS on (ray/_private/services.py get_address)."""
+        return f"rediss://{TLS_HOST}:{self.port}" if self.tls else f"127.0.0.1:{self.port}"
+
+    def client_env(self) -> dict[str, str]:
+        """What the head and KubeRay's cleanup Job read to reach it: the address and, over TLS, the CA to trust
+        (RAY_REDIS_CA_CERT: without it Ray 2.58 checks the certificate against the system store, which does not hold
+        the throwaway CA; docs/head-fault-tolerance.md)."""
+        return {"RAY_REDIS_ADDRESS": self.address, **({"RAY_REDIS_CA_CERT": str(self.tls.ca)} if self.tls else {})}
+
+    def cli(self, *command: str) -> list[str]:
+        tls = ["--tls", "--cacert", str(self.tls.ca), "-h", TLS_HOST] if self.tls else []
+        return ["redis-cli", *tls, "-p", str(self.port), "-a", REDIS_PASSWORD, "--no-auth-warning", *command]
+
+
 @contextmanager
-def redis_server(port: int, work: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Debian's redis-server on `port` with a password, nothing saved to disk; stopped after."""
+def redis_server(port: int, work: Path, tls: TlsFiles | None = None) -> Iterator[Redis]:
+    """Debian's redis-server on `port` with a password, nothing saved to disk, TLS only when `tls` is given; stopped
+    after."""
     server = shutil.which("redis-server")
     if server is None:
         raise RuntimeError("redis-server is not on PATH: apt-get install -y redis-server (or ./setup.sh redis)")
     log = (work / "redis.log").open("w")
-    command = [server, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", REDIS_PASSWORD]
+    listen = redis_tls_arguments(tls, port) if tls else ["--port", str(port)]
+    command = [server, *listen, "--bind", "127.0.0.1", "--requirepass", REDIS_PASSWORD]
     command += ["--save", "", "--appendonly", "no", "--dir", str(work)]
     process = subprocess.Popen(
         command,
@@ -300,7 +330,7 @@ def redis_server(port: int, work: Path) -> Iterator[subprocess.Popen[bytes]]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"redis-server did not start: {(work / 'redis.log').read_text()[-500:]}")
             time.sleep(0.1)
-        yield process
+        yield Redis(port, tls)
     finally:
         process.kill()
         process.wait()
@@ -315,18 +345,18 @@ def node_env(extra: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": pythonpath, "RAY_USAGE_STATS_ENABLED": "0", **RAYSERVICE_ENV, **extra}
 
 
-def head_node(scenario: Scenario, ports: Ports, work: Path) -> Node:
+def head_node(scenario: Scenario, ports: Ports, work: Path, redis: Redis | None) -> Node:
     command = [str(RAY), "start", "--head", "--block", f"--port={ports.gcs}", "--num-cpus=0"]
     command += ["--num-gpus=0", "--include-dashboard=true", "--dashboard-host=127.0.0.1"]
     command += [f"--dashboard-port={ports.dashboard}", f"--dashboard-agent-listen-port={ports.head_agent}"]
     command += [f"--ray-client-server-port={ports.client_server}", f"--object-store-memory={OBJECT_STORE_BYTES}"]
     command += [f"--temp-dir={work / 'head'}", "--disable-usage-stats"]
     extra: dict[str, str] = {}
-    if scenario.backend == REDIS:
+    if redis is not None:
         # KubeRay's gcsFaultToleranceOptions (pod.go configureGCSFaultTolerance): the address, the password as
         # `--redis-password $REDIS_PASSWORD`, and the namespace (the RayCluster's UID unless one is given).
         command.append(f"--redis-password={REDIS_PASSWORD}")
-        extra = {"RAY_REDIS_ADDRESS": f"127.0.0.1:{ports.redis}", "RAY_external_storage_namespace": scenario.name}
+        extra = {**redis.client_env(), "RAY_external_storage_namespace": scenario.name}
     if scenario.backend == ROCKSDB:
         # KubeRay 1.7.0's `backend: rocksdb` (common/pod.go configureEmbeddedFT): RAY_gcs_storage=rocksdb and
         # RAY_gcs_storage_path at the PVC's mount (/data/gcs there; a folder of the run here, kept across restarts).
@@ -483,11 +513,11 @@ def readiness_probe(agent: str, proxy: str, timeout_s: float) -> tuple[bool, str
 
 
 def start_cluster(
-    scenario: Scenario, ports: Ports, work: Path, settings: Settings, stack: ExitStack
+    scenario: Scenario, ports: Ports, work: Path, settings: Settings, stack: ExitStack, redis: Redis | None
 ) -> tuple[Node, Node]:
     """The head, then the worker once the head's dashboard answers; both nodes alive; the app RUNNING and answering
     through the worker's proxy."""
-    head, worker = head_node(scenario, ports, work), worker_node(scenario, ports, work)
+    head, worker = head_node(scenario, ports, work, redis), worker_node(scenario, ports, work)
     stack.callback(head.kill)
     stack.callback(worker.kill)
     dashboard = f"http://127.0.0.1:{ports.dashboard}"
@@ -513,9 +543,11 @@ def run_scenario(scenario: Scenario, settings: Settings, work: Path) -> Run:
     run = Run(scenario, settings)
     print(f"== {scenario.name}: {scenario.what}", flush=True)
     with ExitStack() as stack:
+        redis = None
         if scenario.backend == REDIS:
-            stack.enter_context(redis_server(ports.redis, work))
-        head, worker = start_cluster(scenario, ports, work, settings, stack)
+            tls = tls_files(work / "tls") if settings.redis_tls else None
+            redis = stack.enter_context(redis_server(ports.redis, work, tls))
+        head, worker = start_cluster(scenario, ports, work, settings, stack, redis)
         run.before = serve_details(dashboard)
         run.nodes = {node.name: {"command": node.command, "env": node.extra_env} for node in (head, worker)}
         run.worker_node_id = next(node["node_id"] for node in alive_nodes(dashboard) if not node.get("is_head_node"))
@@ -540,40 +572,38 @@ def run_scenario(scenario: Scenario, settings: Settings, work: Path) -> Run:
         run.worker_log = log_lines(raylet_logs, RAYLET_GCS_LOG, run.kill_wall)
         gcs_logs = sorted((work / "head").glob("session_2*/logs/gcs_server*.out"))
         run.head_log = log_lines(gcs_logs, HEAD_GCS_LOG, run.kill_wall)
-        if scenario.backend == REDIS:
+        if redis is not None:
             worker.kill()
             head.kill()
-            run.redis_cleanup = redis_cleanup(ports.redis, scenario.name)
+            run.redis_cleanup = redis_cleanup(redis, scenario.name)
     return run
 
 
-def redis_keys(port: int) -> int:
-    answer = subprocess.run(
-        ["redis-cli", "-p", str(port), "-a", REDIS_PASSWORD, "--no-auth-warning", "DBSIZE"],
+def redis_keys(redis: Redis, namespace: str) -> int:
+    """How many keys the cluster of `namespace` has in Redis: the GCS names each of its tables' keys
+    `RAY<namespace>@<table>` (ray-project/ray src/ray/gcs/store_client/redis_store_client.cc RedisKey::ToString)."""
+    answer = subprocess.run(redis.cli("--scan", "--pattern", f"RAY{namespace}@*"), capture_output=True, text=True)
+    answer.check_returncode()
+    return len(answer.stdout.split())
+
+
+def redis_cleanup(redis: Redis, namespace: str, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """KubeRay's cleanup Job's command against the run's Redis once the head is gone, as on a RayCluster's delete, with
+    the head container's Redis env (the Job is a copy of the head pod: buildRedisCleanupJob) less the variables named
+    in `leave_out`: the keys in Redis before and after, and its exit status."""
+    before = redis_keys(redis, namespace)
+    job_env = {**redis.client_env(), "REDIS_PASSWORD": REDIS_PASSWORD, "RAY_external_storage_namespace": namespace}
+    job = subprocess.run(
+        [sys.executable, "-c", KUBERAY_REDIS_CLEANUP],
+        env=node_env({name: value for name, value in job_env.items() if name not in leave_out}),
         capture_output=True,
         text=True,
-        check=True,
     )
-    return int(answer.stdout.strip())
-
-
-def redis_cleanup(port: int, namespace: str) -> dict[str, Any]:
-    """KubeRay's cleanup Job's command against the run's Redis once both nodes are gone, as on a RayCluster's delete:
-    the keys in Redis before and after, and its exit status."""
-    before = redis_keys(port)
-    env = node_env(
-        {
-            "RAY_REDIS_ADDRESS": f"127.0.0.1:{port}",
-            "REDIS_PASSWORD": REDIS_PASSWORD,
-            "RAY_external_storage_namespace": namespace,
-        }
-    )
-    job = subprocess.run([sys.executable, "-c", KUBERAY_REDIS_CLEANUP], env=env, capture_output=True, text=True)
     return {
         "keys_before": before,
         "exit_status": job.returncode,
-        "keys_after": redis_keys(port),
-        "output": job.stderr[-400:],
+        "keys_after": redis_keys(redis, namespace),
+        "output": "\n".join(line for line in job.stderr.splitlines() if not STACK_FRAME.match(line))[-600:],
     }
 
 
@@ -668,6 +698,7 @@ def summary(run: Run) -> dict[str, Any]:
     begin = run.answers[0].t_s if run.answers else 0.0
     return {
         "scenario": asdict(run.scenario),
+        "redis_tls": run.scenario.backend == REDIS and run.settings.redis_tls,
         "kill_at_s": kill_s,  # on the traffic's clock: seconds after the traffic began
         "restart_at_s": restart_s,
         "end_s": run.end_s,
@@ -712,8 +743,9 @@ def table(runs: list[dict[str, Any]]) -> str:
         requests, probes = r["requests"], r["readiness_probes"]
         raylet = "same process" if r["worker_raylet_survived"] else f"exited {r['worker_raylet_exited_at_s']} s after"
         recovered = "-" if r["recovered_at_s"] is None else f"{r['recovered_at_s']} s after the kill"
+        name = r["scenario"]["name"] + (" (TLS)" if r["redis_tls"] else "")
         rows.append(
-            f"| {r['scenario']['name']} | {r['scenario']['down_s']:g} s | {requests['sent']} / {requests['failed']} "
+            f"| {name} | {r['scenario']['down_s']:g} s | {requests['sent']} / {requests['failed']} "
             f"({requests['failed_while_head_away']} / {requests['failed_after_restart']}) | {r['longest_gap_s']} s | "
             f"{probes['failed']} of {probes['sent']} | {raylet} | {'same' if r['replicas_survived'] else 'replaced'} | "
             f"`{r['app_status_after']}` | {recovered} |"
@@ -733,6 +765,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--recover-timeout", type=float, default=180.0, help="the longest wait after the restart")
     parser.add_argument("--settle", type=float, default=5.0, help="traffic after the app answers again")
     parser.add_argument("--worker-restart-delay", type=float, default=10.0, help="a container's restart delay")
+    parser.add_argument("--tls", action="store_true", help="the Redis scenarios' server speaks TLS only")
     parser.add_argument("--keep", type=Path, help="keep each scenario's logs and Ray sessions under this folder")
     return parser.parse_args(argv)
 
@@ -747,6 +780,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         args.recover_timeout,
         args.settle,
         args.worker_restart_delay,
+        redis_tls=args.tls,
     )
 
 
