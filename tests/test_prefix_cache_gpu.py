@@ -3,6 +3,7 @@ statistics of the teacher-forced comparison, the counters it reads around each s
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -122,13 +123,28 @@ def test_percentile_interpolates_between_ranks():
 
 def test_the_comparison_measures_the_teacher_tokens_logprob_argmax_and_top_k():
     a = [Position(1, {1: -0.1, 2: -0.2}, 0), Position(3, {3: -0.3, 4: -0.4}, 0), Position(5, {5: -0.5, 6: -0.6}, 0)]
-    b = [Position(1, {1: -0.15, 2: -0.2}, 9), Position(4, {4: -0.3, 3: -0.4}, 9), Position(5, {5: -0.5, 9: -0.6}, 9)]
+    b = [Position(1, {1: -0.13, 2: -0.2}, 9), Position(4, {4: -0.3, 3: -0.42}, 9), Position(5, {5: -0.5, 9: -0.6}, 9)]
     result = teacher.compare(a, b, reference=[1, 3, 7])
     assert result["positions"] == 3 and result["reference_missing"] == 1
-    assert result["abs_delta_logprob"]["max"] == pytest.approx(0.1)
+    assert result["abs_delta_logprob"]["max"] == pytest.approx(0.12)
     assert result["abs_delta_logprob"]["p50"] == pytest.approx(0.075)
+    assert result["abs_delta_histogram"] == {"<=0.01": 0, "<=0.05": 1, "<=0.1": 0, "<=0.15": 1, "<=0.2": 0, ">0.2": 0}
     assert result["argmax_agreement"] == pytest.approx(2 / 3)
+    assert result["argmax_parted_top2_margin_max"] == pytest.approx(0.12)
     assert result["top_k_overlap"] == {"mean": pytest.approx(5 / 6), "min": 0.5}
+
+
+def test_the_report_is_made_again_from_the_saved_raw_answers(tmp_path):
+    positions = {"sampled": 1, "top": {"1": -0.1, "2": -0.3}, "cached_tokens": 0}
+    other = {"sampled": 1, "top": {"1": -0.2, "2": -0.3}, "cached_tokens": 528}
+    passes = {name: [positions] for name in teacher.UNCACHED_PASSES} | {name: [other] for name in teacher.CACHED_PASSES}
+    raw = tmp_path / "teacher-raw.json.gz"
+    with gzip.open(raw, "wt") as sink:
+        json.dump({"reference": [1], "passes": passes}, sink)
+    result = teacher.report_from_raw(raw)
+    assert result["cached_vs_uncached"]["on.seq1 vs off.seq1"]["abs_delta_logprob"]["max"] == pytest.approx(0.1)
+    assert result["within_uncached_spread"]["on.seq1 vs off.seq1"] is False
+    assert result["cache_reads"]["on.seq2"] == {"answers": 1, "read_cache": 1, "min": 528, "max": 528}
 
 
 def test_the_cached_path_is_within_the_spread_only_at_or_below_its_max_and_p99():

@@ -42,6 +42,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     config.add_argument("--stack", default="dev", help="stack whose config builds the app (Pulumi.<stack>.yaml)")
     config.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a stack setting changed")
     config.add_argument("--out", type=Path, required=True)
+    again = commands.add_parser("report", help="the teacher-forced comparison again from a saved teacher-raw.json")
+    again.add_argument("raw", type=Path, help="teacher-raw.json (or .json.gz) of a run")
     run = commands.add_parser("run", help="both engines, the teacher-forced passes and the sweep, on this GPU host")
     run.add_argument("--serve-config", type=Path, required=True, help="what `serve-config` wrote")
     run.add_argument("--model-dir", type=Path, required=True, help="the model (tools.tiny_model --shape full)")
@@ -59,7 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command == "serve-config":
         args.config = key_value_pairs(args.config, "--config", parser)
-    else:
+    elif args.command == "run":
         args.teacher, args.workload = TeacherPlan(), Workload()
     return args
 
@@ -70,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         from tools.prefix_cache_gpu.engine import stack_serve_config
 
         args.out.write_text(json.dumps(stack_serve_config(args.stack, args.config), indent=2) + "\n")
+        return 0
+    if args.command == "report":
+        from tools.prefix_cache_gpu.teacher import report_from_raw
+
+        print(json.dumps(report_from_raw(args.raw), indent=2))
         return 0
     from tools.prefix_cache_gpu.run import run
 

@@ -10,17 +10,23 @@ skip the prefix cache (vllm 0.26.0 `vllm/sampling_params.py`, `skip_reading_pref
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import random
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # The tokenizer tools/tiny_model.py writes gives its special tokens the first ids; prompts draw from above them.
 FIRST_PLAIN_ID = 16
 # `return_tokens_as_token_ids` spells each token so (vllm/entrypoints/openai/completion/protocol.py).
 TOKEN_ID = re.compile(r"^token_id:(\d+)$")
+# Upper edges (nats) of the |Δ logprob| histogram.
+HISTOGRAM_EDGES = (0.01, 0.05, 0.1, 0.15, 0.2)
 # Pass names: the engine (off/on), one request at a time (seq) or all at once (batch), and which repeat.
 UNCACHED_PASSES = ("off.seq1", "off.seq2", "off.batch1", "off.batch2")
 CACHED_PASSES = ("on.seq1", "on.seq2", "on.batch1")
@@ -125,14 +131,30 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+def histogram(values: Sequence[float]) -> dict[str, int]:
+    """How many values fall at or below each of HISTOGRAM_EDGES (and above the last), bin by bin."""
+    bins = Counter(
+        next((f"<={edge}" for edge in HISTOGRAM_EDGES if value <= edge), f">{HISTOGRAM_EDGES[-1]}") for value in values
+    )
+    return {name: bins[name] for name in (*(f"<={edge}" for edge in HISTOGRAM_EDGES), f">{HISTOGRAM_EDGES[-1]}")}
+
+
+def top2_margin(position: Position) -> float:
+    first, second = sorted(position.top.values(), reverse=True)[:2]
+    return first - second
+
+
 def compare(a: Sequence[Position], b: Sequence[Position], reference: Sequence[int]) -> dict[str, Any]:
-    """|Δ logprob| of the teacher token (the reference), argmax agreement and top-k overlap, position by position."""
+    """|Δ logprob| of the teacher token (the reference), argmax agreement and top-k overlap, position by position;
+    where the argmaxes part, the largest top-2 margin `b` had there (how close a tie they parted on)."""
+    pairs = list(zip(a, b, strict=True))
     deltas = [
         abs(x.top[ref] - y.top[ref])
-        for x, y, ref in zip(a, b, reference, strict=True)
+        for (x, y), ref in zip(pairs, reference, strict=True)
         if ref in x.top.keys() & y.top.keys()
     ]
-    overlaps = [len(x.top.keys() & y.top.keys()) / max(len(x.top), len(y.top)) for x, y in zip(a, b, strict=True)]
+    overlaps = [len(x.top.keys() & y.top.keys()) / max(len(x.top), len(y.top)) for x, y in pairs]
+    parted = [top2_margin(y) for x, y in pairs if x.sampled != y.sampled]
     return {
         "positions": len(reference),
         "reference_missing": len(reference) - len(deltas),
@@ -142,7 +164,9 @@ def compare(a: Sequence[Position], b: Sequence[Position], reference: Sequence[in
             "p50": percentile(deltas, 50),
             "mean": sum(deltas) / len(deltas),
         },
-        "argmax_agreement": sum(x.sampled == y.sampled for x, y in zip(a, b, strict=True)) / len(reference),
+        "abs_delta_histogram": histogram(deltas),
+        "argmax_agreement": (len(pairs) - len(parted)) / len(reference),
+        "argmax_parted_top2_margin_max": max(parted, default=0.0),
         "top_k_overlap": {"mean": sum(overlaps) / len(overlaps), "min": min(overlaps)},
     }
 
@@ -170,3 +194,15 @@ def report(passes: Mapping[str, Sequence[Position]], reference: Sequence[int]) -
         "within_uncached_spread": {name: within_spread(c, list(spread.values())) for name, c in cached.items()},
         "cache_reads": {name: cache_reads(positions) for name, positions in passes.items()},
     }
+
+
+def report_from_raw(path: Path) -> dict[str, Any]:
+    """`report` again from what the GPU run saved (teacher-raw.json, or gzipped)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as source:
+        raw = json.load(source)
+    passes = {
+        name: [Position(p["sampled"], {int(k): v for k, v in p["top"].items()}, p["cached_tokens"]) for p in positions]
+        for name, positions in raw["passes"].items()
+    }
+    return report(passes, raw["reference"])
