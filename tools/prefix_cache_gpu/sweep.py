@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.smoke.bench import level_args
+
 WORKLOADS = ("prefix", "random")
 # vLLM's counters (vllm/v1/metrics/loggers.py; prometheus_client adds _total): prompt tokens looked up in the prefix
 # cache and found there, preemptions, and the token and request totals they are shares of.
@@ -92,20 +94,7 @@ def bench_argv(
         "0",
         "--seed",
         str(1000 + concurrency),
-        "--num-prompts",
-        str(requests),
-        "--max-concurrency",
-        str(concurrency),
-        "--percentile-metrics",
-        "ttft,tpot,itl,e2el",
-        "--metric-percentiles",
-        "50,99",
-        "--save-result",
-        "--result-dir",
-        str(result_dir),
-        "--result-filename",
-        f"{label(name, engine)}-c{concurrency}.json",
-        "--disable-tqdm",
+        *level_args(requests, concurrency, result_dir, f"{label(name, engine)}-c{concurrency}"),
     ]
 
 
