@@ -38,8 +38,21 @@ def bench_command(model_id: str, model_dir: Path, concurrency: int, args: argpar
         "--random-output-len",
         str(args.bench_output_len),
         "--ignore-eos",
+        *level_args(
+            args.bench_requests or max(16, 4 * concurrency),
+            concurrency,
+            args.bench_dir,
+            f"{args.bench_label}-c{concurrency}",
+        ),
+    ]
+
+
+def level_args(requests: int, concurrency: int, result_dir: Path, label: str) -> list[str]:
+    """One level of `vllm bench serve`: its requests and concurrency, p50/p99 of every latency, the result saved as
+    `<label>.json` (tools.bench_plot reads `<setup>-c<concurrency>.json`)."""
+    return [
         "--num-prompts",
-        str(args.bench_requests or max(16, 4 * concurrency)),
+        str(requests),
         "--max-concurrency",
         str(concurrency),
         "--percentile-metrics",
@@ -48,9 +61,9 @@ def bench_command(model_id: str, model_dir: Path, concurrency: int, args: argpar
         "50,99",
         "--save-result",
         "--result-dir",
-        str(args.bench_dir),
+        str(result_dir),
         "--result-filename",
-        f"{args.bench_label}-c{concurrency}.json",
+        f"{label}.json",
         "--disable-tqdm",
     ]
 
