@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra.serving import serve_auth
+from infra.serving.code_package import ZIP_TOP
 from infra.serving.rayservice import TLS_CERT_ANNOTATION, TLS_POLICY_ANNOTATION, TLS_PORTS_ANNOTATION
 from infra.settings.changes import KEYS_RELOADED
 from infra.settings.config import ConfigError
@@ -123,7 +124,7 @@ def test_the_app_names_the_auth_ingress_and_ships_its_package(internal):
         "ingress_cls": serve_auth.INGRESS_CLS,
         "ingress_extra_kwargs": {"api_keys_file": serve_auth.KEYS_FILE},
     }
-    assert app["runtime_env"] == {"py_modules": [serve_auth.package_uri()]}
+    assert app["runtime_env"] == {"py_modules": [serve_auth.CODE.uri()]}
 
 
 def test_the_ingress_arguments_are_ones_ray_serve_llm_reads():
@@ -138,7 +139,7 @@ def test_the_ingress_arguments_are_ones_ray_serve_llm_reads():
     fields = {n.target.id for n in config_class.body if isinstance(n, ast.AnnAssign)}
     assert set(serve_auth.ingress_args()["ingress_cls_config"]) <= fields
     module, _, name = serve_auth.INGRESS_CLS.partition(":")
-    ingress_source = serve_auth.PACKAGE_DIR.parent / f"{module.replace('.', '/')}.py"
+    ingress_source = serve_auth.CODE.directory.parent / f"{module.replace('.', '/')}.py"
     assert name in {n.name for n in ast.parse(ingress_source.read_text()).body if isinstance(n, ast.ClassDef)}
 
 
@@ -147,16 +148,16 @@ def test_every_ray_pod_mounts_the_code_and_the_keys(internal):
         (container,) = spec["containers"]
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         volumes = {v["name"]: v for v in spec["volumes"]}
-        assert volumes[mounts[serve_auth.CODE_MOUNT]]["configMap"] == {"name": serve_auth.code_configmap_name()}
+        assert volumes[mounts[serve_auth.CODE.mount]]["configMap"] == {"name": serve_auth.CODE.configmap_name()}
         assert volumes[mounts[serve_auth.KEYS_MOUNT]]["secret"] == {"secretName": serve_auth.KEYS_SECRET}
 
 
 def test_the_configmap_holds_the_zip_the_uri_names(internal):
     config_map = internal.get(CONFIG_MAP, "serving-serve-auth-code").inputs
     (name, data) = next(iter(config_map["binaryData"].items()))
-    assert f"file://{serve_auth.CODE_MOUNT}/{name}" == serve_auth.package_uri()
+    assert f"file://{serve_auth.CODE.mount}/{name}" == serve_auth.CODE.uri()
     names = zipfile.ZipFile(io.BytesIO(base64.b64decode(data))).namelist()
-    assert f"{serve_auth.ZIP_TOP}/{serve_auth.PACKAGE}/ingress.py" in names
+    assert f"{ZIP_TOP}/{serve_auth.PACKAGE}/ingress.py" in names
 
 
 def test_the_keys_secret_holds_every_key_a_line_and_is_a_pulumi_secret(internal):
@@ -229,5 +230,5 @@ def test_new_auth_code_comes_with_a_new_configmap_name():
     (https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically)
     while the serve config names the new zip at once; a name of its own per package digest makes new code a pod
     volume change, which replaces the RayService, so no replica looks for a zip its volume does not hold yet."""
-    digest = serve_auth.package_zip_name().removeprefix(f"{serve_auth.PACKAGE}-").removesuffix(".zip")
-    assert serve_auth.code_configmap_name() == f"serve-auth-code-{digest[:10]}"
+    digest = serve_auth.CODE.zip_name().removeprefix(f"{serve_auth.PACKAGE}-").removesuffix(".zip")
+    assert serve_auth.CODE.configmap_name() == f"serve-auth-code-{digest[:10]}"

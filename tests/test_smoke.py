@@ -760,7 +760,7 @@ def test_api_key_auth_serves_the_stacks_ingress_with_its_two_pod_paths_on_this_h
         "ingress_cls": serve_auth.INGRESS_CLS,
         "ingress_extra_kwargs": {"api_keys_file": str(tmp_path / smoke_overrides.AUTH_KEYS_FILE)},
     }
-    assert app["runtime_env"]["py_modules"] == [f"file://{tmp_path / serve_auth.package_zip_name()}"]
+    assert app["runtime_env"]["py_modules"] == [f"file://{tmp_path / serve_auth.CODE.zip_name()}"]
     smoke_app.validate_with_ray(config)
 
 
@@ -776,7 +776,7 @@ def test_a_stack_that_asks_for_keys_needs_api_key_auth(auth_cfg, tmp_path):
 
 def test_the_auth_files_are_the_package_zip_and_the_keys_readable_by_their_owner_alone(tmp_path):
     smoke_auth.write_auth_files(tmp_path, SMOKE_KEYS)
-    assert (tmp_path / serve_auth.package_zip_name()).read_bytes() == serve_auth.package_zip()
+    assert (tmp_path / serve_auth.CODE.zip_name()).read_bytes() == serve_auth.CODE.zip()
     keys_file = tmp_path / smoke_overrides.AUTH_KEYS_FILE
     assert keys_file.read_text().split() == list(SMOKE_KEYS)
     assert keys_file.stat().st_mode & 0o077 == 0

@@ -25,7 +25,7 @@ AUTH_ROTATION_TIMEOUT_S = 3 * RELOAD_SECONDS
 def write_auth_files(auth_dir: Path, api_keys: tuple[str, ...]) -> None:
     """What the cluster mounts into the Ray pods, here as files: the auth package's zip (its ConfigMap) and the keys
     (the serve-api-keys Secret), the keys file readable by this user alone."""
-    (auth_dir / serve_auth.package_zip_name()).write_bytes(serve_auth.package_zip())
+    (auth_dir / serve_auth.CODE.zip_name()).write_bytes(serve_auth.CODE.zip())
     keys_file = auth_dir / AUTH_KEYS_FILE
     keys_file.touch(mode=0o600)
     keys_file.write_text(serve_auth.keys_file_content(list(api_keys)))

@@ -360,7 +360,7 @@ def auth_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions) -> list[Override
         Override(
             "auth_package",
             ("applications", 0, "runtime_env", "py_modules"),
-            [f"file://{opts.auth_dir / serve_auth.package_zip_name()}"],
+            [f"file://{opts.auth_dir / serve_auth.CODE.zip_name()}"],
             "the auth package's zip from this host, where the cluster mounts it from a ConfigMap",
         ),
         Override(
