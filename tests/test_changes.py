@@ -333,7 +333,8 @@ def test_each_effect_says_whether_it_keeps_serving_and_how_it_rolls_back(effect)
 
 def test_routing_by_prefix_moves_what_its_effects_allow_and_replaces_the_rayservice():
     """A side that starts routing by prefix names the stack's router, whose code the pods mount
-    (infra/serving/prefix_routing.py): the serve config and the cluster spec change, and the router's ConfigMap comes."""
+    (infra/serving/prefix_routing.py): the serve config and the cluster spec change, and the router's ConfigMap
+    comes."""
     cached = {"prefixCaching": "on", "prefillReplicas": 2, "gpuNodeCount": 3}
     before, after = run_stack(cached), run_stack({**cached, "prefixAwareRouting": True})
     allowed = {(ROLLOUT, "serving-rollout")}.union(

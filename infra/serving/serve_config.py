@@ -44,6 +44,8 @@ PLACEMENT_STRATEGY = "STRICT_PACK"
 # its successor starts. Two keep one answering (docs/serve-updates.md, measured); set only where both sides have two
 # replicas, the least that keeps the engines answering through a rollout too.
 ROLLING_INGRESS_REPLICAS = 2
+# The engine arguments of prefix caching (prefix_caching_kwargs).
+PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
 
 
 @dataclass(frozen=True)
@@ -135,10 +137,9 @@ def prefix_caching_kwargs(enabled: bool | None, model_hybrid: bool | None) -> di
     whose block size its uncached PD partner has; vLLM 0.26 picks align itself for Qwen3.5, and stated, a hybrid whose
     Mamba layers support "all" keeps the pair's block sizes equal too. An attention-only model has no Mamba cache."""
     vllm_default = None if model_hybrid is None else not model_hybrid
-    return {
-        "enable_prefix_caching": None if enabled == vllm_default else enabled,
-        "mamba_cache_mode": PD_MAMBA_CACHE_MODE if enabled and model_hybrid is not False else None,
-    }
+    enable = None if enabled == vllm_default else enabled
+    mode = PD_MAMBA_CACHE_MODE if enabled and model_hybrid is not False else None
+    return dict(zip(PREFIX_CACHING_KEYS, (enable, mode), strict=True))
 
 
 def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
