@@ -5,9 +5,6 @@ read in vendor/vllm-0.26.0, Ray 2.58's in the installed package)."""
 from __future__ import annotations
 
 import ast
-import base64
-import io
-import zipfile
 from types import SimpleNamespace
 
 import pulumi
@@ -28,7 +25,7 @@ from infra.settings.prefix_caching import (
     PD_MAMBA_CACHE_MODE,
 )
 from tests.conftest import rejection
-from tests.rayservice_parts import pd_args, rayservice, serve_config, worker_group
+from tests.rayservice_parts import configmap_zip, mounted_volume, pd_args, pod_specs, serve_config
 from tests.vllm_source import engine_args_fields, vllm_method, vllm_tree
 from tools.offline import HUB_CONFIGS, StackRun, run_stack
 
@@ -270,22 +267,15 @@ def test_ray_takes_the_routed_config_and_imports_the_router_by_its_path(routed, 
 def test_the_app_loads_the_routers_zip_and_every_pod_mounts_it(routed):
     (application,) = serve_config(routed)["applications"]
     assert application["runtime_env"] == {"py_modules": [prefix_routing.CODE.uri()]}
-    for spec in (
-        rayservice(routed)["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"],
-        worker_group(routed)["template"]["spec"],
-    ):
-        (container,) = spec["containers"]
-        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-        volumes = {v["name"]: v for v in spec["volumes"]}
-        assert volumes[mounts[prefix_routing.CODE.mount]]["configMap"] == {"name": prefix_routing.CODE.configmap_name()}
+    for spec in pod_specs(routed):
+        volume = mounted_volume(spec, prefix_routing.CODE.mount)
+        assert volume["configMap"] == {"name": prefix_routing.CODE.configmap_name()}
 
 
 def test_the_routers_configmap_holds_the_zip_the_uri_names(routed):
-    config_map = routed.get(CONFIG_MAP, "serving-prefix-router-code").inputs
-    (name, data) = next(iter(config_map["binaryData"].items()))
+    name, entries = configmap_zip(routed, "serving-prefix-router-code")
     assert f"file://{prefix_routing.CODE.mount}/{name}" == prefix_routing.CODE.uri()
-    names = zipfile.ZipFile(io.BytesIO(base64.b64decode(data))).namelist()
-    assert f"{ZIP_TOP}/ray_llm_eks_routing/router.py" in names
+    assert f"{ZIP_TOP}/ray_llm_eks_routing/router.py" in entries
 
 
 def test_the_preview_names_the_routing_side(monkeypatch):

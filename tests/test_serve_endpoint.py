@@ -5,10 +5,7 @@ Ray Serve in tests/test_serve_auth.py."""
 from __future__ import annotations
 
 import ast
-import base64
 import importlib.util
-import io
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from infra.settings.changes import KEYS_RELOADED
 from infra.settings.config import ConfigError
 from infra.settings.table import CHANGE_EFFECTS
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, OPERATOR_CERTIFICATE, exposed
-from tests.rayservice_parts import rayservice, serve_config, worker_group
+from tests.rayservice_parts import configmap_zip, mounted_volume, pod_specs, serve_config
 from tools.offline import StackRun, load_stack_config, run_stack
 
 SECRET = "kubernetes:core/v1:Secret"
@@ -38,11 +35,6 @@ def rejected(overrides: dict, secret_keys: tuple[str, ...] = EXPOSED_SECRET_KEYS
     with pytest.raises(ConfigError) as caught:
         load_stack_config(overrides, secret_keys=secret_keys)
     return str(caught.value)
-
-
-def pod_specs(run: StackRun) -> list[dict]:
-    cluster = rayservice(run)["spec"]["rayClusterConfig"]
-    return [cluster["headGroupSpec"]["template"]["spec"], worker_group(run)["template"]["spec"]]
 
 
 # --- settings ---
@@ -145,19 +137,14 @@ def test_the_ingress_arguments_are_ones_ray_serve_llm_reads():
 
 def test_every_ray_pod_mounts_the_code_and_the_keys(internal):
     for spec in pod_specs(internal):
-        (container,) = spec["containers"]
-        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-        volumes = {v["name"]: v for v in spec["volumes"]}
-        assert volumes[mounts[serve_auth.CODE.mount]]["configMap"] == {"name": serve_auth.CODE.configmap_name()}
-        assert volumes[mounts[serve_auth.KEYS_MOUNT]]["secret"] == {"secretName": serve_auth.KEYS_SECRET}
+        assert mounted_volume(spec, serve_auth.CODE.mount)["configMap"] == {"name": serve_auth.CODE.configmap_name()}
+        assert mounted_volume(spec, serve_auth.KEYS_MOUNT)["secret"] == {"secretName": serve_auth.KEYS_SECRET}
 
 
 def test_the_configmap_holds_the_zip_the_uri_names(internal):
-    config_map = internal.get(CONFIG_MAP, "serving-serve-auth-code").inputs
-    (name, data) = next(iter(config_map["binaryData"].items()))
+    name, entries = configmap_zip(internal, "serving-serve-auth-code")
     assert f"file://{serve_auth.CODE.mount}/{name}" == serve_auth.CODE.uri()
-    names = zipfile.ZipFile(io.BytesIO(base64.b64decode(data))).namelist()
-    assert f"{ZIP_TOP}/{serve_auth.PACKAGE}/ingress.py" in names
+    assert f"{ZIP_TOP}/{serve_auth.PACKAGE}/ingress.py" in entries
 
 
 def test_the_keys_secret_holds_every_key_a_line_and_is_a_pulumi_secret(internal):
