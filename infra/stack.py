@@ -41,9 +41,10 @@ from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
 from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
-from infra.serving.serve_config import application_name
+from infra.serving.serve_config import PD_SIDES, application_name
 from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
+from infra.settings.prefix_caching import cache_rule
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.settings.table import settings_by_effect
 
@@ -330,12 +331,47 @@ def ray_auth_note(cfg: StackConfig) -> str:
     )
 
 
+def prefix_caching_note(cfg: StackConfig) -> str:
+    """Which engines keep a prefix cache and why, said by `pulumi preview` and `pulumi up`."""
+    mode = cfg.settings["prefixCaching"]
+    sides = [
+        f"{side} {_cache_state(getattr(cfg, side).prefix_caching)} ({cache_rule(mode, side, cfg.model_hybrid)})"
+        for side in PD_SIDES
+    ]
+    return f"prefixCaching={mode!r}: {'; '.join(sides)} (docs/prefix-caching.md)"
+
+
+def _cache_state(enabled: bool | None) -> str:
+    return {True: "on", False: "off", None: "as vLLM's default"}[enabled]
+
+
+def prefix_routing_note(cfg: StackConfig) -> str | None:
+    """Where prefixAwareRouting acts, and where it changes nothing; None when it is off."""
+    if cfg.settings["prefixAwareRouting"] != "true":
+        return None
+    sides = []
+    for name in PD_SIDES:
+        side = getattr(cfg, name)
+        if side.prefix_routing:
+            sides.append(f"{name} routes by prefix over up to {side.most_replicas} replicas")
+        elif side.prefix_caching is False:
+            sides.append(f"{name} keeps no prefix cache: Serve's default router")
+        else:
+            sides.append(f"{name} has one replica: nothing to choose between, Serve's default router")
+    changes = "" if cfg.prefix_routing else " changes nothing"
+    return f"prefixAwareRouting=true{changes}: {'; '.join(sides)}"
+
+
 def declare_serving(
     cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model, gcs_store: GcsStore | None
 ) -> Serving:
     pulumi.log.info(cluster_change_path(cfg))
     pulumi.log.info(ray_auth_note(cfg))
     pulumi.log.info(head_fault_tolerance_note(cfg))
+    pulumi.log.info(prefix_caching_note(cfg))
+    routing_note = prefix_routing_note(cfg)
+    if routing_note:
+        pulumi.log.info(routing_note)
     cache = model.cache
     # The token only where the Hub is read: the workers, when they load from it; with the model in S3 only the mirror
     # Job has it, from a Secret in its own namespace (infra/serving/model_cache.py).
@@ -363,6 +399,7 @@ def declare_serving(
             gcs_store=GcsStoreAccess(endpoint=gcs_store.primary_endpoint, auth_token=gcs_store.auth_token)
             if gcs_store
             else None,
+            prefix_routing=cfg.prefix_routing,
         ),
         cluster,
         nodes.system,

@@ -2,7 +2,8 @@
 
 The metric lists a name is checked against, by the exporter that makes it:
 - Ray and vLLM (`ray_...`): docs/metrics/ray-2.58.0-vllm-0.26.0-metric-names.txt, scraped from Ray's metrics
-  port while the PD app served (one name a line), and the failure counters a healthy run never exports;
+  port while the PD app served (one name a line), the failure counters a healthy run never exports, and the
+  prefix-cache counters an engine without the cache never exports (named from vLLM's source);
 - DCGM (`DCGM_...`): the fields dcgm-exporter 4.8.2 exports by default (its chart's metrics ConfigMap);
 - kube-state-metrics (`kube_...`): the pod and namespace metrics kube-state-metrics v2.20.0 documents;
 - Prometheus itself: `up`, which it records for every target it scrapes;
@@ -12,15 +13,19 @@ The metric lists a name is checked against, by the exporter that makes it:
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import promql_parser
+import pytest
 
 from tests.schemas import schemas_dir
+from tests.vllm_source import VLLM
 from tools.project import PROJECT_DIR
 
 RAY_VLLM_METRICS = PROJECT_DIR / "docs" / "metrics" / "ray-2.58.0-vllm-0.26.0-metric-names.txt"
@@ -39,9 +44,37 @@ PROMETHEUS_SERIES = frozenset({"up"})
 COUNTED_ONLY_ON_FAILURE = frozenset(
     {"ray_vllm_nixl_num_failed_transfers_total", "ray_vllm_nixl_num_failed_notifications_total"}
 )
+# vLLM 0.26's prefix-cache counters (vllm/v1/metrics/loggers.py), which an engine increments only with prefix caching
+# on (vllm/v1/core/kv_cache_manager.py `get_computed_blocks`): the scraped run had it off. Ray exports them under the
+# name vLLM's Ray stat logger gives them (vllm/v1/metrics/ray_wrappers.py `_get_sanitized_opentelemetry_name`: every
+# character outside [a-zA-Z0-9_] made `_`), with `ray_` before it and a counter's `_total` after.
+PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits")
+
+
+def ray_counter_name(vllm_name: str) -> str:
+    return f"ray_{re.sub(r'[^a-zA-Z0-9_]', '_', vllm_name)}_total"
+
+
+def counted_only_with_prefix_caching() -> frozenset[str]:
+    """The prefix-cache counters as Ray exports them, each a counter vLLM's loggers.py declares under that name."""
+    declared = set(re.findall(r'self\._counter_cls\(\s*name="(vllm:[a-z_]+)"', (VLLM / "loggers.py").read_text()))
+    assert set(PREFIX_CACHE_COUNTERS) <= declared, f"vLLM's loggers.py declares no {PREFIX_CACHE_COUNTERS}"
+    return frozenset(ray_counter_name(name) for name in PREFIX_CACHE_COUNTERS)
+
+
 # Grafana template variables in a range (`[$interval]`, `[$__rate_interval]`) are durations only once Grafana
 # fills them in; any duration parses the same.
 RANGE_VARIABLE = re.compile(r"\[\s*\$\{?\w+\}?\s*\]")
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        message = "promtool not found: apt-get install prometheus (Debian and Ubuntu ship promtool in it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the alert rules through promtool; {message}")
+        pytest.skip(message)
+    return found
 
 
 def parse(expr: str) -> promql_parser.Expr:
@@ -87,7 +120,15 @@ def known_metrics() -> frozenset[str]:
         for doc in KUBE_STATE_METRICS_DOCS
         for name in re.findall(r"^\| (kube_\w+) ", (schemas_dir() / doc).read_text(), re.M)
     }
-    return frozenset(ray_vllm | COUNTED_ONLY_ON_FAILURE | dcgm | kube | PROMETHEUS_SERIES | ray_head_servers_metrics())
+    return frozenset(
+        ray_vllm
+        | COUNTED_ONLY_ON_FAILURE
+        | counted_only_with_prefix_caching()
+        | dcgm
+        | kube
+        | PROMETHEUS_SERIES
+        | ray_head_servers_metrics()
+    )
 
 
 def metrics_read(expr: str) -> set[str]:

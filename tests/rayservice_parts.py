@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import zipfile
+
 import yaml
 
 from infra.serving.rollout import ServeRollout
@@ -30,3 +34,22 @@ def pd_args(run: StackRun) -> dict:
 def worker_group(run: StackRun) -> dict:
     (group,) = rayservice(run)["spec"]["rayClusterConfig"]["workerGroupSpecs"]
     return group
+
+
+def pod_specs(run: StackRun) -> list[dict]:
+    cluster = rayservice(run)["spec"]["rayClusterConfig"]
+    return [cluster["headGroupSpec"]["template"]["spec"], worker_group(run)["template"]["spec"]]
+
+
+def mounted_volume(spec: dict, mount_path: str) -> dict:
+    """The volume the pod's one container mounts at `mount_path`."""
+    (container,) = spec["containers"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    return {v["name"]: v for v in spec["volumes"]}[mounts[mount_path]]
+
+
+def configmap_zip(run: StackRun, name: str) -> tuple[str, list[str]]:
+    """A ConfigMap holding one zip (stack code, infra/serving/code_package.py): its key and the zip's entries."""
+    config_map = run.get("kubernetes:core/v1:ConfigMap", name).inputs
+    ((key, data),) = config_map["binaryData"].items()
+    return key, zipfile.ZipFile(io.BytesIO(base64.b64decode(data))).namelist()

@@ -12,7 +12,6 @@ CI=true, where they fail.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ import yaml
 from infra.observability.alerts import KV_FAILURE_COUNTERS
 from infra.serving.serve_config import application_name
 from infra.stack import deploy_deadline_seconds
+from tests.promql import promtool
 from tools import cold_start
 from tools.offline import StackRun, load_stack_config
 
@@ -55,16 +55,6 @@ WORKERS = {"prefill": "worker-prefill", "decode": "worker-decode"}
 ENGINE_TARGET = {"job": "monitoring/ray-workers", "instance": "10.0.1.5:8080"}
 HEAD_POD = "ray-llm-abcde-head-x1x2y"
 GPU = {"Hostname": "gpu-node-1", "gpu": "0"}
-
-
-def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        message = "promtool not found: apt-get install prometheus (Debian and Ubuntu ship promtool in it)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the alert rules through promtool; {message}")
-        pytest.skip(message)
-    return found
 
 
 # --- what the stack renders, and its facts the cases play ---

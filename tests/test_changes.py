@@ -34,6 +34,7 @@ MOVES = {
         (SECRET, "serving-hf-token"),
         (SECRET, "serving-serve-api-keys"),
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
+        ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
     },
     changes.SECRET_UPDATED.name: {(SECRET, "serving-hf-token")},
     # Updated in place (tests/test_new_cluster.py: the same uid), the same objects as a replacement.
@@ -43,6 +44,7 @@ MOVES = {
         (SECRET, "serving-hf-token"),
         (SECRET, "serving-serve-api-keys"),
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
+        ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
     },
     # The setting tried here (clusterUpgradeStrategy) installs the Cluster Autoscaler's chart, with its IAM role.
     changes.CHART_ROLLED.name: {
@@ -123,6 +125,7 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "prefillQuantization": {"prefillQuantization": "fp8"},
     "decodeQuantization": {"decodeQuantization": "fp8"},
     "kvCacheDtype": {"kvCacheDtype": "fp8"},
+    "prefixCaching": {"prefixCaching": "on"},
     "prefillReplicas": {"prefillReplicas": 2},
     "decodeReplicas": {"decodeReplicas": 2},
     "dlcImage": {"dlcImage": "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2"},
@@ -339,3 +342,17 @@ def test_a_serve_config_change_is_said_to_keep_serving_with_two_a_side_and_to_ro
 def test_each_effect_says_whether_it_keeps_serving_and_how_it_rolls_back(effect):
     assert effect.keeps_serving.split(" ", 1)[0].rstrip(":") in ("yes", "no")
     assert effect.if_it_fails
+
+
+def test_routing_by_prefix_moves_what_its_effects_allow_and_replaces_the_rayservice():
+    """A side that starts routing by prefix names the stack's router, whose code the pods mount
+    (infra/serving/prefix_routing.py): the serve config and the cluster spec change, and the router's ConfigMap
+    comes."""
+    cached = {"prefixCaching": "on", "prefillReplicas": 2, "gpuNodeCount": 3}
+    before, after = run_stack(cached), run_stack({**cached, "prefixAwareRouting": True})
+    allowed = {(ROLLOUT, "serving-rollout")}.union(
+        *(MOVES[effect.name] for effect in CHANGE_EFFECTS["prefixAwareRouting"])
+    )
+    assert moved({(r.type, r.name): r.inputs for r in before.resources}, after) <= allowed
+    assert rayservice(after)["spec"]["rayClusterConfig"] != rayservice(before)["spec"]["rayClusterConfig"]
+    assert rayservice(after)["spec"]["serveConfigV2"] != rayservice(before)["spec"]["serveConfigV2"]

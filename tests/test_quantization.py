@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -17,10 +16,10 @@ from infra.settings.quantization import (
 )
 from tests.conftest import rejection
 from tests.rayservice_parts import pd_args
+from tests.vllm_source import engine_args_fields, vllm_tree
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import run_stack
 
-VLLM = Path(__file__).resolve().parent.parent / "vendor" / "vllm-0.26.0"
 SIDES = ("prefill", "decode")
 # A config.json quantization_config as Qwen's FP8 checkpoints write it (fine-grained FP8, 128 x 128 blocks).
 FP8_CHECKPOINT = {"quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}}
@@ -31,24 +30,17 @@ def engine_kwargs(overrides: dict) -> dict[str, dict]:
     return {side: args[f"{side}_config"]["engine_kwargs"] for side in SIDES}
 
 
-def _tree(name: str) -> ast.Module:
-    return ast.parse((VLLM / name).read_text())
-
-
 def test_the_settings_are_engine_arguments_vllm_has():
     """`EngineArgs` (vllm/engine/arg_utils.py) declares `quantization` and `kv_cache_dtype`, which Ray Serve LLM
     hands it from engine_kwargs."""
-    tree = _tree("arg_utils.py")
-    (engine_args,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "EngineArgs"]
-    fields = {n.target.id for n in engine_args.body if isinstance(n, ast.AnnAssign)}
-    assert {"quantization", "kv_cache_dtype"} <= fields
+    assert {"quantization", "kv_cache_dtype"} <= engine_args_fields()
 
 
 def test_the_kv_cache_dtypes_offered_are_vllms_own():
     """`CacheDType` (vllm/config/cache.py) lists each value kvCacheDtype takes."""
     (alias,) = [
         n
-        for n in ast.walk(_tree("cache.py"))
+        for n in ast.walk(vllm_tree("cache.py"))
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "CacheDType"
     ]
     values = {element.value for element in alias.value.slice.elts}
@@ -59,7 +51,7 @@ def test_fp8_weights_need_the_capability_fp8config_states():
     """`Fp8Config.get_min_capability` returns 75 (vllm/model_executor/layers/quantization/fp8.py), which
     `VllmConfig._get_quantization_config` compares with the GPU's."""
     (method,) = [
-        n for n in ast.walk(_tree("fp8.py")) if isinstance(n, ast.FunctionDef) and n.name == "get_min_capability"
+        n for n in ast.walk(vllm_tree("fp8.py")) if isinstance(n, ast.FunctionDef) and n.name == "get_min_capability"
     ]
     (statement,) = method.body
     assert statement.value.value == FP8_WEIGHTS_MIN_CAPABILITY[0] * 10 + FP8_WEIGHTS_MIN_CAPABILITY[1]

@@ -130,7 +130,7 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         "08-configmap-dashboard-ray-serve.yaml",
         # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
         "08-configmap-model-mirror-script.yaml",
-        f"08-configmap-{serve_auth.code_configmap_name()}.yaml",
+        f"08-configmap-{serve_auth.CODE.configmap_name()}.yaml",
         "09-podmonitor-kuberay-operator.yaml",
         "09-podmonitor-ray-head.yaml",
         "09-podmonitor-ray-workers.yaml",

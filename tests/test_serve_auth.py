@@ -22,6 +22,7 @@ import openai
 import pytest
 
 from infra.serving import serve_auth
+from infra.serving.code_package import package_zip
 from tools.project import PROJECT_DIR
 
 KEYS = ["sk-rotate-in-0123456789abcdefghij", "sk-rotate-out-9876543210zyxwvutsrq"]
@@ -38,13 +39,13 @@ def guarded_application(workdir: Path) -> dict[str, Any]:
     `workdir/code` named by a `file://` URI, the keys in `workdir/keys` (the mounted Secret's file)."""
     code, keys_file = workdir / "code", workdir / "keys"
     code.mkdir()
-    (code / serve_auth.package_zip_name()).write_bytes(serve_auth.package_zip())
+    (code / serve_auth.CODE.zip_name()).write_bytes(serve_auth.CODE.zip())
     keys_file.write_text(serve_auth.keys_file_content(KEYS))
     return {
         "name": APP,
         "import_path": "tests.serve_auth_app:build_app",
         "route_prefix": "/",
-        "runtime_env": {"py_modules": [serve_auth.package_uri(str(code))]},
+        "runtime_env": {"py_modules": [serve_auth.CODE.uri(str(code))]},
         "args": serve_auth.ingress_args(str(keys_file)),
     }
 
@@ -152,21 +153,21 @@ def test_no_key_reaches_rays_logs(serve_app: Path) -> None:
 def test_the_package_zip_is_the_same_bytes_every_build() -> None:
     """Ray caches a py_modules package by its URI (ray/_private/runtime_env/py_modules.py): the name carries the
     digest of bytes that depend only on the sources, so a rebuild is no diff and a code change a new URI."""
-    first = serve_auth.package_zip()
-    serve_auth.package_zip.cache_clear()
-    assert serve_auth.package_zip() == first
-    assert serve_auth.package_zip_name().startswith(f"{serve_auth.PACKAGE}-")
-    assert os.path.basename(serve_auth.package_uri()) == serve_auth.package_zip_name()
+    first = serve_auth.CODE.zip()
+    package_zip.cache_clear()
+    assert serve_auth.CODE.zip() == first
+    assert serve_auth.CODE.zip_name().startswith(f"{serve_auth.PACKAGE}-")
+    assert os.path.basename(serve_auth.CODE.uri()) == serve_auth.CODE.zip_name()
 
 
 def test_a_rotated_keys_file_is_honoured_after_the_reload_interval(tmp_path: Path) -> None:
     """A mounted Secret changes in place (the kubelet swaps the files), so a key added or removed there is used
     without a restart once the file is read again."""
-    sys.path.insert(0, str(serve_auth.PACKAGE_DIR.parent))
+    sys.path.insert(0, str(serve_auth.CODE.directory.parent))
     try:
         from ray_llm_eks_auth import RELOAD_SECONDS, ApiKeys
     finally:
-        sys.path.remove(str(serve_auth.PACKAGE_DIR.parent))
+        sys.path.remove(str(serve_auth.CODE.directory.parent))
     now = [0.0]
     keys_file = tmp_path / "keys"
     keys_file.write_text(serve_auth.keys_file_content(KEYS))

@@ -5,21 +5,19 @@ Ray Serve in tests/test_serve_auth.py."""
 from __future__ import annotations
 
 import ast
-import base64
 import importlib.util
-import io
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from infra.serving import serve_auth
+from infra.serving.code_package import ZIP_TOP
 from infra.serving.rayservice import TLS_CERT_ANNOTATION, TLS_POLICY_ANNOTATION, TLS_PORTS_ANNOTATION
 from infra.settings.changes import KEYS_RELOADED
 from infra.settings.config import ConfigError
 from infra.settings.table import CHANGE_EFFECTS
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, OPERATOR_CERTIFICATE, exposed
-from tests.rayservice_parts import rayservice, serve_config, worker_group
+from tests.rayservice_parts import configmap_zip, mounted_volume, pod_specs, serve_config
 from tools.offline import StackRun, load_stack_config, run_stack
 
 SECRET = "kubernetes:core/v1:Secret"
@@ -37,11 +35,6 @@ def rejected(overrides: dict, secret_keys: tuple[str, ...] = EXPOSED_SECRET_KEYS
     with pytest.raises(ConfigError) as caught:
         load_stack_config(overrides, secret_keys=secret_keys)
     return str(caught.value)
-
-
-def pod_specs(run: StackRun) -> list[dict]:
-    cluster = rayservice(run)["spec"]["rayClusterConfig"]
-    return [cluster["headGroupSpec"]["template"]["spec"], worker_group(run)["template"]["spec"]]
 
 
 # --- settings ---
@@ -123,7 +116,7 @@ def test_the_app_names_the_auth_ingress_and_ships_its_package(internal):
         "ingress_cls": serve_auth.INGRESS_CLS,
         "ingress_extra_kwargs": {"api_keys_file": serve_auth.KEYS_FILE},
     }
-    assert app["runtime_env"] == {"py_modules": [serve_auth.package_uri()]}
+    assert app["runtime_env"] == {"py_modules": [serve_auth.CODE.uri()]}
 
 
 def test_the_ingress_arguments_are_ones_ray_serve_llm_reads():
@@ -138,25 +131,20 @@ def test_the_ingress_arguments_are_ones_ray_serve_llm_reads():
     fields = {n.target.id for n in config_class.body if isinstance(n, ast.AnnAssign)}
     assert set(serve_auth.ingress_args()["ingress_cls_config"]) <= fields
     module, _, name = serve_auth.INGRESS_CLS.partition(":")
-    ingress_source = serve_auth.PACKAGE_DIR.parent / f"{module.replace('.', '/')}.py"
+    ingress_source = serve_auth.CODE.directory.parent / f"{module.replace('.', '/')}.py"
     assert name in {n.name for n in ast.parse(ingress_source.read_text()).body if isinstance(n, ast.ClassDef)}
 
 
 def test_every_ray_pod_mounts_the_code_and_the_keys(internal):
     for spec in pod_specs(internal):
-        (container,) = spec["containers"]
-        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-        volumes = {v["name"]: v for v in spec["volumes"]}
-        assert volumes[mounts[serve_auth.CODE_MOUNT]]["configMap"] == {"name": serve_auth.code_configmap_name()}
-        assert volumes[mounts[serve_auth.KEYS_MOUNT]]["secret"] == {"secretName": serve_auth.KEYS_SECRET}
+        assert mounted_volume(spec, serve_auth.CODE.mount)["configMap"] == {"name": serve_auth.CODE.configmap_name()}
+        assert mounted_volume(spec, serve_auth.KEYS_MOUNT)["secret"] == {"secretName": serve_auth.KEYS_SECRET}
 
 
 def test_the_configmap_holds_the_zip_the_uri_names(internal):
-    config_map = internal.get(CONFIG_MAP, "serving-serve-auth-code").inputs
-    (name, data) = next(iter(config_map["binaryData"].items()))
-    assert f"file://{serve_auth.CODE_MOUNT}/{name}" == serve_auth.package_uri()
-    names = zipfile.ZipFile(io.BytesIO(base64.b64decode(data))).namelist()
-    assert f"{serve_auth.ZIP_TOP}/{serve_auth.PACKAGE}/ingress.py" in names
+    name, entries = configmap_zip(internal, "serving-serve-auth-code")
+    assert f"file://{serve_auth.CODE.mount}/{name}" == serve_auth.CODE.uri()
+    assert f"{ZIP_TOP}/{serve_auth.PACKAGE}/ingress.py" in entries
 
 
 def test_the_keys_secret_holds_every_key_a_line_and_is_a_pulumi_secret(internal):
@@ -229,5 +217,5 @@ def test_new_auth_code_comes_with_a_new_configmap_name():
     (https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically)
     while the serve config names the new zip at once; a name of its own per package digest makes new code a pod
     volume change, which replaces the RayService, so no replica looks for a zip its volume does not hold yet."""
-    digest = serve_auth.package_zip_name().removeprefix(f"{serve_auth.PACKAGE}-").removesuffix(".zip")
-    assert serve_auth.code_configmap_name() == f"serve-auth-code-{digest[:10]}"
+    digest = serve_auth.CODE.zip_name().removeprefix(f"{serve_auth.PACKAGE}-").removesuffix(".zip")
+    assert serve_auth.CODE.configmap_name() == f"serve-auth-code-{digest[:10]}"

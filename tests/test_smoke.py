@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.serving import serve_auth
+from infra.serving import prefix_routing, serve_auth
 from infra.serving.rollout_status import FAILED, READY, serve_verdict
 from infra.serving.serve_config import KV_ROLES, build_serve_config, serve_app_args
 from tests.conftest import OPERATOR_CIDRS, SHIPPED_STACK_FILE_VALUES
@@ -53,7 +53,7 @@ PD_OVERRIDES = {
     "dp_master_port",
     "nixl_debug_logging",
 }
-AUTH_OVERRIDES = {"auth_package", "auth_keys_file"}
+AUTH_OVERRIDES = {"code_packages", "auth_keys_file"}
 
 
 @pytest.fixture(scope="module", params=["dev", "prod"])
@@ -75,6 +75,7 @@ def engine_override_names(overrides):
 def options(tmp_path, **kwargs):
     """A run's options; the auth files' place is set, used where the stack emits the API-key ingress (prod)."""
     kwargs.setdefault("auth_dir", tmp_path)
+    kwargs.setdefault("code_dir", tmp_path)
     return smoke_overrides.SmokeOptions(
         model_dir=tmp_path / "model", logging_config_path=tmp_path / "log.json", **kwargs
     )
@@ -760,7 +761,7 @@ def test_api_key_auth_serves_the_stacks_ingress_with_its_two_pod_paths_on_this_h
         "ingress_cls": serve_auth.INGRESS_CLS,
         "ingress_extra_kwargs": {"api_keys_file": str(tmp_path / smoke_overrides.AUTH_KEYS_FILE)},
     }
-    assert app["runtime_env"]["py_modules"] == [f"file://{tmp_path / serve_auth.package_zip_name()}"]
+    assert app["runtime_env"]["py_modules"] == [f"file://{tmp_path / serve_auth.CODE.zip_name()}"]
     smoke_app.validate_with_ray(config)
 
 
@@ -774,9 +775,13 @@ def test_a_stack_that_asks_for_keys_needs_api_key_auth(auth_cfg, tmp_path):
         smoke_app.smoke_serve_config(auth_cfg, options(tmp_path, auth_dir=None), NO_EFA)
 
 
-def test_the_auth_files_are_the_package_zip_and_the_keys_readable_by_their_owner_alone(tmp_path):
+def test_the_code_written_is_the_zips_the_app_loads(auth_cfg, tmp_path):
+    smoke_app.write_code_packages(auth_cfg, tmp_path)
+    assert (tmp_path / serve_auth.CODE.zip_name()).read_bytes() == serve_auth.CODE.zip()
+
+
+def test_the_auth_file_is_the_keys_readable_by_their_owner_alone(tmp_path):
     smoke_auth.write_auth_files(tmp_path, SMOKE_KEYS)
-    assert (tmp_path / serve_auth.package_zip_name()).read_bytes() == serve_auth.package_zip()
     keys_file = tmp_path / smoke_overrides.AUTH_KEYS_FILE
     assert keys_file.read_text().split() == list(SMOKE_KEYS)
     assert keys_file.stat().st_mode & 0o077 == 0
@@ -852,3 +857,36 @@ def test_bench_requests_must_be_positive(tmp_path, requests, capsys):
     with pytest.raises(SystemExit):
         smoke_args.parse_args(["--model-dir", str(tmp_path), "--bench-requests", requests])
     assert "not a positive number" in capsys.readouterr().err
+
+
+# --- prefix caching and routing (issue 37): what the GPU host runs ------------------------------------------------
+
+
+def test_the_baseline_caches_prefixes_as_the_prefill_side_does(tmp_path):
+    """The aggregated engine prefills, so it takes the prefill side's prefix caching (infra/settings/prefix_caching.py
+    AUTO_PREFILL), not the decode side's it is otherwise copied from."""
+    cfg = smoke_app.serve_stack_config("dev", {"prefixCaching": "on"})
+    production, config, overrides = smoke_app.smoke_serve_config(cfg, options(tmp_path, aggregated=True), NO_EFA)
+    assert smoke_document.unexplained_changes(production, config, overrides) == set()
+    (engine,) = config["applications"][0]["args"]["llm_configs"]
+    assert (engine["engine_kwargs"]["enable_prefix_caching"], engine["engine_kwargs"]["mamba_cache_mode"]) == (
+        True,
+        "align",
+    )
+
+
+@pytest.mark.parametrize("aggregated", [False, True])
+def test_a_routed_app_loads_the_stacks_router_from_this_host(tmp_path, aggregated):
+    """Two prefill replicas routing by prefix: the router's zip comes from this host, and Ray imports the router from
+    it when it validates the deployment's config (ray/serve/config.py `_serialize_request_router_cls`)."""
+    cfg = smoke_app.serve_stack_config(
+        "dev", {"prefixCaching": "on", "prefixAwareRouting": "true", "prefillReplicas": "2", "decodeReplicas": "2"}
+    )
+    smoke_app.write_code_packages(cfg, tmp_path)
+    production, config, overrides = smoke_app.smoke_serve_config(cfg, options(tmp_path, aggregated=aggregated), NO_EFA)
+    assert smoke_document.unexplained_changes(production, config, overrides) == set()
+    app = config["applications"][0]
+    assert app["runtime_env"]["py_modules"] == [prefix_routing.CODE.uri(str(tmp_path))]
+    routed = [engine["deployment_config"].get("request_router_config") for engine in smoke_engines(config)]
+    assert prefix_routing.request_router_config() in routed
+    smoke_app.validate_with_ray(config)

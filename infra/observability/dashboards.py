@@ -125,6 +125,14 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                     ],
                     "Requests vLLM's scheduler holds waiting and running on each side.",
                 ),
+                _panel(
+                    "Prefix cache hit rate per engine",
+                    "percentunit",
+                    [(q.prefix_cache_hit_rate_per_engine(app), "{{deployment}} {{replica}}")],
+                    "Share of the prompt tokens each engine found in its prefix cache (vLLM's prefix_cache_hits over "
+                    "prefix_cache_queries). An engine without the cache has no line: prefixCaching decides which "
+                    "keep one (docs/prefix-caching.md).",
+                ),
             ],
         ),
     ]

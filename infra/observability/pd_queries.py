@@ -35,6 +35,12 @@ KV_XFER_TIME = "ray_vllm_nixl_xfer_time_seconds"
 KV_BYTES = "ray_vllm_nixl_bytes_transferred"
 KV_FAILED_TRANSFERS = "ray_vllm_nixl_num_failed_transfers_total"
 KV_FAILED_NOTIFICATIONS = "ray_vllm_nixl_num_failed_notifications_total"
+# vLLM 0.26's prefix cache, in prompt tokens (vllm/v1/metrics/loggers.py `vllm:prefix_cache_queries`,
+# `vllm:prefix_cache_hits`). An engine without the cache counts nothing (vllm/v1/core/kv_cache_manager.py
+# `get_computed_blocks` returns before it looks), and Ray exports a counter only from its first increment, so such an
+# engine has no series.
+PREFIX_CACHE_QUERIES = "ray_vllm_prefix_cache_queries_total"
+PREFIX_CACHE_HITS = "ray_vllm_prefix_cache_hits_total"
 RATE_WINDOW = "5m"
 
 
@@ -42,15 +48,15 @@ def app_selector(app: str, deployments: str = PD_DEPLOYMENTS) -> str:
     return f'application="{app}", deployment=~"{deployments}"'
 
 
-def with_deployment(expr: str, app: str) -> str:
-    """`expr` (a vLLM engine series) labelled with the Serve deployment of its replica.
+def with_deployment(expr: str, app: str, labels: str = "deployment") -> str:
+    """`expr` (a vLLM engine series) labelled with the Serve deployment of its replica (`labels`: and the replica).
 
     vLLM's series carry the Ray worker of the replica that runs the engine, not the deployment; the replica's
     request counter carries both. Ray's own Serve LLM dashboard joins them the same way
     (ray/dashboard/modules/metrics/dashboards/serve_llm_dashboard_panels.py, `* on(WorkerId) group_left`).
     """
-    replicas = f"max by (WorkerId, deployment) ({REQUESTS}{{{app_selector(app)}}} * 0 + 1)"
-    return f"({expr}) * on (WorkerId) group_left (deployment) {replicas}"
+    replicas = f"max by (WorkerId, {labels}) ({REQUESTS}{{{app_selector(app)}}} * 0 + 1)"
+    return f"({expr}) * on (WorkerId) group_left ({labels}) {replicas}"
 
 
 def _over(series: str, window: str | None) -> str:
@@ -98,3 +104,13 @@ def kv_transfers_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
 
 def kv_bytes_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
     return counter_per_side(f"{KV_BYTES}_sum", app, window)
+
+
+ENGINE = "deployment, replica"
+
+
+def prefix_cache_hit_rate_per_engine(app: str, window: str = RATE_WINDOW) -> str:
+    """The share of prompt tokens each engine found in its prefix cache, where it looked at all."""
+    hits = f"sum by ({ENGINE}) ({with_deployment(_over(PREFIX_CACHE_HITS, window), app, ENGINE)})"
+    queries = f"sum by ({ENGINE}) ({with_deployment(_over(PREFIX_CACHE_QUERIES, window), app, ENGINE)})"
+    return f"{hits} / ({queries} > 0)"

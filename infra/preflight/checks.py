@@ -28,6 +28,8 @@ from infra.serving.model_source import ModelFacts, ModelSourceError, read_model
 from infra.settings.capacity import (
     CapacityError,
     EngineCapacity,
+    KvLayout,
+    align_block_problem,
     capacity_problem,
     kv_layout,
     vllm_default_gpu_memory_utilization,
@@ -76,20 +78,28 @@ def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | Non
     online = checkpoint_quantization(config) is None
     summaries = {}
     for side in ("prefill", "decode"):
+        serve_side = getattr(cfg, side)
         capacity = EngineCapacity(
             layout=layout,
             tensor_parallel_size=tp,
             gpu_memory_mib=cfg.topology.node.gpu_memory_mib,
             gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
-            weight_bytes=loaded_weight_bytes(model.tensors, online and getattr(cfg, side).quantization == "fp8"),
+            weight_bytes=loaded_weight_bytes(model.tensors, online and serve_side.quantization == "fp8"),
             max_model_len=cfg.max_model_len,
+            prefix_caching=caches_prefixes(serve_side.prefix_caching, layout),
         )
-        problem = capacity_problem(capacity)
+        problem = capacity_problem(capacity) or align_block_problem(side, capacity, serve_side.max_num_batched_tokens)
         if problem:
             raise CapacityError(f"{side}: {problem}")
         pulumi.log.info(f"capacity of {side} {capacity.describe()}")
         summaries[side] = capacity.summary()
     return summaries
+
+
+def caches_prefixes(prefix_caching: bool | None, layout: KvLayout) -> bool:
+    """The side's prefix caching, vLLM's default where the stack leaves it: on unless the model is hybrid
+    (infra/settings/prefix_caching.py), which the layout's Gated DeltaNet layers say."""
+    return (not layout.state_layers) if prefix_caching is None else prefix_caching
 
 
 def model_capacity(cfg: StackConfig) -> dict[str, Any] | None:

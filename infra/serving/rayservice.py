@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from infra.serving import serve_auth
+from infra.serving import prefix_routing, serve_auth
 from infra.serving.serve_config import build_serve_config, serve_app_args
 from infra.settings.config import StackConfig
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
@@ -111,21 +111,21 @@ def _env(with_hf_token: bool, extra: dict[str, str]) -> list[dict[str, Any]]:
     return env
 
 
-def serve_auth_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The auth code (ConfigMap) and the API keys (Secret) as files, in every pod: Serve may place the ingress,
-    and the app's runtime_env reaches every replica, on any node. A Secret or ConfigMap volume (no subPath) is
-    updated in place when the object changes (Kubernetes docs, Secrets: "Mounted Secrets are updated
-    automatically"), which is how a rotated key arrives without a restart."""
-    if not cfg.serve_api_key_auth:
-        return [], []
-    volumes = [
-        {"name": "serve-auth-code", "configMap": {"name": serve_auth.code_configmap_name()}},
-        {"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}},
-    ]
-    mounts = [
-        {"name": "serve-auth-code", "mountPath": serve_auth.CODE_MOUNT, "readOnly": True},
-        {"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True},
-    ]
+def code_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The stack code the app loads (infra/serving/code_package.py) and the API keys as files, in every pod: Serve
+    may place the ingress and the routers' callers on any node, and the app's runtime_env reaches every replica. A
+    Secret or ConfigMap volume (no subPath) is updated in place when the object changes (Kubernetes docs, Secrets:
+    "Mounted Secrets are updated automatically"), which is how a rotated key arrives without a restart."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    if cfg.serve_api_key_auth:
+        volume, mount = serve_auth.CODE.volume()
+        volumes += [volume, {"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}}]
+        mounts += [mount, {"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True}]
+    if cfg.prefix_routing:
+        volume, mount = prefix_routing.CODE.volume()
+        volumes.append(volume)
+        mounts.append(mount)
     return volumes, mounts
 
 
@@ -133,7 +133,7 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
     """The head: the Serve controller, the dashboard and GCS. No `HF_TOKEN`: nothing there reads the Hub (the engine
     loads the model's config and weights in its replica, on a worker: Ray 2.58 ray/llm/_internal/serve/engines/vllm/
     vllm_engine.py calls LLMConfig.apply_checkpoint_info, which reads the Hub config)."""
-    volumes, mounts = serve_auth_volumes(cfg)
+    volumes, mounts = code_volumes(cfg)
     env = _env(False, GCS_REDIS_CA_ENV) if cfg.gcs_redis else []
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
@@ -173,7 +173,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
         "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }
     env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT, "TRITON_CACHE_DIR": TRITON_CACHE_DIR})
-    auth_volumes, auth_mounts = serve_auth_volumes(cfg)
+    code_pod_volumes, code_mounts = code_volumes(cfg)
     # NIXL and vLLM advertise this address to the other side of the KV transfer.
     env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     return {
@@ -202,14 +202,14 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                         "volumeMounts": [
                             {"name": "dshm", "mountPath": "/dev/shm"},
                             {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
-                            *auth_mounts,
+                            *code_mounts,
                         ],
                     }
                 ],
                 "volumes": [
                     {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
                     {"name": "vllm-cache", "hostPath": {"path": VLLM_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}},
-                    *auth_volumes,
+                    *code_pod_volumes,
                 ],
             },
         },

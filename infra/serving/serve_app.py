@@ -16,7 +16,8 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
-from infra.serving import serve_auth
+from infra.serving import prefix_routing, serve_auth
+from infra.serving.code_package import CodePackage
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.serving.rayservice import (
     CLUSTER_SPEC_ANNOTATION,
@@ -114,6 +115,8 @@ class ServingArgs:
     prepull_image: str | None = None
     # The GCS store, when the RayService's cluster keeps its tables there (gcsFaultToleranceOptions).
     gcs_store: GcsStoreAccess | None = None
+    # A side routes by prefix: the router's code as a ConfigMap the pods mount (infra/serving/prefix_routing.py).
+    prefix_routing: bool = False
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
@@ -178,17 +181,29 @@ def rollout_args(
     )
 
 
+def code_config_map(
+    package: CodePackage, children: Children, namespace: str, opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """The package as a ConfigMap holding the zip its `py_modules` URI names, mounted into the Ray pods
+    (infra/serving/rayservice.py code_volumes)."""
+    return k8s.core.v1.ConfigMap(
+        children.name(package.configmap_prefix),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=package.configmap_name(), namespace=namespace),
+        binary_data={package.zip_name(): base64.b64encode(package.zip()).decode()},
+        opts=opts,
+    )
+
+
 def serve_auth_objects(
     args: ServingArgs, children: Children, provider: pulumi.ProviderResource, namespace: pulumi.Resource
 ) -> list[pulumi.Resource]:
-    """The auth package as a ConfigMap (the zip its `py_modules` URI names) and the keys as a Secret (one a line),
-    both mounted into the Ray pods (infra/serving/rayservice.py serve_auth_volumes)."""
+    """The auth package's ConfigMap and the keys as a Secret (one a line), both mounted into the Ray pods."""
     assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
-    code = k8s.core.v1.ConfigMap(
-        children.name("serve-auth-code"),
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.code_configmap_name(), namespace=args.namespace),
-        binary_data={serve_auth.package_zip_name(): base64.b64encode(serve_auth.package_zip()).decode()},
-        opts=children.opts("serve-auth-code", provider=provider, depends_on=[namespace]),
+    code = code_config_map(
+        serve_auth.CODE,
+        children,
+        args.namespace,
+        children.opts(serve_auth.CODE.configmap_prefix, provider=provider, depends_on=[namespace]),
     )
     keys = k8s.core.v1.Secret(
         children.name("serve-api-keys"),
@@ -313,7 +328,7 @@ def _rayservice_inputs(
     args: ServingArgs, children: Children, cluster: Cluster, namespace: pulumi.Resource
 ) -> list[pulumi.Resource]:
     """What the RayService's pods read or are guarded by, made before it: the Hub token's Secret, the NetworkPolicies,
-    the auth objects, the workers' service account; and what it waits for (the model's mirror)."""
+    the auth objects, the router's code, the workers' service account; and what it waits for (the model's mirror)."""
     inputs: list[pulumi.Resource] = []
     if args.hf_token is not None:
         inputs.append(
@@ -339,6 +354,9 @@ def _rayservice_inputs(
         inputs.extend(serve_auth_objects(args, children, cluster.provider, namespace))
     if args.gcs_store is not None:
         inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, cluster.provider, namespace))
+    if args.prefix_routing:
+        opts = children.new_opts(provider=cluster.provider, depends_on=[namespace])
+        inputs.append(code_config_map(prefix_routing.CODE, children, args.namespace, opts))
     if args.worker_service_account is not None:
         account, role_arn = args.worker_service_account
         inputs.append(

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.serving import serve_auth
+from infra.serving import prefix_routing, serve_auth
+from infra.serving.code_package import CodePackage
+from infra.settings.prefix_caching import PD_MAMBA_CACHE_MODE
 
 if TYPE_CHECKING:
     from infra.settings.config import ServeSide, StackConfig
@@ -42,6 +44,8 @@ PLACEMENT_STRATEGY = "STRICT_PACK"
 # its successor starts. Two keep one answering (docs/serve-updates.md, measured); set only where both sides have two
 # replicas, the least that keeps the engines answering through a rollout too.
 ROLLING_INGRESS_REPLICAS = 2
+# The engine arguments of prefix caching (prefix_caching_kwargs).
+PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class ServeAppArgs:
     kv_buffer_device: str  # "cuda" or "cpu" (resolve_kv_buffer_device)
     kv_cache_dtype: str  # "auto" or an FP8 dtype, both sides alike
     api_key_auth: bool  # our ingress asks for a key (infra/serving/serve_auth.py)
+    model_hybrid: bool | None = None  # the model has Mamba-type state; None where the project does not know
 
 
 def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> ServeAppArgs:
@@ -79,6 +84,7 @@ def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> Serv
         kv_buffer_device=cfg.kv_buffer_device,
         kv_cache_dtype=cfg.kv_cache_dtype,
         api_key_auth=cfg.serve_api_key_auth,
+        model_hybrid=cfg.model_hybrid,
     )
 
 
@@ -87,15 +93,18 @@ def _side(args: ServeAppArgs, side: str) -> ServeSide:
 
 
 def deployment_config(side: ServeSide) -> dict[str, Any]:
-    """A fixed replica count, or Ray Serve's autoscaling between the side's minimum and maximum."""
+    """A fixed replica count, or Ray Serve's autoscaling between the side's minimum and maximum; the prefix-aware
+    router where the side routes by prefix (infra/serving/prefix_routing.py)."""
+    router = {"request_router_config": prefix_routing.request_router_config()} if side.prefix_routing else {}
     if side.max_replicas is None:
-        return {"num_replicas": side.replicas}
+        return {"num_replicas": side.replicas, **router}
     return {
         "autoscaling_config": {
             "min_replicas": side.replicas,
             "max_replicas": side.max_replicas,
             "target_ongoing_requests": side.target_ongoing_requests,
-        }
+        },
+        **router,
     }
 
 
@@ -108,7 +117,7 @@ def ingress_deployment_config(args: ServeAppArgs) -> dict[str, Any]:
     return {"ingress_deployment_config": {"num_replicas": ROLLING_INGRESS_REPLICAS}}
 
 
-def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | str]:
+def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | str | bool]:
     """What the side sets instead of vLLM's default; an FP8 KV cache on both sides alike (NIXL's compatibility
     hash holds `cache_dtype`, infra/settings/quantization.py)."""
     overrides = {
@@ -116,8 +125,21 @@ def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | st
         "max_num_batched_tokens": side.max_num_batched_tokens,
         "quantization": side.quantization,
         "kv_cache_dtype": None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
+        **prefix_caching_kwargs(side.prefix_caching, args.model_hybrid),
     }
     return {key: value for key, value in overrides.items() if value is not None}
+
+
+def prefix_caching_kwargs(enabled: bool | None, model_hybrid: bool | None) -> dict[str, bool | str | None]:
+    """vLLM's `enable_prefix_caching` where the side's differs from vLLM's own default (on unless the model is
+    hybrid, infra/settings/prefix_caching.py): a serve config that states the default anew would restart every
+    engine for nothing. With the cache on, a model that is hybrid, or may be, runs `mamba_cache_mode` align, the mode
+    whose block size its uncached PD partner has; vLLM 0.26 picks align itself for Qwen3.5, and stated, a hybrid whose
+    Mamba layers support "all" keeps the pair's block sizes equal too. An attention-only model has no Mamba cache."""
+    vllm_default = None if model_hybrid is None else not model_hybrid
+    enable = None if enabled == vllm_default else enabled
+    mode = PD_MAMBA_CACHE_MODE if enabled and model_hybrid is not False else None
+    return dict(zip(PREFIX_CACHING_KEYS, (enable, mode), strict=True))
 
 
 def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
@@ -153,16 +175,28 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
     }
 
 
+def code_packages(args: ServeAppArgs) -> list[CodePackage]:
+    """The stack code the app loads (infra/serving/code_package.py): the API-key ingress, the prefix router."""
+    wanted = {serve_auth.CODE: args.api_key_auth, prefix_routing.CODE: routes_by_prefix(args)}
+    return [package for package, used in wanted.items() if used]
+
+
+def routes_by_prefix(args: ServeAppArgs) -> bool:
+    return args.prefill.prefix_routing or args.decode.prefix_routing
+
+
 def application_name(cfg: StackConfig) -> str:
     return cfg.ray_service_name
 
 
 def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
-    """The app; with API keys on, the PD builder's ingress is ours (infra/serving/serve_auth.py), loaded from the zip
-    the app's runtime_env names, on top of what the image has."""
+    """The app; with API keys on, the PD builder's ingress is ours (infra/serving/serve_auth.py), and a side that routes
+    by prefix names the stack's router (infra/serving/prefix_routing.py), each loaded from a zip the app's runtime_env
+    names, on top of what the image has."""
     app: dict[str, Any] = {"name": args.name, "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
-    if args.api_key_auth:
-        app["runtime_env"] = {"py_modules": [serve_auth.package_uri()]}
+    code = [package.uri() for package in code_packages(args)]
+    if code:
+        app["runtime_env"] = {"py_modules": code}
     app["args"] = {
         **{f"{side}_config": llm_config(args, side) for side in PD_SIDES},
         **ingress_deployment_config(args),

@@ -22,7 +22,13 @@ The arithmetic is vLLM 0.26's own, redone from the model's config.json and the G
 - a request of `max_model_len` needs cdiv(max_model_len, block size) blocks in each attention group and one in
   each state group (`MambaSpec.max_memory_usage_bytes`, mamba_cache_mode "none"), and vLLM's "Maximum
   concurrency" is blocks / that, its "GPU KV cache size" that times max_model_len
-  (`get_max_concurrency_for_kv_cache_config`, `get_kv_cache_capacity`).
+  (`get_max_concurrency_for_kv_cache_config`, `get_kv_cache_capacity`);
+- with prefix caching on, a Gated DeltaNet model runs mamba_cache_mode "align" (infra/settings/prefix_caching.py):
+  the block size is the same (`_align_hybrid_block_size` takes the same branch for "align" and "none"), and each
+  state group holds two blocks per request, the running state and the one it is copied from (`MambaSpec.
+  max_memory_usage_bytes`: `page_size_bytes * (2 + num_speculative_blocks)`). vLLM also asks that a block fit in
+  one step's batch ("In Mamba cache align mode, block_size ... must be <= max_num_batched_tokens",
+  `vllm/config/vllm.py`).
 
 With FP8 (infra/settings/quantization.py) the linear layers' weights of an online-quantized side count one byte per
 element, and an FP8 KV cache one byte per attention KV element; the Gated DeltaNet state keeps its dtypes.
@@ -59,6 +65,9 @@ LINEAR_ATTENTION = "linear_attention"
 # activation peak, non-torch memory and CUDA graphs. It is fitted to that one run and holds for that model and
 # batch shape; at vLLM's default max_num_seqs 256 the graphs took 0.25 GiB more (third session, run C).
 PROFILED_OVERHEAD_GIB = 2.56
+# Blocks a request holds in each Gated DeltaNet group (MambaSpec.max_memory_usage_bytes, no speculative decoding):
+# mamba_cache_mode "none" (prefix caching off) and "align" (on).
+UNCACHED_STATE_BLOCKS, ALIGN_STATE_BLOCKS = 1, 2
 
 
 class CapacityError(RuntimeError):
@@ -121,8 +130,9 @@ class KvLayout:
         """One block of the shared pool: a page in each of `group_size` layers."""
         return self.page_bytes * self.group_size
 
-    def blocks_per_request(self, max_model_len: int) -> int:
-        return self.attention_groups * math.ceil(max_model_len / self.block_tokens) + self.state_groups
+    def blocks_per_request(self, max_model_len: int, prefix_caching: bool = False) -> int:
+        state_blocks = ALIGN_STATE_BLOCKS if prefix_caching else UNCACHED_STATE_BLOCKS
+        return self.attention_groups * math.ceil(max_model_len / self.block_tokens) + self.state_groups * state_blocks
 
 
 def _dtype_bytes(name: Any, source: str, key: str) -> int:
@@ -182,6 +192,7 @@ class EngineCapacity:
     weight_bytes: int  # the tensors vLLM loads, over all the engine's GPUs
     max_model_len: int
     overhead_gib: float = PROFILED_OVERHEAD_GIB  # per GPU
+    prefix_caching: bool = False  # the engine runs vLLM's prefix caching (with state: mamba_cache_mode align)
 
     @property
     def budget_bytes(self) -> int:
@@ -199,7 +210,7 @@ class EngineCapacity:
 
     @property
     def blocks_per_request(self) -> int:
-        return self.layout.blocks_per_request(self.max_model_len)
+        return self.layout.blocks_per_request(self.max_model_len, self.prefix_caching)
 
     @property
     def requests(self) -> float:
@@ -227,6 +238,7 @@ class EngineCapacity:
             "blocksPerRequest": self.blocks_per_request,
             "kvTokens": self.tokens,
             "requestsOfMaxModelLen": round(self.requests, 2),
+            "prefixCaching": self.prefix_caching,
         }
 
     def describe(self) -> str:
@@ -240,6 +252,21 @@ class EngineCapacity:
             f"{self.max_model_len}: {s['kvTokens']} tokens of KV, {s['requestsOfMaxModelLen']} requests of "
             "maxModelLen at once"
         )
+
+
+def align_block_problem(side: str, capacity: EngineCapacity, max_num_batched_tokens: int | None) -> str | None:
+    """A hybrid engine with prefix caching whose step cannot hold one block: vLLM refuses to start."""
+    layout = capacity.layout
+    if not capacity.prefix_caching or not layout.state_layers or max_num_batched_tokens is None:
+        return None
+    if max_num_batched_tokens >= layout.block_tokens:
+        return None
+    return (
+        f"{side}MaxNumBatchedTokens={max_num_batched_tokens} is invalid with prefix caching on the {side} side: the "
+        f"model's Gated DeltaNet state is cached in blocks of {layout.block_tokens} tokens (mamba_cache_mode align), "
+        f"and vLLM 0.26 refuses a step smaller than one block; allowed is at least {layout.block_tokens} (or 0, "
+        "vLLM's default), or prefixCaching off"
+    )
 
 
 def capacity_problem(capacity: EngineCapacity) -> str | None:

@@ -24,6 +24,7 @@ from infra.settings.config_keys import provider_value_problems, unknown_key_prob
 from infra.settings.footprint import system_node_load, system_node_problem
 from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
 from infra.settings.namespaces import CREATED_NAMESPACES
+from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
 from infra.settings.quantization import fp8_problems
 from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image, region_problem
 from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
@@ -133,6 +134,12 @@ class ModelFacts:
 KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
 
 
+def model_hybrid(model_source: str) -> bool | None:
+    """Whether the model has Mamba-type state, where the project knows the model; None otherwise."""
+    facts = KNOWN_MODELS.get(model_source)
+    return None if facts is None else facts.hybrid
+
+
 class ConfigError(ValueError):
     """One or more stack-config values are invalid; the message lists every one of them."""
 
@@ -155,6 +162,10 @@ class ServeSide:
     # Ray Serve autoscaling (serveAutoscaling): up to max_replicas, aiming at target_ongoing_requests each.
     max_replicas: int | None = None
     target_ongoing_requests: int | None = None
+    # vLLM `enable_prefix_caching` (infra/settings/prefix_caching.py); None leaves vLLM's default.
+    prefix_caching: bool | None = None
+    # Whether the side's callers route to it by prefix (prefixAwareRouting where it can do something).
+    prefix_routing: bool = False
 
     @property
     def most_replicas(self) -> int:
@@ -253,6 +264,15 @@ class StackConfig:
     protect_resources: bool
     # Every setting as it was read, by key (secrets only as set or not): what `infra.settings.changes` groups.
     settings: Mapping[str, str]
+
+    @property
+    def prefix_routing(self) -> bool:
+        """Some side routes by prefix: the pods load the router's code."""
+        return self.prefill.prefix_routing or self.decode.prefix_routing
+
+    @property
+    def model_hybrid(self) -> bool | None:
+        return model_hybrid(self.model_source)
 
     @property
     def gpu_node_count(self) -> int:
@@ -581,6 +601,8 @@ def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autos
             "(set serveAutoscaling to true to let Ray Serve scale the side)"
         )
     quantization = values[f"{side}Quantization"]
+    prefix_caching = engine_prefix_caching(values["prefixCaching"], side, model_hybrid(values["modelSource"]))
+    most_replicas = max_replicas if autoscaling else replicas
     return ServeSide(
         replicas=replicas,
         max_num_seqs=values[f"{side}MaxNumSeqs"] or None,
@@ -588,6 +610,8 @@ def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autos
         quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
+        prefix_caching=prefix_caching,
+        prefix_routing=routes_by_prefix(values["prefixAwareRouting"], prefix_caching, most_replicas),
     )
 
 
@@ -1106,6 +1130,13 @@ def _relation_problems(
         *_collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
         _created_namespace_problem(cfg.namespace),
         *_model_fit_problems(cfg, values["kvBufferDevice"]),
+        prefix_routing_problem(
+            values["prefixAwareRouting"],
+            values["prefixCaching"],
+            cfg.model_source,
+            cfg.prefill.prefix_caching,
+            cfg.decode.prefix_caching,
+        ),
         *_fp8_problems(cfg),
         *_system_node_problems(cfg, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),

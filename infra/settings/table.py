@@ -43,6 +43,7 @@ from infra.settings.changes import (
     SYSTEM_NODES_SCALED,
     Effect,
 )
+from infra.settings.prefix_caching import PREFIX_CACHING_MODES
 from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 
 # Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
@@ -790,6 +791,30 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Scaling, FP8).",
             feeds="kv_cache_dtype",
             effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefixCaching",
+            Choice(PREFIX_CACHING_MODES),
+            "auto",
+            "vLLM prefix caching: a prompt that starts like an earlier one (a chat's history, a shared system prompt) "
+            "reuses that prefix's KV cache instead of prefilling it again. on: the prefill side; off: no engine; auto: "
+            "on where measured correct and faster (attention-only models), off for hybrid models such as the default "
+            "until the GPU host's run shows both. The decode side caches only for attention-only models, whatever "
+            "the setting but off (see Prefix caching).",
+            feeds="prefill.prefix_caching, decode.prefix_caching",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefixAwareRouting",
+            BOOLEAN,
+            False,
+            "Route each request to the replica whose earlier prompts share the longest prefix with it (Ray Serve "
+            "LLM's PrefixCacheAffinityRouter, run by the stack's fix of it), on each side that caches prefixes and "
+            "may have more than one replica; with one replica it changes nothing (the preview says so).",
+            feeds="prefill.prefix_routing, decode.prefix_routing",
+            effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note="the RayService is replaced when a side starts or stops routing by prefix: the pods mount the "
+            "router's code; with no side routing only the serve config could change, and nothing does",
         ),
         Setting(
             "serveAutoscaling",

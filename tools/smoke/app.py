@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from infra.serving.serve_config import PD_IMPORT_PATH, build_serve_config, serve_app_args
+from infra.serving.code_package import ZIP_TOP
+from infra.serving.serve_config import PD_IMPORT_PATH, build_serve_config, code_packages, serve_app_args
 from infra.settings.config import API_KEYS_SETTING
 from tools.offline import load_stack_config, stack_file
 from tools.project import PROJECT
@@ -21,7 +22,13 @@ if TYPE_CHECKING:
     from infra.settings.config import StackConfig
 from tools.smoke.document import Override, engine_configs, format_path, has_path
 from tools.smoke.host import HostFacts
-from tools.smoke.overrides import SmokeOptions, aggregated_overrides, auth_overrides, pd_overrides
+from tools.smoke.overrides import (
+    SmokeOptions,
+    aggregated_overrides,
+    auth_overrides,
+    code_overrides,
+    pd_overrides,
+)
 
 
 def smoke_serve_config(
@@ -32,7 +39,8 @@ def smoke_serve_config(
     if production["applications"][0]["import_path"] != PD_IMPORT_PATH:
         raise ValueError(f"expected the prefill/decode app ({PD_IMPORT_PATH}) from build_serve_config")
     build = aggregated_overrides if opts.aggregated else pd_overrides
-    overrides = build(production, opts, host) + auth_overrides(production, opts)
+    code = code_overrides(code_packages(serve_app_args(cfg)), opts)
+    overrides = build(production, opts, host) + code + auth_overrides(production, opts)
     smoke = copy.deepcopy(production)
     for override in overrides:
         if override.remove and not has_path(production, override.path):
@@ -42,13 +50,29 @@ def smoke_serve_config(
 
 
 def validate_with_ray(smoke: dict[str, Any]) -> None:
-    """Ray's own schemas for what the dashboard and the app builder accept (no Ray started, no vLLM)."""
+    """Ray's own schemas for what the dashboard and the app builder accept (no Ray started, no vLLM); a deployment's
+    request router is imported by its path, from the app's code zips as in the cluster (infra/serving/
+    prefix_routing.py)."""
     from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
     from ray.serve.schema import ServeDeploySchema
 
     ServeDeploySchema.model_validate(smoke)
-    for engine in engine_configs(smoke):
-        LLMConfig.model_validate(copy.deepcopy(engine))
+    code = [
+        f"{uri.removeprefix('file://')}/{ZIP_TOP}"
+        for uri in smoke["applications"][0].get("runtime_env", {}).get("py_modules", [])
+    ]
+    sys.path[:0] = code
+    try:
+        for engine in engine_configs(smoke):
+            LLMConfig.model_validate(copy.deepcopy(engine))
+    finally:
+        del sys.path[: len(code)]
+
+
+def write_code_packages(cfg: StackConfig, code_dir: Path) -> None:
+    """The zips of the stack code the app loads, where code_overrides points py_modules."""
+    for package in code_packages(serve_app_args(cfg)):
+        (code_dir / package.zip_name()).write_bytes(package.zip())
 
 
 # The API allow-list shapes the cluster's endpoint, never the serve config; a stack file that has none yet (the
@@ -71,7 +95,9 @@ def serve_stack_config(
     its sources stood in for (they shape the load balancer, never the serve config)."""
     has_allow_list = f"{PROJECT}:apiPublicAccessCidrs" in stack_file(stack).config
     overrides: dict[str, Any] = {} if has_allow_list else dict(ALLOW_LIST_STAND_IN)
-    overrides.update({key: yaml.safe_load(value) for key, value in (settings or {}).items()})
+    # As `pulumi config set KEY VALUE` stores them: strings, which the program reads by each key's kind. A YAML 1.1
+    # parse would make `prefixCaching=on` the boolean true.
+    overrides.update(settings or {})
     if not api_keys:
         return load_stack_config(overrides, stack=stack)
     region = load_stack_config(overrides, stack=stack).region

@@ -23,9 +23,8 @@ AUTH_ROTATION_TIMEOUT_S = 3 * RELOAD_SECONDS
 
 
 def write_auth_files(auth_dir: Path, api_keys: tuple[str, ...]) -> None:
-    """What the cluster mounts into the Ray pods, here as files: the auth package's zip (its ConfigMap) and the keys
-    (the serve-api-keys Secret), the keys file readable by this user alone."""
-    (auth_dir / serve_auth.package_zip_name()).write_bytes(serve_auth.package_zip())
+    """The keys the cluster mounts into the Ray pods (the serve-api-keys Secret), here as a file readable by this
+    user alone; the auth package's zip is written with the stack's other code (app.py write_code_packages)."""
     keys_file = auth_dir / AUTH_KEYS_FILE
     keys_file.touch(mode=0o600)
     keys_file.write_text(serve_auth.keys_file_content(list(api_keys)))

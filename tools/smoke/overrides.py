@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.serving import serve_auth
-from infra.serving.serve_config import KV_ROLES, PD_SIDES
+from infra.serving.code_package import CodePackage
+from infra.serving.serve_config import KV_ROLES, PD_SIDES, PREFIX_CACHING_KEYS
 from infra.settings.capacity import vllm_default_gpu_memory_utilization
 from tools.smoke.document import (
     Override,
@@ -74,7 +74,8 @@ class SmokeOptions:
     logging_config_path: Path | None = None  # NIXL debug logging for the KV-transfer proof
     share_gpu: bool = False  # prefill and decode on one GPU, half of it each
     shared_gpu_executor: str = "v2"  # a SHARED_GPU_EXECUTORS key: the Ray executor of replicas sharing the GPU
-    auth_dir: Path | None = None  # --api-key-auth: the auth package's zip and the keys file, written here
+    auth_dir: Path | None = None  # --api-key-auth: the keys file, written here
+    code_dir: Path | None = None  # the zips of the stack code the app loads (infra/serving/code_package.py)
 
 
 def _emulated_gpu_overrides(
@@ -316,11 +317,28 @@ def _transport_overrides(
     return overrides
 
 
-def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
-    # The baseline engine is the decode side's, without the KV connector: same model and settings.
-    args = cfg_doc["applications"][0]["args"]
-    engine = copy.deepcopy(args["decode_config"])
+def prefilling_engine(decode: dict[str, Any], prefill: dict[str, Any]) -> dict[str, Any]:
+    """The baseline engine: the decode side's config without the KV connector (same model and settings), caching
+    prefixes as the prefill side does, since it prefills too (infra/settings/prefix_caching.py), and routing by them
+    where the prefill side does and it has replicas to choose from."""
+    engine = copy.deepcopy(decode)
     del engine["engine_kwargs"]["kv_transfer_config"]
+    for key in PREFIX_CACHING_KEYS:
+        engine["engine_kwargs"].pop(key, None)
+        if key in prefill["engine_kwargs"]:
+            engine["engine_kwargs"][key] = prefill["engine_kwargs"][key]
+    engine["deployment_config"].pop("request_router_config", None)
+    deployment = engine["deployment_config"]
+    most_replicas = deployment.get("num_replicas") or deployment["autoscaling_config"]["max_replicas"]
+    router = prefill["deployment_config"].get("request_router_config")
+    if router and most_replicas > 1:
+        engine["deployment_config"]["request_router_config"] = copy.deepcopy(router)
+    return engine
+
+
+def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
+    args = cfg_doc["applications"][0]["args"]
+    engine = prefilling_engine(args["decode_config"], args["prefill_config"])
     app: Path_ = ("applications", 0)
     llm: Path_ = (*app, "args", "llm_configs", 0)
     replicas = engine_replicas(engine)
@@ -336,7 +354,8 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
             "aggregated_app",
             (*app, "args"),
             {"llm_configs": [engine], **ingress},
-            "baseline: the decode engine's config without kv_transfer_config, a GPU for each of its replicas"
+            "baseline: the decode engine's config without kv_transfer_config, with the prefill side's prefix caching "
+            "(and prefix routing, with more than one replica), a GPU for each of its replicas"
             + (f", with the stack's {' and '.join(ingress)}" if ingress else ""),
         ),
         *_engine_overrides(llm, "aggregated", engine["engine_kwargs"], opts, host),
@@ -348,21 +367,31 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
     ]
 
 
+def code_overrides(packages: list[CodePackage], opts: SmokeOptions) -> list[Override]:
+    """The stack code the app loads (the API-key ingress, the prefix router), from zips on this host, where the
+    cluster mounts them from ConfigMaps."""
+    if not packages:
+        return []
+    if opts.code_dir is None:
+        raise ValueError(f"the stack's serve config loads {[p.package for p in packages]}: give the code's folder")
+    return [
+        Override(
+            "code_packages",
+            ("applications", 0, "runtime_env", "py_modules"),
+            [package.uri(str(opts.code_dir)) for package in packages],
+            "the stack's code zips from this host, where the cluster mounts them from ConfigMaps",
+        )
+    ]
+
+
 def auth_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions) -> list[Override]:
-    """The API-key ingress as the stack emits it, its two in-pod paths pointed at files on this host: the package zip
-    (a ConfigMap mount in the cluster) and the keys file (the mounted Secret)."""
+    """The API-key ingress as the stack emits it, its keys file (the mounted Secret in the cluster) on this host."""
     app = cfg_doc["applications"][0]
     if "ingress_cls_config" not in app["args"]:
         return []
     if opts.auth_dir is None:
         raise ValueError("the stack's serve config asks for API keys: run with --api-key-auth")
     return [
-        Override(
-            "auth_package",
-            ("applications", 0, "runtime_env", "py_modules"),
-            [f"file://{opts.auth_dir / serve_auth.package_zip_name()}"],
-            "the auth package's zip from this host, where the cluster mounts it from a ConfigMap",
-        ),
         Override(
             "auth_keys_file",
             ("applications", 0, "args", "ingress_cls_config", "ingress_extra_kwargs", "api_keys_file"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.probe import CheckResult, Report
-from tools.smoke.app import serve_stack_config, smoke_serve_config, validate_with_ray
+from tools.smoke.app import serve_stack_config, smoke_serve_config, validate_with_ray, write_code_packages
 from tools.smoke.args import parse_args
 from tools.smoke.auth import AUTH_KEY_COUNT, check_auth, check_no_key_in_logs, write_auth_files
 from tools.smoke.bench import run_bench
@@ -71,6 +71,7 @@ def smoke_options(args: argparse.Namespace, work_dir: Path, api_keys: tuple[str,
         share_gpu=args.share_gpu,
         shared_gpu_executor=args.shared_gpu_executor,
         auth_dir=work_dir if api_keys else None,
+        code_dir=work_dir,
     )
 
 
@@ -93,7 +94,9 @@ def build_app(
         f"host: EFA device {'found' if host.has_efa else 'absent'}, flashinfer {host.has_flashinfer}, "
         f"libfabric {libfabric}"
     )
-    production, smoke, overrides = smoke_serve_config(serve_stack_config(args.stack, args.config, api_keys), opts, host)
+    cfg = serve_stack_config(args.stack, args.config, api_keys)
+    write_code_packages(cfg, work_dir)
+    production, smoke, overrides = smoke_serve_config(cfg, opts, host)
     engines = engines_of(smoke)
     if opts.share_gpu and opts.gpu_memory_utilization * engines > VLLM_DEFAULT_GPU_MEMORY_UTILIZATION:
         raise Refusal(

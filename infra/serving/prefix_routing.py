@@ -1,0 +1,27 @@
+"""Prefix-aware routing in the serve config: the router class a side's deployment names, and where its code comes from.
+
+Ray Serve 2.58 takes a deployment's router as `request_router_config` in its options (ray/serve/config.py
+`RequestRouterConfig`: `request_router_class` by import path, `request_router_kwargs` for its `initialize_state`),
+and Ray Serve LLM hands an LLMConfig's `deployment_config` to the engine deployment (`LLMConfig.deployment_config`
+lists `request_router_config`, ray/llm/_internal/serve/core/configs/llm_config.py). The class is serve_ext's fix of
+Ray Serve LLM's PrefixCacheAffinityRouter (serve_ext/ray_llm_eks_routing/router.py), shipped as stack code
+(infra/serving/code_package.py): RequestRouterConfig imports it when the app is built, in the app's runtime_env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.serving.code_package import CodePackage
+
+CODE = CodePackage("ray_llm_eks_routing", "prefix-router-code", "/opt/ray-llm-eks/prefix-router")
+ROUTER_CLASS = f"{CODE.package}.router:PrefixCacheAffinityRouter"
+# The router's options (prefix_aware_router.py `initialize_state`), Ray's defaults but one: the prefix tree keeps every
+# routed prompt's text until evicted, and eviction is off by default, so a long-running app's tree actor would grow
+# without bound. On, each replica's share is cut back to 360,000 characters once it passes 400,000, checked every 10 s
+# (Ray's defaults for the eviction's sizes).
+ROUTER_KWARGS = {"do_eviction": True}
+
+
+def request_router_config() -> dict[str, Any]:
+    return {"request_router_class": ROUTER_CLASS, "request_router_kwargs": dict(ROUTER_KWARGS)}
