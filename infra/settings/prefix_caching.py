@@ -56,13 +56,14 @@ class CacheRule:
 
 
 # prefixCaching `auto` on an engine that prefills (the prefill side of PD, an aggregated engine): on where measured
-# correct and faster, off otherwise. The hybrid entry is vLLM's own default until the GPU host's run settles it
-# (docs/prefix-caching.md, "Measured on the GPU host").
+# correct and faster, off otherwise. Hybrid: off, measured on the GPU host (docs/prefix-caching.md, "Measured on the GPU
+# host"; docs/bench/2026-12-06-prefix-cache/).
 AUTO_PREFILL: Mapping[bool, CacheRule] = {
     HYBRID: CacheRule(
         False,
-        "vLLM 0.26's own default for hybrid models; the cached path (mamba_cache_mode align) is not yet shown to give "
-        "the uncached logprobs and a shorter time to first token on the GPU host (docs/prefix-caching.md)",
+        "measured on the default model's shape at an L4's memory: the cached path (mamba_cache_mode align) is slower "
+        "(TTFT p50 at 16 concurrent 805 against 533 ms) and its logprobs just outside batching's spread "
+        "(docs/prefix-caching.md)",
     ),
     ATTENTION_ONLY: CacheRule(True, "vLLM 0.26's own default for attention-only models"),
 }
