@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from infra.serving import prefix_routing, serve_auth
-from infra.serving.serve_config import build_serve_config, serve_app_args
+from infra.serving import serve_auth
+from infra.serving.serve_config import build_serve_config, code_packages, serve_app_args
 from infra.settings.config import StackConfig
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.settings.scheduling import (
@@ -118,14 +118,14 @@ def code_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str,
     "Mounted Secrets are updated automatically"), which is how a rotated key arrives without a restart."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
-    if cfg.serve_api_key_auth:
-        volume, mount = serve_auth.CODE.volume()
-        volumes += [volume, {"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}}]
-        mounts += [mount, {"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True}]
-    if cfg.prefix_routing:
-        volume, mount = prefix_routing.CODE.volume()
+    # Exactly the zips the app's runtime_env names (serve_config.code_packages), so the two cannot part.
+    for package in code_packages(serve_app_args(cfg)):
+        volume, mount = package.volume()
         volumes.append(volume)
         mounts.append(mount)
+    if cfg.serve_api_key_auth:
+        volumes.append({"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}})
+        mounts.append({"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True})
     return volumes, mounts
 
 
