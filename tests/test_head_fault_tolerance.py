@@ -347,6 +347,15 @@ CLUSTER = "ray-llm-abcde"
 HEAD = "ray-llm-abcde-head-x7k2p"
 
 
+def test_the_waits_labels_are_the_stacks():
+    from infra.serving import rayservice as stack_rayservice
+    from infra.serving import rollout_status
+    from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
+
+    assert rollout_status.RAY_CLUSTER_LABEL == stack_rayservice.RAY_CLUSTER_LABEL
+    assert rollout_status.NODE_TYPE_LABEL == RAY_NODE_TYPE_LABEL
+
+
 def test_a_restarting_head_is_a_kubernetes_pod():
     assert core_object_errors(restarting_head(CLUSTER, HEAD, 2)) == []
 

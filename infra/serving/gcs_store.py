@@ -17,7 +17,7 @@ The shape:
 - Nothing left on destroy: no final snapshot and no backups (the store holds a running cluster's tables, worthless
   once that cluster is gone).
 
-Imports: infra.components, infra.settings.
+Imports: infra.components, infra.serving.rayservice, infra.settings.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ import pulumi_random as random
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import Children, problem, raise_input_errors
+from infra.serving.rayservice import GCS_REDIS_PORT
 from infra.settings.table import CACHE_NODE_TYPE_PATTERN
 
 ENGINE = "valkey"
 ENGINE_VERSION = "8.0"
-PORT = 6379
+# Where the head dials it (through the ExternalName alias, which maps no port).
+PORT = GCS_REDIS_PORT
 # A primary and one replica: automatic failover needs at least two (pulumi-aws replication_group.py
 # `num_cache_clusters`: "If automatic_failover_enabled or multi_az_enabled are true, must be at least 2").
 CACHE_CLUSTERS = 2
