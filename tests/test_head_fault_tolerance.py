@@ -236,7 +236,9 @@ def test_the_rayservice_waits_for_the_drain(dev):
     ],
 )
 def test_the_drain_is_deleted_before_what_kuberays_cleanup_needs(dev, type_, name):
-    """Pulumi deletes a resource before what it depends on, so the drain (deleted after the RayService) goes before
+    """Pulumi deletes a resource before what it depends on ("we must process deletes in reverse (so we don't delete
+    resources upon which other resources depend)", pulumi/pulumi pkg/resource/deploy/step_generator.go
+    ScheduleDeletes), so the drain (deleted after the RayService) goes before
     the operator that removes the finalizers, the namespace, and the store's password and address its cleanup Job
     reads."""
     assert dev.get(type_, name).urn in dev.get(DRAIN, "serving-rayservice-drain").dependencies
@@ -334,6 +336,15 @@ def test_turning_the_store_on_for_a_running_stack_makes_it_before_replacing_the_
     assert after.uids[after.get(RAYSERVICE, "serving-rayservice").urn].uid != before_uid
     depends = set(after.get(DRAIN, "serving-rayservice-drain").dependencies)
     assert after.get(SECRET, "serving-gcs-redis-password").urn in depends
+
+
+def test_a_store_that_fails_to_create_leaves_the_running_rayservice(dev):
+    """The RayService waits for the store (through the drain and the store's address): the SDK registers a resource
+    only once what it depends on is created (pulumi runtime/resource.py prepare_resource; tests/test_deploy_graph.py),
+    so a replacement's delete and create of the RayService are never reached when ElastiCache refuses the group."""
+    from tests.test_deploy_graph import waits_for
+
+    assert dev.get(GROUP, "gcs-store-valkey").urn in waits_for(dev, RAYSERVICE, "serving-rayservice")
 
 
 def test_a_node_type_change_moves_the_store_alone(dev):

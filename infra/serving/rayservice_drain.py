@@ -11,7 +11,8 @@ Two of those deletions wait on KubeRay's operator itself:
 Were the operator, the namespace, the password's Secret or the store deleted first, the finalizers would never be
 removed and the namespace would hang in Terminating. This resource sits between them: the RayService depends on it, and
 it depends on all of those, so the engine deletes it after the RayService and before them (Pulumi deletes a resource
-before what it depends on), and its delete waits until the RayService and every RayCluster it made are gone.
+before what it depends on: pulumi/pulumi pkg/resource/deploy/step_generator.go ScheduleDeletes), and its delete waits
+until the RayService and every RayCluster it made are gone.
 
 Create and update do nothing: there is nothing to wait for while the stack is up.
 """
