@@ -10,6 +10,7 @@ import itertools
 import json
 import logging
 import logging.config
+import re
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.openai_server import MODEL
 from tools import offline
 from tools.offline import load_stack_config
 from tools.probe import Report
+from tools.project import PROJECT_DIR
 from tools.smoke import app as smoke_app
 from tools.smoke import args as smoke_args
 from tools.smoke import auth as smoke_auth
@@ -299,12 +301,78 @@ def test_bench_command_is_vllms_own_client_at_the_given_concurrency(tmp_path):
     assert flags["--dataset-name"] == "random" and flags["--result-filename"] == "pd-c16.json"
 
 
+def test_a_prefix_cache_workload_runs_greedy_through_the_completions_endpoint(tmp_path):
+    """vLLM 0.26's bench flags (`vllm/benchmarks/serve.py`, `benchmarks/datasets/datasets.py` for
+    `prefix_repetition`); the result is named for tools.bench_plot as `<workload>_<label>-c<concurrency>`."""
+    args = smoke_args.parse_args(
+        [
+            "--model-dir",
+            str(tmp_path),
+            "--bench",
+            "16",
+            "--bench-workload",
+            "prefix,random",
+            "--bench-label",
+            "route_on",
+        ]
+    )
+    assert args.bench_workload == ("prefix", "random")
+    flags = dict(itertools.pairwise(smoke_bench.bench_command(MODEL, tmp_path, 16, args, "prefix")))
+    assert flags["--backend"] == "openai" and flags["--endpoint"] == "/v1/completions"
+    assert flags["--dataset-name"] == "prefix_repetition" and flags["--temperature"] == "0"
+    assert flags["--result-filename"] == "prefix_route_on-c16.json"
+
+
+def test_an_unknown_bench_workload_is_refused_naming_the_allowed_ones(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        smoke_args.parse_args(["--model-dir", str(tmp_path), "--bench", "4", "--bench-workload", "prefix,multiturn"])
+    assert "--bench-workload multiturn: allowed are chat,prefix,random" in capsys.readouterr().err
+
+
+def recorded_scrapes() -> dict[str, dict[str, float]]:
+    """The samples of docs/metrics' PD run (Ray 2.58.0, vLLM 0.26.0), one scrape per recorded stage."""
+    lines = (PROJECT_DIR / "docs/metrics/ray-2.58.0-vllm-0.26.0-pd-samples.txt").read_text().splitlines()
+    stages = ("running", "after-requests", "after-update")
+    scrapes: dict[str, dict[str, float]] = {stage: {} for stage in stages}
+    for line in lines:
+        row = re.match(r"(?:moved|same)\s+(\S+) (\S+) (\S+) (.+)$", line)
+        if row:
+            *values, sample = row.groups()
+            for stage, value in zip(stages, values, strict=True):
+                if value != "-":
+                    scrapes[stage][sample] = float(value)
+    return scrapes
+
+
+def test_engine_counts_are_what_each_replicas_engine_gained_named_by_its_deployment_and_replica():
+    """Ray 2.58 tags a replica's request counter with its deployment, replica and Ray worker; vLLM 0.26's Ray
+    metrics carry the same worker (vllm/v1/metrics/ray_wrappers.py): the recorded run's two decode replicas."""
+    scrapes = recorded_scrapes()
+    counts = smoke_metrics.engine_counts(scrapes["after-requests"], scrapes["after-update"])
+    assert counts["Decode:qwen3_5-9b x6994o6f"]["request_success"] == 51 - 6
+    assert counts["Decode:qwen3_5-9b 7jjdft50"]["request_success"] == 13
+
+
+def test_each_bench_level_writes_what_it_added_to_each_engine_beside_its_result(tmp_path, monkeypatch):
+    args = smoke_args.parse_args(
+        ["--model-dir", str(tmp_path), "--bench", "4", "--bench-workload", "prefix", "--bench-dir", str(tmp_path)]
+    )
+    monkeypatch.setattr(smoke_bench, "run_level", lambda *_: (True, "exit 0 in 1 s"))
+    scrapes = recorded_scrapes()
+    taken = iter([scrapes["after-requests"], scrapes["after-update"]])
+    report = Report()
+    smoke_bench.run_bench(report, MODEL, tmp_path, args, scrape=lambda: next(taken))
+    engines = json.loads((tmp_path / "prefix_pd-c4-engines.json").read_text())
+    assert engines["Decode:qwen3_5-9b x6994o6f"]["request_success"] == 45
+    assert "Decode:qwen3_5-9b x6994o6f: 45 requests" in report.checks[0].result.summary
+
+
 def test_a_stalled_bench_level_fails_and_the_next_levels_still_run(tmp_path, monkeypatch):
     args = smoke_args.parse_args(
         ["--model-dir", str(tmp_path), "--bench", "1,4", "--bench-dir", str(tmp_path), "--bench-timeout", "0.5"]
     )
     stalls = {1: "import time; time.sleep(30)", 4: "pass"}
-    monkeypatch.setattr(smoke_bench, "bench_command", lambda _m, _d, c, _a: [sys.executable, "-c", stalls[c]])
+    monkeypatch.setattr(smoke_bench, "bench_command", lambda _m, _d, c, _a, _w: [sys.executable, "-c", stalls[c]])
     report = Report()
     smoke_bench.run_bench(report, "qwen3.5-9b", tmp_path, args)
     assert report.failed == ["bench_c1"]

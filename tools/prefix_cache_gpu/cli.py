@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import tools.prefix_cache_gpu
-from tools.prefix_cache_gpu.sweep import Workload
 from tools.prefix_cache_gpu.teacher import TeacherPlan
 from tools.project import key_value_pairs
+from tools.smoke.bench import Workload
 
 PARTS = ("teacher", "sweep")
 

@@ -1,21 +1,15 @@
-"""`vllm bench serve` per workload, engine and concurrency, and the engine's prefix-cache counters around each level.
-
-Two workloads of the same prompt length: `prefix_repetition` (vLLM's shared-prefix dataset: `num_prefixes` random
-prefixes, each followed by its own random suffix in `num_prompts / num_prefixes` requests, shuffled;
-vllm/benchmarks/datasets/datasets.py `PrefixRepetitionRandomDataset`) and `random` (no shared prefix). Each level
-draws new prompts (its own seed), the same for both engines, so no level hits what an earlier one left in the cache.
-"""
+"""`vllm bench serve` per workload (tools.smoke.bench's `prefix` and `random`: one prompt length, with and without a
+shared prefix), engine and concurrency, and the engine's prefix-cache counters around each level."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.smoke.bench import level_args
+from tools.smoke.bench import BENCH_WORKLOADS, CHAT, Workload, completions_args
 
-WORKLOADS = ("prefix", "random")
+WORKLOADS = tuple(name for name in BENCH_WORKLOADS if name != CHAT)
 # vLLM's counters (vllm/v1/metrics/loggers.py; prometheus_client adds _total): prompt tokens looked up in the prefix
 # cache and found there, preemptions, and the token and request totals they are shares of.
 COUNTERS = (
@@ -27,37 +21,6 @@ COUNTERS = (
     "vllm:generation_tokens_total",
     "vllm:request_success_total",
 )
-
-
-@dataclass(frozen=True)
-class Workload:
-    prefix_len: int = 1536
-    suffix_len: int = 64
-    num_prefixes: int = 4
-    output_len: int = 32
-
-    def dataset_args(self, name: str) -> list[str]:
-        if name == "prefix":
-            return [
-                "--dataset-name",
-                "prefix_repetition",
-                "--prefix-repetition-prefix-len",
-                str(self.prefix_len),
-                "--prefix-repetition-suffix-len",
-                str(self.suffix_len),
-                "--prefix-repetition-num-prefixes",
-                str(self.num_prefixes),
-                "--prefix-repetition-output-len",
-                str(self.output_len),
-            ]
-        return [
-            "--dataset-name",
-            "random",
-            "--random-input-len",
-            str(self.prefix_len + self.suffix_len),
-            "--random-output-len",
-            str(self.output_len),
-        ]
 
 
 def label(workload: str, engine: str) -> str:
@@ -76,26 +39,10 @@ def bench_argv(
     tokenizer: Path,
     result_dir: Path,
 ) -> list[str]:
-    """`vllm bench serve`'s arguments (after `vllm bench serve`) for one level: greedy, fixed output length."""
-    return [
-        "--backend",
-        "openai",
-        "--base-url",
-        base_url,
-        "--endpoint",
-        "/v1/completions",
-        "--model",
-        model_id,
-        "--tokenizer",
-        str(tokenizer),
-        *workload.dataset_args(name),
-        "--ignore-eos",
-        "--temperature",
-        "0",
-        "--seed",
-        str(1000 + concurrency),
-        *level_args(requests, concurrency, result_dir, f"{label(name, engine)}-c{concurrency}"),
-    ]
+    """`vllm bench serve`'s arguments (after `vllm bench serve`) for one level of one engine."""
+    return completions_args(
+        workload, name, concurrency, requests, base_url, model_id, tokenizer, result_dir, label(name, engine)
+    )
 
 
 def counters(metrics_text: str) -> dict[str, float]:

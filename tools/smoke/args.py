@@ -8,6 +8,7 @@ from pathlib import Path
 import tools.smoke
 from infra.serving.serve_config import KV_ROLES
 from tools.project import key_value_pairs
+from tools.smoke.bench import BENCH_WORKLOADS, CHAT
 from tools.smoke.metrics import METRICS_PORT
 from tools.smoke.overrides import KV_ROLE_CHOICES, SHARED_GPU_EXECUTORS
 from tools.smoke.update import UPDATE_STEP_NAMES
@@ -31,6 +32,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     _update_options(parser)
     args = parser.parse_args(argv)
     args.config = key_value_pairs(args.config, "--config", parser)
+    unknown_workloads = set(args.bench_workload) - set(BENCH_WORKLOADS)
+    if unknown_workloads:
+        parser.error(f"--bench-workload {','.join(sorted(unknown_workloads))}: allowed are {','.join(BENCH_WORKLOADS)}")
     unknown_steps = set(args.update_steps) - set(UPDATE_STEP_NAMES)
     if unknown_steps:
         parser.error(f"--update-steps {','.join(sorted(unknown_steps))}: allowed are {','.join(UPDATE_STEP_NAMES)}")
@@ -134,6 +138,16 @@ def _bench_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="C1,C2,...",
         help="after the checks, run `vllm bench serve` at each concurrency",
+    )
+    group.add_argument(
+        "--bench-workload",
+        type=lambda text: tuple(text.split(",")),
+        default=(CHAT,),
+        metavar="W1,W2,...",
+        help="at each concurrency, in order: chat (random prompts of --bench-input-len through the chat endpoint), "
+        "prefix (1,536-token prefixes shared by 50 requests each, 64 tokens of their own, 32 out, greedy, through "
+        "the completions endpoint), random (the same lengths, nothing shared); with --metrics-out, each level's "
+        "counters per engine are written beside its result",
     )
     group.add_argument("--bench-input-len", type=int, default=1024)
     group.add_argument("--bench-output-len", type=int, default=128)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
+from infra.observability.pd_queries import REQUESTS
 from tools.smoke.deploy import http_request
 
 # `ray start --metrics-export-port` serves every node's metrics in Prometheus' text format; the Serve and
@@ -18,6 +20,10 @@ METRICS_URL = f"http://127.0.0.1:{METRICS_PORT}/metrics"
 METRICS_REPORT_WAIT_S = 20.0
 # A sample line: name, optional {labels} (quoted values may hold braces), value.
 METRIC_SAMPLE_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)')
+METRIC_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+# vLLM's counters as Ray Serve LLM exports them (ray/llm/_internal/serve/engines/vllm/vllm_engine.py starts vLLM's
+# Ray stat logger with log_engine_metrics): `ray_` before vLLM's name, one series per Ray worker of an engine.
+ENGINE_COUNTER_PREFIX, COUNTER_SUFFIX = "ray_vllm_", "_total"
 # What prefill/decode metrics are named after.
 PD_METRIC_WORDS = ("nixl", "kv", "ttft", "time_to_first_token", "request")
 
@@ -34,6 +40,32 @@ def parse_metric_samples(text: str) -> dict[str, float]:
 
 def sample_name(sample: str) -> str:
     return sample.split("{", 1)[0]
+
+
+def sample_labels(sample: str) -> dict[str, str]:
+    return dict(METRIC_LABEL.findall(sample.partition("{")[2]))
+
+
+def engine_counts(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """What each engine's vLLM counters gained between two scrapes (`prefix_cache_hits`, `request_success`, ...),
+    summed over their other labels, per Serve replica: vLLM's series carry the replica's Ray worker, which the
+    replica's request counter names with its deployment and replica (as the dashboards join them,
+    infra/observability/pd_queries.py `with_deployment`)."""
+    replicas = {}
+    for sample in after:
+        if sample_name(sample) == REQUESTS:
+            labels = sample_labels(sample)
+            replicas[labels.get("WorkerId")] = f"{labels.get('deployment')} {labels.get('replica')}"
+    gained: dict[str, dict[str, float]] = {}
+    for sample, value in after.items():
+        name = sample_name(sample)
+        if name.startswith(ENGINE_COUNTER_PREFIX) and name.endswith(COUNTER_SUFFIX):
+            worker = sample_labels(sample).get("WorkerId", "")
+            engine = replicas.get(worker, f"worker {worker[:12]}")
+            counter = name.removeprefix(ENGINE_COUNTER_PREFIX).removesuffix(COUNTER_SUFFIX)
+            totals = gained.setdefault(engine, {})
+            totals[counter] = totals.get(counter, 0.0) + value - before.get(sample, 0.0)
+    return dict(sorted(gained.items()))
 
 
 def scrape_metrics() -> dict[str, float]:

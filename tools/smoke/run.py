@@ -164,9 +164,14 @@ class MetricsScrapes:
 
     def take(self, stage: str) -> None:
         if self.enabled:
-            if stage != "running":  # let the processes report what the load just did
-                time.sleep(METRICS_REPORT_WAIT_S)
-            self.taken[stage] = scrape_metrics()
+            # let the processes report what the load just did
+            self.taken[stage] = scrape_metrics() if stage == "running" else self.reported()
+
+    @staticmethod
+    def reported() -> dict[str, float]:
+        """A scrape once what the processes did until now has reached the export."""
+        time.sleep(METRICS_REPORT_WAIT_S)
+        return scrape_metrics()
 
 
 def check_serving(
@@ -202,7 +207,7 @@ def check_serving(
         backend = served["engine_kwargs"]["kv_transfer_config"]["kv_connector_extra_config"]["backends"][0]
         check_nixl_logs(report, ray_temp_dir, backend)
     if args.bench:
-        run_bench(report, model_id, opts.model_dir, args, api_key)
+        run_bench(report, model_id, opts.model_dir, args, api_key, scrapes.reported if scrapes.enabled else None)
     scrapes.take("after-requests")
     if api_keys:
         check_no_key_in_logs(report, ray_temp_dir, api_keys)
