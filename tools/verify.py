@@ -60,6 +60,7 @@ from kubernetes.stream import stream
 
 from infra.serving.rollout_status import (
     FAILED_APP_STATUSES,
+    NODE_TYPE_LABEL,
     RAY_CLUSTER_LABEL,
     READY,
     cluster_pods,
@@ -350,7 +351,7 @@ class VerifyContext:
         cluster_name = status.get("activeServiceStatus", {}).get("rayClusterName")
         if not cluster_name:
             return []
-        selector = f"ray.io/cluster={cluster_name},ray.io/node-type=worker"
+        selector = f"{RAY_CLUSTER_LABEL}={cluster_name},{NODE_TYPE_LABEL}=worker"
         pods = self.cluster.list_pods(self.outputs.namespace, selector)
         return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
 

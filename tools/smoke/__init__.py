@@ -14,6 +14,6 @@ rollback) under traffic and judges each with the stack's rollout verdict (`infra
 config. `python -m tools.tiny_model DIR` makes a model for it with no model hub.
 
 The package by job, each module importing only those before it: `host` and `document` (what the overrides read),
-`overrides`, `app` (the config this run serves), `deploy`, then the checks (`logs`, `checks`, `auth`, `bench`,
-`update`, `metrics`), `args` and `run`, which plays them in order; `__main__` runs it.
+`overrides`, `app` (the config this run serves), `deploy`, then the checks (`logs`, `checks`, `auth`, `metrics`,
+`bench`, `update`), `args` and `run`, which plays them in order; `__main__` runs it.
 """
