@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 37 on one GPU: two replicas of the aggregated engine with prefix caching on, each at an L4's memory on half of
 # the GPU, behind the stack's prefix-aware router and then behind Serve's default router; vLLM's bench on the
-# shared-prefix workload at 16 and 4 concurrent requests, and what each level added to each engine's counters.
+# shared-prefix workload at 16 and 4 concurrent requests (LEVELS to change), and what each level added to each engine's counters.
 # Started detached from the code in /tmp/code with the wheel bundle in /tmp/site; results land in /tmp/out.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -22,7 +22,7 @@ for mode in ${MODES:-route_on route_off}; do
     --config prefillReplicas=2 --config decodeReplicas=2 --config maxModelLen=4096 \
     --config prefixCaching=on --config prefixAwareRouting=$routing \
     --max-model-len stack --no-enforce-eager --gpu-memory-of 23034 --deploy-timeout 600 --requests 3 \
-    --bench 16,4 --bench-workload prefix --bench-requests 200 --bench-label $mode --bench-dir $O/bench \
+    --bench ${LEVELS:-16,4} --bench-workload prefix --bench-requests 200 --bench-label $mode --bench-dir $O/bench \
     --metrics-out $O/metrics-$mode.txt > $O/smoke-$mode.log 2>&1
   echo "$mode rc=$? $(date -u +%T)" >> $O/progress.txt
   grep -h -E "prefix cache|Prefix cache|mamba_cache_mode|Mamba cache mode|GPU KV cache size|Maximum concurrency|block size|preempt|Traceback|Error" \
