@@ -1,9 +1,9 @@
 """PromQL in the dashboards and rules: every expression, parsed by promql-parser, and the metrics it reads.
 
 The metric lists a name is checked against, by the exporter that makes it:
-- Ray and vLLM (`ray_...`): docs/metrics/ray-2.58.0-vllm-0.26.0-metric-names.txt, scraped from Ray's metrics
-  port while the PD app served (one name a line), the failure counters a healthy run never exports, and the
-  prefix-cache counters an engine without the cache never exports (named from vLLM's source);
+- Ray and vLLM (`ray_...`): the names scraped from Ray's metrics port (docs/metrics/, one name a line) while the PD
+  app served and while two engines with prefix caching on served, and the failure counters a healthy run never
+  exports;
 - DCGM (`DCGM_...`): the fields dcgm-exporter 4.8.2 exports by default (its chart's metrics ConfigMap);
 - kube-state-metrics (`kube_...`): the pod and namespace metrics kube-state-metrics v2.20.0 documents;
 - Prometheus itself: `up`, which it records for every target it scrapes;
@@ -25,10 +25,15 @@ import promql_parser
 import pytest
 
 from tests.schemas import schemas_dir
-from tests.vllm_source import VLLM
 from tools.project import PROJECT_DIR
 
-RAY_VLLM_METRICS = PROJECT_DIR / "docs" / "metrics" / "ray-2.58.0-vllm-0.26.0-metric-names.txt"
+# The PD app's scrape, and one with vLLM's prefix cache on: an engine counts `vllm:prefix_cache_queries` and
+# `vllm:prefix_cache_hits` only with the cache on (vllm/v1/core/kv_cache_manager.py `get_computed_blocks`), and Ray
+# exports a counter only from its first increment.
+RAY_VLLM_METRICS = tuple(
+    PROJECT_DIR / "docs" / "metrics" / f"ray-2.58.0-vllm-0.26.0-{scrape}metric-names.txt"
+    for scrape in ("", "prefix-cache-")
+)
 DCGM_COUNTERS = Path("dcgm-exporter-4.8.2/metrics-configmap.yaml")
 KUBE_STATE_METRICS_DOCS = tuple(
     Path(f"kube-prometheus-stack-88.5.3/kube-state-metrics-{kind}-metrics.md") for kind in ("pod", "namespace")
@@ -44,24 +49,6 @@ PROMETHEUS_SERIES = frozenset({"up"})
 COUNTED_ONLY_ON_FAILURE = frozenset(
     {"ray_vllm_nixl_num_failed_transfers_total", "ray_vllm_nixl_num_failed_notifications_total"}
 )
-# vLLM 0.26's prefix-cache counters (vllm/v1/metrics/loggers.py), which an engine increments only with prefix caching
-# on (vllm/v1/core/kv_cache_manager.py `get_computed_blocks`): the scraped run had it off. Ray exports them under the
-# name vLLM's Ray stat logger gives them (vllm/v1/metrics/ray_wrappers.py `_get_sanitized_opentelemetry_name`: every
-# character outside [a-zA-Z0-9_] made `_`), with `ray_` before it and a counter's `_total` after.
-PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits")
-
-
-def ray_counter_name(vllm_name: str) -> str:
-    return f"ray_{re.sub(r'[^a-zA-Z0-9_]', '_', vllm_name)}_total"
-
-
-def counted_only_with_prefix_caching() -> frozenset[str]:
-    """The prefix-cache counters as Ray exports them, each a counter vLLM's loggers.py declares under that name."""
-    declared = set(re.findall(r'self\._counter_cls\(\s*name="(vllm:[a-z_]+)"', (VLLM / "loggers.py").read_text()))
-    assert set(PREFIX_CACHE_COUNTERS) <= declared, f"vLLM's loggers.py declares no {PREFIX_CACHE_COUNTERS}"
-    return frozenset(ray_counter_name(name) for name in PREFIX_CACHE_COUNTERS)
-
-
 # Grafana template variables in a range (`[$interval]`, `[$__rate_interval]`) are durations only once Grafana
 # fills them in; any duration parses the same.
 RANGE_VARIABLE = re.compile(r"\[\s*\$\{?\w+\}?\s*\]")
@@ -111,24 +98,21 @@ def ray_head_servers_metrics() -> set[str]:
     }
 
 
+def scraped_names(scrape: Path) -> set[str]:
+    """A docs/metrics/ names file: one name a line under its `#` header."""
+    return {line for line in scrape.read_text().splitlines() if line and not line.startswith("#")}
+
+
 @cache
 def known_metrics() -> frozenset[str]:
-    ray_vllm = {line for line in RAY_VLLM_METRICS.read_text().split() if not line.startswith("#")}
+    ray_vllm = set().union(*(scraped_names(scrape) for scrape in RAY_VLLM_METRICS))
     dcgm = set(re.findall(r"^\s*(DCGM_FI_\w+),", (schemas_dir() / DCGM_COUNTERS).read_text(), re.MULTILINE))
     kube = {
         name
         for doc in KUBE_STATE_METRICS_DOCS
         for name in re.findall(r"^\| (kube_\w+) ", (schemas_dir() / doc).read_text(), re.M)
     }
-    return frozenset(
-        ray_vllm
-        | COUNTED_ONLY_ON_FAILURE
-        | counted_only_with_prefix_caching()
-        | dcgm
-        | kube
-        | PROMETHEUS_SERIES
-        | ray_head_servers_metrics()
-    )
+    return frozenset(ray_vllm | COUNTED_ONLY_ON_FAILURE | dcgm | kube | PROMETHEUS_SERIES | ray_head_servers_metrics())
 
 
 def metrics_read(expr: str) -> set[str]:
