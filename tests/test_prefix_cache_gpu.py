@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
 from tests.rayservice_parts import serve_config
+from tests.vllm_source import VLLM
 from tools import bench_plot
 from tools.prefix_cache_gpu import sweep, teacher
 from tools.prefix_cache_gpu.cli import main, parse_args
@@ -152,6 +154,14 @@ def test_the_cached_path_is_within_the_spread_only_at_or_below_its_max_and_p99()
     assert teacher.within_spread({"abs_delta_logprob": {"max": 0.3, "p99": 0.1}}, spread)
     assert not teacher.within_spread({"abs_delta_logprob": {"max": 0.31, "p99": 0.01}}, spread)
     assert not teacher.within_spread({"abs_delta_logprob": {"max": 0.01, "p99": 0.11}}, spread)
+
+
+def test_the_sweep_reads_counters_vllm_declares():
+    """`vllm serve`'s /metrics names each counter as vLLM 0.26's `vllm/v1/metrics/loggers.py` declares it
+    (`self._counter_cls(name="vllm:...")`), and prometheus_client's text format adds `_total`: a name the engine does
+    not export would read as zero in every level."""
+    declared = set(re.findall(r'self\._counter_cls\(\s*name="(vllm:[a-z_]+)"', (VLLM / "loggers.py").read_text()))
+    assert {name.removesuffix("_total") for name in sweep.COUNTERS} <= declared
 
 
 def test_counters_are_summed_over_label_sets_and_a_level_gives_its_hit_rate():
