@@ -340,9 +340,9 @@ def test_turning_the_store_on_for_a_running_stack_makes_it_before_replacing_the_
 
 def test_a_store_that_fails_to_create_leaves_the_running_rayservice(dev):
     """The RayService waits for the store (through the drain and the store's address): the SDK registers a resource
-    only once what it depends on is created (pulumi runtime/resource.py prepare_resource; tests/test_deploy_graph.py),
+    only once what it depends on is created (pulumi runtime/resource.py prepare_resource; tests/deploy_graph.py),
     so a replacement's delete and create of the RayService are never reached when ElastiCache refuses the group."""
-    from tests.test_deploy_graph import waits_for
+    from tests.deploy_graph import waits_for
 
     assert dev.get(GROUP, "gcs-store-valkey").urn in waits_for(dev, RAYSERVICE, "serving-rayservice")
 

@@ -32,7 +32,7 @@ from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
 from tests.schemas import kuberay_dir
-from tests.test_cold_start import user_data_parts
+from tests.test_node_start import user_data_parts
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import PROJECT_DIR
 from tools.render import kubernetes_manifests

@@ -37,7 +37,6 @@ from infra.settings.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 from tools.stack_yaml import StackFileError, cli_string, read_stack_file
-from tools.tiny_model import SHAPES, SPECIAL_TOKENS, model_config
 
 ACCOUNT_ID = "123456789012"
 # Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
@@ -206,10 +205,11 @@ OFFERED_INSTANCE_TYPES = frozenset(
 
 
 # Model repositories the offline Hub holds, as huggingface.co serves their config.json: the default model with
-# the full Qwen3.5-9B dimensions (tools.tiny_model's "full" shape), and Llama 3.1 8B, a gated repository whose
+# the full Qwen3.5-9B dimensions (tools/offline_hub/: the config the lab's tiny model writes in its "full" shape,
+# lab/tests/test_tiny_model.py holds the two equal), and Llama 3.1 8B, a gated repository whose
 # config stretches 8192 positions to 131072 by RoPE scaling (its published config.json).
 HUB_CONFIGS: dict[str, dict[str, Any]] = {
-    "Qwen/Qwen3.5-9B": model_config(SHAPES["full"], {token: 248044 + i for i, token in enumerate(SPECIAL_TOKENS)}),
+    "Qwen/Qwen3.5-9B": json.loads((PROJECT_DIR / "tools" / "offline_hub" / "Qwen3.5-9B.config.json").read_text()),
     # A public dense model (its published config.json, the keys vLLM reads for the length check).
     "Qwen/Qwen3-8B": {
         "architectures": ["Qwen3ForCausalLM"],
@@ -233,9 +233,9 @@ HUB_CONFIGS: dict[str, dict[str, Any]] = {
 }
 GATED_REPOS = frozenset({"meta-llama/Llama-3.1-8B"})
 # The tensors of the default model's checkpoint (name -> safetensors dtype and shape): transformers 5.17's
-# Qwen3_5ForConditionalGeneration built on the meta device from tools.tiny_model's "full" config, its state_dict
-# as `save_pretrained` writes it (17.53 GiB in all, vLLM's "Checkpoint size: 17.53 GiB" for the checkpoint the GPU
-# runs wrote, docs/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
+# Qwen3_5ForConditionalGeneration built on the meta device from that config, its state_dict as `save_pretrained`
+# writes it (17.53 GiB in all, vLLM's "Checkpoint size: 17.53 GiB" for the checkpoint the GPU runs wrote,
+# docs/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
 HUB_TENSORS = {"Qwen/Qwen3.5-9B": PROJECT_DIR / "tools" / "offline_hub" / "Qwen3.5-9B.tensors.json"}
 SAFETENSORS_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
 # save_pretrained's max_shard_size="5GB" (tools/tiny_model.py), in bytes.

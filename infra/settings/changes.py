@@ -36,8 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # What one GPU node of a newCluster surge runs beside the active cluster, in minutes, from its launch until the
-# Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements) by
-# tools/cold_start.py surge_steps(), which a test holds this to.
+# Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements), docs/model-cache.md
+# "What a new node waits for"; the lab's test holds the model to it (lab/tests/test_cold_start.py).
 SURGE_MINUTES_PER_GPU_NODE = 20
 
 
