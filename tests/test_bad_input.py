@@ -347,7 +347,7 @@ def test_well_typed_aws_provider_settings_are_accepted(key, value):
     load_stack_config({key: value})
 
 
-# --- the default model's measured limits (infra/settings/config.py KNOWN_MODELS, docs/gpu-end-to-end.md) ---
+# --- the default model's measured limits (infra/settings/config.py KNOWN_MODELS, lab/records/gpu-end-to-end.md) ---
 
 
 @pytest.mark.parametrize(
@@ -360,14 +360,14 @@ def test_well_typed_aws_provider_settings_are_accepted(key, value):
 )
 def test_host_memory_kv_staging_is_refused_for_the_hybrid_default_model(overrides):
     """vLLM 0.26's NIXL worker fails for a hybrid model in `initialize_host_xfer_buffer` ("'list' object has no
-    attribute 'shape'": its KV caches are lists per Mamba state, tests/test_smoke.py), which Pulumi.yaml's
+    attribute 'shape'": its KV caches are lists per Mamba state, lab/tests/test_smoke.py), which Pulumi.yaml's
     kvBufferDevice description states."""
     problems = rejection(overrides).problems
     assert any(p.startswith("kvBufferDevice=") and "the model is hybrid" in p for p in problems), problems
 
 
 def test_the_default_models_weights_need_more_than_a_t4():
-    """Its text weights alone took 16.80 GiB (vLLM "Model loading took 16.8 GiB memory", docs/gpu-end-to-end.md);
+    """Its text weights alone took 16.80 GiB (vLLM "Model loading took 16.8 GiB memory", lab/records/gpu-end-to-end.md);
     a g4dn's T4 has 15360 MiB (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)."""
     problems = rejection({"gpuNodeType": "g4dn.8xlarge", "kvBufferDevice": "cuda"}).problems
     assert problems == [
@@ -379,7 +379,7 @@ def test_the_default_models_weights_need_more_than_a_t4():
 
 def test_the_default_models_vision_tower_is_refused_on_an_l4():
     """Measured: with the vision tower on an L4's 22888 MiB, "Available KV cache memory: -0.07 GiB" and "No
-    available memory for the cache blocks" (docs/gpu-end-to-end.md, session B)."""
+    available memory for the cache blocks" (lab/records/gpu-end-to-end.md, session B)."""
     (problem,) = rejection({"languageModelOnly": False}).problems
     assert problem.startswith("languageModelOnly=false is invalid with modelSource='Qwen/Qwen3.5-9B' on 22888 MiB")
 

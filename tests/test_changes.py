@@ -331,7 +331,7 @@ def test_a_replacement_is_said_to_be_a_full_outage_rolled_back_by_another_cold_s
 def test_a_serve_config_change_is_said_to_keep_serving_with_two_a_side_and_to_roll_back_in_place():
     """With two replicas a side and two ingress replicas no request failed through a good change, with one a side
     Serve stops the old replica before the new one starts, and a failed config ends DEPLOY_FAILED with nothing
-    serving (docs/serve-updates.md, docs/gpu-end-to-end.md "Updating a running app"); the cluster stays, so the
+    serving (docs/serve-updates.md, lab/records/gpu-end-to-end.md "Updating a running app"); the cluster stays, so the
     rollback is the previous config sent to it."""
     assert SERVE_IN_PLACE.keeps_serving.startswith("yes with two or more replicas a side")
     assert "no with one replica a side" in SERVE_IN_PLACE.keeps_serving

@@ -1,7 +1,7 @@
 """Issue 36: the Ray head's GCS fault tolerance as the stack declares it (headFaultTolerance), read against the
 systems that act on it: KubeRay's vendored source, pulumi-aws's ElastiCache arguments, the dependency graph that
 orders `pulumi destroy`, and a running stack's next `pulumi up`. What Ray does with the store is measured on CPU in
-tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-tolerance.md has every fact's source."""
+lab/tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-tolerance.md has every fact's source."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_referen
 
 
 def test_the_head_trusts_the_images_ca_bundle_for_the_stores_tls(dev, without_ft):
-    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: tests/test_redis_tls.py), and
+    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: lab/tests/test_redis_tls.py), and
     KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options (vendor/kuberay-v1.4.0/
     validation.go), so the head carries the variable, and the cleanup Job, a copy of the head's container, with it."""
     (head,) = cluster_config(dev)["headGroupSpec"]["template"]["spec"]["containers"]
@@ -202,7 +202,7 @@ def alert(rules: list[dict], name: str) -> dict:
 
 
 def test_a_head_restart_pages_only_without_the_store():
-    """With the store the workers ride through a head restart (measured: tests/test_head_restart.py); without it
+    """With the store the workers ride through a head restart (measured: lab/tests/test_head_restart.py); without it
     every GPU worker restarts and loads the model again."""
     args = AlertArgs("llm", "inference", 2.0, 2700)
     with_store = alert(alert_rules(AlertArgs(**{**args.__dict__, "head_fault_tolerance": True})), "RayHeadRestarted")

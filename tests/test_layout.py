@@ -154,7 +154,7 @@ def test_the_reuse_example_declares_its_own_gpu_nodes(tmp_path):
     assert run.outputs == {"gpuNodeGroupName": "p5"}
 
 
-SMOKE = PROJECT_DIR / "tools" / "smoke"
+SMOKE = PROJECT_DIR / "lab" / "smoke"
 
 
 def smoke_job_order() -> list[str]:
@@ -173,15 +173,15 @@ def test_the_smoke_packages_docstring_orders_every_module():
 def test_a_smoke_module_imports_only_the_jobs_before_it(module):
     order = smoke_job_order()
     imported = {
-        name.removeprefix("tools.smoke.")
+        name.removeprefix("lab.smoke.")
         for name in imported_modules(SMOKE / f"{module}.py")
-        if name.startswith("tools.smoke.")
+        if name.startswith("lab.smoke.")
     }
-    # `from tools.smoke import deploy` names the module in its alias, not in `node.module`
+    # `from lab.smoke import deploy` names the module in its alias, not in `node.module`
     imported |= {
         alias.name
         for node in ast.walk(ast.parse((SMOKE / f"{module}.py").read_text()))
-        if isinstance(node, ast.ImportFrom) and node.module == "tools.smoke"
+        if isinstance(node, ast.ImportFrom) and node.module == "lab.smoke"
         for alias in node.names
     }
     assert imported - set(order[: order.index(module)]) == set()

@@ -1,7 +1,7 @@
 """clusterUpgradeStrategy newCluster: a cluster-spec change updates the RayService in place and KubeRay 1.4.0's
-NewCluster upgrade builds the new RayCluster beside the active one (tests/test_kuberay_new_cluster.py reads it in the
-operator's source). What the stack declares for it, what it refuses, and what the rollout waits for, on states shaped
-as KubeRay writes them (tests/rollout_states.py)."""
+NewCluster upgrade builds the new RayCluster beside the active one (lab/tests/test_kuberay_new_cluster.py reads it in
+the operator's source). What the stack declares for it, what it refuses, and what the rollout waits for, on states
+shaped as KubeRay writes them (tests/rollout_states.py)."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def exposed_stack():
 
 def test_the_nlb_selects_the_cluster_the_rollout_saw_serving(exposed_stack):
     """After the ServeRollout, with the RayCluster its wait ended on: a new cluster's pods are marked
-    ray.io/serve=true before all its apps run (tests/test_kuberay_new_cluster.py)."""
+    ray.io/serve=true before all its apps run (lab/tests/test_kuberay_new_cluster.py)."""
     service = exposed_stack.get(*LOAD_BALANCER)
     rollout = exposed_stack.get(ROLLOUT, "serving-rollout")
     assert service.inputs["spec"]["selector"][RAY_CLUSTER_LABEL].startswith("ray-llm-")
@@ -236,7 +236,7 @@ def test_the_nlb_selects_the_cluster_the_rollout_saw_serving(exposed_stack):
 
 def test_the_nlb_stays_the_stacks_own_https_service(exposed_stack):
     """TLS on 443 in front of 8000 with the stack's annotations, updated by Pulumi: KubeRay would write only a
-    spec.serveService's spec, and only at a switch (tests/test_kuberay_new_cluster.py)."""
+    spec.serveService's spec, and only at a switch (lab/tests/test_kuberay_new_cluster.py)."""
     service = exposed_stack.get(*LOAD_BALANCER).inputs
     assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": 8000, "protocol": "TCP"}]
     assert "service.beta.kubernetes.io/aws-load-balancer-ssl-cert" in service["metadata"]["annotations"]

@@ -75,14 +75,14 @@ def vllm_default_prefix_caching(hybrid: bool) -> bool:
 def test_auto_on_a_prefilling_engine_agrees_with_vllms_own_default(kind):
     """`auto` equals vLLM's `default_prefix_caching = is_prefix_caching_supported and not is_hybrid`: for attention-only
     models that is its basis; for hybrid ones the GPU host's run measured the cached path slower and outside batching's
-    logprob spread (docs/bench/2026-12-06-prefix-cache/), so the stack's serve config of the default model does not
-    move."""
+    logprob spread (lab/records/bench/2026-12-06-prefix-cache/), so the stack's serve config of the default model does
+    not move."""
     assert AUTO_PREFILL[kind].enabled == vllm_default_prefix_caching(kind)
 
 
 def test_auto_for_hybrid_models_rests_on_the_gpu_measurement():
     assert "805 against 533 ms" in AUTO_PREFILL[HYBRID].basis
-    assert (PROJECT_DIR / "docs" / "bench" / "2026-12-06-prefix-cache" / "sweep.json").is_file()
+    assert (PROJECT_DIR / "lab" / "records" / "bench" / "2026-12-06-prefix-cache" / "sweep.json").is_file()
 
 
 @pytest.mark.parametrize("kind", [HYBRID, ATTENTION_ONLY])

@@ -262,7 +262,7 @@ def test_an_autoscaling_side_below_its_minimum_is_waited_for(applications):
 @pytest.mark.parametrize(("status", "state"), [("DEPLOY_FAILED", FAILED), ("UNHEALTHY", UNHEALTHY)])
 def test_a_failed_application_is_judged_with_serves_own_words(applications, status, state):
     """Measured: a broken model source reached DEPLOY_FAILED and stayed there, every request 503
-    (docs/gpu-end-to-end.md, "Updating a running app"): nothing waits it out."""
+    (lab/records/gpu-end-to-end.md, "Updating a running app"): nothing waits it out."""
     details = serve_details(
         applications[0],
         status=status,
@@ -805,7 +805,7 @@ def test_a_secret_named_in_auth_options_is_the_one_read(dev, api_server):
 @pytest.mark.parametrize("auth_options", [None, {}, {"mode": "disabled"}], ids=["none", "no-mode", "disabled"])
 def test_without_token_auth_no_secret_is_read_and_no_token_sent(dev, api_server, auth_options):
     """Auth is on only with `mode: token`: the CRD gives `mode` no default, and without it KubeRay sets no
-    RAY_AUTH_MODE in the pods and sends no token (utils/util.go IsAuthEnabled; tests/test_kuberay_auth.py)."""
+    RAY_AUTH_MODE in the pods and sends no token (utils/util.go IsAuthEnabled; lab/tests/test_kuberay_auth.py)."""
     cluster = raycluster(CLUSTER, rayservice(dev))
     if auth_options is not None:
         cluster = with_token_auth(cluster, **auth_options)

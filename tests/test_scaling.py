@@ -526,8 +526,8 @@ def test_engines_sharing_a_pod_keep_vllms_default_executor(side):
     vllm/config/parallel.py), so engines starting together in one pod probe the same port. The classic executor
     (vllm/v1/executor/ray_executor.py) takes a port from the OS, but on the GPU host its engines died on their first
     request, twice, with two replicas on one host, where RayExecutorV2 served and rolled with no failed request
-    (docs/gpu-end-to-end.md, "Two replicas through an update"): the stack keeps the default where replicas share a
-    pod too."""
+    (lab/records/gpu-end-to-end.md, "Two replicas through an update"): the stack keeps the default where replicas share
+    a pod too."""
     assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine_env(render("1P3D"), side)
 
 

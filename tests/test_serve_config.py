@@ -153,7 +153,7 @@ def test_kv_buffer_device_is_the_stacks_and_one_vllm_accepts(args, side):
     assert args[f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]["kv_buffer_device"] == "cuda"
 
 
-# Measured on the lent H200s standing in for a g6's L4 (docs/gpu-end-to-end.md, 2026-11-30): Qwen3.5-9B's shape
+# Measured on the lent H200s standing in for a g6's L4 (lab/records/gpu-end-to-end.md, 2026-11-30): Qwen3.5-9B's shape
 # at maxModelLen 4096, text only, left vLLM 47 KV-cache blocks (hybrid pages holding one sequence's state each)
 # with vLLM's own max_num_seqs 256; the lower max_num_seqs saves graph memory (62 blocks at 32, measured), so 47
 # is the bound that holds for any default at or under it.
@@ -202,7 +202,7 @@ def test_two_replicas_a_side_get_two_ingress_replicas(two_a_side):
     starts its successor: OpenAiIngress's default of one replica (ray/llm/_internal/serve/core/ingress/ingress.py
     DEFAULT_INGRESS_OPTIONS, autoscaling_config with the default min/max 1) left 6.0 s without answers on CPU, two
     none (docs/serve-updates.md); on the GPU host two aggregated replicas behind two ingress replicas dropped 0 of 288
-    (docs/updates/2026-12-03/)."""
+    (lab/records/updates/2026-12-03/)."""
     assert two_a_side["ingress_deployment_config"] == {"num_replicas": 2}
     assert "ingress_deployment_config" in pd_builder_fields()
 

@@ -235,10 +235,10 @@ GATED_REPOS = frozenset({"meta-llama/Llama-3.1-8B"})
 # The tensors of the default model's checkpoint (name -> safetensors dtype and shape): transformers 5.17's
 # Qwen3_5ForConditionalGeneration built on the meta device from that config, its state_dict as `save_pretrained`
 # writes it (17.53 GiB in all, vLLM's "Checkpoint size: 17.53 GiB" for the checkpoint the GPU runs wrote,
-# docs/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
+# lab/records/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
 HUB_TENSORS = {"Qwen/Qwen3.5-9B": PROJECT_DIR / "tools" / "offline_hub" / "Qwen3.5-9B.tensors.json"}
 SAFETENSORS_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
-# save_pretrained's max_shard_size="5GB" (tools/tiny_model.py), in bytes.
+# save_pretrained's max_shard_size="5GB" (lab/tiny_model.py), in bytes.
 MAX_SHARD_BYTES = 5 * 10**9
 
 

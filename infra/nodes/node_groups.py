@@ -163,7 +163,7 @@ def _managed_node_group(
 GPU_ROOT_THROUGHPUT_MIBPS = 1000
 GPU_ROOT_IOPS = 4000
 # The system nodes pull the same image for the Ray head (and the mirror Job) with the same feature gate, on the guide's
-# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (tools/cold_start.py).
+# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (lab/cold_start.py).
 # gp3's baseline 3000 IOPS allows 750 MiB/s, so the IOPS stay at their default.
 SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only

@@ -1,9 +1,9 @@
 """Model preflight: before the RayService changes, the model source must exist, be readable, and load.
 
 A model the engines cannot fetch or load is found otherwise only after the change is applied, when Serve has
-already stopped the working replicas and the app sits in DEPLOY_FAILED (docs/gpu-end-to-end.md, "Updating a running
-app"). So `pulumi preview` and `pulumi up` read the model's `config.json` the way the engines will, with the stack's
-credentials, and refuse what vLLM 0.26 would refuse:
+already stopped the working replicas and the app sits in DEPLOY_FAILED (lab/records/gpu-end-to-end.md, "Updating a
+running app"). So `pulumi preview` and `pulumi up` read the model's `config.json` the way the engines will, with the
+stack's credentials, and refuse what vLLM 0.26 would refuse:
 - a Hugging Face repo: `GET https://huggingface.co/<repo>/resolve/main/config.json` with `hfToken` as bearer
   token (huggingface_hub's `HUGGINGFACE_CO_URL_TEMPLATE`); the Hub's `X-Error-Code` header names what is wrong
   (huggingface_hub `utils/_http.py`, `hf_raise_for_status`: RepoNotFound, GatedRepo, EntryNotFound, and a

@@ -87,9 +87,9 @@ GCS_REDIS_PORT = 6379
 # The CAs the head trusts for the store's TLS: Ray 2.58's GCS checks the server's chain (not its name) and without
 # RAY_REDIS_CA_CERT looks only in /etc/ssl/certs by subject hash (BoringSSL's default), never in the bundle file;
 # ray-project/ray#41161 (ElastiCache: CERTIFICATE_VERIFY_FAILED) was answered with this variable (measured:
-# tests/test_redis_tls.py). ElastiCache's in-transit certificates chain to Amazon's public roots, which the Ubuntu-based
-# DLC image's ca-certificates bundle holds (assumed, not opened here: a bundle that is not there stops the head with
-# "Failed to load CA Certificate", never connecting unverified). KubeRay's Redis cleanup Job copies the head's
+# lab/tests/test_redis_tls.py). ElastiCache's in-transit certificates chain to Amazon's public roots, which the
+# Ubuntu-based DLC image's ca-certificates bundle holds (assumed, not opened here: a bundle that is not there stops the
+# head with "Failed to load CA Certificate", never connecting unverified). KubeRay's Redis cleanup Job copies the head's
 # container, this variable with it.
 GCS_REDIS_CA_ENV = {"RAY_REDIS_CA_CERT": "/etc/ssl/certs/ca-certificates.crt"}
 
@@ -262,7 +262,7 @@ def build_rayservice(
         "rayVersion": cfg.ray_version,
         # Ray's token on its dashboard, Ray client and GCS: KubeRay generates it into a Secret per RayCluster and sets
         # it in every Ray container, and its dashboard client sends it (kuberay v1.7.0 raycluster_controller.go
-        # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; tests/test_ray_token_auth.py).
+        # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; lab/tests/test_ray_token_auth.py).
         **({"authOptions": {"mode": "token"}} if cfg.ray_token_auth else {}),
         **(gcs_fault_tolerance(cfg) if cfg.gcs_redis else {}),
         **(RAY_AUTOSCALER if runs_ray_autoscaler(cfg) else {}),
@@ -278,7 +278,7 @@ def build_rayservice(
             "annotations": {
                 # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay's Ready condition (1.4.0
                 # and 1.7.0) stays true over a failed or still-old serve config, so the provider's own wait would
-                # report success (tests/test_kuberay_upgrade.py).
+                # report success (lab/tests/test_kuberay_upgrade.py).
                 "pulumi.com/skipAwait": "true",
                 # Gone at once when replaced or destroyed, its RayCluster and pods deleted after it by the garbage
                 # collector: KubeRay 1.4.0 reconciles a RayService being deleted like any other, and once a foreground

@@ -22,7 +22,7 @@ KV_CONNECTOR = "NixlConnector"
 NIXL_EFA_BACKEND = "LIBFABRIC"
 PD_SIDES = ("prefill", "decode")
 # vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
-# prefill as kv_producer / decode as kv_consumer booted and served (docs/gpu-end-to-end.md).
+# prefill as kv_producer / decode as kv_consumer booted and served (lab/records/gpu-end-to-end.md).
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # vLLM 0.26's NIXL worker refuses a model with Mamba-type state (hybrid models such as Qwen3.5's Gated
 # DeltaNet layers) unless its conv state is laid out "DS"; vLLM's default is "SD". The variable only
@@ -32,7 +32,7 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # RayExecutorV2, although it starts every non-data-parallel engine's TCPStore port search at one port (by its source a
 # collision fails that engine's start and Serve starts the replica again; not measured). With vLLM's classic Ray
 # executor two engines on one host died on their first request, twice, where RayExecutorV2 served and rolled
-# (docs/gpu-end-to-end.md, "Two replicas through an update").
+# (lab/records/gpu-end-to-end.md, "Two replicas through an update").
 PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
 # One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
 # STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
@@ -146,7 +146,7 @@ def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
     """Where the engines load the weights from. An `s3://` source is Ray Serve LLM 2.58's cloud loading: each node
     downloads the files from S3 into its Hugging Face cache with boto3, and vLLM loads that local copy
     (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`, infra/serving/model_cache.py); the GPU proof
-    (tools/s3_load.py) loads through this same function."""
+    (lab/s3_load.py) loads through this same function."""
     return {"model_id": model_id, "model_source": model_source}
 
 

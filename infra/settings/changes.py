@@ -5,7 +5,7 @@ The rules behind each effect:
 - SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
   (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
   replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
-  update (docs/gpu-end-to-end.md, "Updating a running app"). With two or more a side (and two ingress replicas,
+  update (lab/records/gpu-end-to-end.md, "Updating a running app"). With two or more a side (and two ingress replicas,
   infra/serving/serve_config.py ROLLING_INGRESS_REPLICAS) it rolls one replica at a time and no request failed
   (docs/serve-updates.md). A broken config ends DEPLOY_FAILED with nothing serving at any replica count.
 - RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
@@ -21,7 +21,7 @@ The rules behind each effect:
   is RUNNING, and deletes the old cluster 60 s later (vendor/kuberay-v1.4.0/rayservice_controller.go: Reconcile,
   shouldPrepareNewCluster, getAndCheckServeStatus, calculateStatus, cleanUpRayClusterInstance with
   RayClusterDeletionDelayDuration). It keeps serving at the price of a second head and a second set of GPU nodes
-  for the surge (SURGE_MINUTES_PER_GPU_NODE, modelled in tools/cold_start.py).
+  for the surge (SURGE_MINUTES_PER_GPU_NODE, modelled in lab/cold_start.py).
 - Each effect says whether the app keeps serving through it with the replicas the stack has (`keeps_serving`),
   and what a failure leaves and how it is rolled back (`if_it_fails`); docs/changes.md prints both.
 - GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS

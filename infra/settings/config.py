@@ -119,7 +119,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """What the project measured of a model it ships as a default (docs/gpu-end-to-end.md)."""
+    """What the project measured of a model it ships as a default (lab/records/gpu-end-to-end.md)."""
 
     hybrid: bool  # layers with Mamba-type state (Qwen3.5's Gated DeltaNet), which vLLM 0.26's NIXL cannot stage on CPU
     text_weights_gib: float  # vLLM's "Model loading took ... GiB" with languageModelOnly
@@ -128,7 +128,7 @@ class ModelFacts:
     vision_does_not_fit_mib: int
 
 
-# The default modelSource, measured at its full dimensions on an L4's share of an H200 (docs/gpu-end-to-end.md,
+# The default modelSource, measured at its full dimensions on an L4's share of an H200 (lab/records/gpu-end-to-end.md,
 # sessions B and C): weights 17.66 GiB with the vision tower ("Available KV cache memory: -0.07 GiB"), 16.80 GiB
 # text only; its Gated DeltaNet layers make it hybrid.
 KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
@@ -935,7 +935,7 @@ def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
         problems.append(
             f"languageModelOnly=false is invalid with modelSource={cfg.model_source!r} on {replica_mib} MiB of GPU "
             f"memory per replica: with its vision tower ({facts.vision_weights_gib} GiB of weights) vLLM had no KV "
-            f"cache left on {facts.vision_does_not_fit_mib} MiB (docs/gpu-end-to-end.md); allowed is "
+            f"cache left on {facts.vision_does_not_fit_mib} MiB (lab/records/gpu-end-to-end.md); allowed is "
             "languageModelOnly=true, a larger GPU or a larger tensorParallelSize"
         )
     return problems

@@ -179,7 +179,7 @@ def partition_problems(region: str, admin_principal_arns: tuple[str, ...], parti
     return problems
 
 
-# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
+# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (lab/records/gpu-end-to-end.md).
 DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
 
 

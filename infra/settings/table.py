@@ -686,7 +686,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Serve text only (vLLM language_model_only): a multimodal model's vision tower is neither loaded nor "
             "profiled, and requests with images are refused. The default Qwen3.5-9B at maxModelLen 4096 fits a g6's "
-            "L4 only this way (docs/gpu-end-to-end.md); false needs a larger GPU.",
+            "L4 only this way (lab/records/gpu-end-to-end.md); false needs a larger GPU.",
             feeds="language_model_only",
             effects=SERVE_ONLY,
         ),
@@ -731,7 +731,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "vLLM max_num_seqs of the prefill side; 0 leaves vLLM's default (256 below 70 GiB of GPU memory, 1024 "
             "above). 32 because with CUDA graphs vLLM needs it at most a hybrid model's state blocks, and the default "
             "model at maxModelLen 4096 on an L4 gets 47 with vLLM's 256 (62 with 32, measured: "
-            "docs/gpu-end-to-end.md); raise it on larger GPUs.",
+            "lab/records/gpu-end-to-end.md); raise it on larger GPUs.",
             feeds="prefill.max_num_seqs",
             effects=SERVE_ONLY,
         ),
