@@ -13,7 +13,6 @@ from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, G
 from infra.serving.rayservice_drain import DrainTimeout, await_drained, remaining
 from infra.serving.rollout_status import WAITING, current_verdict, head_state
 from tests.conftest import rejection
-from tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tests.rollout_states import rayservice_status, restarting_head, running_head
 from tests.schemas import core_object_errors
@@ -140,27 +139,6 @@ def test_the_address_is_an_alias_of_the_primary_endpoint(dev):
     assert service["spec"]["type"] == "ExternalName"
     endpoint = service["spec"]["externalName"]
     assert endpoint.startswith("master.") and endpoint.endswith(".sae1.cache.amazonaws.com")
-
-
-def test_kuberay_gives_the_head_the_address_and_password_and_the_workers_ten_minutes():
-    """kuberay v1.4.0 common/pod.go configureGCSFaultTolerance: RAY_REDIS_ADDRESS from redisAddress, REDIS_PASSWORD
-    from redisPassword (its valueFrom kept) with `--redis-password $REDIS_PASSWORD`, the storage namespace the
-    RayCluster's UID, and each worker's RAY_gcs_rpc_server_reconnect_timeout_s at 600 s unless set."""
-    body = go_function(kuberay_source("1.4.0", "pod.go"), "configureGCSFaultTolerance")
-    assert "Value: options.RedisAddress" in body
-    assert 'RayStartParams["redis-password"] = "$REDIS_PASSWORD"' in body
-    assert "ValueFrom: options.RedisPassword.ValueFrom" in body
-    assert "storageNS := string(instance.UID)" in body
-    assert "rayNodeType == rayv1.WorkerNode" in body and "DefaultWorkerRayGcsReconnectTimeoutS" in body
-    assert 'DefaultWorkerRayGcsReconnectTimeoutS = "600"' in kuberay_source("1.4.0", "constant.go")
-
-
-def test_the_head_is_out_of_the_serve_service():
-    """kuberay v1.4.0 rayservice_controller.go updateHeadPodServeLabel: with excludeHeadPodFromServeSvc the head's
-    ray.io/serve label is "false" whatever its proxy says, and the serve Service (and the stack's NLB) select "true"."""
-    body = go_function(kuberay_source("1.4.0"), "updateHeadPodServeLabel")
-    assert "newLabel := utils.EnableRayClusterServingServiceFalse" in body
-    assert "if !excludeHeadPodFromServeSvc {" in body
 
 
 def test_every_stack_keeps_the_head_out_of_the_serve_service(dev, without_ft):

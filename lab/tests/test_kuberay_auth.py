@@ -21,7 +21,7 @@ from infra.serving.rollout_status import (
     kuberay_checked_name,
     ray_token_secret,
 )
-from tests.kuberay_source import go_function, kuberay_source
+from lab.tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import rayservice
 from tests.schemas import crd_schema, kuberay_dir, rayservice_crd_schema
 

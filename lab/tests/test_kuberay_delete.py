@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from tests.kuberay_source import go_function, kuberay_source
+from lab.tests.kuberay_source import go_function, kuberay_source
 
 CONTROLLER = kuberay_source("1.4.0")
 CONTROLLER_1_7 = kuberay_source("1.7.0")

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.kuberay_source import go_function, kuberay_source
+from lab.tests.kuberay_source import go_function, kuberay_source
 
 VERSIONS = ("1.4.0", "1.7.0")
 

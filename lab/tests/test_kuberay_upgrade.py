@@ -15,7 +15,7 @@ import yaml
 
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from infra.settings.table import SETTINGS_BY_KEY
-from tests.kuberay_source import go_function, kuberay_source
+from lab.tests.kuberay_source import go_function, kuberay_source
 from tests.schemas import kuberay_dir, rayservice_crd_schema
 
 # Where each release keeps the hash of a cluster spec with the replica counts muted.

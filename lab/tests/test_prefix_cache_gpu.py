@@ -15,8 +15,8 @@ from lab.prefix_cache_gpu.cli import main, parse_args
 from lab.prefix_cache_gpu.engine import aggregated_engine, engine_flags, serve_command
 from lab.prefix_cache_gpu.teacher import Position
 from lab.smoke.host import HostFacts
+from lab.tests.vllm_source import VLLM
 from tests.rayservice_parts import serve_config
-from tests.vllm_source import VLLM
 
 # An L4 as nvidia-smi reports it, an H100 80GB HBM3 likewise.
 L4_MIB, H100_MIB = 23034, 81559
