@@ -4,7 +4,7 @@ Runs as the cluster's `model-mirror` Job in the DLC image, with huggingface_hub 
 that may write only under the cache prefix. Idempotent and resumable: a file whose object already carries the
 Hub's digest for it is skipped, so a retried pod goes on where the last one stopped and a finished mirror copies
 nothing. Each file streams from the Hub's download into an S3 multipart upload, never touching the node's disk, and
-PARALLEL_FILES of them at once: one HTTP flow each, so the copy is not one flow's rate (lab/cold_start.py).
+PARALLEL_FILES of them at once: one HTTP flow each, so the copy is not one flow's rate (tools/cold_start.py).
 Last it writes `hash`, the commit it copied, which Ray Serve LLM's downloader reads as the snapshot's
 refs/main (ray/llm/_internal/common/utils/cloud_utils.py, CloudFileSystem.download_model).
 Every line it prints is progress, for `kubectl logs -n model-cache job/<name>`.
