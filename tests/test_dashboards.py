@@ -25,7 +25,6 @@ from tests.promql import (
     unknown_metrics,
 )
 from tests.schemas import schemas_dir
-from tools.project import PROJECT_DIR
 from tools.ray_dashboards import RAY_DASHBOARDS, WRITE_COMMAND, stale_dashboards
 
 APP = "ray-llm"
@@ -212,19 +211,6 @@ def test_the_prefix_cache_hit_rate_reads_what_an_engine_with_the_cache_exports()
     assert counters <= metrics_read(prefix_cache_hit_rate_per_engine(APP))
     assert counters <= scraped_with_the_cache - scraped_without
     assert counters <= ray_llm
-
-
-def test_every_engines_prefix_counters_joined_their_replica_in_the_gpu_run():
-    """The panel labels an engine's counters with its replica by the Ray worker both series carry
-    (pd_queries.with_deployment). In the H200 run each level's counts were joined the same way from the real scrapes
-    (lab/smoke/metrics.py `engine_counts`, which names an engine it cannot join `worker <id>`): every engine that
-    counted found its deployment and replica."""
-    counts = sorted(
-        (PROJECT_DIR / "lab" / "records" / "bench" / "2026-12-06-prefix-routing").glob("prefix_*-engines.json")
-    )
-    engines = {engine for level in counts for engine in json.loads(level.read_text())}
-    assert len(counts) == 8
-    assert engines and all(engine.startswith("LLMServer:qwen3_5-9b ") for engine in engines), engines
 
 
 def test_the_prefix_cache_hit_rate_is_per_engine_and_only_where_it_caches(tmp_path):

@@ -1,6 +1,6 @@
-"""Every relative link of the guide resolves: README.md, docs/**/*.md and the lab's pages and records (lab/**/*.md) link
-to files that exist and to headings those files have, under GitHub's anchor rules; so do the README and docs anchors
-that code and tests name."""
+"""Every relative link of the guide resolves: README.md and docs/**/*.md link to files that exist and to headings
+those files have, under GitHub's anchor rules; so do the README and docs anchors that code and tests name. The lab's
+pages and records: lab/tests/test_docs_links.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from tools.project import PROJECT_DIR
 
-PAGES = sorted([PROJECT_DIR / "README.md", *(PROJECT_DIR / "docs").rglob("*.md"), *(PROJECT_DIR / "lab").rglob("*.md")])
+PAGES = sorted([PROJECT_DIR / "README.md", *(PROJECT_DIR / "docs").rglob("*.md")])
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 INLINE_CODE = re.compile(r"(`+).+?\1")
 # [text](target) and ![alt](target), the target up to its first space (a title may follow) or closing parenthesis.

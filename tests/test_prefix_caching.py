@@ -14,14 +14,9 @@ from infra.preflight.checks import PreflightError
 from infra.serving import prefix_routing
 from infra.serving.code_package import SERVE_EXT, ZIP_TOP
 from infra.settings.capacity import kv_layout
-from infra.settings.prefix_caching import (
-    AUTO_PREFILL,
-    HYBRID,
-)
 from tests.conftest import rejection
 from tests.rayservice_parts import configmap_zip, mounted_volume, pd_args, pod_specs, serve_config
 from tools.offline import HUB_CONFIGS, StackRun, run_stack
-from tools.project import PROJECT_DIR
 
 SIDES = ("prefill", "decode")
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -49,11 +44,6 @@ def said(monkeypatch: pytest.MonkeyPatch, overrides: dict) -> list[str]:
 
 
 # --- the rules, against vLLM's source ---
-
-
-def test_auto_for_hybrid_models_rests_on_the_gpu_measurement():
-    assert "805 against 533 ms" in AUTO_PREFILL[HYBRID].basis
-    assert (PROJECT_DIR / "lab" / "records" / "bench" / "2026-12-06-prefix-cache" / "sweep.json").is_file()
 
 
 # --- what the engines get ---
