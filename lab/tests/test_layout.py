@@ -1,4 +1,5 @@
-"""The GPU smoke package's layout: its modules by job, each importing only the jobs before it."""
+"""The rigs' layout: every function reads in one screen, as the product's (tests/test_layout.py); the GPU smoke
+package's modules by job, each importing only the jobs before it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from tests.test_layout import imported_modules
+from tests.test_layout import imported_modules, long_functions
 from tools.project import PROJECT_DIR
 
 SMOKE = PROJECT_DIR / "lab" / "smoke"
@@ -41,3 +42,9 @@ def test_a_smoke_module_imports_only_the_jobs_before_it(module):
         for alias in node.names
     }
     assert imported - set(order[: order.index(module)]) == set()
+
+
+def test_every_function_of_the_rigs_reads_in_one_screen():
+    """No function of lab/ outside its tests over 60 lines."""
+    rigs = [path for path in (PROJECT_DIR / "lab").rglob("*.py") if "tests" not in path.relative_to(PROJECT_DIR).parts]
+    assert long_functions(PROJECT_DIR, rigs) == set()
