@@ -1,6 +1,7 @@
 """What the stack's RayService rests on in KubeRay's vendored Go (vendor/kuberay-v<version>/, ray-project/kuberay at the
 tag, paths in SOURCE.txt), read as text by lab/tests/kuberay_source.py: how the operator builds the RayCluster
-(tests/test_serving.py), and what it does for GCS fault tolerance (tests/test_head_fault_tolerance.py)."""
+(tests/test_serving.py), what it does for GCS fault tolerance (tests/test_head_fault_tolerance.py), and the Ray
+version it asks of token authentication (tests/test_in_cluster_security.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import pytest
 
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.table import RAY_TOKEN_AUTH_SINCE
 from lab.tests.kuberay_source import go_function, kuberay_source
 
 
@@ -43,3 +45,12 @@ def test_the_head_is_out_of_the_serve_service():
     body = go_function(kuberay_source("1.4.0"), "updateHeadPodServeLabel")
     assert "newLabel := utils.EnableRayClusterServingServiceFalse" in body
     assert "if !excludeHeadPodFromServeSvc {" in body
+
+
+def test_the_ray_version_floor_is_the_operators():
+    """KubeRay 1.7.0 refuses authOptions mode token below Ray 2.52.0 (ray-operator/controllers/ray/utils/
+    validation.go ValidateRayClusterSpec, vendored)."""
+    source = kuberay_source("1.7.0", "validation.go")
+    floor = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
+    assert f'minVersion := version.MustParseGeneric("{floor}")' in source
+    assert "authOptions.mode is 'token' but minimum Ray version is" in source
