@@ -274,12 +274,15 @@ IAM_ROLE_POLICY_NAME = Rule(
     min_length=1,
     max_length=128,
 )
+# terraform-provider-aws refuses typographic quotes (U+201C, U+2018) in a role description.
+_TYPOGRAPHIC_QUOTES = "\u201c\u2018"
 IAM_ROLE_DESCRIPTION = Rule(
     "IAM role description",
     "up to 1000 letters, marks, spaces, symbols, numbers and punctuation, no typographic quotes",
-    f"{TF}iam/role.go description: StringLenBetween(0, 1000), no [“‘], [\\p{{L}}\\p{{M}}\\p{{Z}}\\p{{S}}\\p{{N}}\\p{{P}}]*",
-    "the cluster‘s role",
-    pattern=r"[^“‘\x00-\x1f\x7f]*",
+    f"{TF}iam/role.go description: validation.StringLenBetween(0, 1000), StringDoesNotMatch of the quotes, "
+    r"StringMatch [\p{L}\p{M}\p{Z}\p{S}\p{N}\p{P}]*",
+    "the cluster\u2018s role",
+    pattern=rf"[^{_TYPOGRAPHIC_QUOTES}]*",
     max_length=1000,
 )
 TRUST_POLICY = Rule(
