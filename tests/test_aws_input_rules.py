@@ -18,8 +18,16 @@ import pytest
 
 from infra.settings.regions import SUPPORTED_REGIONS
 from policy.ray_llm_policies import aws_input_rules as table
-from tests.conftest import EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed, shipped_run
+from tests.conftest import (
+    EXPOSED_SECRET_KEYS,
+    NEW_CLUSTER,
+    OPERATOR_CERTIFICATE,
+    SERVE_AUTOSCALING,
+    exposed,
+    shipped_run,
+)
 from tests.eks_expansion import CLUSTER, MANAGED_NODE_GROUP, build, expand, missing_toolchain, runner_request
+from tools.aws_rules_reference import BEGIN_MARKER, END_MARKER, REFERENCE_PAGE, WRITE_COMMAND, markdown_table
 from tools.offline import StackRun, run_stack
 from tools.project import SHIPPED_STACKS
 
@@ -51,7 +59,7 @@ LONGEST_REGION = max(SUPPORTED_REGIONS, key=len)
 LONGEST_NAMES = {
     **EVERY_FEATURE,
     "aws:region": LONGEST_REGION,
-    "serveCertificateArn": f"arn:aws:acm:{LONGEST_REGION}:123456789012:certificate/0f6e5d4c-3b2a-4190-8877-665544332211",
+    "serveCertificateArn": OPERATOR_CERTIFICATE.format(region=LONGEST_REGION),
     "ampWorkspaceUrl": f"https://aps-workspaces.{LONGEST_REGION}.amazonaws.com/workspaces/ws-1a2b3c4d/",
     "alertSnsTopicArn": f"arn:aws:sns:{LONGEST_REGION}:123456789012:ray-llm-alerts",
     "clusterName": "C" * 100,
@@ -141,10 +149,18 @@ def test_every_aws_input_is_ruled_or_explained(run):
     assert not problems, "\n".join(problems)
 
 
-def test_the_variants_declare_every_aws_type_the_table_holds():
-    """No stale rows: every type in the table is declared by some run."""
-    declared = {resource.type for run in RUNS for resource in aws_resources(run)}
-    assert set(table.RULES) == declared
+def test_the_variants_declare_every_type_and_property_the_table_holds():
+    """No stale rows: every type and property the table rules or explains is declared by some run."""
+    declared = {
+        (resource.type, path)
+        for run in RUNS
+        for resource in aws_resources(run)
+        for path, _ in table.leaves(completed_inputs(resource))
+    }
+    held = {(type_, path) for rows in (table.RULES, table.EXPLAINED) for type_, paths in rows.items() for path in paths}
+    assert {type_ for type_, _ in declared} == set(table.RULES)
+    stale = sorted(held - declared)
+    assert not stale, "\n".join(f"{type_} {path}" for type_, path in stale)
 
 
 RULES = sorted({rule for rules in table.RULES.values() for rule in rules.values()}, key=lambda rule: rule.name)
@@ -171,3 +187,9 @@ def test_an_autonamed_property_is_the_logical_name_and_seven_characters():
 def test_a_tag_key_with_the_reserved_aws_prefix_is_refused():
     assert table.TAG_KEY.refusal("aws:owner") is not None
     assert table.TAG_KEY.refusal("kubernetes.io/cluster/ray-llm-multinode") is None
+
+
+def test_the_rules_page_is_generated_from_the_table():
+    page = REFERENCE_PAGE.read_text()
+    if page[page.index(BEGIN_MARKER) : page.index(END_MARKER) + len(END_MARKER)] != markdown_table():
+        pytest.fail(f"docs/aws-input-rules.md's rules table is stale: run {WRITE_COMMAND}", pytrace=False)

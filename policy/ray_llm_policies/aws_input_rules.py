@@ -621,7 +621,6 @@ RULES: Mapping[str, Mapping[str, Rule]] = {
         "name": SECURITY_GROUP_NAME,
         "description": SECURITY_GROUP_DESCRIPTION,
         "ingress[].description": SECURITY_GROUP_RULE_DESCRIPTION,
-        "egress[].description": SECURITY_GROUP_RULE_DESCRIPTION,
     },
     "aws:ec2/launchTemplate:LaunchTemplate": {
         **TAGS,
@@ -697,13 +696,13 @@ RULES: Mapping[str, Mapping[str, Rule]] = {
         "encryptionConfig.resources[]": ENCRYPTED_RESOURCES,
     },
     "aws:eks/nodeGroup:NodeGroup": {**NODE_GROUP, "clusterName": EKS_CLUSTER_NAME},
-    "aws:eks/accessEntry:AccessEntry": {**TAGS, "clusterName": EKS_CLUSTER_NAME},
+    "aws:eks/accessEntry:AccessEntry": {"clusterName": EKS_CLUSTER_NAME},
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": {
         "clusterName": EKS_CLUSTER_NAME,
         "policyArn": ACCESS_POLICY_ARN,
         "accessScope.type": ACCESS_SCOPE_TYPE,
     },
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": TAGS,
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": {},
 }
 
 _NODE_GROUP_EXPLAINED = {
@@ -711,7 +710,6 @@ _NODE_GROUP_EXPLAINED = {
     "subnetIds[]": REFERENCE,
     "instanceTypes[]": CONFIG,
     "version": CONFIG,
-    "ignoreScalingChanges": BOOLEAN,
 }
 # Type token -> property path -> why the table checks no rule there (a path explains everything below it too).
 EXPLAINED: Mapping[str, Mapping[str, str]] = {
@@ -738,10 +736,9 @@ EXPLAINED: Mapping[str, Mapping[str, str]] = {
                 ("fromPort", CONSTANT),
                 ("toPort", CONSTANT),
                 ("self", BOOLEAN),
-                ("securityGroups[]", REFERENCE),
-                ("cidrBlocks[]", CONFIG),
             )
         },
+        "ingress[].securityGroups[]": REFERENCE,
     },
     "aws:ec2/launchTemplate:LaunchTemplate": {
         "blockDeviceMappings[].deviceName": CONSTANT,
@@ -777,7 +774,6 @@ EXPLAINED: Mapping[str, Mapping[str, str]] = {
         "port": CONSTANT,
         "nodeType": CONFIG,
         "securityGroupIds[]": REFERENCE,
-        "subnetGroupName": REFERENCE,
     },
     "aws:s3/bucket:Bucket": {"forceDestroy": BOOLEAN},
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": {
@@ -809,7 +805,12 @@ EXPLAINED: Mapping[str, Mapping[str, str]] = {
         "skipDefaultNodeGroup": BOOLEAN,
         "skipDefaultSecurityGroups": BOOLEAN,
     },
-    "eks:index:ManagedNodeGroup": {"cluster": REFERENCE, "nodeRole": REFERENCE, **_NODE_GROUP_EXPLAINED},
+    "eks:index:ManagedNodeGroup": {
+        "cluster": REFERENCE,
+        "nodeRole": REFERENCE,
+        "ignoreScalingChanges": BOOLEAN,
+        **_NODE_GROUP_EXPLAINED,
+    },
     "aws:eks/cluster:Cluster": {
         "roleArn": REFERENCE,
         "encryptionConfig.provider.keyArn": REFERENCE,
