@@ -470,7 +470,8 @@ TAINT_EFFECT = Rule(
 NODE_LABEL = Rule(
     "EKS node group label key or value",
     "1-63 characters",
-    f"{EKS_API}API_CreateNodegroup.html (labels: key and value 1-63 characters)",
+    f"{EKS_API}API_UpdateLabelsPayload.html (key and value length constraints: 1 to 63), the labels of "
+    f"{EKS_API}API_CreateNodegroup.html",
     "l" * 64,
     min_length=1,
     max_length=63,
