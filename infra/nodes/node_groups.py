@@ -488,7 +488,7 @@ def _gpu_launch_template(
     # EFA requires a group that admits all traffic from itself, both ways.
     efa_security_group = aws.ec2.SecurityGroup(
         children.name("efa"),
-        description="EFA: all traffic between the GPU nodes' EFA interfaces",
+        description="EFA: all traffic between the EFA interfaces of the GPU nodes",
         vpc_id=args.vpc_id,
         ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
         egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
