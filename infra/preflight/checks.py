@@ -23,7 +23,7 @@ from infra.cluster.eks import check_admin_principals, discover_partition
 from infra.network.placement import Placement, discover_placement
 from infra.preflight.offerings import AddonVersions, check_offerings
 from infra.preflight.quota import QuotaError, check_gpu_vcpu_quota
-from infra.serving.model_cache import cache_bucket_name, is_hub_repo
+from infra.serving.model_cache import cache_bucket_name
 from infra.serving.model_source import ModelFacts, ModelSourceError, read_model
 from infra.settings.capacity import (
     CapacityError,
@@ -35,6 +35,7 @@ from infra.settings.capacity import (
     vllm_default_gpu_memory_utilization,
 )
 from infra.settings.config import ConfigError, StackConfig
+from infra.settings.model_sources import is_hub_repo
 from infra.settings.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
 from infra.settings.regions import Partition
 

@@ -660,7 +660,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "modelSource",
-            Text(NO_SPACE_PATTERN, "a Hugging Face repo id, s3:// or local path"),
+            Text(),
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
             feeds="model_source",
