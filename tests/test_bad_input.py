@@ -22,6 +22,7 @@ from tests.conftest import (
     SERVE_AUTOSCALING,
     rejection,
 )
+from tools.instance_type_facts import INSTANCE_TYPES, InstanceTypeFacts
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import declared_config
 
@@ -408,6 +409,55 @@ def test_a_gpu_type_as_the_system_node_type_is_refused(instance_type):
     (problem,) = rejection({"systemNodeType": instance_type}).problems
     assert problem.startswith(f"systemNodeType={instance_type!r} is invalid: it has")
     assert "NVIDIA GPU(s)" in problem
+
+
+def test_an_arm64_type_as_the_system_node_type_is_refused_as_ec2_describes_it():
+    """The system group's AMI type is AL2023_x86_64_STANDARD (infra/nodes/node_groups.py; amiType,
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html); EC2's DescribeInstanceTypes lists a
+    Graviton type's ProcessorInfo.SupportedArchitectures as arm64 only (the offline answer,
+    tools/instance_type_facts.py, in pulumi-aws's `supported_architectures`)."""
+    (problem,) = rejection({"systemNodeType": "m7g.xlarge"}).problems
+    assert problem.startswith(
+        "systemNodeType='m7g.xlarge' is invalid: EC2 lists its architectures as arm64, and the node group's EKS AMI is "
+        "x86_64 (EC2's answer, asked before any resource)"
+    )
+    assert "allowed is an x86_64 instance type" in problem
+
+
+def test_an_arm64_type_as_the_gpu_node_type_is_refused_as_ec2_describes_it(monkeypatch):
+    """The GPU group's AMI type is AL2023_x86_64_NVIDIA: a type EC2 describes with NVIDIA GPUs and EFA but arm64
+    processors (p6e-gb200's Grace) cannot boot it. The offline table holds no such type, so one is answered here."""
+    arm64_gpu = InstanceTypeFacts(96, 1179648, 8, "A100", 40960, 4, 4, "4x 100 Gigabit", "arm64")
+    monkeypatch.setitem(INSTANCE_TYPES, "p9g.24xlarge", arm64_gpu)
+    (problem,) = rejection({"gpuNodeType": "p9g.24xlarge"}).problems
+    assert problem.startswith(
+        "gpuNodeType='p9g.24xlarge' is invalid: EC2 lists its architectures as arm64, and the node group's EKS AMI is "
+        "x86_64"
+    )
+
+
+@pytest.mark.parametrize("node_type", ["cache.t4g.huge", "cache.t2.micro", "cache.m7g.24xlarge", "cache.x9.large"])
+def test_an_elasticache_node_type_that_cannot_be_created_is_refused_naming_the_table(node_type):
+    """No pulumi-aws 7.51.1 invoke lists ElastiCache node types, so the stack's table decides, and says so."""
+    (problem,) = rejection({"gcsRedisNodeType": node_type}).problems
+    assert problem.startswith(f"gcsRedisNodeType={node_type!r} is invalid: it is not among the current-generation")
+    assert "ELASTICACHE_NODE_TYPES" in problem and "no lookup lists them" in problem
+
+
+def test_the_elasticache_table_is_the_api_references_current_generation_without_t2():
+    """ElastiCache's API reference, CacheNode (the documentation botocore 1.44.8 ships with the ElastiCache model,
+    https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CacheNode.html): the node types under each
+    "Current generation", less T2, which CacheNodes.SupportedTypes.html moved to the previous generation (no new
+    clusters on T2 instances)."""
+    import botocore.session
+
+    from infra.settings.table import ELASTICACHE_NODE_TYPES
+
+    model = botocore.session.get_session().get_service_model("elasticache")
+    documentation = model.shape_for("CacheNode").documentation
+    current = re.findall(r"Current generation:(.*?)(?:Previous generation|$)", documentation, re.S)
+    listed = {name for part in current for name in re.findall(r"cache\.[a-z0-9]+\.[a-z0-9]+", part)}
+    assert listed - {name for name in listed if name.startswith("cache.t2.")} == ELASTICACHE_NODE_TYPES
 
 
 # --- a namespace the stack creates for another of its parts ---

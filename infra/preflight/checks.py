@@ -23,6 +23,7 @@ from infra.cluster.eks import check_admin_principals, discover_partition
 from infra.network.placement import Placement, discover_placement
 from infra.preflight.offerings import AddonVersions, check_offerings
 from infra.preflight.quota import QuotaError, check_gpu_vcpu_quota
+from infra.preflight.reservation import check_capacity_reservation
 from infra.serving.model_cache import cache_bucket_name
 from infra.serving.model_source import ModelFacts, ModelSourceError, read_model
 from infra.settings.capacity import (
@@ -149,6 +150,7 @@ def preflight(cfg: StackConfig) -> DeployFacts:
     attempt(check_admin_principals)
     placement = attempt(discover_placement)
     addons = attempt(check_offerings)
+    attempt(check_capacity_reservation)
     attempt(check_gpu_vcpu_quota)
     capacity = attempt(model_capacity) if cfg.model_preflight else None
     bucket = model_cache_bucket(cfg) if mirrors_model(cfg) else None

@@ -22,7 +22,13 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.footprint import system_node_load, system_node_problem
-from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
+from infra.settings.instance_types import (
+    NODE_ARCHITECTURE,
+    InstanceShape,
+    architecture_reason,
+    gpu_node_type_problem,
+    resolve_kv_buffer_device,
+)
 from infra.settings.model_sources import model_source_problem
 from infra.settings.namespaces import CREATED_NAMESPACES
 from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
@@ -39,8 +45,10 @@ from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.table import (
     AMP_WORKSPACE_PATTERN,
     API_ALLOW_LIST_COMMAND,
+    CACHE_NODE_TYPE_PATTERN,
     CERTIFICATE_ARN_PATTERN,
     CHECKIP,
+    ELASTICACHE_NODE_TYPES,
     GCS_REDIS,
     INSTANCE_TYPE_PATTERN,
     KUBERAY_AUTH_OPTIONS_SINCE,
@@ -489,6 +497,21 @@ def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
     return not uncovered
 
 
+def _cache_node_type_problem(node_type: str) -> str | None:
+    """A well-formed node type ElastiCache has no current generation of (the row's pattern reports a malformed one):
+    CreateReplicationGroup would refuse it after the VPC and cluster exist."""
+    if not CACHE_NODE_TYPE_PATTERN.fullmatch(node_type) or node_type in ELASTICACHE_NODE_TYPES:
+        return None
+    families = sorted({name.split(".")[1] for name in ELASTICACHE_NODE_TYPES})
+    return (
+        f"gcsRedisNodeType={node_type!r} is invalid: it is not among the current-generation ElastiCache node types of "
+        "the stack's table (infra/settings/table.py ELASTICACHE_NODE_TYPES, from ElastiCache's API reference; no "
+        f"lookup lists them); allowed is a type of family {', '.join(families)} in the sizes ElastiCache lists "
+        "(https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/CacheNodes.SupportedTypes.html), e.g. "
+        "cache.t4g.micro"
+    )
+
+
 def _kubernetes_version_problem(value: str) -> str | None:
     match = KUBERNETES_VERSION_PATTERN.match(value)
     if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
@@ -922,6 +945,11 @@ def _system_node_problems(
     shape = describe_instance_type(cfg.system_node_type)
     if shape is None:
         return []
+    if NODE_ARCHITECTURE not in shape.architectures:
+        return [
+            f"systemNodeType={cfg.system_node_type!r} is invalid: {architecture_reason(shape)} (EC2's answer, asked "
+            f"before any resource); allowed is an {NODE_ARCHITECTURE} instance type such as m7i.xlarge"
+        ]
     if shape.gpus:
         return [_system_node_type_problem(cfg.system_node_type, shape)]
     return [_system_node_room_problem(cfg, shape)]
@@ -1128,6 +1156,7 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         _kubernetes_version_problem(values["kubernetesVersion"]),
         _gpu_az_problem(values["gpuAz"], region),
         model_source_problem(values["modelSource"]),
+        _cache_node_type_problem(values["gcsRedisNodeType"]),
         *_receiver_partition_problems(values),
         _plain_secret_problem(config, "hfToken", values["hfToken"], "token"),
         *_receiver_secret_problems(config, values),
