@@ -52,6 +52,7 @@ def ec2_answer(gpuses: list[SimpleNamespace], efa: int) -> SimpleNamespace:
         default_vcpus=8,
         memory_size=32768,
         maximum_network_cards=1,
+        supported_architectures=["x86_64"],
     )
 
 
