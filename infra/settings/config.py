@@ -939,7 +939,7 @@ def _system_node_problems(
     cfg: StackConfig, describe_instance_type: Callable[[str], InstanceShape | None]
 ) -> list[str | None]:
     """The system node type as EC2 describes it, asked once (a type EC2 does not know is left to the region's
-    offerings check): a CPU type, with room for what runs there."""
+    offerings check): an x86_64 CPU type, with room for what runs there."""
     if region_problem(cfg.region) or not INSTANCE_TYPE_PATTERN.fullmatch(cfg.system_node_type):
         return []
     shape = describe_instance_type(cfg.system_node_type)
