@@ -403,10 +403,7 @@ class _Reader:
                 raise ValueError(text)
             return value
 
-        value = self._check(key, raw, parse, f"an integer {bounds}{kind.why}", kind.minimum)
-        if self.problems and self.problems[-1].startswith(f"{key}={raw!r} is invalid"):
-            self.problems[-1] += _octal_hint(key, raw)
-        return value
+        return self._check(key, raw, parse, f"an integer {bounds}{kind.why}{_octal_hint(key, raw)}", kind.minimum)
 
     def string_list(self, key: str, raw: str, kind: StringList) -> tuple[str, ...]:
         """A JSON list of strings, each checked by the row's `item` (its ValueError says why one is wrong) and given
@@ -433,9 +430,10 @@ class _Reader:
 
 
 def _octal_hint(key: str, raw: str) -> str:
-    """How a number out of bounds may have come from the stack file: the Pulumi CLI decodes it with go-yaml v3, whose
-    resolver reads a plain scalar with Go's strconv.ParseInt(text, 0, 64) (go-yaml/yaml v3 resolve.go), so an
-    unquoted leading 0 is octal, as in YAML 1.1 (`maxAzs: 010` arrives as '8'); tools/stack_yaml.py reads it so."""
+    """Said where an integer is refused, for a plain-decimal one (so out of bounds) of 8 or more: how the number may
+    have come from the stack file: the Pulumi CLI decodes it with go-yaml v3, whose resolver reads a plain scalar with
+    Go's strconv.ParseInt(text, 0, 64) (go-yaml/yaml v3 resolve.go), so an unquoted leading 0 is octal, as in YAML 1.1
+    (`maxAzs: 010` arrives as '8'); tools/stack_yaml.py reads it so."""
     if not CANONICAL_INTEGER.fullmatch(raw) or int(raw) < 8:
         return ""
     octal = format(int(raw), "o")
