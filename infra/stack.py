@@ -37,13 +37,13 @@ from infra.serving.model_cache import (
     ModelCacheArgs,
     cache_uri,
 )
-from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
 from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import PD_SIDES, application_name
 from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
+from infra.settings.model_sources import is_s3_uri
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.settings.table import settings_by_effect

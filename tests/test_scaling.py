@@ -297,9 +297,9 @@ def test_kube_reserved_cpu_follows_eks_nodeadm():
 @pytest.mark.parametrize(
     ("shape", "cpu", "memory"),
     [
-        (InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1), 30, 109),
-        (InstanceShape("g6.12xlarge", 4, "L4", 22888, True, 1, 48, 196608, 1), 46, 168),
-        (InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32), 190, 1885),
+        (InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1, ("x86_64",)), 30, 109),
+        (InstanceShape("g6.12xlarge", 4, "L4", 22888, True, 1, 48, 196608, 1, ("x86_64",)), 46, 168),
+        (InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32, ("x86_64",)), 190, 1885),
     ],
 )
 def test_worker_requests_what_the_node_leaves_allocatable(shape, cpu, memory):

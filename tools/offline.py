@@ -190,18 +190,16 @@ EKS_CLUSTER_VERSIONS = (
 # The default builds an offline region publishes for the add-ons whose line does not follow Kubernetes';
 # kube-proxy's does (v<kubernetesVersion>.x-eksbuild.N).
 DEFAULT_ADDON_BUILDS = {"vpc-cni": "v1.21.1-eksbuild.1", "coredns": "v1.13.2-eksbuild.1"}
-# Instance types an offline region offers: those DescribeInstanceTypes is answered for, and the general-purpose
-# families system nodes use.
-OFFERED_INSTANCE_TYPES = frozenset(
-    {
-        *INSTANCE_TYPES,
-        *(
-            f"{family}.{size}"
-            for family in ("m5", "m6i", "m7i", "m7a", "c6i", "c7i", "r6i", "r7i", "t3")
-            for size in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge")
-        ),
-    }
-)
+# Instance types an offline region offers: exactly those DescribeInstanceTypes is answered for, so that what the stack
+# checks on EC2's description of a type (the system nodes' room and architecture, the GPU nodes' layout) is never
+# skipped for a type the offerings table lets through; any other type is refused, with a note that a table decided.
+OFFERED_INSTANCE_TYPES = frozenset(INSTANCE_TYPES)
+
+
+# Capacity Blocks the offline account holds (DescribeCapacityReservations): id -> (instance type, the region's AZ
+# letter, instances, state). One active block of two p5.48xlarge, a type Capacity Blocks sell
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html); any other id is EC2's NotFound.
+CAPACITY_BLOCKS = {"cr-02168da1478b509e0": ("p5.48xlarge", "a", 2, "active")}
 
 
 # Model repositories the offline Hub holds, as huggingface.co serves their config.json: the default model with
@@ -418,6 +416,7 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "clusterVersions": self._cluster_versions(),
             },
             "aws:eks/getAddonVersion:getAddonVersion": self._addon_version,
+            "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation": self._capacity_block_reservation,
         }
 
     @staticmethod
@@ -484,6 +483,64 @@ class AwsMocks(pulumi.runtime.Mocks):
                 ("instanceType", f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]")
             ]
         return describe_instance_type(name, self.region)
+
+    def _capacity_block_reservation(self, request: dict[str, Any]) -> LookupAnswer:
+        """DescribeCapacityReservations by id in GetCapacityBlockReservationResult's shape; EC2's NotFound, which the
+        provider passes on as a failed read (terraform-provider-aws `findCapacityReservations`), for an id the offline
+        account does not hold. The commitment and interruption blocks, which a block bought outright has no use for,
+        hold empty values of their fields' types."""
+        reservation_id = request["id"]
+        if reservation_id not in CAPACITY_BLOCKS:
+            self._note(
+                reservation_id,
+                "not among the offline account's Capacity Blocks (tools/offline.py CAPACITY_BLOCKS)" + ASKS_EC2,
+            )
+            return {}, [
+                (
+                    "id",
+                    f"reading EC2 Capacity Block Reservation: couldn't find resource (InvalidCapacityReservationId."
+                    f"NotFound: The capacity reservation ID '{reservation_id}' does not exist)",
+                )
+            ]
+        instance_type, az_letter, count, state = CAPACITY_BLOCKS[reservation_id]
+        self._note(
+            reservation_id, "one of the offline account's Capacity Blocks (tools/offline.py CAPACITY_BLOCKS)" + ASKS_EC2
+        )
+        return {
+            **request,
+            "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:capacity-reservation/{reservation_id}",
+            "availabilityZone": f"{self.region}{az_letter}",
+            "availabilityZoneId": f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az1",
+            "availableInstanceCount": count,
+            "capacityBlockId": "cb-0123456789abcdef0",
+            "commitmentInfo": {"commitmentEndDate": "", "committedInstanceCount": 0},
+            "createdDate": "2026-12-01T08:00:00Z",
+            "deliveryPreference": "fixed",
+            "ebsOptimized": True,
+            "endDate": "2026-12-15T11:30:00Z",
+            "endDateType": "limited",
+            "instanceCount": count,
+            "instanceMatchCriteria": "targeted",
+            "instancePlatform": "Linux/UNIX",
+            "instanceType": instance_type,
+            "interruptibleCapacityAllocation": {
+                "instanceCount": 0,
+                "interruptibleCapacityReservationId": "",
+                "interruptionType": "",
+                "status": "",
+                "targetInstanceCount": 0,
+            },
+            "interruptionInfo": {"interruptionType": "", "sourceCapacityReservationId": ""},
+            "outpostArn": "",
+            "ownerId": ACCOUNT_ID,
+            "placementGroupArn": "",
+            "region": self.region,
+            "reservationType": "capacity-block",
+            "startDate": "2026-12-01T11:30:00Z",
+            "state": state,
+            "tags": {},
+            "tenancy": "default",
+        }
 
     def _addon_version(self, request: dict[str, Any]) -> LookupAnswer:
         name, kubernetes_version = request["addonName"], request["kubernetesVersion"]

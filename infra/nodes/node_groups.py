@@ -20,7 +20,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import Children, problem, raise_input_errors
-from infra.settings.instance_types import InstanceShape, instance_shape, unfit_gpu_node_reason
+from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
 from infra.settings.scheduling import (
     GPU_NODE_LABELS,
     GPU_TAINT,
@@ -39,8 +39,8 @@ from infra.settings.table import (
     NODEGROUP_NAME_PATTERN,
 )
 
-SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
-GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+SYSTEM_AMI_TYPE = f"AL2023_{NODE_ARCHITECTURE}_STANDARD"
+GPU_AMI_TYPE = f"AL2023_{NODE_ARCHITECTURE}_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50
 ROOT_DEVICE_NAME = "/dev/xvda"
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"

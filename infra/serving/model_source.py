@@ -33,6 +33,7 @@ from functools import cache
 from typing import Any
 
 from infra import PROJECT_DIR
+from infra.settings.model_sources import is_s3_uri
 
 HUB = "https://huggingface.co"
 HUB_TIMEOUT_S = 20
@@ -146,10 +147,6 @@ def hub_config(repo: str, token: str | None, fetch: Fetch | None = None) -> dict
     if answer.status != 200:
         raise ModelSourceError(_hub_problem(repo, answer, token is not None))
     return _parse_config(repo, answer.body.decode("utf-8", "replace"))
-
-
-def is_s3_uri(source: str) -> bool:
-    return source.startswith("s3://")
 
 
 def s3_config(source: str, read: ReadS3Object | None = None) -> dict[str, Any] | None:

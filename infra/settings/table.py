@@ -71,6 +71,27 @@ KUBERAY_GCS_FT_OPTIONS_SINCE = (1, 3, 0)
 # An ElastiCache node type such as cache.t4g.micro (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
 # CacheNodes.SupportedTypes.html): `cache.`, a family, a size.
 CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
+# The node types ElastiCache creates new clusters on: the "Current generation" lists of its API reference's CacheNode
+# (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CacheNode.html, as the ElastiCache model of
+# botocore 1.44.8 carries it, read 2026-12-07), less T2, which CacheNodes.SupportedTypes.html moved to the previous
+# generation (no new clusters on T2). No pulumi-aws 7.51.1 invoke
+# lists node types, so this table decides, and says so; a newer type is added here with its source.
+ELASTICACHE_NODE_TYPES = frozenset(
+    f"cache.{family}.{size}"
+    for family, sizes in {
+        "m7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "m6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "m5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
+        "m4": ("large", "xlarge", "2xlarge", "4xlarge", "10xlarge"),
+        "t4g": ("micro", "small", "medium"),
+        "t3": ("micro", "small", "medium"),
+        "r7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "r6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "r5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
+        "r4": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
+    }.items()
+    for size in sizes
+)
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
 AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
@@ -660,7 +681,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "modelSource",
-            Text(NO_SPACE_PATTERN, "a Hugging Face repo id, s3:// or local path"),
+            Text(),
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
             feeds="model_source",
