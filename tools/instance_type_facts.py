@@ -56,12 +56,10 @@ INSTANCE_TYPES = {
 
 
 # Fields of GetInstanceTypeResult the stack does not read, the same for every type here (literal data): what all
-# the listed types share (Nitro, two threads per core) and, for EBS, storage and the other accelerators,
-# placeholders of the right type rather than this type's facts.
+# the listed types share (Nitro) and, for EBS, storage and the other accelerators, placeholders of the right type
+# rather than this type's facts.
 UNREAD_FIELDS: dict[str, Any] = {
-    "defaultThreadsPerCore": 2,
     "validCores": [],
-    "validThreadsPerCores": [1, 2],
     "defaultNetworkCardIndex": 0,
     "bandwidthWeightings": ["default"],
     "maximumIpv4AddressesPerInterface": 30,
@@ -75,7 +73,6 @@ UNREAD_FIELDS: dict[str, Any] = {
     "supportedUsagesClasses": ["on-demand", "spot"],
     "supportedVirtualizationTypes": ["hvm"],
     "sustainedClockSpeed": 0.0,
-    "bootModes": ["legacy-bios", "uefi"],
     "bareMetal": False,
     "burstablePerformanceSupported": False,
     "currentGeneration": True,
@@ -121,7 +118,25 @@ def describe_instance_type(instance_type: str, region: str) -> dict[str, Any]:
         **_compute_fields(facts),
         **_network_fields(facts),
         "supportedArchitectures": [facts.architecture],
+        **_processor_fields(facts),
         **copy.deepcopy(UNREAD_FIELDS),  # each answer its own lists
+    }
+
+
+def _threads_per_core(facts: InstanceTypeFacts) -> int:
+    """Graviton runs one thread a core, the Intel and AMD types here two (the instance type pages' vCPU and core
+    columns: https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html)."""
+    return 1 if facts.architecture == "arm64" else 2
+
+
+def _processor_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
+    """Threads per core, and the boot modes: Graviton boots UEFI only
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-boot.html)."""
+    threads = _threads_per_core(facts)
+    return {
+        "defaultThreadsPerCore": threads,
+        "validThreadsPerCores": [1] if threads == 1 else [1, 2],
+        "bootModes": ["uefi"] if facts.architecture == "arm64" else ["legacy-bios", "uefi"],
     }
 
 
@@ -134,7 +149,7 @@ def _compute_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
     )
     return {
         "defaultVcpus": facts.vcpus,
-        "defaultCores": facts.vcpus // 2,
+        "defaultCores": facts.vcpus // _threads_per_core(facts),
         "memorySize": facts.memory_mib,
         "gpuses": gpus,
         "totalGpuMemory": facts.gpus * facts.gpu_memory_mib,
