@@ -219,3 +219,35 @@ def test_ray_drops_the_ingress_autoscaling_default_beside_num_replicas(two_a_sid
     deployment = serve.deployment(type("Ingress", (), {}), **options)
     assert deployment.num_replicas == 2
     assert deployment._deployment_config.autoscaling_config is None
+
+
+def _ray_code_versions(config: dict) -> dict[str, str]:
+    """Serve 2.58's own code version of each application (ray/serve/_private/deploy_utils.py get_app_code_version)."""
+    from ray.serve._private.deploy_utils import get_app_code_version
+
+    return {app.name: get_app_code_version(app) for app in ServeDeploySchema.model_validate(config).applications}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"maxModelLen": 8192}, {"modelSource": "Qwen/Qwen3-8B"}, {"kvCacheDtype": "fp8"}],
+    ids=lambda change: next(iter(change)),
+)
+def test_the_engine_digest_moves_with_serves_code_version(change):
+    """Every engine-restarting change is a new code version in Serve's eyes, and so a new digest (the newCluster path
+    builds a cluster for it: infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION)."""
+    from infra.serving.serve_config import engine_restart_digest
+
+    before, after = serve_config(run_stack({})), serve_config(run_stack(change))
+    assert _ray_code_versions(before) != _ray_code_versions(after)
+    assert engine_restart_digest(before) != engine_restart_digest(after)
+
+
+def test_a_serve_change_that_keeps_the_code_version_keeps_the_digest():
+    """A route prefix (not a stack setting, but a field Serve applies to the running replicas) changes neither."""
+    from infra.serving.serve_config import engine_restart_digest
+
+    before = serve_config(run_stack({}))
+    after = {"applications": [{**before["applications"][0], "route_prefix": "/v2"}]}
+    assert _ray_code_versions(before) == _ray_code_versions(after)
+    assert engine_restart_digest(before) == engine_restart_digest(after)

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from infra.serving import serve_auth
-from infra.serving.serve_config import build_serve_config, code_packages, serve_app_args
+from infra.serving.serve_config import build_serve_config, code_packages, engine_restart_digest, serve_app_args
 from infra.settings.config import StackConfig
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.settings.scheduling import (
@@ -43,11 +43,14 @@ RAY_CLUSTER_LABEL = "ray.io/cluster"
 SERVE_LABEL = "ray.io/serve"
 # And every RayCluster of a RayService with the RayService's name (constructRayClusterForRayService).
 RAY_ORIGINATED_FROM_CR_NAME_LABEL = "ray.io/originated-from-cr-name"
-# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied, on the head's pod template: a
-# change of any kind changes what KubeRay hashes, so it builds a new cluster (KubeRay 1.4.0 hashes the spec less each
-# worker group's replicas, minReplicas, maxReplicas and workersToDelete: generateHashWithoutReplicasAndWorkersToDelete,
-# so a replicas change alone would leave the running cluster as it is), and the RayCluster it builds carries the
-# digest of the spec it was built from, which the rollout compares (infra/serving/rollout_status.py).
+# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied and of the serve config's
+# engine-restarting part (serve_config.engine_restart_digest), on the head's pod template: a change of either changes
+# what KubeRay hashes, so it builds a new cluster beside the serving one (KubeRay 1.4.0 and 1.7.0 hash the spec less each
+# worker group's replicas, minReplicas, maxReplicas and workersToDelete, 1.7.0 less tolerations and scheduling gates
+# too, the pod templates' annotations kept: generateHashWithoutReplicasAndWorkersToDelete, shouldPrepareNewCluster;
+# so a replicas change alone would leave the running cluster as it is, and a serve config alone would be sent to it in
+# place, where a broken one leaves nothing serving), and the RayCluster it builds carries the digest it was built from,
+# which the rollout compares (infra/serving/rollout_status.py).
 CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 UPGRADE_REPLACE, UPGRADE_NEW_CLUSTER = "None", "NewCluster"
 WORKER_GROUP = "gpu-workers"
@@ -216,15 +219,17 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
     }
 
 
-def cluster_spec_digest(cluster_config: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(cluster_config, sort_keys=True).encode()).hexdigest()
+def cluster_spec_digest(cluster_config: dict[str, Any], serve_config: dict[str, Any]) -> str:
+    """The cluster spec and what of the serve config restarts the engines (serve_config.engine_restart_digest)."""
+    built_for = {"rayClusterConfig": cluster_config, "engines": engine_restart_digest(serve_config)}
+    return hashlib.sha256(json.dumps(built_for, sort_keys=True).encode()).hexdigest()
 
 
-def with_cluster_spec_digest(cluster_config: dict[str, Any]) -> dict[str, Any]:
-    """The cluster spec with its own digest (taken before it is added) on the head's pod template."""
+def with_cluster_spec_digest(cluster_config: dict[str, Any], serve_config: dict[str, Any]) -> dict[str, Any]:
+    """The cluster spec with its digest (taken before it is added) on the head's pod template."""
     stamped: dict[str, Any] = json.loads(json.dumps(cluster_config))
     metadata = stamped["headGroupSpec"]["template"].setdefault("metadata", {})
-    metadata.setdefault("annotations", {})[CLUSTER_SPEC_ANNOTATION] = cluster_spec_digest(cluster_config)
+    metadata.setdefault("annotations", {})[CLUSTER_SPEC_ANNOTATION] = cluster_spec_digest(cluster_config, serve_config)
     return stamped
 
 
@@ -269,6 +274,7 @@ def build_rayservice(
         "headGroupSpec": head_group(cfg),
         "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
     }
+    serve_config = build_serve_config(serve_app_args(cfg, model_cache_uri))
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
@@ -300,8 +306,10 @@ def build_rayservice(
             # head-fault-tolerance.md): KubeRay then keeps the head out of the serve Service (its ray.io/serve label
             # false: rayservice_controller.go updateHeadPodServeLabel), and so out of the load balancer too.
             "excludeHeadPodFromServeSvc": True,
-            "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg, model_cache_uri)), sort_keys=False),
-            "rayClusterConfig": with_cluster_spec_digest(cluster_config) if cfg.new_cluster else cluster_config,
+            "serveConfigV2": yaml.safe_dump(serve_config, sort_keys=False),
+            "rayClusterConfig": with_cluster_spec_digest(cluster_config, serve_config)
+            if cfg.new_cluster
+            else cluster_config,
         },
     }
 

@@ -6,6 +6,8 @@ RayService, the offline render and the GPU smoke test all use exactly the same d
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -203,3 +205,18 @@ def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
         **(serve_auth.ingress_args() if args.api_key_auth else {}),
     }
     return {"applications": [app]}
+
+
+# What Serve 2.58 hashes into an application's code version (ray/serve/_private/deploy_utils.py get_app_code_version;
+# the stack sets none of its other inputs: autoscaling policies, request router configs as deployment overrides,
+# deployment actors). A new code version rebuilds the app and restarts every replica of it, the engines with it
+# (application_state.py ApplicationState.apply_app_config); an equal one reconfigures the running replicas.
+CODE_VERSION_KEYS = ("import_path", "runtime_env", "args")
+
+
+def engine_restart_digest(serve_config: dict[str, Any]) -> str:
+    """A digest that changes exactly when a new serve config restarts the engines: each application's code-version
+    inputs, by name. With clusterUpgradeStrategy newCluster it goes on the head's pod template
+    (infra/serving/rayservice.py), so such a change is a new RayCluster beside the serving one."""
+    versions = {app["name"]: {key: app.get(key) for key in CODE_VERSION_KEYS} for app in serve_config["applications"]}
+    return hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()
