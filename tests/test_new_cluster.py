@@ -188,7 +188,9 @@ def test_the_cluster_spec_carries_its_own_digest_on_the_heads_template():
     stamped = build_rayservice(load_stack_config(NEW_CLUSTER), with_hf_token=False)["spec"]["rayClusterConfig"]
     plain = build_rayservice(load_stack_config({"systemNodeCount": 2}), with_hf_token=False)["spec"]["rayClusterConfig"]
     annotations = stamped["headGroupSpec"]["template"]["metadata"].pop("annotations")
-    serve = yaml.safe_load(build_rayservice(load_stack_config(NEW_CLUSTER), with_hf_token=False)["spec"]["serveConfigV2"])
+    serve = yaml.safe_load(
+        build_rayservice(load_stack_config(NEW_CLUSTER), with_hf_token=False)["spec"]["serveConfigV2"]
+    )
     assert annotations == {CLUSTER_SPEC_ANNOTATION: cluster_spec_digest(plain, serve)}
     assert stamped == plain
 

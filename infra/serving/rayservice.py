@@ -43,14 +43,14 @@ RAY_CLUSTER_LABEL = "ray.io/cluster"
 SERVE_LABEL = "ray.io/serve"
 # And every RayCluster of a RayService with the RayService's name (constructRayClusterForRayService).
 RAY_ORIGINATED_FROM_CR_NAME_LABEL = "ray.io/originated-from-cr-name"
-# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied and of the serve config's
-# engine-restarting part (serve_config.engine_restart_digest), on the head's pod template: a change of either changes
-# what KubeRay hashes, so it builds a new cluster beside the serving one (KubeRay 1.4.0 and 1.7.0 hash the spec less each
+# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied and of the serve config's engine-
+# restarting part (serve_config.engine_restart_digest), on the head's pod template: a change of either changes what
+# KubeRay hashes, so it builds a new cluster beside the serving one (KubeRay 1.4.0 and 1.7.0 hash the spec less each
 # worker group's replicas, minReplicas, maxReplicas and workersToDelete, 1.7.0 less tolerations and scheduling gates
-# too, the pod templates' annotations kept: generateHashWithoutReplicasAndWorkersToDelete, shouldPrepareNewCluster;
-# so a replicas change alone would leave the running cluster as it is, and a serve config alone would be sent to it in
-# place, where a broken one leaves nothing serving), and the RayCluster it builds carries the digest it was built from,
-# which the rollout compares (infra/serving/rollout_status.py).
+# too, the pod templates' annotations kept: generateHashWithoutReplicasAndWorkersToDelete, shouldPrepareNewCluster; so a
+# replicas change alone would leave the running cluster as it is, and a serve config alone would be sent to it in place,
+# where a broken one leaves nothing serving), and the RayCluster it builds carries the digest it was built from, which
+# the rollout compares (infra/serving/rollout_status.py).
 CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 UPGRADE_REPLACE, UPGRADE_NEW_CLUSTER = "None", "NewCluster"
 WORKER_GROUP = "gpu-workers"

@@ -37,6 +37,7 @@ from infra.settings.changes import (
     RAYSERVICE_REPLACED,
     SECRET_UPDATED,
     SERVE_IN_PLACE,
+    SERVE_NEW_CLUSTER,
     STACK_REBUILT,
     SYSTEM_NODES_REPLACED,
     SYSTEM_NODES_ROLLED,
@@ -1145,12 +1146,14 @@ CHANGE_NOTES: Mapping[str, str] = {setting.key: setting.change_note for setting 
 
 def effects_of(key: str, strategy: str = REPLACE) -> tuple[Effect, ...]:
     """What a change to `key` does with clusterUpgradeStrategy `strategy`: with newCluster, a change that would
-    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER).
+    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER),
+    and so does a serve-config change (SERVE_NEW_CLUSTER: infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION).
     A key that names both (the strategy itself) keeps its own."""
     effects = CHANGE_EFFECTS[key]
     if strategy != NEW_CLUSTER or RAYSERVICE_NEW_CLUSTER in effects:
         return effects
-    return tuple(RAYSERVICE_NEW_CLUSTER if effect is RAYSERVICE_REPLACED else effect for effect in effects)
+    on_new_cluster = {RAYSERVICE_REPLACED: RAYSERVICE_NEW_CLUSTER, SERVE_IN_PLACE: SERVE_NEW_CLUSTER}
+    return tuple(on_new_cluster.get(effect, effect) for effect in effects)
 
 
 def most_severe(key: str, strategy: str = REPLACE) -> Effect:
