@@ -292,6 +292,10 @@ def build_rayservice(
                 # which the delete then waits on in turn. KubeRay 1.7.0 (and 1.6.2) holds it with a finalizer until it
                 # has deleted its RayClusters and builds none: background is right for both (test_kuberay_delete.py).
                 "pulumi.com/deletionPropagationPolicy": "background",
+                # A serve config the rollout put back after a failed one (infra/serving/rollout.py roll_back) is the
+                # rollout's field; Pulumi's next apply of serveConfigV2 takes it back instead of failing on the field
+                # conflict (pulumi-kubernetes provider/pkg/await/await.go patchForce: this annotation, else no force).
+                "pulumi.com/patchForce": "true",
             },
         },
         "spec": {
