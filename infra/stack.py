@@ -45,6 +45,7 @@ from infra.serving.serve_config import PD_SIDES, application_name
 from infra.settings.changes import (
     RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
+    SERVE_IN_PLACE,
     SERVE_NEW_CLUSTER,
     SURGE_MINUTES_PER_GPU_NODE,
 )
@@ -311,7 +312,9 @@ def cluster_change_path(cfg: StackConfig) -> str:
         return (
             "clusterUpgradeStrategy 'replace': a cluster-spec change (the settings under "
             f"`{RAYSERVICE_REPLACED.name}`) replaces the RayService, a full outage until the new cluster has loaded "
-            "the model; no extra nodes"
+            f"the model; no extra nodes. An engine change (`{SERVE_IN_PLACE.name}`) rolls the running engines; a "
+            "broken one is rolled back by the rollout itself, an outage of one engine start, and `pulumi up` fails "
+            "naming it (docs/changes.md)"
         )
     hours = cfg.surge_gpu_nodes * SURGE_MINUTES_PER_GPU_NODE / 60
     return (

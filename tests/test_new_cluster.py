@@ -25,7 +25,12 @@ from infra.serving.rollout_status import (
     await_rollout,
     current_verdict,
 )
-from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
+from infra.settings.changes import (
+    RAYSERVICE_NEW_CLUSTER,
+    RAYSERVICE_REPLACED,
+    SERVE_NEW_CLUSTER,
+    SURGE_MINUTES_PER_GPU_NODE,
+)
 from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
 from infra.stack import cluster_change_path
 from tests.conftest import (
@@ -500,6 +505,15 @@ def test_the_preview_says_which_path_applies_and_what_it_costs():
     said = cluster_change_path(load_stack_config(NEW_CLUSTER))
     assert "keeps serving" in said and "2 more g6.8xlarge GPU node(s)" in said
     assert f"about {2 * SURGE_MINUTES_PER_GPU_NODE / 60:.1f} extra GPU node-hours (modelled" in said
+
+
+def test_the_preview_says_which_path_an_engine_change_takes():
+    """replace: in place, with the rollout's own rollback; newCluster: the surge path, under its own group."""
+    said_in_place = cluster_change_path(load_stack_config())
+    assert "`serve-in-place`" in said_in_place and "rolled back by the rollout itself" in said_in_place
+    assert "`serve-new-cluster`" in cluster_change_path(load_stack_config(NEW_CLUSTER))
+    assert f"each about {SURGE_MINUTES_PER_GPU_NODE} minutes" in SERVE_NEW_CLUSTER.keeps_serving
+    assert "the active cluster keeps serving the previous version, untouched" in SERVE_NEW_CLUSTER.if_it_fails
 
 
 def test_the_surge_figure_is_the_cold_start_models():
