@@ -1032,3 +1032,22 @@ def test_a_config_that_runs_again_after_its_rollback_is_not_refused(dev, applica
     live_object = copy.deepcopy(live(dev, generation=3, observed=3))
     live_object["metadata"]["annotations"][ROLLED_BACK_ANNOTATION] = serve_config_digest(applications)
     refuse_rolled_back(live_object, applications)
+
+
+class RefusingCluster(Reader):
+    """The cluster of a failed deploy whose RayService refuses the rollback's patch (RBAC without `patch`)."""
+
+    def roll_back(self, *_args: Any) -> None:
+        raise ClusterRefused("PATCH /apis/ray.io/v1/namespaces/inference/rayservices/ray-llm: HTTP 403")
+
+
+def test_a_rollback_the_cluster_refuses_fails_with_both_causes(dev, applications, previous_applications):
+    failed = serve_details(applications[0], status="DEPLOY_FAILED", message=FAILED_MESSAGE)
+    reader = RefusingCluster([(live(dev, generation=2, observed=2), failed)])
+    provider = ServeRolloutProvider(reader=lambda _props: reader, poll_seconds=0)
+    olds = {"verdict": "ran", "rayserviceUid": "u1", "applications": previous_applications, "timeoutSeconds": 60}
+    news = {**olds, "verdict": None, "applications": applications, "namespace": "inference", "name": "ray-llm"}
+    with pytest.raises(RolloutFailed) as raised:
+        provider.update("inference/ray-llm", olds, news)
+    assert "failed to start 3 times in a row" in str(raised.value)
+    assert "could not put back the last config that ran (ClusterRefused: PATCH" in str(raised.value)

@@ -346,13 +346,19 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
         previous = plain_numbers(olds["applications"])
         cause = str(failed)
         report_to_stderr(f"the applied serve config failed; putting back the last config that ran: {cause}")
-        reader.roll_back(
-            yaml.safe_dump({"applications": previous}, sort_keys=False),
-            {
-                ROLLED_BACK_ANNOTATION: serve_config_digest(news["applications"]),
-                ROLLBACK_CAUSE_ANNOTATION: cause[-CAUSE_CHARS:],
-            },
-        )
+        try:
+            reader.roll_back(
+                yaml.safe_dump({"applications": previous}, sort_keys=False),
+                {
+                    ROLLED_BACK_ANNOTATION: serve_config_digest(news["applications"]),
+                    ROLLBACK_CAUSE_ANNOTATION: cause[-CAUSE_CHARS:],
+                },
+            )
+        except Exception as error:  # the cause must reach the operator with the rollback's own failure
+            return RolloutFailed(
+                f"{cause}. The rollout could not put back the last config that ran ({type(error).__name__}: {error}): "
+                "nothing may be serving. Set the previous values and run `pulumi up`"
+            )
         try:
             back = self._wait({**olds, "applications": previous, "timeoutSeconds": news["timeoutSeconds"]}, reader)
         except RolloutFailed as also:
