@@ -46,6 +46,7 @@ from tests.rollout_states import raycluster, rayservice_status, serve_details
 from tests.schemas import raycluster_errors, rayservice_errors
 from tools import cold_start
 from tools.offline import load_stack_config, run_stack
+from tools.project import PROJECT_DIR
 
 NODE_GROUP = ("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
 LOAD_BALANCER = ("kubernetes:core/v1:Service", "serving-serve-load-balancer")
@@ -532,3 +533,34 @@ def test_api_keys_still_reach_the_new_clusters_pods():
     run = run_stack({**exposed(), **NEW_CLUSTER, "serveApiKeys": [API_KEYS[0]]}, secret_keys=EXPOSED_SECRET_KEYS)
     head = rayservice(run)["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
     assert {volume["name"] for volume in head["volumes"]} >= {"serve-auth-code", "serve-api-keys"}
+
+
+# --- the old cluster's streams after the switch ---
+
+
+def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
+    """KubeRay 1.7.0 deletes the cluster an upgrade left rayClusterDeletionDelaySeconds after the switch
+    (vendor/kuberay-v1.7.0/rayservice_controller.go cleanUpRayClusterInstance), which the stack sets to the longest
+    stream the config allows, as for a replica replaced in place (serve_config.longest_stream_s: 246 s at 4096)."""
+    from infra.serving.serve_config import longest_stream_s
+
+    source = (PROJECT_DIR / "vendor" / "kuberay-v1.7.0" / "rayservice_controller.go").read_text()
+    assert "deletionDelay = time.Duration(*rayServiceInstance.Spec.RayClusterDeletionDelaySeconds) * time.Second" in (
+        source
+    )
+    manifest = rayservice(run_stack({**NEW_CLUSTER, "kuberayVersion": "1.7.0"}))
+    assert manifest["spec"]["rayClusterDeletionDelaySeconds"] == longest_stream_s(4096) == 246
+    assert rayservice_errors(manifest, kuberay_version="1.7.0") == []
+
+
+def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest):
+    """KubeRay 1.4.0's 60 s is fixed (RayClusterDeletionDelayDuration): a stream longer than that on the old cluster
+    is cut at its deletion (docs/serve-updates.md). The API server would prune the unknown field."""
+    crd = (PROJECT_DIR / "vendor" / "kuberay-v1.4.0" / "ray.io_rayservices.yaml").read_text()
+    assert "rayClusterDeletionDelaySeconds" not in crd
+    assert "rayClusterDeletionDelaySeconds" not in manifest["spec"]
+
+
+def test_without_new_cluster_there_is_no_old_cluster_to_keep():
+    """A replaced RayService's clusters go with it (KubeRay deletes them at once when the RayService is deleted)."""
+    assert "rayClusterDeletionDelaySeconds" not in rayservice(run_stack({"kuberayVersion": "1.7.0"}))["spec"]

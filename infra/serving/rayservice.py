@@ -9,8 +9,14 @@ from typing import Any
 import yaml
 
 from infra.serving import serve_auth
-from infra.serving.serve_config import build_serve_config, code_packages, engine_restart_digest, serve_app_args
-from infra.settings.config import StackConfig
+from infra.serving.serve_config import (
+    build_serve_config,
+    code_packages,
+    engine_restart_digest,
+    longest_stream_s,
+    serve_app_args,
+)
+from infra.settings.config import StackConfig, sets_cluster_deletion_delay
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.settings.scheduling import (
     GPU_TOLERATION,
@@ -253,6 +259,18 @@ def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
+# KubeRay deletes the cluster a NewCluster upgrade left 60 s after the switch (1.4.0: RayClusterDeletionDelayDuration,
+# fixed), cutting the streams still running there; where it reads rayClusterDeletionDelaySeconds the old cluster stays
+# for the longest stream the config allows (serve_config.longest_stream_s), as a replica replaced in place does.
+KUBERAY_DELETION_DELAY_S = 60
+
+
+def old_cluster_deletion_delay(cfg: StackConfig) -> dict[str, int]:
+    if not (cfg.new_cluster and sets_cluster_deletion_delay(cfg.kuberay_version)):
+        return {}
+    return {"rayClusterDeletionDelaySeconds": max(KUBERAY_DELETION_DELAY_S, longest_stream_s(cfg.max_model_len))}
+
+
 def runs_ray_autoscaler(cfg: StackConfig) -> bool:
     """Whether the head pod runs KubeRay's in-tree autoscaler sidecar (RAY_AUTOSCALER): with Serve autoscaling."""
     return cfg.serve_autoscaling
@@ -305,6 +323,7 @@ def build_rayservice(
             # newCluster: the RayService is updated in place, and KubeRay builds the new cluster beside the active one,
             # switches to it once its apps run and deletes the old one (rayservice_controller.go).
             "upgradeStrategy": {"type": UPGRADE_NEW_CLUSTER if cfg.new_cluster else UPGRADE_REPLACE},
+            **old_cluster_deletion_delay(cfg),
             # The head's Serve proxy dies with the head and comes back only after the restarted controller (measured:
             # 29.6 s), while each GPU worker's own proxy keeps answering through a head restart (docs/
             # head-fault-tolerance.md): KubeRay then keeps the head out of the serve Service (its ray.io/serve label

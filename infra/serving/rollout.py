@@ -5,7 +5,9 @@ cluster until `infra.serving.rollout_status` gives its verdict, so a `pulumi up`
 for the new engines, fails with Serve's own message on DEPLOY_FAILED (on UNHEALTHY that lasts), and fails at
 `serveReadyTimeoutMinutes` naming what was still missing. Its inputs carry the stack settings that shape the
 RayService, grouped by what changing them does (`infra.settings.changes`), so `pulumi preview --diff` shows which
-settings change and what that costs a running stack.
+settings change and what that costs a running stack. Where a serve config fails on the cluster that ran the last one
+(no replacement, no new cluster), the update puts that config back itself, waits for it and then fails, naming the
+cause (`ServeRolloutProvider.update`, docs/changes.md "Rolling back").
 
 Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
 provider uses too) and a port-forward to the Ray dashboard on the RayCluster's running head pod

@@ -69,6 +69,10 @@ RAY_AUTH_MODES = ("auto", "token", "disabled")
 GCS_REDIS, GCS_OFF = "redis", "off"
 HEAD_FAULT_TOLERANCE_MODES = (GCS_REDIS, GCS_OFF)
 KUBERAY_GCS_FT_OPTIONS_SINCE = (1, 3, 0)
+# spec.rayClusterDeletionDelaySeconds: how long KubeRay keeps the cluster a NewCluster upgrade left, 60 s fixed before
+# (ray-project/kuberay#3864, merged after v1.4.0; vendor/kuberay-v1.7.0/rayservice_types.go, rayservice_controller.go
+# cleanUpRayClusterInstance; the v1.4.0 CRD has no such field).
+KUBERAY_DELETION_DELAY_SINCE = (1, 5, 0)
 # An ElastiCache node type such as cache.t4g.micro (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
 # CacheNodes.SupportedTypes.html): `cache.`, a family, a size.
 CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
