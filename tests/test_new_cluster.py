@@ -541,7 +541,8 @@ def test_api_keys_still_reach_the_new_clusters_pods():
 def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
     """KubeRay 1.7.0 deletes the cluster an upgrade left rayClusterDeletionDelaySeconds after the switch
     (vendor/kuberay-v1.7.0/rayservice_controller.go cleanUpRayClusterInstance), which the stack sets to the longest
-    stream the config allows, as for a replica replaced in place (serve_config.longest_stream_s: 246 s at 4096)."""
+    stream the config allows, as for a replica replaced in place (serve_config.longest_stream_s), never below
+    KubeRay's own 60 s."""
     from infra.serving.serve_config import longest_stream_s
 
     source = (PROJECT_DIR / "vendor" / "kuberay-v1.7.0" / "rayservice_controller.go").read_text()
@@ -549,7 +550,9 @@ def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
         source
     )
     manifest = rayservice(run_stack({**NEW_CLUSTER, "kuberayVersion": "1.7.0"}))
-    assert manifest["spec"]["rayClusterDeletionDelaySeconds"] == longest_stream_s(4096) == 246
+    (app,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
+    max_model_len = app["args"]["decode_config"]["engine_kwargs"]["max_model_len"]
+    assert manifest["spec"]["rayClusterDeletionDelaySeconds"] == longest_stream_s(max_model_len) > 60
     assert rayservice_errors(manifest, kuberay_version="1.7.0") == []
 
 
