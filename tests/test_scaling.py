@@ -19,6 +19,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.quota import gpu_vcpu_need
+from infra.serving.serve_config import longest_stream_s
 from infra.settings.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, VALIDATED_KUBERAY_VERSIONS, ConfigError
 from infra.settings.instance_types import InstanceShape
 from infra.settings.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
@@ -367,11 +368,14 @@ def test_each_side_autoscales_between_its_replicas_toward_its_target():
     """Ray Serve's AutoscalingConfig (ray/serve/config.py): min_replicas, max_replicas and
     target_ongoing_requests; LLMConfig validates deployment_config with Ray's DeploymentConfig."""
     args = pd_args(render("autoscaling"))
+    grace = {"graceful_shutdown_timeout_s": longest_stream_s(args["decode_config"]["engine_kwargs"]["max_model_len"])}
     assert args["prefill_config"]["deployment_config"] == {
-        "autoscaling_config": {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 4}
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 4},
+        **grace,
     }
     assert args["decode_config"]["deployment_config"] == {
-        "autoscaling_config": {"min_replicas": 1, "max_replicas": 6, "target_ongoing_requests": 32}
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 6, "target_ongoing_requests": 32},
+        **grace,
     }
 
 

@@ -52,6 +52,7 @@ from infra.settings.table import (
     GCS_REDIS,
     INSTANCE_TYPE_PATTERN,
     KUBERAY_AUTH_OPTIONS_SINCE,
+    KUBERAY_DELETION_DELAY_SINCE,
     KUBERAY_GCS_FT_OPTIONS_SINCE,
     KUBERNETES_VERSION_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
@@ -819,6 +820,11 @@ def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | Non
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
+
+
+def sets_cluster_deletion_delay(kuberay_version: str) -> bool:
+    """Whether this KubeRay release reads spec.rayClusterDeletionDelaySeconds (KUBERAY_DELETION_DELAY_SINCE)."""
+    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_DELETION_DELAY_SINCE
 
 
 def has_ray_token_auth(kuberay_version: str) -> bool:

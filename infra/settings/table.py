@@ -37,6 +37,7 @@ from infra.settings.changes import (
     RAYSERVICE_REPLACED,
     SECRET_UPDATED,
     SERVE_IN_PLACE,
+    SERVE_NEW_CLUSTER,
     STACK_REBUILT,
     SYSTEM_NODES_REPLACED,
     SYSTEM_NODES_ROLLED,
@@ -68,6 +69,10 @@ RAY_AUTH_MODES = ("auto", "token", "disabled")
 GCS_REDIS, GCS_OFF = "redis", "off"
 HEAD_FAULT_TOLERANCE_MODES = (GCS_REDIS, GCS_OFF)
 KUBERAY_GCS_FT_OPTIONS_SINCE = (1, 3, 0)
+# spec.rayClusterDeletionDelaySeconds: how long KubeRay keeps the cluster a NewCluster upgrade left, 60 s fixed before
+# (ray-project/kuberay#3864, merged after v1.4.0; vendor/kuberay-v1.7.0/rayservice_types.go, rayservice_controller.go
+# cleanUpRayClusterInstance; the v1.4.0 CRD has no such field).
+KUBERAY_DELETION_DELAY_SINCE = (1, 5, 0)
 # An ElastiCache node type such as cache.t4g.micro (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
 # CacheNodes.SupportedTypes.html): `cache.`, a family, a size.
 CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
@@ -1166,12 +1171,14 @@ CHANGE_NOTES: Mapping[str, str] = {setting.key: setting.change_note for setting 
 
 def effects_of(key: str, strategy: str = REPLACE) -> tuple[Effect, ...]:
     """What a change to `key` does with clusterUpgradeStrategy `strategy`: with newCluster, a change that would
-    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER).
+    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER),
+    and so does a serve-config change (SERVE_NEW_CLUSTER: infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION).
     A key that names both (the strategy itself) keeps its own."""
     effects = CHANGE_EFFECTS[key]
     if strategy != NEW_CLUSTER or RAYSERVICE_NEW_CLUSTER in effects:
         return effects
-    return tuple(RAYSERVICE_NEW_CLUSTER if effect is RAYSERVICE_REPLACED else effect for effect in effects)
+    on_new_cluster = {RAYSERVICE_REPLACED: RAYSERVICE_NEW_CLUSTER, SERVE_IN_PLACE: SERVE_NEW_CLUSTER}
+    return tuple(on_new_cluster.get(effect, effect) for effect in effects)
 
 
 def most_severe(key: str, strategy: str = REPLACE) -> Effect:

@@ -87,6 +87,30 @@ def test_with_new_cluster_a_replicas_only_change_changes_what_kuberay_hashes():
     assert kuberay_hashed(before) != kuberay_hashed(after)
 
 
+def test_with_new_cluster_an_engine_change_alone_changes_what_kuberay_hashes():
+    """A serve-config change that restarts the engines (here maxModelLen) moves the digest on the head's template too
+    (serve_config.engine_restart_digest), so KubeRay builds a pending cluster for it instead of sending it to the
+    serving one; without newCluster the cluster spec is the same before and after."""
+    before = rayservice(run_stack(NEW_CLUSTER))["spec"]["rayClusterConfig"]
+    after = rayservice(run_stack({**NEW_CLUSTER, "maxModelLen": 8192}))["spec"]["rayClusterConfig"]
+    assert kuberay_hashed(before) != kuberay_hashed(after)
+    plain = [rayservice(run_stack(change))["spec"]["rayClusterConfig"] for change in ({}, {"maxModelLen": 8192})]
+    assert kuberay_hashed(plain[0]) == kuberay_hashed(plain[1])
+
+
+def test_kuberay_1_7_still_hashes_the_pod_templates_annotations():
+    """KubeRay 1.7.0 mutes tolerations and scheduling gates (and the upgrade strategy) beside the replicas, never the
+    templates' metadata (vendor/kuberay-v1.7.0/util.go GenerateHashWithoutReplicasAndWorkersToDelete), and still
+    builds a new cluster once the hashes differ (rayservice_controller.go shouldPrepareNewCluster)."""
+    source = (PROJECT_DIR / "vendor" / "kuberay-v1.7.0" / "util.go").read_text()
+    start = source.index("func GenerateHashWithoutReplicasAndWorkersToDelete(")
+    body = source[start : source.index("\n}\n", start)]
+    muted = re.findall(r"^\s*(updatedRayClusterSpec\.[\w.\[\]]+) = nil", body, re.M)
+    assert muted and not [field for field in muted if "Template.ObjectMeta" in field or "Annotations" in field]
+    controller = (PROJECT_DIR / "vendor" / "kuberay-v1.7.0" / "rayservice_controller.go").read_text()
+    assert "return isZeroDowntimeUpgradeEnabled(ctx, rayServiceInstance.Spec.UpgradeStrategy)" in controller
+
+
 def test_a_new_cluster_is_built_only_with_upgrade_strategy_new_cluster():
     """isZeroDowntimeUpgradeEnabled: a type given other than NewCluster turns it off (replace's None); NewCluster
     turns it on; shouldPrepareNewCluster returns it once the hashes differ."""
@@ -222,3 +246,22 @@ def test_the_serve_port_is_on_the_head(strategy):
         "headGroupSpec"
     ]["template"]["spec"]["containers"][0]
     assert {"containerPort": 8000, "name": constant("ServingPortName")} in head["ports"]
+
+
+def test_kuberay_1_4_sends_the_spec_again_when_its_cache_is_empty_or_differs():
+    """The fact the choice above rests on, in the vendored operator (1.7.0's function is the same)."""
+    for version in ("kuberay-v1.4.0", "kuberay-v1.7.0"):
+        source = (PROJECT_DIR / "vendor" / version / "rayservice_controller.go").read_text()
+        start = source.index("func checkIfNeedSubmitServeApplications(")
+        body = source[start : source.index("\n}\n", start)]
+        assert 'if cachedServeConfigV2 == "" {\n\t\treturn true' in body
+        assert "if cachedServeConfigV2 != serveConfigV2 {\n\t\treturn true" in body
+
+
+def test_kuberay_1_7_deletes_an_upgrades_old_cluster_after_the_rayservices_own_delay():
+    """cleanUpRayClusterInstance reads rayClusterDeletionDelaySeconds, which the stack sets to the longest stream the
+    config allows (tests/test_new_cluster.py)."""
+    source = (PROJECT_DIR / "vendor" / "kuberay-v1.7.0" / "rayservice_controller.go").read_text()
+    assert "deletionDelay = time.Duration(*rayServiceInstance.Spec.RayClusterDeletionDelaySeconds) * time.Second" in (
+        source
+    )

@@ -19,7 +19,7 @@ import pytest
 
 from infra.serving import prefix_routing, serve_auth
 from infra.serving.rollout_status import FAILED, READY, serve_verdict
-from infra.serving.serve_config import KV_ROLES, build_serve_config, serve_app_args
+from infra.serving.serve_config import KV_ROLES, build_serve_config, longest_stream_s, serve_app_args
 from lab.smoke import app as smoke_app
 from lab.smoke import args as smoke_args
 from lab.smoke import auth as smoke_auth
@@ -61,6 +61,13 @@ AUTH_OVERRIDES = {"code_packages", "auth_keys_file"}
 @pytest.fixture(scope="module", params=["dev", "prod"])
 def cfg(request):
     return load_stack_config(stack=request.param)
+
+
+def grace(production: dict) -> dict:
+    """The stack's graceful shutdown timeout of its engines, which the smoke keeps (infra/serving/serve_config.py
+    longest_stream_s of the production's context length)."""
+    max_model_len = production["applications"][0]["args"]["decode_config"]["engine_kwargs"]["max_model_len"]
+    return {"graceful_shutdown_timeout_s": longest_stream_s(max_model_len)}
 
 
 def smoke_engines(config):
@@ -396,7 +403,7 @@ def test_aggregated_baseline_serves_the_decode_engine_alone(cfg, tmp_path):
     (engine,) = app["args"]["llm_configs"]
     decode = production["applications"][0]["args"]["decode_config"]
     assert "kv_transfer_config" not in engine["engine_kwargs"]
-    assert engine["deployment_config"] == decode["deployment_config"] == {"num_replicas": 1}
+    assert engine["deployment_config"] == decode["deployment_config"] == {"num_replicas": 1, **grace(production)}
     assert engine["model_loading_config"]["model_id"] == decode["model_loading_config"]["model_id"]
     assert "VLLM_DP_MASTER_PORT" not in engine["runtime_env"]["env_vars"]
 
@@ -601,7 +608,7 @@ def test_share_gpu_puts_the_baselines_replicas_on_one_gpu_on_vllms_default_execu
     assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.5, "CPU": 1}]}
     assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.5"
     assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine["runtime_env"]["env_vars"]
-    assert engine["deployment_config"] == {"num_replicas": 2}
+    assert engine["deployment_config"] == {"num_replicas": 2, **grace(production)}
     smoke_app.validate_with_ray(config)
 
 
@@ -622,7 +629,7 @@ def test_the_baseline_keeps_the_stacks_two_ingress_replicas(tmp_path):
     ingress/builder.py LLMServingArgs), so the baseline's update scenario rolls the ingress the stack would."""
     cfg = smoke_app.serve_stack_config("dev", {"prefillReplicas": "2", "decodeReplicas": "2"})
     _, config, _ = smoke_app.smoke_serve_config(cfg, options(tmp_path, aggregated=True, share_gpu=True), NO_EFA)
-    assert config["applications"][0]["args"]["ingress_deployment_config"] == {"num_replicas": 2}
+    assert config["applications"][0]["args"]["ingress_deployment_config"]["num_replicas"] == 2
     smoke_app.validate_with_ray(config)
 
 
@@ -653,7 +660,7 @@ def test_share_gpu_gives_each_of_more_replicas_its_share(tmp_path):
         assert engine["placement_group_config"] == {"bundles": [{"GPU": 0.25, "CPU": 1}]}
         assert engine["runtime_env"]["env_vars"]["VLLM_RAY_PER_WORKER_GPUS"] == "0.25"
         assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine["runtime_env"]["env_vars"]
-        assert engine["deployment_config"] == {"num_replicas": 2}
+        assert engine["deployment_config"] == {"num_replicas": 2, **grace(production)}
     smoke_app.validate_with_ray(config)
 
 
