@@ -10,8 +10,8 @@ import pytest
 from infra.observability.alerts import AlertArgs, alert_rules
 from infra.serving.gcs_store import AUTH_TOKEN_LENGTH, PORT, multi_az
 from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, GCS_REDIS_SERVICE
-from infra.serving.rayservice_drain import DrainTimeout, await_drained, remaining
-from infra.serving.rollout_status import WAITING, current_verdict, head_state
+from infra.serving.rayservice_drain import DrainRefused, DrainTimeout, await_drained, remaining
+from infra.serving.rollout_status import WAITING, ClusterRefused, current_verdict, head_state
 from tests.conftest import rejection
 from tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
@@ -414,3 +414,21 @@ def test_a_head_not_yet_started_is_no_restart(dev):
     pending = {**running_head(CLUSTER, HEAD), "status": {"phase": "Pending"}}
     message = current_verdict(SilentHead(rayservice(dev), {"items": [pending]}), []).message
     assert message == f"Ray's dashboard on RayCluster {CLUSTER} does not answer yet: head pod {HEAD} Pending, not ready"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_read_fails_the_drain_at_once_naming_the_refusal(status):
+    """A 401 or 403 is the identity's credentials or RBAC (infra/serving/rollout.py REFUSED, as the rollout's wait
+    treats it): polling for 15 minutes cannot change it, so the first refusal ends the drain, naming it."""
+
+    class Refusing(FakeCluster):
+        def rayservice(self):
+            raise ClusterRefused(f"GET /apis/ray.io/v1/namespaces/inference/rayservices/ray-llm: HTTP {status} b'...'")
+
+    def no_second_poll(_seconds: float) -> None:
+        raise AssertionError("the drain polled again after a refusal")
+
+    with pytest.raises(DrainRefused) as caught:
+        await_drained(Refusing([(None, [])]), timeout_s=900, poll_s=5, clock=lambda: 0.0, sleep=no_second_poll)
+    assert f"HTTP {status}" in str(caught.value)
+    assert "pulumi destroy" in str(caught.value)
