@@ -69,7 +69,7 @@ CONFIG_KEYS = {
         "capacity_reservation_id": "capacityReservationId",
     },
     "ModelCache": {"uri": "modelSource", "repo": "modelSource", "image": "dlcImage", "namespace": "namespace"},
-    "GcsStore": {"node_type": "gcsRedisNodeType"},
+    "GcsStore": {"node_type": "gcsRedisNodeType", "maintenance_window": "gcsRedisMaintenanceWindow"},
 }
 
 
@@ -279,6 +279,7 @@ def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsSt
                 subnet_ids=list(network.private_subnets_unrouted.values()),
                 client_security_group_id=nodes.system.security_group_id,
                 node_type=cfg.gcs_redis_node_type,
+                maintenance_window=cfg.gcs_redis_maintenance_window,
                 tags=cfg.tags,
             ),
         ),

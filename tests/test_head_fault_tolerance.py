@@ -12,6 +12,7 @@ from infra.serving.gcs_store import AUTH_TOKEN_LENGTH, PORT, multi_az
 from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, GCS_REDIS_SERVICE
 from infra.serving.rayservice_drain import DrainRefused, DrainTimeout, await_drained, remaining
 from infra.serving.rollout_status import WAITING, ClusterRefused, current_verdict, head_state
+from infra.settings.table import MAINTENANCE_WINDOW_PATTERN, SETTINGS_BY_KEY, maintenance_window_minutes
 from tests.conftest import rejection
 from tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
@@ -75,6 +76,42 @@ def test_destroy_leaves_no_snapshot(dev):
     group = dev.get(GROUP, "gcs-store-valkey").inputs
     assert "finalSnapshotIdentifier" not in group
     assert group["snapshotRetentionLimit"] == 0
+
+
+def test_the_store_is_patched_in_a_window_of_the_stacks_choosing(dev):
+    """ElastiCache applies its maintenance in the group's weekly window, and a patch fails the primary over: a head
+    restart. Without `maintenance_window` ElastiCache "assigns a 60-minute maintenance window ... on a randomly chosen
+    day of the week" (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/maintenance-window.html)."""
+    window = dev.get(GROUP, "gcs-store-valkey").inputs["maintenanceWindow"]
+    assert window == SETTINGS_BY_KEY["gcsRedisMaintenanceWindow"].default
+    assert MAINTENANCE_WINDOW_PATTERN.fullmatch(window)
+    assert maintenance_window_minutes(window) >= 60
+
+
+def test_the_maintenance_window_is_the_one_set_across_the_weeks_end_too():
+    run = run_stack({"gcsRedisMaintenanceWindow": "sat:23:30-sun:00:30"})
+    assert run.get(GROUP, "gcs-store-valkey").inputs["maintenanceWindow"] == "sat:23:30-sun:00:30"
+
+
+@pytest.mark.parametrize(
+    ("window", "why"),
+    [
+        ("sun:06:00-sun:06:59", "it lasts 59 minutes"),
+        ("sun:06:00-sun:06:00", "it lasts 0 minutes"),
+        ("sun:24:00-mon:01:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+        ("Sun:06:00-Sun:07:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+        ("sun:06:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+        ("sunday:06:00-sunday:07:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+    ],
+)
+def test_a_window_elasticache_refuses_is_refused_first_naming_key_value_and_rule(window, why):
+    """The form is ddd:hh24:mi-ddd:hh24:mi with ddd one of sun..sat, and "The minimum maintenance window is a 60
+    minute period" (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html
+    PreferredMaintenanceWindow; terraform-provider-aws internal/verify/validate.go ValidOnceAWeekWindowFormat)."""
+    (problem,) = rejection({"gcsRedisMaintenanceWindow": window}).problems
+    assert problem.startswith(f"gcsRedisMaintenanceWindow={window!r} is invalid")
+    assert why in problem
+    assert "at least 60 minutes" in problem
 
 
 def test_the_auth_token_is_secret_wherever_it_goes(dev):
