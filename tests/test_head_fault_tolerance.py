@@ -5,11 +5,22 @@ tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-tole
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.x509.oid import NameOID
 
 from infra.observability.alerts import AlertArgs, alert_rules
 from infra.serving.gcs_store import AUTH_TOKEN_LENGTH, PORT, multi_az
-from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, GCS_REDIS_SERVICE
+from infra.serving.rayservice import (
+    GCS_REDIS_CA_CONFIG_MAP,
+    GCS_REDIS_PASSWORD_KEY,
+    GCS_REDIS_SECRET,
+    GCS_REDIS_SERVICE,
+    gcs_redis_ca_bundle,
+)
 from infra.serving.rayservice_drain import DrainRefused, DrainTimeout, await_drained, remaining
 from infra.serving.rollout_status import WAITING, ClusterRefused, current_verdict, head_state
 from infra.settings.table import MAINTENANCE_WINDOW_PATTERN, SETTINGS_BY_KEY, maintenance_window_minutes
@@ -29,6 +40,9 @@ DRAIN = "pulumi-python:dynamic/ray-llm-eks:RayServiceDrain"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+# https://www.amazontrust.com/repository/: Amazon Root CA 1's SHA-256 fingerprint.
+AMAZON_ROOT_CA_1 = "8ecde6884f3d87b1125ba31ac3fcb13d7016de7f57cc904fe1cb97c6ae98196e"
 
 
 @pytest.fixture(scope="module")
@@ -157,15 +171,46 @@ def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_referen
     }
 
 
-def test_the_head_trusts_the_images_ca_bundle_for_the_stores_tls(dev, without_ft):
-    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: tests/test_redis_tls.py), and
-    KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options (vendor/kuberay-v1.4.0/
-    validation.go), so the head carries the variable, and the cleanup Job, a copy of the head's container, with it."""
-    (head,) = cluster_config(dev)["headGroupSpec"]["template"]["spec"]["containers"]
-    assert {"name": "RAY_REDIS_CA_CERT", "value": "/etc/ssl/certs/ca-certificates.crt"} in head["env"]
+def test_the_head_trusts_the_ca_bundle_the_stack_ships_for_the_stores_tls(dev, without_ft):
+    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one, and a named file that is not there stops the
+    head (measured: tests/test_redis_tls.py), so the file is the stack's own: a key of a ConfigMap it declares beside
+    the store, mounted on the head. KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options
+    (vendor/kuberay-v1.4.0/validation.go), and its cleanup Job keeps the head pod's volumes and Ray container
+    (tests/test_kuberay_redis_cleanup.py): the Job finds the file too."""
+    spec = cluster_config(dev)["headGroupSpec"]["template"]["spec"]
+    (head,) = spec["containers"]
     assert {e["name"] for e in head["env"]}.isdisjoint({"RAY_REDIS_ADDRESS", "REDIS_PASSWORD"})
+    ca_file = PurePosixPath(next(e["value"] for e in head["env"] if e["name"] == "RAY_REDIS_CA_CERT"))
+    (mount,) = [m for m in head["volumeMounts"] if PurePosixPath(m["mountPath"]) == ca_file.parent]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    config_map = dev.get(CONFIG_MAP, "serving-gcs-redis-ca").inputs
+    assert config_map["metadata"] == {"name": volume["configMap"]["name"], "namespace": "inference"}
+    bundle = x509.load_pem_x509_certificates(config_map["data"][ca_file.name].encode())
+    assert AMAZON_ROOT_CA_1 in {certificate.fingerprint(hashes.SHA256()).hex() for certificate in bundle}
     (plain,) = cluster_config(without_ft)["headGroupSpec"]["template"]["spec"]["containers"]
     assert "env" not in plain
+    assert GCS_REDIS_CA_CONFIG_MAP not in {r.inputs["metadata"]["name"] for r in without_ft.of_type(CONFIG_MAP)}
+
+
+def test_the_shipped_cas_are_amazon_trust_services_roots():
+    """ElastiCache's in-transit certificates chain to Amazon's root CAs (docs/head-fault-tolerance.md, "The store's
+    CA"); the vendored files are Amazon Root CA 1 to 4 (Amazon Root CA 1 by the SHA-256 fingerprint
+    https://www.amazontrust.com/repository/ publishes) and the Starfield root that cross-signs them, each self-signed,
+    a CA, and valid past the end of 2037."""
+    certificates = x509.load_pem_x509_certificates(gcs_redis_ca_bundle().encode())
+    names = sorted(c.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value for c in certificates)
+    assert names == [
+        "Amazon Root CA 1",
+        "Amazon Root CA 2",
+        "Amazon Root CA 3",
+        "Amazon Root CA 4",
+        "Starfield Services Root Certificate Authority - G2",
+    ]
+    for certificate in certificates:
+        assert certificate.issuer == certificate.subject
+        assert certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+        assert certificate.not_valid_after_utc.year >= 2037
+    assert AMAZON_ROOT_CA_1 in {c.fingerprint(hashes.SHA256()).hex() for c in certificates}
 
 
 def test_the_address_is_an_alias_of_the_primary_endpoint(dev):
@@ -270,13 +315,14 @@ def test_the_rayservice_waits_for_the_drain(dev):
         (NAMESPACE, "serving-namespace"),
         (SECRET, "serving-gcs-redis-password"),
         (SERVICE, "serving-gcs-redis-address"),
+        (CONFIG_MAP, "serving-gcs-redis-ca"),
     ],
 )
 def test_the_drain_is_deleted_before_what_kuberays_cleanup_needs(dev, type_, name):
     """Pulumi deletes a resource before what it depends on ("we must process deletes in reverse (so we don't delete
     resources upon which other resources depend)", pulumi/pulumi pkg/resource/deploy/step_generator.go
     ScheduleDeletes), so the drain (deleted after the RayService) goes before
-    the operator that removes the finalizers, the namespace, and the store's password and address its cleanup Job
+    the operator that removes the finalizers, the namespace, and the store's password, CA and address its cleanup Job
     reads."""
     assert dev.get(type_, name).urn in dev.get(DRAIN, "serving-rayservice-drain").dependencies
 

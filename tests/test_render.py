@@ -128,6 +128,8 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         "08-configmap-dashboard-ray-serve-deployment.yaml",
         "08-configmap-dashboard-ray-serve-llm.yaml",
         "08-configmap-dashboard-ray-serve.yaml",
+        # The CAs the head trusts for the store's TLS (RAY_REDIS_CA_CERT names a file of it).
+        "08-configmap-gcs-redis-ca.yaml",
         # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
         "08-configmap-model-mirror-script.yaml",
         f"08-configmap-{serve_auth.CODE.configmap_name()}.yaml",
