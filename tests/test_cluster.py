@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.conftest import OPERATOR_CIDRS, rejection
@@ -151,7 +153,12 @@ def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):
 def test_secrets_are_encrypted_with_a_rotating_kms_key(dev):
     key = dev.get("aws:kms/key:Key", "cluster-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
-    assert cluster_inputs(dev)["encryptionConfigKeyArn"] == "arn:aws:kms:sa-east-1:123456789012:cluster-secrets-key"
+    # A KMS key's ARN names its id, a UUID (https://docs.aws.amazon.com/kms/latest/developerguide/
+    # concepts.html#key-id-key-ARN): the cluster's encryption config takes the key's own ARN.
+    assert re.fullmatch(
+        r"arn:aws:kms:sa-east-1:123456789012:key/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        cluster_inputs(dev)["encryptionConfigKeyArn"],
+    )
 
 
 def test_secrets_encryption_can_be_turned_off():
