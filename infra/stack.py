@@ -46,7 +46,7 @@ from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, 
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
-from infra.settings.table import settings_by_effect
+from infra.settings.table import UNPROTECT_COMMAND, settings_by_effect
 
 T = TypeVar("T")
 # The stack key each component args field is set from: a component reports its args' property paths, and the
@@ -94,6 +94,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
+    if cfg.protect_resources:
+        pulumi.log.info(protection_note())
     network = declare_network(cfg, facts)
     cluster = declare_cluster(cfg, facts, network)
     nodes = declare_nodes(cfg, facts, network, cluster)
@@ -283,6 +285,15 @@ def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsSt
                 tags=cfg.tags,
             ),
         ),
+    )
+
+
+def protection_note() -> str:
+    """How a protected stack is torn down, said by `pulumi preview` and `pulumi up` while protectResources is on."""
+    return (
+        "protectResources=true: Pulumi protects the VPC and the cluster, and EKS deletion protection is on, so "
+        f"`pulumi destroy` is refused; to tear down run `{UNPROTECT_COMMAND}` first (it lifts both; `pulumi state "
+        "unprotect` lifts only Pulumi's), then `pulumi destroy`"
     )
 
 

@@ -50,6 +50,12 @@ from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 # input redirection).
 CHECKIP = "$(curl -s https://checkip.amazonaws.com)"
 API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"{CHECKIP}/32\""
+# The first step of tearing down a protected stack: protectResources sets both Pulumi's `protect` and the EKS cluster's
+# deletion protection (infra/cluster/eks.py), and `pulumi state unprotect` lifts only the first, so the program itself
+# must lift both before `pulumi destroy` can delete the cluster ("If you try to delete an active cluster that has
+# deletion protection turned on, you will receive a InvalidRequestException",
+# https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html).
+UNPROTECT_COMMAND = "pulumi config set protectResources false && pulumi up"
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
@@ -1160,7 +1166,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "protectResources",
             BOOLEAN,
             False,
-            "Protect the VPC and cluster from deletion/replacement (pulumi protect + EKS deletion protection).",
+            "Protect the VPC and cluster from deletion/replacement (pulumi protect + EKS deletion protection). To tear "
+            f"down, run `{UNPROTECT_COMMAND}` before `pulumi destroy` (`pulumi state unprotect` lifts only "
+            "Pulumi's protection, not EKS's).",
             feeds="protect_resources",
             effects=(AWS_IN_PLACE,),
         ),
