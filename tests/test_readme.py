@@ -143,4 +143,4 @@ def test_first_screen_sets_the_clone_up_with_the_script_ci_installs_with():
     docs = [README, *(path.read_text() for path in (PROJECT_DIR / "docs").rglob("*.md"))]
     assert any("./.venv-tools/bin/python -m tools." in text for text in docs)
     assert "\n./setup.sh " in FIRST_SCREEN
-    assert "\n./setup.sh test node redis\n" in (PROJECT_DIR / ".ci" / "run").read_text()
+    assert "\n./setup.sh test node system\n" in (PROJECT_DIR / ".ci" / "run").read_text()

@@ -10,7 +10,7 @@ it does only after connecting to Redis and loading its tables (gcs_server.out: "
 `ray start` itself connects first (ray/_private/node.py check_persisted_session_name, through _raylet.so), then the GCS
 (core/src/ray/gcs/gcs_server); both through hiredis' TLS over the BoringSSL linked into them (`strings`:
 external/boringssl, redisCreateSSLContextWithOptions), so a failed check stops the head at once.
-Without redis-server on PATH, or with one built without TLS, the module is skipped (./setup.sh redis installs
+Without redis-server on PATH, or with one built without TLS, the module is skipped (./setup.sh system installs
 Debian's); under CI=true it fails.
 """
 
@@ -33,7 +33,7 @@ from tools.head_restart_cpu import RAY, REDIS_PASSWORD, STACK_FRAME, Node, Redis
 from tools.redis_tls import tls_files
 from tools.serve_update_cpu import free_port
 
-REDIS_MISSING = "" if shutil.which("redis-server") else "redis-server is not on PATH: ./setup.sh redis"
+REDIS_MISSING = "" if shutil.which("redis-server") else "redis-server is not on PATH: ./setup.sh system"
 if REDIS_MISSING and os.environ.get("CI") == "true":
     raise RuntimeError(f"CI must run the Redis TLS tests: {REDIS_MISSING}")
 GCS_UP = "GcsServer server started, listening on port"
@@ -197,7 +197,7 @@ def lab() -> Iterator[Lab]:
     except RuntimeError as error:
         if "TLS" not in str(error) or os.environ.get("CI") == "true":
             raise
-        pytest.skip(f"redis-server on PATH did not start with TLS, install Debian's (./setup.sh redis): {error}")
+        pytest.skip(f"redis-server on PATH did not start with TLS, install Debian's (./setup.sh system): {error}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
