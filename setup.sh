@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # One-time set-up of a clone, and the install step of .ci/run, so the two cannot drift. Needs Python 3.11+
-# (${PYTHON:-python3}) and, for the pulumi-eks expansion tests, Node.js 20 with npm.
+# (${PYTHON:-python3}), for the pulumi-eks expansion tests Node.js 20 with npm, and for the system part apt-get (Debian
+# or Ubuntu) run as root or through sudo.
 #
-#   ./setup.sh                  test, node and tools
-#   ./setup.sh test node redis  only those parts (what .ci/run installs)
+#   ./setup.sh                   all of it: test, node, tools and system
+#   ./setup.sh test node system  only those parts (what .ci/run installs)
 #
 #   test    .venv-test: requirements-test.txt, then requirements-s3.txt and requirements-netpol.txt without pip's
 #           resolver (each file says why)
 #   node    tests/pulumi_eks_expansion: the locked npm packages, compiled (tests/test_eks_expansion.py)
 #   tools   .venv-tools: requirements-tools.txt, for `./.venv-tools/bin/python -m tools.<name>`
-#   redis   redis-server on PATH, the GCS's external store in lab/tests/test_head_restart.py and lab/head_restart_cpu.py:
-#           none installed if one is there, else the distribution's package by apt-get (as root, or through sudo).
-#           Not a default part: it installs a system package.
+#   system  the real servers some tests run, from the distribution's packages: redis-server (the GCS's external store,
+#           lab/tests/test_head_restart.py, lab/tests/test_redis_tls.py), prometheus (promtool, tests/test_alert_rules.py) and
+#           prometheus-alertmanager (amtool and Alertmanager, tests/test_alert_receivers.py). Only the packages whose
+#           command is missing, after `apt-get update`, as root or through sudo.
 #
-# Safe to run again: a venv that exists is kept and brought to the pinned requirements. `pulumi up` builds its own
-# ./venv from requirements.txt; this never touches it.
+# Safe to run again: a venv that exists is kept and brought to the pinned requirements, a command that is there is not
+# installed again. `pulumi up` builds its own ./venv from requirements.txt; this never touches it.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PYTHON="${PYTHON:-python3}"
 PARTS=("$@")
 if [ ${#PARTS[@]} -eq 0 ]; then
-  PARTS=(test node tools)
+  PARTS=(test node tools system)
 fi
 
 fail() {
@@ -62,26 +64,34 @@ setup_tools() {
   venv .venv-tools -r requirements-tools.txt
 }
 
-setup_redis() {
-  echo "setup.sh: redis-server (lab/tests/test_head_restart.py)"
-  if command -v redis-server >/dev/null; then
+# The system packages the tests run, each with the command that shows it is installed.
+SYSTEM_PACKAGES=(redis-server:redis-server prometheus:promtool prometheus-alertmanager:amtool)
+
+setup_system() {
+  echo "setup.sh: system packages (redis-server, prometheus, prometheus-alertmanager)"
+  local missing=() entry
+  for entry in "${SYSTEM_PACKAGES[@]}"; do
+    command -v "${entry#*:}" >/dev/null || missing+=("${entry%%:*}")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
     return
   fi
   command -v apt-get >/dev/null ||
-    fail "redis-server not found and no apt-get to install it: install Redis 7 yourself, or leave this part out (lab/tests/test_head_restart.py then skips)"
+    fail "no apt-get to install ${missing[*]}: install them yourself, or leave this part out (the tests that run them then skip)"
   local sudo=()
   if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || fail "not root and no sudo to install ${missing[*]}: run ./setup.sh system as root"
     sudo=(sudo)
   fi
   "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends redis-server
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
 # Every part is checked before any is installed: a misspelt one installs nothing.
 for part in "${PARTS[@]}"; do
   case $part in
-    test | node | tools | redis) ;;
-    *) fail "unknown part '$part': the parts are test, node, tools and redis" 2 ;;
+    test | node | tools | system) ;;
+    *) fail "unknown part '$part': the parts are test, node, tools and system" 2 ;;
   esac
 done
 for part in "${PARTS[@]}"; do

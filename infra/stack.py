@@ -52,7 +52,7 @@ from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
 from infra.settings.model_sources import is_s3_uri
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
-from infra.settings.table import settings_by_effect
+from infra.settings.table import UNPROTECT_COMMAND, settings_by_effect
 
 T = TypeVar("T")
 # The stack key each component args field is set from: a component reports its args' property paths, and the
@@ -75,7 +75,7 @@ CONFIG_KEYS = {
         "capacity_reservation_id": "capacityReservationId",
     },
     "ModelCache": {"uri": "modelSource", "repo": "modelSource", "image": "dlcImage", "namespace": "namespace"},
-    "GcsStore": {"node_type": "gcsRedisNodeType"},
+    "GcsStore": {"node_type": "gcsRedisNodeType", "maintenance_window": "gcsRedisMaintenanceWindow"},
 }
 
 
@@ -100,6 +100,8 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
+    if cfg.protect_resources:
+        pulumi.log.info(protection_note())
     network = declare_network(cfg, facts)
     cluster = declare_cluster(cfg, facts, network)
     nodes = declare_nodes(cfg, facts, network, cluster)
@@ -285,9 +287,19 @@ def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsSt
                 subnet_ids=list(network.private_subnets_unrouted.values()),
                 client_security_group_id=nodes.system.security_group_id,
                 node_type=cfg.gcs_redis_node_type,
+                maintenance_window=cfg.gcs_redis_maintenance_window,
                 tags=cfg.tags,
             ),
         ),
+    )
+
+
+def protection_note() -> str:
+    """How a protected stack is torn down, said by `pulumi preview` and `pulumi up` while protectResources is on."""
+    return (
+        "protectResources=true: Pulumi protects the VPC and the cluster, and EKS deletion protection is on, so "
+        f"`pulumi destroy` is refused; to tear down run `{UNPROTECT_COMMAND}` first (it lifts both; `pulumi state "
+        "unprotect` lifts only Pulumi's), then `pulumi destroy`"
     )
 
 

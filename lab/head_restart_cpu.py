@@ -312,7 +312,7 @@ def redis_server(port: int, work: Path, tls: TlsFiles | None = None) -> Iterator
     after."""
     server = shutil.which("redis-server")
     if server is None:
-        raise RuntimeError("redis-server is not on PATH: apt-get install -y redis-server (or ./setup.sh redis)")
+        raise RuntimeError("redis-server is not on PATH: apt-get install -y redis-server (or ./setup.sh system)")
     log = (work / "redis.log").open("w")
     listen = redis_tls_arguments(tls, port) if tls else ["--port", str(port)]
     command = [server, *listen, "--bind", "127.0.0.1", "--requirepass", REDIS_PASSWORD]

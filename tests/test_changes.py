@@ -85,6 +85,7 @@ MOVES = {
         ("random:index/randomPassword:RandomPassword", "gcs-store-auth-token"),
         (SECRET, "serving-gcs-redis-password"),
         ("kubernetes:core/v1:Service", "serving-gcs-redis-address"),
+        ("kubernetes:core/v1:ConfigMap", "serving-gcs-redis-ca"),
     },
     changes.KEYS_RELOADED.name: {(SECRET, "serving-serve-api-keys")},
     changes.LOAD_BALANCER.name: {("kubernetes:core/v1:Service", "serving-serve-load-balancer")},

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from infra.settings.table import UNPROTECT_COMMAND
 from tests.conftest import OPERATOR_CIDRS, rejection
 from tests.deploy_graph import waits_for
 from tools.offline import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN, run_stack
 
 CLUSTER = "eks:index:Cluster"
+ROLLOUT = "pulumi-python:dynamic/ray-llm-eks:ServeRollout"
 
 
 def cluster_inputs(run):
@@ -151,7 +155,12 @@ def test_control_plane_logging_is_on_by_default_and_can_be_turned_off(dev):
 def test_secrets_are_encrypted_with_a_rotating_kms_key(dev):
     key = dev.get("aws:kms/key:Key", "cluster-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
-    assert cluster_inputs(dev)["encryptionConfigKeyArn"] == "arn:aws:kms:sa-east-1:123456789012:cluster-secrets-key"
+    # A KMS key's ARN names its id, a UUID (https://docs.aws.amazon.com/kms/latest/developerguide/
+    # concepts.html#key-id-key-ARN): the cluster's encryption config takes the key's own ARN.
+    assert re.fullmatch(
+        r"arn:aws:kms:sa-east-1:123456789012:key/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        cluster_inputs(dev)["encryptionConfigKeyArn"],
+    )
 
 
 def test_secrets_encryption_can_be_turned_off():
@@ -164,6 +173,34 @@ def test_cluster_is_deletion_protected_only_in_prod(dev, prod):
     assert cluster_inputs(dev)["deletionProtection"] is False
     assert cluster_inputs(prod)["deletionProtection"] is True
     assert prod.get(CLUSTER, "cluster-eks").protect is True
+
+
+def test_a_protected_stack_says_how_to_tear_it_down(prod, dev):
+    """EKS refuses to delete an active cluster with deletion protection on (InvalidRequestException,
+    https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html), and `pulumi state unprotect` lifts only
+    Pulumi's `protect`: the preview of a protected stack names the step that lifts both."""
+    (note,) = [note for note in prod.notes if note.startswith("protectResources=true")]
+    assert f"run `{UNPROTECT_COMMAND}` first" in note
+    assert not [note for note in dev.notes if note.startswith("protectResources")]
+
+
+def test_the_teardowns_first_step_lifts_every_protection_in_place(prod):
+    """`pulumi config set protectResources false && pulumi up` on prod: no resource is protected any more and the
+    cluster's deletion protection is off (an in-place update, UpdateClusterConfig), and nothing else changes, so the
+    `pulumi destroy` after it is refused by neither Pulumi nor EKS and the step itself restarts nothing: beside the
+    cluster only the serve rollout's record of the settings moves (infra/serving/rollout.py `changes`: its update
+    waits for the app that is already running)."""
+    unprotected = run_stack({"protectResources": False}, stack="prod", existing=prod)
+    assert [r.name for r in unprotected.resources if r.protect] == []
+    assert cluster_inputs(unprotected)["deletionProtection"] is False
+    before = {(r.type, r.name): r.inputs for r in prod.resources}
+    changed = {
+        (r.type, r.name, key)
+        for r in unprotected.resources
+        for key in {*r.inputs, *before.get((r.type, r.name), {})}
+        if before.get((r.type, r.name), {}).get(key) != r.inputs.get(key)
+    }
+    assert changed == {(CLUSTER, "cluster-eks", "deletionProtection"), (ROLLOUT, "serving-rollout", "changes")}
 
 
 def test_every_aws_resource_carries_the_ownership_tags(dev):

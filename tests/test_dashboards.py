@@ -106,7 +106,7 @@ def test_dashboards_carry_the_label_grafanas_sidecar_loads(dev):
     sidecar = chart_defaults("kube-prometheus-stack")["grafana"]["sidecar"]["dashboards"]
     assert DASHBOARD_SIDECAR_LABEL == {sidecar["label"]: sidecar["labelValue"]}
     assert sidecar["enabled"] is True and sidecar["searchNamespace"] == "ALL"
-    maps = [r for r in dev.of_type(CONFIG_MAP) if r.inputs["metadata"]["labels"] == DASHBOARD_SIDECAR_LABEL]
+    maps = [r for r in dev.of_type(CONFIG_MAP) if r.inputs["metadata"].get("labels") == DASHBOARD_SIDECAR_LABEL]
     assert sorted(name for m in maps for name in m.inputs["data"]) == sorted(DASHBOARDS)
     assert {m.inputs["metadata"]["namespace"] for m in maps} == {NAMESPACE}
 

@@ -5,13 +5,29 @@ lab/tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
+import warnings
+from pathlib import PurePosixPath
+
 import pytest
+from cryptography import x509
+from cryptography.utils import CryptographyDeprecationWarning
+from cryptography.x509.oid import NameOID
 
 from infra.observability.alerts import AlertArgs, alert_rules
 from infra.serving.gcs_store import AUTH_TOKEN_LENGTH, PORT, multi_az
-from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, GCS_REDIS_SERVICE
-from infra.serving.rayservice_drain import DrainTimeout, await_drained, remaining
-from infra.serving.rollout_status import WAITING, current_verdict, head_state
+from infra.serving.rayservice import (
+    GCS_REDIS_CA_CONFIG_MAP,
+    GCS_REDIS_PASSWORD_KEY,
+    GCS_REDIS_SECRET,
+    GCS_REDIS_SERVICE,
+    gcs_redis_ca_bundle,
+)
+from infra.serving.rayservice_drain import DrainRefused, DrainTimeout, await_drained, remaining
+from infra.serving.rollout_status import WAITING, ClusterRefused, current_verdict, head_state
+from infra.settings.table import MAINTENANCE_WINDOW_PATTERN, SETTINGS_BY_KEY, maintenance_window_minutes
 from tests.conftest import rejection
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tests.rollout_states import rayservice_status, restarting_head, running_head
@@ -27,6 +43,9 @@ DRAIN = "pulumi-python:dynamic/ray-llm-eks:RayServiceDrain"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+# https://www.amazontrust.com/repository/: Amazon Root CA 1's SHA-256 fingerprint.
+AMAZON_ROOT_CA_1 = "8ecde6884f3d87b1125ba31ac3fcb13d7016de7f57cc904fe1cb97c6ae98196e"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +95,42 @@ def test_destroy_leaves_no_snapshot(dev):
     assert group["snapshotRetentionLimit"] == 0
 
 
+def test_the_store_is_patched_in_a_window_of_the_stacks_choosing(dev):
+    """ElastiCache applies its maintenance in the group's weekly window, and a patch fails the primary over: a head
+    restart. Without `maintenance_window` ElastiCache "assigns a 60-minute maintenance window ... on a randomly chosen
+    day of the week" (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/maintenance-window.html)."""
+    window = dev.get(GROUP, "gcs-store-valkey").inputs["maintenanceWindow"]
+    assert window == SETTINGS_BY_KEY["gcsRedisMaintenanceWindow"].default
+    assert MAINTENANCE_WINDOW_PATTERN.fullmatch(window)
+    assert maintenance_window_minutes(window) >= 60
+
+
+def test_the_maintenance_window_is_the_one_set_across_the_weeks_end_too():
+    run = run_stack({"gcsRedisMaintenanceWindow": "sat:23:30-sun:00:30"})
+    assert run.get(GROUP, "gcs-store-valkey").inputs["maintenanceWindow"] == "sat:23:30-sun:00:30"
+
+
+@pytest.mark.parametrize(
+    ("window", "why"),
+    [
+        ("sun:06:00-sun:06:59", "it lasts 59 minutes"),
+        ("sun:06:00-sun:06:00", "it lasts 0 minutes"),
+        ("sun:24:00-mon:01:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+        ("Sun:06:00-Sun:07:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+        ("sun:06:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+        ("sunday:06:00-sunday:07:00", "allowed is ddd:hh24:mi-ddd:hh24:mi"),
+    ],
+)
+def test_a_window_elasticache_refuses_is_refused_first_naming_key_value_and_rule(window, why):
+    """The form is ddd:hh24:mi-ddd:hh24:mi with ddd one of sun..sat, and "The minimum maintenance window is a 60
+    minute period" (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html
+    PreferredMaintenanceWindow; terraform-provider-aws internal/verify/validate.go ValidOnceAWeekWindowFormat)."""
+    (problem,) = rejection({"gcsRedisMaintenanceWindow": window}).problems
+    assert problem.startswith(f"gcsRedisMaintenanceWindow={window!r} is invalid")
+    assert why in problem
+    assert "at least 60 minutes" in problem
+
+
 def test_the_auth_token_is_secret_wherever_it_goes(dev):
     assert "authToken" in dev.get(GROUP, "gcs-store-valkey").secret_inputs
     secret = dev.get(SECRET, "serving-gcs-redis-password")
@@ -119,15 +174,63 @@ def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_referen
     }
 
 
-def test_the_head_trusts_the_images_ca_bundle_for_the_stores_tls(dev, without_ft):
-    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: lab/tests/test_redis_tls.py), and
-    KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options (vendor/kuberay-v1.4.0/
-    validation.go), so the head carries the variable, and the cleanup Job, a copy of the head's container, with it."""
-    (head,) = cluster_config(dev)["headGroupSpec"]["template"]["spec"]["containers"]
-    assert {"name": "RAY_REDIS_CA_CERT", "value": "/etc/ssl/certs/ca-certificates.crt"} in head["env"]
+def test_the_head_trusts_the_ca_bundle_the_stack_ships_for_the_stores_tls(dev, without_ft):
+    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one, and a named file that is not there stops the
+    head (measured: lab/tests/test_redis_tls.py), so the file is the stack's own: a key of a ConfigMap it declares beside
+    the store, mounted on the head. KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options
+    (vendor/kuberay-v1.4.0/validation.go), and its cleanup Job keeps the head pod's volumes and Ray container
+    (lab/tests/test_kuberay_redis_cleanup.py): the Job finds the file too."""
+    spec = cluster_config(dev)["headGroupSpec"]["template"]["spec"]
+    (head,) = spec["containers"]
     assert {e["name"] for e in head["env"]}.isdisjoint({"RAY_REDIS_ADDRESS", "REDIS_PASSWORD"})
+    ca_file = PurePosixPath(next(e["value"] for e in head["env"] if e["name"] == "RAY_REDIS_CA_CERT"))
+    (mount,) = [m for m in head["volumeMounts"] if PurePosixPath(m["mountPath"]) == ca_file.parent]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    config_map = dev.get(CONFIG_MAP, "serving-gcs-redis-ca").inputs
+    assert config_map["metadata"] == {"name": volume["configMap"]["name"], "namespace": "inference"}
+    assert AMAZON_ROOT_CA_1 in sha256_fingerprints(config_map["data"][ca_file.name])
     (plain,) = cluster_config(without_ft)["headGroupSpec"]["template"]["spec"]["containers"]
     assert "env" not in plain
+    assert GCS_REDIS_CA_CONFIG_MAP not in {r.inputs["metadata"]["name"] for r in without_ft.of_type(CONFIG_MAP)}
+
+
+def sha256_fingerprints(pem: str) -> set[str]:
+    """The SHA-256 fingerprints of a PEM file's certificates: the hash of each one's DER (RFC 7468 PEM: base64 of the
+    DER between the BEGIN and END lines)."""
+    blocks = re.findall(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", pem, re.DOTALL)
+    return {hashlib.sha256(base64.b64decode("".join(block.split()))).hexdigest() for block in blocks}
+
+
+def load_roots(pem: str) -> list[x509.Certificate]:
+    """The certificates of a PEM file. Starfield Services Root CA - G2 has the serial number 0, which RFC 5280 section
+    4.1.2.2 disallows and every TLS library (BoringSSL in Ray among them: lab/tests/test_redis_tls.py) and Mozilla's root
+    store accept; cryptography only warns of it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", "Parsed a serial number which wasn't positive", CryptographyDeprecationWarning
+        )
+        return x509.load_pem_x509_certificates(pem.encode())
+
+
+def test_the_shipped_cas_are_amazon_trust_services_roots():
+    """ElastiCache's in-transit certificates chain to Amazon's root CAs (docs/head-fault-tolerance.md, "The store's
+    CA"); the vendored files are Amazon Root CA 1 to 4 (Amazon Root CA 1 by the SHA-256 fingerprint
+    https://www.amazontrust.com/repository/ publishes) and the Starfield root that cross-signs them, each self-signed,
+    a CA, and valid past the end of 2037."""
+    certificates = load_roots(gcs_redis_ca_bundle())
+    names = sorted(c.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value for c in certificates)
+    assert names == [
+        "Amazon Root CA 1",
+        "Amazon Root CA 2",
+        "Amazon Root CA 3",
+        "Amazon Root CA 4",
+        "Starfield Services Root Certificate Authority - G2",
+    ]
+    for certificate in certificates:
+        assert certificate.issuer == certificate.subject
+        assert certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+        assert certificate.not_valid_after_utc.year >= 2037
+    assert AMAZON_ROOT_CA_1 in sha256_fingerprints(gcs_redis_ca_bundle())
 
 
 def test_the_address_is_an_alias_of_the_primary_endpoint(dev):
@@ -211,13 +314,14 @@ def test_the_rayservice_waits_for_the_drain(dev):
         (NAMESPACE, "serving-namespace"),
         (SECRET, "serving-gcs-redis-password"),
         (SERVICE, "serving-gcs-redis-address"),
+        (CONFIG_MAP, "serving-gcs-redis-ca"),
     ],
 )
 def test_the_drain_is_deleted_before_what_kuberays_cleanup_needs(dev, type_, name):
     """Pulumi deletes a resource before what it depends on ("we must process deletes in reverse (so we don't delete
     resources upon which other resources depend)", pulumi/pulumi pkg/resource/deploy/step_generator.go
     ScheduleDeletes), so the drain (deleted after the RayService) goes before
-    the operator that removes the finalizers, the namespace, and the store's password and address its cleanup Job
+    the operator that removes the finalizers, the namespace, and the store's password, CA and address its cleanup Job
     reads."""
     assert dev.get(type_, name).urn in dev.get(DRAIN, "serving-rayservice-drain").dependencies
 
@@ -392,3 +496,21 @@ def test_a_head_not_yet_started_is_no_restart(dev):
     pending = {**running_head(CLUSTER, HEAD), "status": {"phase": "Pending"}}
     message = current_verdict(SilentHead(rayservice(dev), {"items": [pending]}), []).message
     assert message == f"Ray's dashboard on RayCluster {CLUSTER} does not answer yet: head pod {HEAD} Pending, not ready"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_read_fails_the_drain_at_once_naming_the_refusal(status):
+    """A 401 or 403 is the identity's credentials or RBAC (infra/serving/rollout.py REFUSED, as the rollout's wait
+    treats it): polling for 15 minutes cannot change it, so the first refusal ends the drain, naming it."""
+
+    class Refusing(FakeCluster):
+        def rayservice(self):
+            raise ClusterRefused(f"GET /apis/ray.io/v1/namespaces/inference/rayservices/ray-llm: HTTP {status} b'...'")
+
+    def no_second_poll(_seconds: float) -> None:
+        raise AssertionError("the drain polled again after a refusal")
+
+    with pytest.raises(DrainRefused) as caught:
+        await_drained(Refusing([(None, [])]), timeout_s=900, poll_s=5, clock=lambda: 0.0, sleep=no_second_poll)
+    assert f"HTTP {status}" in str(caught.value)
+    assert "pulumi destroy" in str(caught.value)

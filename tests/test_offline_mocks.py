@@ -153,3 +153,48 @@ def test_a_region_wide_offering_answers_in_the_same_shape():
 def test_an_unknown_lookup_fails_loudly():
     with pytest.raises(NotImplementedError, match="aws:ec2/getVpc:getVpc"):
         answer("aws:ec2/getVpc:getVpc", {})
+
+
+# The ARN shapes AWS documents (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns:
+# IAM is global, so its ARNs carry no region, and name the resource type: arn:aws:iam::<account>:role/<path><name>; a
+# role name is up to 64 of letters, digits and +=,.@_-, https://docs.aws.amazon.com/IAM/latest/APIReference/
+# API_CreateRole.html), an S3 bucket's neither region nor account (https://docs.aws.amazon.com/AmazonS3/latest/
+# userguide/s3-arn-format.html), a KMS key's its id, a UUID (https://docs.aws.amazon.com/kms/latest/developerguide/
+# concepts.html#key-id-key-ARN).
+ARN_SHAPES = {
+    "aws:iam/role:Role": r"arn:aws:iam::\d{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}",
+    "aws:s3/bucket:Bucket": r"arn:aws:s3:::[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]",
+    "aws:kms/key:Key": r"arn:aws:kms:[a-z]{2}-[a-z]+-\d:\d{12}:key/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}",
+    "aws:elasticache/replicationGroup:ReplicationGroup": (
+        r"arn:aws:elasticache:[a-z]{2}-[a-z]+-\d:\d{12}:replicationgroup:[a-z][a-z0-9-]*"
+    ),
+}
+
+
+@pytest.mark.parametrize("type_", sorted(ARN_SHAPES))
+def test_a_resources_arn_is_in_the_shape_aws_gives(type_):
+    """The program passes these ARNs on (an IRSA annotation, a policy's resource, the cluster's encryption key):
+    an offline run must not hand a GitOps user a role ARN with a region, which IAM never returns."""
+    mocks = AwsMocks("sa-east-1", None)
+    inputs = {"bucket": "llm-models-1523d5a8-123456789012-sa-east-1"} if type_ == "aws:s3/bucket:Bucket" else {}
+    args = SimpleNamespace(typ=type_, name="model-cache-mirror", inputs=inputs, provider="", id="")
+    _, state = mocks.new_resource(args)
+    assert re.fullmatch(ARN_SHAPES[type_], state["arn"]), state["arn"]
+
+
+def test_the_offline_elasticache_endpoint_has_the_shape_of_a_tls_groups_primary():
+    """With in-transit encryption the primary endpoint is `master.<group id>.<6 characters>.<region code>.cache.
+    amazonaws.com` (the guide's example: "connect = master.ssltest.wif01h.use1.cache.amazonaws.com:6379",
+    https://docs.aws.amazon.com/AmazonElastiCache/latest/red-ug/in-transit-encryption.html#connect-tls)."""
+    mocks = AwsMocks("sa-east-1", None)
+    args = SimpleNamespace(
+        typ="aws:elasticache/replicationGroup:ReplicationGroup",
+        name="gcs-store-valkey",
+        inputs={"numCacheClusters": 2, "transitEncryptionEnabled": True},
+        provider="",
+        id="",
+    )
+    _, state = mocks.new_resource(args)
+    assert re.fullmatch(
+        r"master\.[a-z][a-z0-9-]*\.[a-z0-9]{6}\.sae1\.cache\.amazonaws\.com", state["primaryEndpointAddress"]
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from infra.settings.config import API_ALLOW_LIST_COMMAND
+from infra.settings.table import UNPROTECT_COMMAND
 from tools.config_reference import REFERENCE_PAGE, WRITE_COMMAND, markdown_table
 from tools.offline import load_stack_config
 from tools.project import PROJECT_DIR, replace_generated_block
@@ -27,6 +28,15 @@ def test_first_deploy_gives_the_api_allow_list_command_the_program_asks_for():
     """No shipped stack carries an API allow-list; the command the config error names is the first deploy's, word
     for word."""
     assert API_ALLOW_LIST_COMMAND in FIRST_DEPLOY
+
+
+def test_the_teardown_gives_the_unprotect_step_the_program_names():
+    """A protected stack's preview names the step that lifts both protections (infra/stack.py protection_note); the
+    README's and docs/operations.md's teardown give that step word for word, before `pulumi destroy`."""
+    teardown = README[README.index("Tear down with") :].split("\n\n", 1)[0]
+    assert UNPROTECT_COMMAND in teardown
+    operations = (PROJECT_DIR / "docs" / "operations.md").read_text().split("\n## Tear down\n", 1)[1]
+    assert operations.index(UNPROTECT_COMMAND) < operations.index("pulumi destroy\n")
 
 
 def test_first_screen_shows_the_test_command_ci_runs():
@@ -135,4 +145,4 @@ def test_first_screen_sets_the_clone_up_with_the_script_ci_installs_with():
     docs = [README, *(path.read_text() for path in (PROJECT_DIR / "docs").rglob("*.md"))]
     assert any("./.venv-tools/bin/python -m tools." in text for text in docs)
     assert "\n./setup.sh " in FIRST_SCREEN
-    assert "\n./setup.sh test node redis\n" in (PROJECT_DIR / ".ci" / "run").read_text()
+    assert "\n./setup.sh test node system\n" in (PROJECT_DIR / ".ci" / "run").read_text()

@@ -72,8 +72,8 @@ def test_the_workflow_and_ci_install_the_tests_with_the_readmes_set_up():
     neither can drift from the README's set-up."""
     workflow = yaml.safe_load((PROJECT_DIR / ".github" / "workflows" / "preview.yml").read_text())
     runs = [step.get("run", "") for step in workflow["jobs"]["tests"]["steps"]]
-    assert "./setup.sh test node redis" in runs
-    assert "./setup.sh test node redis" in (PROJECT_DIR / ".ci" / "run").read_text().splitlines()
+    assert "./setup.sh test node system" in runs
+    assert "./setup.sh test node system" in (PROJECT_DIR / ".ci" / "run").read_text().splitlines()
 
 
 def _required(requirement: Requirement) -> list[Requirement]:

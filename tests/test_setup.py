@@ -25,21 +25,49 @@ echo "npm $* (in ${PWD##*/})" >> "$SETUP_LOG"
 """
 
 
-def run_setup(clone: Path, *parts: str, version_ok: int = 0) -> subprocess.CompletedProcess[str]:
-    """setup.sh run in `clone` (made on first use: the script and the expansion's folder) with the stand-ins."""
+# The other stand-ins record their call; `id -u` answers STUB_UID. The commands that show a system package installed.
+STUB_RECORDER = """#!/usr/bin/env bash
+echo "${0##*/} $*" >> "$SETUP_LOG"
+"""
+STUB_ID = """#!/usr/bin/env bash
+echo "$STUB_UID"
+"""
+SYSTEM_COMMANDS = ("redis-server", "promtool", "amtool")
+# What the script and the stand-ins run besides them, taken from the machine.
+MACHINE_TOOLS = ("bash", "env", "dirname", "mkdir", "cp")
+
+
+def run_setup(
+    clone: Path,
+    *parts: str,
+    version_ok: int = 0,
+    present: tuple[str, ...] = SYSTEM_COMMANDS,
+    uid: int = 0,
+    apt: bool = True,
+    sudo: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """setup.sh run in `clone` (made on first use: the script and the expansion's folder) with a PATH of stand-ins only,
+    so the machine's own Python, npm, apt-get, sudo and servers are never found or run: `present` are the system
+    packages' commands already there, `apt` and `sudo` whether those are."""
     if not (clone / "setup.sh").exists():
         (clone / "tests" / "pulumi_eks_expansion").mkdir(parents=True)
         shutil.copy2(PROJECT_DIR / "setup.sh", clone / "setup.sh")
-        stubs = clone / "stubs"
-        stubs.mkdir()
-        for name, text in {"python3": STUB_PYTHON, "npm": STUB_NPM}.items():
-            (stubs / name).write_text(text)
-            (stubs / name).chmod(0o755)
+    stubs = clone / "stubs"
+    shutil.rmtree(stubs, ignore_errors=True)
+    stubs.mkdir()
+    recorded = [*present, *(["apt-get"] if apt else []), *(["sudo"] if sudo else [])]
+    texts = {"python3": STUB_PYTHON, "npm": STUB_NPM, "id": STUB_ID, **dict.fromkeys(recorded, STUB_RECORDER)}
+    for name, text in texts.items():
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    for tool in MACHINE_TOOLS:
+        (stubs / tool).symlink_to(shutil.which(tool) or tool)
     environment = {
-        "PATH": f"{clone / 'stubs'}{os.pathsep}{os.environ['PATH']}",
-        "PYTHON": str(clone / "stubs" / "python3"),
+        "PATH": str(stubs),
+        "PYTHON": str(stubs / "python3"),
         "SETUP_LOG": str(clone / "setup.log"),
         "STUB_PYTHON_VERSION_OK": str(version_ok),
+        "STUB_UID": str(uid),
         "CI": "true",
     }
     return subprocess.run(
@@ -115,7 +143,7 @@ def test_a_python_older_than_3_11_is_refused_before_any_venv(tmp_path):
 def test_a_misspelt_part_installs_nothing(tmp_path):
     ran = run_setup(tmp_path, "test", "tool")
     assert ran.returncode == 2
-    assert "unknown part 'tool': the parts are test, node, tools and redis" in ran.stderr
+    assert "unknown part 'tool': the parts are test, node, tools and system" in ran.stderr
     assert calls(tmp_path) == []
 
 
@@ -127,7 +155,7 @@ def test_the_parts_ci_asks_for_leave_the_tools_venv_out(tmp_path):
 def test_ci_installs_with_setup_after_removing_the_test_venv():
     """.ci/run holds no install command of its own, so it cannot drift from the README's set-up."""
     lines = [line.split("#")[0].strip() for line in (PROJECT_DIR / ".ci" / "run").read_text().splitlines()]
-    assert lines.index("rm -rf .venv-test") + 1 == lines.index("./setup.sh test node redis")
+    assert lines.index("rm -rf .venv-test") + 1 == lines.index("./setup.sh test node system")
     assert not [line for line in lines if "pip install" in line or "npm " in line or " -m venv " in line]
 
 
@@ -135,65 +163,64 @@ def test_setup_is_executable_as_the_readme_runs_it():
     assert os.access(PROJECT_DIR / "setup.sh", os.X_OK)
 
 
-# The redis part, run with a PATH of stand-ins only (so the machine's own redis-server, apt-get and sudo are never
-# found or run): each records its call; `id -u` answers STUB_UID.
-STUB_RECORDER = """#!/usr/bin/env bash
-echo "${0##*/} $*" >> "$SETUP_LOG"
-"""
-STUB_ID = """#!/usr/bin/env bash
-echo "$STUB_UID"
-"""
+def system_calls(clone: Path) -> list[str]:
+    return [call for call in calls(clone) if call.startswith(("apt-get ", "sudo "))]
 
 
-def run_redis_part(clone: Path, present: bool, uid: int = 0, apt: bool = True) -> subprocess.CompletedProcess[str]:
-    """`setup.sh redis` with stand-ins for redis-server (when `present`), apt-get (when `apt`), sudo and id."""
-    shutil.copy2(PROJECT_DIR / "setup.sh", clone / "setup.sh")
-    stubs = clone / "stubs"
-    stubs.mkdir()
-    names = ["sudo", *(["apt-get"] if apt else []), *(["redis-server"] if present else [])]
-    for name, text in {**dict.fromkeys(names, STUB_RECORDER), "id": STUB_ID}.items():
-        (stubs / name).write_text(text)
-        (stubs / name).chmod(0o755)
-    for tool in ("bash", "env", "dirname"):
-        (stubs / tool).symlink_to(shutil.which(tool) or tool)
-    environment = {"PATH": str(stubs), "SETUP_LOG": str(clone / "setup.log"), "STUB_UID": str(uid)}
-    return subprocess.run(
-        ["bash", "setup.sh", "redis"],
-        cwd=clone,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-    )
+def test_setup_alone_installs_the_system_packages_the_tests_run(tmp_path):
+    """The README's one set-up command brings the real servers too: redis-server (lab/tests/test_head_restart.py,
+    lab/tests/test_redis_tls.py), promtool (Debian's and Ubuntu's `prometheus`) and amtool with Alertmanager
+    (`prometheus-alertmanager`), after the package index, without the packages they only recommend
+    (https://manpages.debian.org/bookworm/apt/apt-get.8.en.html, --no-install-recommends)."""
+    assert run_setup(tmp_path, present=()).returncode == 0
+    assert system_calls(tmp_path) == [
+        "apt-get update -qq",
+        "apt-get install -y -qq --no-install-recommends redis-server prometheus prometheus-alertmanager",
+    ]
 
 
-def test_the_redis_part_installs_nothing_where_redis_server_is_on_path(tmp_path):
-    assert run_redis_part(tmp_path, present=True).returncode == 0
+def test_the_system_part_installs_nothing_where_the_commands_are_on_path(tmp_path):
+    """Safe to run again: a second run after the packages are in installs nothing."""
+    assert run_setup(tmp_path, "system").returncode == 0
     assert calls(tmp_path) == []
 
 
-def test_the_redis_part_installs_the_distributions_package_through_apt_get(tmp_path):
-    """As root: the package index, then redis-server alone, without the packages it only recommends
-    (https://manpages.debian.org/bookworm/apt/apt-get.8.en.html, --no-install-recommends)."""
-    assert run_redis_part(tmp_path, present=False).returncode == 0
+def test_the_system_part_installs_only_the_missing_packages(tmp_path):
+    assert run_setup(tmp_path, "system", present=("redis-server", "promtool")).returncode == 0
     assert calls(tmp_path) == [
         "apt-get update -qq",
-        "apt-get install -y -qq --no-install-recommends redis-server",
+        "apt-get install -y -qq --no-install-recommends prometheus-alertmanager",
     ]
 
 
-def test_the_redis_part_goes_through_sudo_where_it_is_not_root(tmp_path):
+def test_the_system_part_as_root_needs_no_sudo(tmp_path):
+    """A container's root (a CI image, a fresh VM) often has no sudo: as root apt-get is run directly."""
+    assert run_setup(tmp_path, "system", present=(), sudo=False).returncode == 0
+    assert system_calls(tmp_path) == [
+        "apt-get update -qq",
+        "apt-get install -y -qq --no-install-recommends redis-server prometheus prometheus-alertmanager",
+    ]
+
+
+def test_the_system_part_goes_through_sudo_where_it_is_not_root(tmp_path):
     """A GitHub-hosted runner's user is not root and has passwordless sudo
     (https://docs.github.com/en/actions/using-github-hosted-runners/about-github-hosted-runners#administrative-privileges)."""
-    assert run_redis_part(tmp_path, present=False, uid=1001).returncode == 0
-    assert calls(tmp_path) == [
+    assert run_setup(tmp_path, "system", present=(), uid=1001).returncode == 0
+    assert system_calls(tmp_path) == [
         "sudo apt-get update -qq",
-        "sudo apt-get install -y -qq --no-install-recommends redis-server",
+        "sudo apt-get install -y -qq --no-install-recommends redis-server prometheus prometheus-alertmanager",
     ]
 
 
-def test_the_redis_part_without_apt_get_fails_saying_what_to_install(tmp_path):
-    ran = run_redis_part(tmp_path, present=False, apt=False)
+def test_the_system_part_neither_root_nor_with_sudo_fails_saying_so(tmp_path):
+    ran = run_setup(tmp_path, "system", present=(), uid=1001, sudo=False)
     assert ran.returncode == 1
-    assert "redis-server not found and no apt-get to install it: install Redis 7 yourself" in ran.stderr
+    assert "not root and no sudo to install redis-server prometheus prometheus-alertmanager" in ran.stderr
+    assert calls(tmp_path) == []
+
+
+def test_the_system_part_without_apt_get_fails_saying_what_to_install(tmp_path):
+    ran = run_setup(tmp_path, "system", present=("promtool", "amtool"), apt=False)
+    assert ran.returncode == 1
+    assert "no apt-get to install redis-server: install them yourself" in ran.stderr
     assert calls(tmp_path) == []

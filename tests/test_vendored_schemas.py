@@ -23,6 +23,9 @@ UPSTREAM_FILES = ("SOURCE.txt", "LICENSE")
 # the model preflight (infra/serving/model_source.py), and pulumi-eks's `nodejs/eks` at the SDK version requirements.txt
 # pins, run by the expansion tests (tests/test_eks_expansion_source.py holds the two versions together).
 VENDORED_SOURCES = {"vllm-0.26.0", "pulumi-eks-4.3.0"}
+# The CAs the Ray head trusts for its GCS store's TLS (infra/serving/rayservice.py gcs_redis_ca_bundle): Mozilla's root
+# store as Debian ships it, under the MPL 2.0.
+VENDORED_CAS = "amazon-trust-services"
 # Besides the pinned default, every KubeRay release a user may choose (kuberayVersion) is vendored and validated.
 VALIDATED_KUBERAY_FOLDERS = {f"kuberay-v{version}" for version in VALIDATED_KUBERAY_VERSIONS}
 
@@ -38,7 +41,8 @@ def vendored_folder(key: str) -> str:
 
 def test_the_vendored_folders_are_exactly_the_pinned_versions():
     present = {path.name for path in VENDORED_SCHEMAS_DIR.iterdir() if path.is_dir()}
-    assert present == {vendored_folder(key) for key in VENDORED_CHARTS} | VENDORED_SOURCES | VALIDATED_KUBERAY_FOLDERS
+    charts = {vendored_folder(key) for key in VENDORED_CHARTS}
+    assert present == charts | VENDORED_SOURCES | VALIDATED_KUBERAY_FOLDERS | {VENDORED_CAS}
 
 
 def test_the_default_kuberay_is_the_first_validated_one():
@@ -74,3 +78,10 @@ def test_each_vendored_folder_names_its_source_and_carries_the_apache_licence(na
     assert "License     : Apache-2.0" in (folder / "SOURCE.txt").read_text()
     licence = (folder / "LICENSE").read_text().split()
     assert licence[:4] == ["Apache", "License", "Version", "2.0,"]
+
+
+def test_the_vendored_cas_name_their_source_and_carry_the_mpl_notice():
+    folder = VENDORED_SCHEMAS_DIR / VENDORED_CAS
+    assert all((folder / name).is_file() for name in UPSTREAM_FILES)
+    assert "License     : MPL-2.0" in (folder / "SOURCE.txt").read_text()
+    assert "Mozilla Public License, v. 2.0" in (folder / "LICENSE").read_text()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.test_setup import calls, run_setup
 from tools.project import PROJECT_DIR, SHIPPED_STACKS
 
 WORKFLOW_PATH = PROJECT_DIR / ".github" / "workflows" / "preview.yml"
@@ -57,19 +59,23 @@ def test_the_tests_job_runs_unit_and_policy_tests(workflow: dict[str, Any]) -> N
 def test_the_tests_job_builds_the_pulumi_eks_expansion_before_the_tests(workflow: dict[str, Any]) -> None:
     """Under CI=true, tests/test_eks_expansion.py fails rather than skips without its npm packages and build."""
     job_steps = steps(workflow["jobs"]["tests"])
-    (build,) = [i for i, step in enumerate(job_steps) if step.get("run") == "./setup.sh test node redis"]
+    (build,) = [i for i, step in enumerate(job_steps) if step.get("run") == "./setup.sh test node system"]
     first_pytest = min(i for i, step in enumerate(job_steps) if "pytest" in step.get("run", ""))
     assert uses(workflow["jobs"]["tests"], "actions/setup-node") and build < first_pytest
 
 
-def test_the_tests_job_installs_the_alerting_tools_before_the_tests(workflow: dict[str, Any]) -> None:
+def test_the_tests_job_installs_the_alerting_tools_before_the_tests(workflow: dict[str, Any], tmp_path: Path) -> None:
     """Under CI=true, tests/test_alert_rules.py and tests/test_alert_receivers.py fail rather than skip without
-    promtool (Ubuntu's `prometheus`), amtool and Alertmanager (`prometheus-alertmanager`)."""
+    promtool (Ubuntu's `prometheus`), amtool and Alertmanager (`prometheus-alertmanager`): the set-up step's system
+    part installs them (run here with stand-ins, as tests/test_setup.py runs it)."""
     job_steps = steps(workflow["jobs"]["tests"])
-    (install,) = [i for i, step in enumerate(job_steps) if "apt-get install" in step.get("run", "")]
+    (install,) = [i for i, step in enumerate(job_steps) if step.get("run") == "./setup.sh test node system"]
     first_pytest = min(i for i, step in enumerate(job_steps) if "pytest" in step.get("run", ""))
-    packages = job_steps[install]["run"].split()
-    assert {"prometheus", "prometheus-alertmanager"} <= set(packages) and install < first_pytest
+    assert install < first_pytest
+    assert run_setup(tmp_path, "system", present=()).returncode == 0
+    (install_call,) = [call for call in calls(tmp_path) if call.startswith("apt-get install")]
+    packages = install_call.split()
+    assert {"prometheus", "prometheus-alertmanager"} <= set(packages)
 
 
 def test_previews_every_shipped_stack_with_the_policy_pack(workflow: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 import runpy
 import string
@@ -23,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import pulumi
 from google.protobuf import json_format
@@ -39,6 +40,18 @@ from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 from tools.stack_yaml import StackFileError, cli_string, read_stack_file
 
 ACCOUNT_ID = "123456789012"
+# The letters the offline ElastiCache puts in its endpoints and generated group ids (AWS draws its own).
+ELASTICACHE_ENDPOINT_LETTERS = "xk4jqz"
+ELASTICACHE_ID_SUFFIX = "a1b2c3d"
+# Values only the offline answers hold, which `pulumi up` replaces with the real ones: (a part that marks such a value,
+# what it stands for). tools.render names them in every file that holds one.
+OFFLINE_PLACEHOLDERS = (
+    (ACCOUNT_ID, "the offline AWS account id; yours at `pulumi up`"),
+    (
+        f".{ELASTICACHE_ENDPOINT_LETTERS}.",
+        "the offline ElastiCache endpoint; the replication group's own at `pulumi up`",
+    ),
+)
 # Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
 DEPLOYER_ARN = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/ray-llm-eks-deployer/offline"
 # What an offline run may stand in for an unset API allow-list, which `pulumi up` requires (infra.settings.config
@@ -158,6 +171,37 @@ class OfflineNote:
     text: str
 
 
+class EngineMessage(NamedTuple):
+    """What the program told the engine (pulumi.log.info / warn / error), which `pulumi preview` prints under the
+    stack's Diagnostics: `severity` is "info", "warning" or "error"."""
+
+    severity: str
+    text: str
+
+
+class EngineLog(logging.Handler):
+    """Pulumi's mock engine hands each message to a logger (pulumi/runtime/mocks.py MockEngine.Log: logger.info,
+    logger.warning, ...); this keeps them, in order, for the run."""
+
+    SEVERITIES: ClassVar[dict[int, str]] = {
+        logging.DEBUG: "debug",
+        logging.INFO: "info",
+        logging.WARNING: "warning",
+        logging.ERROR: "error",
+    }
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[EngineMessage] = []
+        self.logger = logging.getLogger(f"{__name__}.engine")
+        self.logger.handlers[:] = [self]
+        self.logger.setLevel(logging.INFO)
+        self.logger.propagate = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(EngineMessage(self.SEVERITIES.get(record.levelno, "error"), record.getMessage()))
+
+
 @dataclass
 class StackRun:
     resources: list[Resource]
@@ -167,6 +211,14 @@ class StackRun:
     offline_notes: list[OfflineNote] = field(default_factory=list)
     # The Kubernetes objects' uids the API server gave (AwsMocks.uids): what the next run's `existing` reads.
     uids: dict[str, StoredObject] = field(default_factory=dict)
+    # What the program told the engine, in order: the notes and warnings `pulumi preview` prints.
+    messages: list[EngineMessage] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """The INFO messages: what the preview says about the plan (alerts, Ray's token, a change's cost, the capacity
+        estimate)."""
+        return [message.text for message in self.messages if message.severity == "info"]
 
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
@@ -632,10 +684,9 @@ class AwsMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         state = dict(args.inputs)
-        arn = f"arn:aws:{args.typ.split(':')[1].split('/')[0]}:{self.region}:{ACCOUNT_ID}:{args.name}"
-        state.setdefault("arn", arn)
         if args.typ == "aws:iam/role:Role":
             state.setdefault("name", f"{args.name}-role")
+        state.setdefault("arn", self._arn(args.typ, args.name, state))
         if args.typ == "aws:ec2/placementGroup:PlacementGroup":
             state.setdefault("name", f"{args.name}-pg")
         if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
@@ -677,16 +728,44 @@ class AwsMocks(pulumi.runtime.Mocks):
             }
         return f"{args.name}-id", state
 
+    def _arn(self, typ: str, name: str, state: Mapping[str, Any]) -> str:
+        """The ARN AWS gives a resource of this type, in its documented shape
+        (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html): IAM is global, so its ARNs have no
+        region, and name the resource type and path (`arn:aws:iam::<account>:role/<path><name>`,
+        https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns); a bucket's
+        has neither region nor account (`arn:aws:s3:::<bucket>`,
+        https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-arn-format.html); a KMS key's names its id, a UUID
+        (`arn:aws:kms:<region>:<account>:key/<id>`, https://docs.aws.amazon.com/kms/latest/developerguide/
+        concepts.html#key-id-key-ARN); a replication group's `replicationgroup:<id>`
+        (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/IAM.ResourceLevelPermissions.html). Other types: the
+        service, region, account and resource name, which the program never parses."""
+        service = typ.split(":")[1].split("/")[0]
+        if typ == "aws:iam/role:Role":
+            return f"arn:aws:iam::{ACCOUNT_ID}:role{state.get('path') or '/'}{state['name']}"
+        if typ == "aws:iam/policy:Policy":
+            return f"arn:aws:iam::{ACCOUNT_ID}:policy{state.get('path') or '/'}{state.get('name') or name}"
+        if typ in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+            return f"arn:aws:s3:::{state.get('bucket') or name}"
+        if typ == "aws:kms/key:Key":
+            return f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
+        if typ == "aws:elasticache/replicationGroup:ReplicationGroup":
+            group_id = state.get("replicationGroupId") or f"{name}-{ELASTICACHE_ID_SUFFIX}"
+            return f"arn:aws:elasticache:{self.region}:{ACCOUNT_ID}:replicationgroup:{group_id}"
+        return f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}"
+
     def _replication_group(self, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """What ElastiCache answers for a cluster-mode-disabled group: its id (the resource name and seven random
         letters, lower-cased, when none is given), the primary endpoint of a group with in-transit encryption,
-        `master.<id>.<6 letters>.<region code>.cache.amazonaws.com`, the reader endpoint beside it, a member per cache
-        cluster (`<id>-00N`) and the engine version it chose (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
-        Endpoints.html; pulumi-aws elasticache/replication_group.py outputs)."""
-        group_id = inputs.get("replicationGroupId") or f"{name}-a1b2c3d"
+        `master.<id>.<6 letters>.<region code>.cache.amazonaws.com` (the guide's TLS example: "connect =
+        master.ssltest.wif01h.use1.cache.amazonaws.com:6379", https://docs.aws.amazon.com/AmazonElastiCache/latest/
+        red-ug/in-transit-encryption.html#connect-tls; a group without TLS has `<id>.<6>.ng.0001.<code>...` instead),
+        the reader endpoint beside it, a member per cache cluster (`<id>-00N`) and the engine version it chose
+        (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/Endpoints.html; pulumi-aws
+        elasticache/replication_group.py outputs)."""
+        group_id = inputs.get("replicationGroupId") or f"{name}-{ELASTICACHE_ID_SUFFIX}"
         country, direction, number = self.region.split("-")[0], self.region.split("-")[-2], self.region.split("-")[-1]
         code = f"{country}{COMPASS_CODES.get(direction, direction[0])}{number}"  # us-east-1: use1
-        domain = f"{group_id}.xk4jqz.{code}.cache.amazonaws.com"
+        domain = f"{group_id}.{ELASTICACHE_ENDPOINT_LETTERS}.{code}.cache.amazonaws.com"
         return {
             "replicationGroupId": group_id,
             "primaryEndpointAddress": f"master.{domain}",
@@ -778,6 +857,7 @@ class CapturingMonitor(mocks.MockMonitor):
         super().__init__(mocks_)
         self.aws = mocks_
         self.captured: list[Resource] = []
+        self.engine_log = EngineLog()
 
     def RegisterResource(self, request: Any) -> Any:
         if request.type != "pulumi:pulumi:Stack":
@@ -849,7 +929,9 @@ def _configure_runtime(
     )
     model_source.https_get = monitor.aws.fetch_from_hub  # no network: the model preflight asks the offline Hub
     settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_mocks(
+        monitor.mocks, project=PROJECT, stack=stack, preview=preview, logger=monitor.engine_log.logger, monitor=monitor
+    )
     pulumi.runtime.set_all_config(config, [*stack_values.secret_keys, *(_qualified(k) for k in secret_keys)])
     return monitor
 
@@ -885,7 +967,12 @@ def run_stack(
     monitor = _configure_runtime(
         overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota, caller_arn, existing_clusters, existing
     )
-    run = StackRun(resources=monitor.captured, offline_notes=monitor.aws.offline_notes, uids=monitor.aws.uids)
+    run = StackRun(
+        resources=monitor.captured,
+        offline_notes=monitor.aws.offline_notes,
+        uids=monitor.aws.uids,
+        messages=monitor.engine_log.messages,
+    )
 
     async def resolve_outputs() -> None:
         stack = pulumi.runtime.get_root_resource()
@@ -908,5 +995,7 @@ def run_stack(
         error.declared_resources = list(monitor.captured)  # type: ignore[attr-defined]
         # What of the refusal came from the tables here, not from the live services.
         error.offline_notes = list(monitor.aws.offline_notes)  # type: ignore[attr-defined]
+        # What the program said before it failed (its warnings among them).
+        error.engine_messages = list(monitor.engine_log.messages)  # type: ignore[attr-defined]
         raise
     return run

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ import yaml
 from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS, ConfigError
 from tools.offline import (
     ALLOW_LIST_PLACEHOLDER,
+    OFFLINE_PLACEHOLDERS,
+    EngineMessage,
     OfflineNote,
     Resource,
     StackFileError,
@@ -275,6 +278,25 @@ def manifest_text(manifest: dict[str, Any]) -> str:
     )
 
 
+def placeholder_header(text: str) -> str:
+    """A comment naming each value of `text` that only the offline answers give (tools.offline
+    OFFLINE_PLACEHOLDERS: the account id, the ElastiCache endpoint), or "" where there is none: what a GitOps user must
+    replace before applying the file."""
+    found: dict[str, str] = {}
+    for marker, meaning in OFFLINE_PLACEHOLDERS:
+        for value in re.findall(rf"[^\s'\"]*{re.escape(marker)}[^\s'\",]*", text):
+            found.setdefault(value, meaning)
+    if not found:
+        return ""
+    lines = [
+        "# Offline placeholders: tools.render ran the program under Pulumi's mocks, and these values are the",
+        "# mocks' answers, not your account's. Put the real ones in (`pulumi preview --diff` or the deployed",
+        "# resources) before applying this file:",
+        *(f"#   {value}  ({meaning})" for value, meaning in found.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def kubernetes_manifests(run: StackRun) -> list[dict[str, Any]]:
     """Every Kubernetes object the stack declares directly (Helm releases aside), in apply order."""
     manifests = [
@@ -388,9 +410,16 @@ def plan_markdown(run: StackRun, request: RenderRequest) -> str:
         "",
         f"Rendered offline by `python -m tools.render` under Pulumi's mocks: {len(run.resources)} resources "
         f"({len(aws)} AWS, {len(kubernetes)} Kubernetes, the rest components and providers). Ids, ARNs and "
-        "hostnames are placeholders until `pulumi up`; pulumi-eks components are shown with their inputs.",
+        "hostnames are placeholders until `pulumi up` (each rendered file names those it holds in a header comment); "
+        "pulumi-eks components are shown with their inputs.",
         f"AZs assumed to offer the GPU instance type (`--gpu-azs`): {offering}.",
         *(["", f"**Note:** {placeholder_note(code='`')}"] if placeholders(request) else []),
+        "",
+        "## What `pulumi preview` says",
+        "",
+        "The program's notes and warnings, as the preview prints them under the stack's diagnostics:",
+        "",
+        *(f"- {message.severity}: {message.text}" for message in run.messages),
         "",
         "## Configuration",
         "",
@@ -422,6 +451,7 @@ def rendered_files(run: StackRun, request: RenderRequest) -> dict[str, str]:
     for resource in run.of_type(RAYSERVICE):
         files["serve-config.yaml"] = resource.inputs["spec"]["serveConfigV2"]
     files.update(helm_values_files(run))
+    files = {path: placeholder_header(text) + text for path, text in files.items()}
     files["plan.md"] = plan_markdown(run, request)
     return files
 
@@ -524,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes = getattr(error, "offline_notes", [])
         print(refusal_text(error, notes), file=sys.stderr)
         print_offline_answers(str(error), notes)
+        print_engine_messages(getattr(error, "engine_messages", []))
         print_notes(request)
         return 1
     files = rendered_files(run, request)
@@ -532,6 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"refusing to write: a secret value would land in {', '.join(leaks)}", file=sys.stderr)
         return 1
     write_files(out, files)
+    print_engine_messages(run.messages)
     print(f"Rendered stack {request.stack} ({len(run.resources)} resources) into {out}/:")
     for path in sorted(files):
         print(f"  {path}")
@@ -565,6 +597,12 @@ def print_offline_answers(refusal: str, notes: Sequence[OfflineNote]) -> None:
     behind = [note.text for note in notes if note.subject in refusal]
     if behind:
         print("\n".join([OFFLINE_ANSWERS, *(f"  - {text}" for text in behind)]), file=sys.stderr)
+
+
+def print_engine_messages(messages: Sequence[EngineMessage]) -> None:
+    """The program's notes and warnings on stderr, as `pulumi preview` prints them: `info: ...`, `warning: ...`."""
+    for message in messages:
+        print(f"{message.severity}: {message.text}", file=sys.stderr)
 
 
 def print_notes(request: RenderRequest) -> None:

@@ -14,6 +14,8 @@ The shape:
   elasticache/replication_group.py `auth_token`: "Can be specified only if transit_encryption_enabled = true"). The
   head reaches it as `rediss://` (Ray: TLS on; infra/serving/rayservice.py says what it verifies).
 - Reachable only from the system nodes, where the head runs (their own security group, infra/nodes/node_groups.py).
+- A maintenance window of the stack's choosing (gcsRedisMaintenanceWindow): ElastiCache's patches fail the primary
+  over, which restarts the head; at an hour the operator picked, not a random one.
 - Nothing left on destroy: no final snapshot and no backups (the store holds a running cluster's tables, worthless
   once that cluster is gone).
 
@@ -32,7 +34,13 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import Children, problem, raise_input_errors
 from infra.serving.rayservice import GCS_REDIS_PORT
-from infra.settings.table import CACHE_NODE_TYPE_PATTERN
+from infra.settings.table import (
+    CACHE_NODE_TYPE_PATTERN,
+    MAINTENANCE_WINDOW_ALLOWED,
+    MAINTENANCE_WINDOW_PATTERN,
+    MIN_MAINTENANCE_WINDOW_MINUTES,
+    maintenance_window_minutes,
+)
 
 ENGINE = "valkey"
 ENGINE_VERSION = "8.0"
@@ -54,6 +62,10 @@ class GcsStoreArgs:
     subnet_ids: Sequence[pulumi.Input[str]]  # private subnets, one per AZ; two or more make the group Multi-AZ
     client_security_group_id: pulumi.Input[str]  # the only group admitted to PORT: the Ray head's nodes
     node_type: str = "cache.t4g.micro"
+    # ElastiCache patches in this weekly window (UTC), failing the primary over: a head restart. Chosen, not left to
+    # ElastiCache's random hour of the week (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
+    # maintenance-window.html: "assigns a 60-minute maintenance window ... on a randomly chosen day of the week").
+    maintenance_window: str = "sun:06:00-sun:07:00"
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -62,6 +74,12 @@ def gcs_store_args_errors(args: GcsStoreArgs) -> list[InputPropertyErrorDetails]
     if not CACHE_NODE_TYPE_PATTERN.match(args.node_type):
         errors.append(
             problem("node_type", f"{args.node_type!r} is not an ElastiCache node type such as cache.t4g.micro")
+        )
+    if not MAINTENANCE_WINDOW_PATTERN.fullmatch(args.maintenance_window) or (
+        maintenance_window_minutes(args.maintenance_window) < MIN_MAINTENANCE_WINDOW_MINUTES
+    ):
+        errors.append(
+            problem("maintenance_window", f"{args.maintenance_window!r}: allowed is {MAINTENANCE_WINDOW_ALLOWED}")
         )
     if not args.subnet_ids:
         errors.append(problem("subnet_ids", "empty: the replication group needs a subnet"))
@@ -126,6 +144,7 @@ class GcsStore(pulumi.ComponentResource):
             at_rest_encryption_enabled=True,
             auth_token=token.result,
             snapshot_retention_limit=0,
+            maintenance_window=args.maintenance_window,
             apply_immediately=True,
             tags=dict(args.tags),
             opts=children.new_opts(),

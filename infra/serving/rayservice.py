@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from infra import PROJECT_DIR
 from infra.serving import serve_auth
 from infra.serving.serve_config import (
     build_serve_config,
@@ -93,14 +94,31 @@ GCS_REDIS_SERVICE = "gcs-redis"
 GCS_REDIS_SECRET = "gcs-redis"
 GCS_REDIS_PASSWORD_KEY = "password"
 GCS_REDIS_PORT = 6379
-# The CAs the head trusts for the store's TLS: Ray 2.58's GCS checks the server's chain (not its name) and without
-# RAY_REDIS_CA_CERT looks only in /etc/ssl/certs by subject hash (BoringSSL's default), never in the bundle file;
-# ray-project/ray#41161 (ElastiCache: CERTIFICATE_VERIFY_FAILED) was answered with this variable (measured:
-# lab/tests/test_redis_tls.py). ElastiCache's in-transit certificates chain to Amazon's public roots, which the
-# Ubuntu-based DLC image's ca-certificates bundle holds (assumed, not opened here: a bundle that is not there stops the
-# head with "Failed to load CA Certificate", never connecting unverified). KubeRay's Redis cleanup Job copies the head's
-# container, this variable with it.
-GCS_REDIS_CA_ENV = {"RAY_REDIS_CA_CERT": "/etc/ssl/certs/ca-certificates.crt"}
+# The CAs the head trusts for the store's TLS, shipped by the stack rather than assumed in the image: Ray 2.58's GCS
+# checks the server's chain (not its name), fails closed, and reads a bundle file only where RAY_REDIS_CA_CERT names one
+# (ray-project/ray#41161, ElastiCache's CERTIFICATE_VERIFY_FAILED; measured: lab/tests/test_redis_tls.py); a file that is
+# not there stops the head with "Failed to load CA Certificate". ElastiCache's in-transit certificates chain to Amazon's
+# root CAs (docs/head-fault-tolerance.md, "The store's CA"): Amazon Trust Services' roots, vendored verbatim
+# (vendor/amazon-trust-services/), in a ConfigMap mounted on the head. KubeRay's Redis cleanup Job is built from the
+# head pod and keeps its volumes and its Ray container whole (lab/tests/test_kuberay_redis_cleanup.py), mount and variable
+# with it.
+GCS_REDIS_CA_CONFIG_MAP = "gcs-redis-ca"
+GCS_REDIS_CA_KEY = "amazon-trust-services.pem"
+GCS_REDIS_CA_MOUNT = "/etc/ray-llm-eks/gcs-redis-ca"
+GCS_REDIS_CA_ENV = {"RAY_REDIS_CA_CERT": f"{GCS_REDIS_CA_MOUNT}/{GCS_REDIS_CA_KEY}"}
+AMAZON_TRUST_SERVICES = PROJECT_DIR / "vendor" / "amazon-trust-services"
+
+
+def gcs_redis_ca_bundle() -> str:
+    """Amazon Trust Services' root CAs, one PEM file: the vendored certificates one after another (Ray reads a bundle
+    of several whole: docs/head-fault-tolerance.md, "Redis over TLS, measured")."""
+    return "".join(path.read_text() for path in sorted(AMAZON_TRUST_SERVICES.glob("*.crt")))
+
+
+def gcs_redis_ca_volume() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the head pod's volume, the Ray container's mount) of the CA ConfigMap, read-only."""
+    volume = {"name": GCS_REDIS_CA_CONFIG_MAP, "configMap": {"name": GCS_REDIS_CA_CONFIG_MAP}}
+    return volume, {"name": GCS_REDIS_CA_CONFIG_MAP, "mountPath": GCS_REDIS_CA_MOUNT, "readOnly": True}
 
 
 def serve_service_name(cfg: StackConfig) -> str:
@@ -144,6 +162,10 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
     vllm_engine.py calls LLMConfig.apply_checkpoint_info, which reads the Hub config)."""
     volumes, mounts = code_volumes(cfg)
     env = _env(False, GCS_REDIS_CA_ENV) if cfg.gcs_redis else []
+    if cfg.gcs_redis:
+        volume, mount = gcs_redis_ca_volume()
+        volumes.append(volume)
+        mounts.append(mount)
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0"},

@@ -29,6 +29,7 @@ import pulumi
 import pulumi.dynamic
 
 from infra.serving.rollout import UNCOMPARED_INPUTS, KubernetesReader
+from infra.serving.rollout_status import ClusterRefused
 
 # The operator's cleanup Job runs for at most its activeDeadlineSeconds, after the head pod is gone; the pods' own
 # grace periods come before it. Past this, something holds a finalizer that no one will remove.
@@ -45,6 +46,10 @@ class DrainReader(Protocol):
 
 class DrainTimeout(RuntimeError):
     """Objects of the RayService were still there at the deadline."""
+
+
+class DrainRefused(RuntimeError):
+    """The API server refused the drain's read for good (401, 403, another 4xx): asking again cannot help."""
 
 
 def _described(obj: Mapping[str, Any]) -> str:
@@ -74,12 +79,20 @@ def await_drained(
     report: Callable[[str], None] = lambda _message: None,
 ) -> None:
     """Returns once nothing of the RayService is left; raises DrainTimeout at the deadline naming what is. A read that
-    fails (the API busy, a connection reset) is asked again at the next poll."""
+    fails (the API busy, a connection reset) is asked again at the next poll; a refused one (the kubeconfig's identity
+    without access or RBAC: infra.serving.rollout REFUSED) raises DrainRefused at once, naming the refusal."""
     deadline = clock() + timeout_s
     last = ""
     while True:
         try:
             left = remaining(reader)
+        except ClusterRefused as refused:
+            raise DrainRefused(
+                f"the cluster refused the drain's read ({refused}): asking again cannot help. The identity running "
+                "`pulumi destroy` (through the kubeconfig the stack keeps) needs read access to RayServices and "
+                "RayClusters in the serving namespace (an EKS access entry, RBAC); grant it, then run `pulumi destroy` "
+                "again"
+            ) from refused
         except Exception as error:  # the next poll asks again; the deadline still holds
             left = [f"no answer from the cluster ({type(error).__name__}: {error})"]
         if not left:

@@ -21,6 +21,8 @@ from infra.serving.code_package import CodePackage
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.serving.rayservice import (
     CLUSTER_SPEC_ANNOTATION,
+    GCS_REDIS_CA_CONFIG_MAP,
+    GCS_REDIS_CA_KEY,
     GCS_REDIS_PASSWORD_KEY,
     GCS_REDIS_SECRET,
     GCS_REDIS_SERVICE,
@@ -30,6 +32,7 @@ from infra.serving.rayservice import (
     RAY_CLUSTER_LABEL,
     UPGRADE_REPLACE,
     build_prepull_daemonset,
+    gcs_redis_ca_bundle,
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
@@ -224,7 +227,8 @@ def gcs_store_objects(
     provider: pulumi.ProviderResource,
     namespace: pulumi.Resource,
 ) -> list[pulumi.Resource]:
-    """The store's AUTH token as the Secret KubeRay reads the head's password from, and an ExternalName Service whose
+    """The store's AUTH token as the Secret KubeRay reads the head's password from, the CAs its TLS chains to as a
+    ConfigMap the head mounts, and an ExternalName Service whose
     cluster DNS name is a CNAME of the primary's endpoint (https://kubernetes.io/docs/concepts/services-networking/
     service/#externalname): the RayService names a fixed address, and a failover's new primary is the endpoint's."""
     secret = k8s.core.v1.Secret(
@@ -234,13 +238,20 @@ def gcs_store_objects(
         string_data={GCS_REDIS_PASSWORD_KEY: pulumi.Output.secret(store.auth_token)},
         opts=children.new_opts(provider=provider, depends_on=[namespace]),
     )
+    # The CAs the head trusts for the store's TLS (infra/serving/rayservice.py GCS_REDIS_CA_ENV).
+    ca = k8s.core.v1.ConfigMap(
+        children.name("gcs-redis-ca"),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_CA_CONFIG_MAP, namespace=namespace_name),
+        data={GCS_REDIS_CA_KEY: gcs_redis_ca_bundle()},
+        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+    )
     alias = k8s.core.v1.Service(
         children.name("gcs-redis-address"),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SERVICE, namespace=namespace_name),
         spec=k8s.core.v1.ServiceSpecArgs(type="ExternalName", external_name=store.endpoint),
         opts=children.new_opts(provider=provider, depends_on=[namespace]),
     )
-    return [secret, alias]
+    return [secret, ca, alias]
 
 
 class Serving(pulumi.ComponentResource):

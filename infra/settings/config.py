@@ -55,7 +55,10 @@ from infra.settings.table import (
     KUBERAY_DELETION_DELAY_SINCE,
     KUBERAY_GCS_FT_OPTIONS_SINCE,
     KUBERNETES_VERSION_PATTERN,
+    MAINTENANCE_WINDOW_ALLOWED,
+    MAINTENANCE_WINDOW_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
+    MIN_MAINTENANCE_WINDOW_MINUTES,
     NEW_CLUSTER,
     NOT_ON_THE_INTERNET,
     PROJECT_KEYS,
@@ -76,6 +79,7 @@ from infra.settings.table import (
     client_cidr,
     internet_client_cidr,
     ipv4_network,
+    maintenance_window_minutes,
 )
 from infra.settings.topology import Topology, node_count_problem, topology_problems
 
@@ -250,6 +254,7 @@ class StackConfig:
     # GCS fault tolerance of the Ray head: "redis" (the stack's ElastiCache store, infra/serving/gcs_store.py) or "off".
     head_fault_tolerance: str
     gcs_redis_node_type: str
+    gcs_redis_maintenance_window: str  # ElastiCache's weekly window, ddd:hh24:mi-ddd:hh24:mi in UTC
     serve_exposure: str
     serve_source_cidrs: tuple[str, ...]
     # API keys on the serve endpoint: on whenever it is exposed (serveApiKeyAuth, default true).
@@ -476,6 +481,19 @@ def _vpc_cidr_problem(value: str) -> str | None:
         if network.overlaps(ipaddress.IPv4Network(block)):
             return f"vpcCidr={value!r} is invalid: it overlaps {block}, {why}; allowed is {allowed}"
     return None
+
+
+def _maintenance_window_problem(value: str | None) -> str | None:
+    """A window of the right form that is shorter than ElastiCache's minimum (the form is the row's pattern)."""
+    if not value or not MAINTENANCE_WINDOW_PATTERN.fullmatch(value):
+        return None
+    minutes = maintenance_window_minutes(value)
+    if minutes >= MIN_MAINTENANCE_WINDOW_MINUTES:
+        return None
+    return (
+        f"gcsRedisMaintenanceWindow={value!r} is invalid: it lasts {minutes} minutes; allowed is "
+        f"{MAINTENANCE_WINDOW_ALLOWED}"
+    )
 
 
 def _subtract(blocks: list[ipaddress.IPv4Network], cidr: ipaddress.IPv4Network) -> list[ipaddress.IPv4Network]:
@@ -1167,6 +1185,7 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),
         _ray_auth_problem(values["rayAuthMode"], values["kuberayVersion"], values["rayVersion"]),
         _head_fault_tolerance_problem(values["headFaultTolerance"], values["kuberayVersion"]),
+        _maintenance_window_problem(values["gcsRedisMaintenanceWindow"]),
         _ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
         _latest_image_problem(values["dlcImage"]),
         *_integer_form_problems(config),

@@ -51,6 +51,12 @@ from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 # input redirection).
 CHECKIP = "$(curl -s https://checkip.amazonaws.com)"
 API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"{CHECKIP}/32\""
+# The first step of tearing down a protected stack: protectResources sets both Pulumi's `protect` and the EKS cluster's
+# deletion protection (infra/cluster/eks.py), and `pulumi state unprotect` lifts only the first, so the program itself
+# must lift both before `pulumi destroy` can delete the cluster ("If you try to delete an active cluster that has
+# deletion protection turned on, you will receive a InvalidRequestException",
+# https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html).
+UNPROTECT_COMMAND = "pulumi config set protectResources false && pulumi up"
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
@@ -96,6 +102,18 @@ ELASTICACHE_NODE_TYPES = frozenset(
         "r4": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
     }.items()
     for size in sizes
+)
+# ElastiCache's weekly maintenance window, `ddd:hh24:mi-ddd:hh24:mi` in UTC with ddd one of sun mon tue wed thu fri sat,
+# "The minimum maintenance window is a 60 minute period" (CreateReplicationGroup PreferredMaintenanceWindow,
+# https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html). The form is
+# terraform-provider-aws's check (internal/verify/validate.go ValidOnceAWeekWindowFormat), here in lower case only.
+WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_WEEKLY_TIME = rf"({'|'.join(WEEKDAYS)}):([01][0-9]|2[0-3]):([0-5][0-9])"
+MAINTENANCE_WINDOW_PATTERN = re.compile(rf"^{_WEEKLY_TIME}-{_WEEKLY_TIME}\Z")
+MIN_MAINTENANCE_WINDOW_MINUTES = 60
+MAINTENANCE_WINDOW_ALLOWED = (
+    "ddd:hh24:mi-ddd:hh24:mi in UTC, ddd one of sun mon tue wed thu fri sat, at least "
+    f"{MIN_MAINTENANCE_WINDOW_MINUTES} minutes long (ElastiCache's minimum), such as sun:06:00-sun:07:00"
 )
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
@@ -221,6 +239,18 @@ def internet_client_cidr(text: str) -> str:
         if network.subnet_of(block):
             raise ValueError(f"it lies in {block}, space no internet client comes from (RFC 6890)")
     return str(network)
+
+
+def maintenance_window_minutes(window: str) -> int:
+    """How long a window of MAINTENANCE_WINDOW_PATTERN lasts; one that ends before it starts runs over the week's end
+    (sat:23:30-sun:00:30 is 60 minutes)."""
+
+    def minute_of_week(moment: str) -> int:
+        day, hours, minutes = moment.split(":")
+        return (WEEKDAYS.index(day) * 24 + int(hours)) * 60 + int(minutes)
+
+    start, end = window.split("-")
+    return (minute_of_week(end) - minute_of_week(start)) % (7 * 24 * 60)
 
 
 def iam_principal(text: str) -> str:
@@ -615,6 +645,16 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             feeds="gcs_redis_node_type",
             effects=(GCS_STORE,),
             change_note="ElastiCache scales the nodes in place (online) and switches the primary at the end",
+        ),
+        Setting(
+            "gcsRedisMaintenanceWindow",
+            Text(MAINTENANCE_WINDOW_PATTERN, MAINTENANCE_WINDOW_ALLOWED),
+            "sun:06:00-sun:07:00",
+            "Weekly maintenance window of the head's GCS store (headFaultTolerance redis), ddd:hh24:mi-ddd:hh24:mi "
+            "in UTC, at least 60 minutes: ElastiCache patches there, failing the primary over, which restarts the Ray "
+            "head (the GPU workers ride through it). Unset, ElastiCache would pick a random hour of the week.",
+            feeds="gcs_redis_maintenance_window",
+            effects=(AWS_IN_PLACE,),
         ),
         Setting(
             "allowUnvalidatedKuberayVersion",
@@ -1152,7 +1192,9 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "protectResources",
             BOOLEAN,
             False,
-            "Protect the VPC and cluster from deletion/replacement (pulumi protect + EKS deletion protection).",
+            "Protect the VPC and cluster from deletion/replacement (pulumi protect + EKS deletion protection). To tear "
+            f"down, run `{UNPROTECT_COMMAND}` before `pulumi destroy` (`pulumi state unprotect` lifts only "
+            "Pulumi's protection, not EKS's).",
             feeds="protect_resources",
             effects=(AWS_IN_PLACE,),
         ),

@@ -6,7 +6,7 @@ the worker's proxy, and the head's processes SIGKILLed all at once, then started
 
 With GCS FT the head runs as KubeRay's `gcsFaultToleranceOptions` start it (RAY_REDIS_ADDRESS, --redis-password,
 RAY_external_storage_namespace: kuberay v1.4.0 ray-operator/controllers/ray/common/pod.go
-configureGCSFaultTolerance) against Debian's redis-server, which `./setup.sh redis` installs and .ci/run asks for:
+configureGCSFaultTolerance) against Debian's redis-server, which `./setup.sh system` installs and .ci/run asks for:
 without it the module is skipped, and under CI=true it fails.
 """
 
@@ -33,7 +33,7 @@ from lab.head_restart_cpu import (
     survived,
 )
 
-REDIS_MISSING = "" if shutil.which("redis-server") else "redis-server is not on PATH: ./setup.sh redis"
+REDIS_MISSING = "" if shutil.which("redis-server") else "redis-server is not on PATH: ./setup.sh system"
 if REDIS_MISSING and os.environ.get("CI") == "true":
     raise RuntimeError(f"CI must run the head-restart tests: {REDIS_MISSING}")
 

@@ -10,7 +10,7 @@ it does only after connecting to Redis and loading its tables (gcs_server.out: "
 `ray start` itself connects first (ray/_private/node.py check_persisted_session_name, through _raylet.so), then the GCS
 (core/src/ray/gcs/gcs_server); both through hiredis' TLS over the BoringSSL linked into them (`strings`:
 external/boringssl, redisCreateSSLContextWithOptions), so a failed check stops the head at once.
-Without redis-server on PATH, or with one built without TLS, the module is skipped (./setup.sh redis installs
+Without redis-server on PATH, or with one built without TLS, the module is skipped (./setup.sh system installs
 Debian's); under CI=true it fails.
 """
 
@@ -29,11 +29,12 @@ from typing import Any
 
 import pytest
 
+from infra.serving.rayservice import gcs_redis_ca_bundle
 from lab.head_restart_cpu import RAY, REDIS_PASSWORD, STACK_FRAME, Node, Redis, redis_cleanup, redis_server
 from lab.redis_tls import tls_files
 from lab.serve_update_cpu import free_port
 
-REDIS_MISSING = "" if shutil.which("redis-server") else "redis-server is not on PATH: ./setup.sh redis"
+REDIS_MISSING = "" if shutil.which("redis-server") else "redis-server is not on PATH: ./setup.sh system"
 if REDIS_MISSING and os.environ.get("CI") == "true":
     raise RuntimeError(f"CI must run the Redis TLS tests: {REDIS_MISSING}")
 GCS_UP = "GcsServer server started, listening on port"
@@ -131,6 +132,22 @@ def missing_ca_file(lab: Lab, work: Path) -> HeadStart:
     return start_head(work, env, "missing-ca-file")
 
 
+def stack_bundle(lab: Lab, work: Path) -> HeadStart:
+    """RAY_REDIS_CA_CERT naming the stack's own CA file (infra/serving/rayservice.py gcs_redis_ca_bundle: Amazon Trust
+    Services' roots), which does not hold the throwaway CA."""
+    bundle = lab.work / "stack-bundle.pem"
+    bundle.write_text(gcs_redis_ca_bundle())
+    return start_head(work, {"RAY_REDIS_ADDRESS": lab.redis.address, "RAY_REDIS_CA_CERT": str(bundle)}, "stack-bundle")
+
+
+def stack_bundle_with_ca(lab: Lab, work: Path) -> HeadStart:
+    """The stack's CA file with the throwaway CA appended last: the server's CA is the sixth certificate of the file."""
+    bundle = lab.work / "stack-bundle-with-ca.pem"
+    bundle.write_text(gcs_redis_ca_bundle() + lab.redis.tls.ca.read_text())
+    env = {"RAY_REDIS_ADDRESS": lab.redis.address, "RAY_REDIS_CA_CERT": str(bundle)}
+    return start_head(work, env, "stack-bundle-with-ca")
+
+
 def restart(lab: Lab, work: Path) -> tuple[HeadStart, HeadStart]:
     """A head, killed once its GCS is up, and a second head started with the same env, as a restarted head pod."""
     first = start_head(work / "first", lab.redis.client_env(), "restart")
@@ -174,6 +191,8 @@ HEAD_CASES = {
     "restart": restart,
     "bundle-only": etc_ssl_certs_bundle_only,
     "hashed": etc_ssl_certs_hashed,
+    "stack-bundle": stack_bundle,
+    "stack-bundle-with-ca": stack_bundle_with_ca,
 }
 
 
@@ -197,7 +216,7 @@ def lab() -> Iterator[Lab]:
     except RuntimeError as error:
         if "TLS" not in str(error) or os.environ.get("CI") == "true":
             raise
-        pytest.skip(f"redis-server on PATH did not start with TLS, install Debian's (./setup.sh redis): {error}")
+        pytest.skip(f"redis-server on PATH did not start with TLS, install Debian's (./setup.sh system): {error}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -261,6 +280,17 @@ def test_a_ca_file_that_is_not_there_stops_the_head(lab):
     head = lab.heads["missing-ca-file"]
     assert not head.up
     assert "Failed to load CA Certificate" in head.log
+
+
+def test_the_stacks_ca_file_is_loaded_whole_and_checked_against(lab):
+    """The file the stack mounts on the head (Amazon Trust Services' five roots, RSA and ECDSA) loads: with it alone the
+    head gets as far as the chain check, which the throwaway CA fails ("CERTIFICATE_VERIFY_FAILED", not "Failed to
+    load CA Certificate"); with the server's CA appended after them the head comes up, so every certificate of the file
+    is trusted, not its first alone."""
+    alone, with_ca = lab.heads["stack-bundle"], lab.heads["stack-bundle-with-ca"]
+    assert not alone.up
+    assert "CERTIFICATE_VERIFY_FAILED" in alone.log and "Failed to load CA Certificate" not in alone.log
+    assert with_ca.up, with_ca.messages()
 
 
 def test_a_restarted_head_finds_its_cluster_in_redis_over_tls(lab):
