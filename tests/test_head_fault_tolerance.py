@@ -176,9 +176,9 @@ def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_referen
 
 def test_the_head_trusts_the_ca_bundle_the_stack_ships_for_the_stores_tls(dev, without_ft):
     """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one, and a named file that is not there stops the
-    head (measured: lab/tests/test_redis_tls.py), so the file is the stack's own: a key of a ConfigMap it declares beside
-    the store, mounted on the head. KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options
-    (vendor/kuberay-v1.4.0/validation.go), and its cleanup Job keeps the head pod's volumes and Ray container
+    head (measured: lab/tests/test_redis_tls.py), so the file is the stack's own: a key of a ConfigMap it declares
+    beside the store, mounted on the head. KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the
+    options (vendor/kuberay-v1.4.0/validation.go), and its cleanup Job keeps the head pod's volumes and Ray container
     (lab/tests/test_kuberay_redis_cleanup.py): the Job finds the file too."""
     spec = cluster_config(dev)["headGroupSpec"]["template"]["spec"]
     (head,) = spec["containers"]
@@ -203,7 +203,8 @@ def sha256_fingerprints(pem: str) -> set[str]:
 
 def load_roots(pem: str) -> list[x509.Certificate]:
     """The certificates of a PEM file. Starfield Services Root CA - G2 has the serial number 0, which RFC 5280 section
-    4.1.2.2 disallows and every TLS library (BoringSSL in Ray among them: lab/tests/test_redis_tls.py) and Mozilla's root
+    4.1.2.2 disallows and every TLS library (BoringSSL in Ray among them: lab/tests/test_redis_tls.py) and Mozilla's
+    root
     store accept; cryptography only warns of it."""
     with warnings.catch_warnings():
         warnings.filterwarnings(

@@ -96,12 +96,12 @@ GCS_REDIS_PASSWORD_KEY = "password"
 GCS_REDIS_PORT = 6379
 # The CAs the head trusts for the store's TLS, shipped by the stack rather than assumed in the image: Ray 2.58's GCS
 # checks the server's chain (not its name), fails closed, and reads a bundle file only where RAY_REDIS_CA_CERT names one
-# (ray-project/ray#41161, ElastiCache's CERTIFICATE_VERIFY_FAILED; measured: lab/tests/test_redis_tls.py); a file that is
-# not there stops the head with "Failed to load CA Certificate". ElastiCache's in-transit certificates chain to Amazon's
-# root CAs (docs/head-fault-tolerance.md, "The store's CA"): Amazon Trust Services' roots, vendored verbatim
+# (ray-project/ray#41161, ElastiCache's CERTIFICATE_VERIFY_FAILED; measured: lab/tests/test_redis_tls.py); a file that
+# is not there stops the head with "Failed to load CA Certificate". ElastiCache's in-transit certificates chain to
+# Amazon's root CAs (docs/head-fault-tolerance.md, "The store's CA"): Amazon Trust Services' roots, vendored verbatim
 # (vendor/amazon-trust-services/), in a ConfigMap mounted on the head. KubeRay's Redis cleanup Job is built from the
-# head pod and keeps its volumes and its Ray container whole (lab/tests/test_kuberay_redis_cleanup.py), mount and variable
-# with it.
+# head pod and keeps its volumes and its Ray container whole (lab/tests/test_kuberay_redis_cleanup.py), mount and
+# variable with it.
 GCS_REDIS_CA_CONFIG_MAP = "gcs-redis-ca"
 GCS_REDIS_CA_KEY = "amazon-trust-services.pem"
 GCS_REDIS_CA_MOUNT = "/etc/ray-llm-eks/gcs-redis-ca"
@@ -330,7 +330,8 @@ def build_rayservice(
                 # collector: KubeRay 1.4.0 reconciles a RayService being deleted like any other, and once a foreground
                 # delete has removed its RayCluster it builds a new one (shouldPrepareNewCluster with no cluster left),
                 # which the delete then waits on in turn. KubeRay 1.7.0 (and 1.6.2) holds it with a finalizer until it
-                # has deleted its RayClusters and builds none: background is right for both (lab/tests/test_kuberay_delete.py).
+                # has deleted its RayClusters and builds none: background is right for both
+                # (lab/tests/test_kuberay_delete.py).
                 "pulumi.com/deletionPropagationPolicy": "background",
                 # A serve config the rollout put back after a failed one (infra/serving/rollout.py roll_back) is the
                 # rollout's field; Pulumi's next apply of serveConfigV2 takes it back instead of failing on the field

@@ -53,9 +53,9 @@ ROLLING_INGRESS_REPLICAS = 2
 # perform_graceful_shutdown, _drain_ongoing_requests). The longest stream the config allows is a whole context: the
 # stack bounds none shorter, and the prompt's share, counted at decode pace, leaves room for the wait for the first
 # token. The pace is the slowest the project has a figure for: an L4 reads the default model's weights in about 60 ms a
-# decode step (estimated from its 300 GB/s, lab/records/gpu-end-to-end.md "An H200's speed, an L4's memory"); on an H200 the
-# slowest measured was 19.9 ms (TPOT p99, 128 at once, same page). A stopping replica takes no new requests (the router
-# drops it at once), so the time is spent only while streams run.
+# decode step (estimated from its 300 GB/s, lab/records/gpu-end-to-end.md "An H200's speed, an L4's memory"); on an H200
+# the slowest measured was 19.9 ms (TPOT p99, 128 at once, same page). A stopping replica takes no new requests (the
+# router drops it at once), so the time is spent only while streams run.
 DECODE_SECONDS_PER_TOKEN = 0.060
 # The engine arguments of prefix caching (prefix_caching_kwargs).
 PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
