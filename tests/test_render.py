@@ -107,10 +107,13 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         # Before the pods they guard: a pod started before its policies is open until they exist.
         "02-networkpolicy-anyone-to-serve.yaml",
         "02-networkpolicy-default-deny-ingress.yaml",
+        "02-networkpolicy-head-to-agents.yaml",
         "02-networkpolicy-operator-to-dashboard.yaml",
         "02-networkpolicy-prometheus-to-head-metrics.yaml",
         "02-networkpolicy-prometheus-to-metrics.yaml",
-        "02-networkpolicy-ray-pods-to-each-other.yaml",
+        "02-networkpolicy-ray-pods-to-gcs.yaml",
+        "02-networkpolicy-ray-pods-to-ray-nodes.yaml",
+        "02-networkpolicy-workers-to-nixl.yaml",
         # The head's GCS store password (headFaultTolerance redis), read by KubeRay into the head's environment.
         "03-secret-gcs-redis.yaml",
         # With the model cache only the mirror reads the Hub: the token's one Secret is in its namespace.
