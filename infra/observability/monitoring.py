@@ -24,6 +24,7 @@ from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
 from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
 from infra.observability.dashboards import dashboard_config_maps
+from infra.observability.network_policy import monitoring_network_policies
 from infra.observability.receivers import SECRET_NAME, Receivers, alertmanager_values, sns_publish_policy
 from infra.settings.footprint import (
     ALERTMANAGER_RESOURCES,
@@ -311,6 +312,16 @@ class Observability(pulumi.ComponentResource):
         )
         for manifest in monitoring_objects(args):
             _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
+        # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
+        # deploy only).
+        for policy in monitoring_network_policies():
+            role = f"network-policy-{policy['metadata']['name']}"
+            k8s.networking.v1.NetworkPolicy(
+                children.name(role),
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=children.new_opts(provider=cluster.provider, depends_on=[stack]),
+            )
         self.register_outputs({})
 
     def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:

@@ -72,14 +72,14 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 DEFAULT_DENY = "default-deny-ingress"
 
 
-def _in_namespace(namespace: str, pods: dict[str, str]) -> dict[str, Any]:
+def pods_in_namespace(namespace: str, pods: dict[str, str]) -> dict[str, Any]:
     return {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}},
         "podSelector": {"matchLabels": dict(pods)},
     }
 
 
-def _tcp(*ports: int) -> list[dict[str, Any]]:
+def tcp_ports(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": port} for port in ports]
 
 
@@ -92,7 +92,7 @@ def nixl_side_channel_ranges(most_gpus: int) -> list[tuple[int, int]]:
     return [(base, base + most_gpus - 1) for base in NIXL_SIDE_CHANNEL_BASES.values()]
 
 
-def _policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
+def ingress_policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -116,50 +116,58 @@ def network_policies(
     ray_pods = {INSTANCE_LABEL: ray_service}
     head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
     workers = {**ray_pods, RAY_NODE_TYPE_LABEL: "worker"}
-    prometheus = [_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
-    node_ports = [*_tcp(NODE_MANAGER_PORT, OBJECT_MANAGER_PORT), _tcp_range(*WORKER_PORTS)]
+    prometheus = [pods_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
+    node_ports = [*tcp_ports(NODE_MANAGER_PORT, OBJECT_MANAGER_PORT), _tcp_range(*WORKER_PORTS)]
     nixl_ports = [_tcp_range(*ports) for ports in nixl_side_channel_ranges(most_gpus)]
-    agent_ports = _tcp(DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
+    agent_ports = tcp_ports(DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
     return [
-        _policy(DEFAULT_DENY, namespace, {}, []),
-        _policy(
+        ingress_policy(DEFAULT_DENY, namespace, {}, []),
+        ingress_policy(
             "ray-pods-to-ray-nodes",
             namespace,
             ray_pods,
             [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": node_ports}],
         ),
-        _policy(
+        ingress_policy(
             "ray-pods-to-gcs",
             namespace,
             head,
-            [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": _tcp(GCS_PORT)}],
+            [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": tcp_ports(GCS_PORT)}],
         ),
-        _policy(
+        ingress_policy(
             "head-to-agents",
             namespace,
             workers,
             [{"from": [{"podSelector": {"matchLabels": head}}], "ports": agent_ports}],
         ),
-        _policy(
+        ingress_policy(
             "workers-to-nixl",
             namespace,
             workers,
             [{"from": [{"podSelector": {"matchLabels": workers}}], "ports": nixl_ports}],
         ),
-        _policy("anyone-to-serve", namespace, ray_pods, [{"ports": _tcp(SERVE_PORT)}]),
-        _policy(
-            "prometheus-to-metrics", namespace, ray_pods, [{"from": prometheus, "ports": _tcp(RAY_METRICS_PORT_NUMBER)}]
+        ingress_policy("anyone-to-serve", namespace, ray_pods, [{"ports": tcp_ports(SERVE_PORT)}]),
+        ingress_policy(
+            "prometheus-to-metrics",
+            namespace,
+            ray_pods,
+            [{"from": prometheus, "ports": tcp_ports(RAY_METRICS_PORT_NUMBER)}],
         ),
-        _policy(
+        ingress_policy(
             "prometheus-to-head-metrics",
             namespace,
             head,
-            [{"from": prometheus, "ports": _tcp(*head_metrics_ports(ray_autoscaler))}],
+            [{"from": prometheus, "ports": tcp_ports(*head_metrics_ports(ray_autoscaler))}],
         ),
-        _policy(
+        ingress_policy(
             "operator-to-dashboard",
             namespace,
             head,
-            [{"from": [_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)], "ports": _tcp(DASHBOARD_PORT)}],
+            [
+                {
+                    "from": [pods_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)],
+                    "ports": tcp_ports(DASHBOARD_PORT),
+                }
+            ],
         ),
     ]
