@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
-from infra.cluster.helm import Chart, pinned_release
+from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
 from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
@@ -40,6 +40,7 @@ from infra.settings.pod_labels import (
     RAY_NODE_TYPE_LABEL,
     head_metrics_ports,
 )
+from infra.settings.pod_security import MONITORING_LEVEL
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
@@ -312,6 +313,7 @@ class Observability(pulumi.ComponentResource):
         )
         for manifest in monitoring_objects(args):
             _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
+        pod_security_patch(children, NAMESPACE, MONITORING_LEVEL, cluster.provider, stack)
         # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
         # deploy only).
         for policy in monitoring_network_policies():

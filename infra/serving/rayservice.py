@@ -101,6 +101,14 @@ VLLM_CACHE_ROOT = "/var/cache/vllm"
 # under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
 # TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
 TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
+# What the Ray containers and the model mirror keep of their privileges: no setuid gain, the container runtime's
+# default seccomp filter, no capability but the ones named (Pod Security Standards' restricted rules, less
+# runAsNonRoot: the DLC image runs as its own user, which the stack does not pick).
+CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "capabilities": {"drop": ["ALL"]},
+}
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
 # The GCS store (infra/serving/gcs_store.py) as the head sees it: a Service of type ExternalName in the serving
@@ -168,9 +176,12 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
             "spec": {
                 "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                # No Kubernetes API call from the head, but Ray's autoscaler sidecar's, which KubeRay adds to this pod.
+                "automountServiceAccountToken": runs_ray_autoscaler(cfg),
                 "containers": [
                     {
                         "name": "ray-head",
+                        "securityContext": dict(CONTAINER_SECURITY),
                         "image": cfg.dlc_image,
                         "ports": [
                             {"containerPort": GCS_PORT, "name": "gcs-server"},
@@ -217,6 +228,9 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 **({"serviceAccountName": service_account} if service_account else {}),
                 # The group that may write the compile cache (infra/settings/scheduling.py VLLM_CACHE_GID).
                 "securityContext": {"supplementalGroups": [VLLM_CACHE_GID]},
+                # No Kubernetes API call; the model cache's S3 credentials come from EKS's IRSA webhook, which mounts
+                # a token of its own (aws-iam-token), not the service account's default one.
+                "automountServiceAccountToken": False,
                 "containers": [
                     {
                         "name": "ray-worker",
@@ -224,7 +238,10 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                         "resources": {"requests": resources, "limits": resources},
                         "env": env,
                         # EFA registers pinned memory: libfabric needs to lock it.
-                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        "securityContext": {
+                            **CONTAINER_SECURITY,
+                            "capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]},
+                        },
                         "volumeMounts": [
                             {"name": "dshm", "mountPath": "/dev/shm"},
                             {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
