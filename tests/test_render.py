@@ -103,7 +103,10 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
     mirror_job = model_cache.mirror_job_name("Qwen/Qwen3.5-9B", full_run.outputs["modelCacheUri"])
     assert names == [
         "01-namespace-inference.yaml",
+        # The Pod Security labels of the namespaces the kuberay-operator and kube-prometheus-stack releases create.
+        "01-namespace-kuberay-system.yaml",
         "01-namespace-model-cache.yaml",
+        "01-namespace-monitoring.yaml",
         # Before the pods they guard: a pod started before its policies is open until they exist.
         "02-networkpolicy-alertmanager-from-prometheus-and-grafana.yaml",
         "02-networkpolicy-anyone-to-serve.yaml",
