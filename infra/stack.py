@@ -394,12 +394,7 @@ def declare_serving(
             changes=settings_by_effect(cfg.settings, cfg.cluster_upgrade_strategy),
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
-            network_policies=network_policies(
-                cfg.namespace,
-                cfg.ray_service_name,
-                cfg.topology.most_gpu_nodes * cfg.topology.node.gpus,
-                runs_ray_autoscaler(cfg),
-            ),
+            network_policies=network_policies(cfg.namespace, cfg.ray_service_name, runs_ray_autoscaler(cfg)),
             prepull_image=cfg.dlc_image,
             gcs_store=GcsStoreAccess(endpoint=gcs_store.primary_endpoint, auth_token=gcs_store.auth_token)
             if gcs_store

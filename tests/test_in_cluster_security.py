@@ -195,13 +195,14 @@ def test_nixls_side_channel_bases_are_ray_serve_llms_own():
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_nixls_ranges_hold_every_gpu_and_overlap_no_other_ray_port(stack):
-    """One side-channel port per GPU the worker group can hold at most (a side never has more replicas times GPUs)."""
+    """A side's ports run from its base to its base plus its replicas times their GPUs (Ray's offset), which the
+    worker group's GPUs bound; each range reaches the next side's base and no other Ray port."""
     cfg = load_stack_config({}, stack=stack)
     most_gpus = cfg.topology.most_gpu_nodes * cfg.topology.node.gpus
-    (prefill_first, prefill_last), (decode_first, decode_last) = nixl_side_channel_ranges(most_gpus)
-    assert prefill_last < decode_first and WORKER_PORTS[1] < prefill_first
-    assert decode_last < DASHBOARD_AGENT_PORT
-    assert (prefill_last - prefill_first + 1, decode_last - decode_first + 1) == (most_gpus, most_gpus)
+    (prefill_first, prefill_last), (decode_first, decode_last) = nixl_side_channel_ranges()
+    assert (prefill_first, decode_first) == (NIXL_SIDE_CHANNEL_BASES["prefill"], NIXL_SIDE_CHANNEL_BASES["decode"])
+    assert most_gpus <= min(prefill_last - prefill_first + 1, decode_last - decode_first + 1)
+    assert WORKER_PORTS[1] < prefill_first and prefill_last < decode_first and decode_last < DASHBOARD_AGENT_PORT
 
 
 def test_no_source_is_given_more_port_entries_than_the_agent_keeps(dev):
@@ -310,12 +311,9 @@ def test_np_guards_analyzer_finds_the_same_paths_into_the_ray_pods(dev, tmp_path
     into_ray = {(source, ray[target]): conn for (source, target), conn in connectivity.items() if target in ray}
     serve = "{protocols:TCP,dst_ports:8000}"
     namespace = pods["head"].namespace
-    cfg = load_stack_config({}, stack="dev")
-    (_, prefill_last), (decode_first, decode_last) = nixl_side_channel_ranges(
-        cfg.topology.most_gpu_nodes * cfg.topology.node.gpus
-    )
-    # The analyzer joins the worker range with prefill's side channel, which starts where it ends (20000).
-    worker_to_worker = f"8000,8076-8077,10002-{prefill_last},{decode_first}-{decode_last}"
+    (_, decode_last) = nixl_side_channel_ranges()[-1]
+    # The analyzer joins the worker range and both sides' side channels, each starting where the last ends.
+    worker_to_worker = f"8000,8076-8077,10002-{decode_last}"
     assert into_ray == {
         ("0.0.0.0-255.255.255.255", "head"): serve,
         ("0.0.0.0-255.255.255.255", "worker"): serve,

@@ -87,9 +87,12 @@ def _tcp_range(first: int, last: int) -> dict[str, Any]:
     return {"protocol": "TCP", "port": first, "endPort": last}
 
 
-def nixl_side_channel_ranges(most_gpus: int) -> list[tuple[int, int]]:
-    """Each side's side-channel ports, first and last: its base plus at most one port per GPU of the worker group."""
-    return [(base, base + most_gpus - 1) for base in NIXL_SIDE_CHANNEL_BASES.values()]
+def nixl_side_channel_ranges() -> list[tuple[int, int]]:
+    """Each side's side-channel ports, first and last: from its base up to the next side's, the room Ray Serve LLM
+    leaves each (a side's replicas times their GPUs stay far below it)."""
+    bases = sorted(NIXL_SIDE_CHANNEL_BASES.values())
+    room = bases[1] - bases[0]
+    return [(base, base + room - 1) for base in bases]
 
 
 def ingress_policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,19 +109,16 @@ def ingress_policy(name: str, namespace: str, pods: dict[str, str], ingress: lis
     }
 
 
-def network_policies(
-    namespace: str, ray_service: str, most_gpus: int, ray_autoscaler: bool = False
-) -> list[dict[str, Any]]:
+def network_policies(namespace: str, ray_service: str, ray_autoscaler: bool = False) -> list[dict[str, Any]]:
     """The default deny and the allowed paths, for the Ray pods of `ray_service` in `namespace` (their pod templates
     carry INSTANCE_LABEL=ray_service, infra/serving/rayservice.py; a NewCluster upgrade's second cluster too);
-    `most_gpus`: the GPUs the worker group can hold, which bound NIXL's ports; `ray_autoscaler`: the head runs Ray's
-    autoscaler sidecar, whose metrics Prometheus scrapes."""
+    `ray_autoscaler`: the head runs Ray's autoscaler sidecar, whose metrics Prometheus scrapes."""
     ray_pods = {INSTANCE_LABEL: ray_service}
     head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
     workers = {**ray_pods, RAY_NODE_TYPE_LABEL: "worker"}
     prometheus = [pods_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
     node_ports = [*tcp_ports(NODE_MANAGER_PORT, OBJECT_MANAGER_PORT), _tcp_range(*WORKER_PORTS)]
-    nixl_ports = [_tcp_range(*ports) for ports in nixl_side_channel_ranges(most_gpus)]
+    nixl_ports = [_tcp_range(*ports) for ports in nixl_side_channel_ranges()]
     agent_ports = tcp_ports(DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
     return [
         ingress_policy(DEFAULT_DENY, namespace, {}, []),

@@ -25,8 +25,8 @@ PD_SIDES = ("prefill", "decode")
 # VLLM_NIXL_SIDE_CHANNEL_PORT to the side's base plus the replica's rank times its GPUs (ray/llm/_internal/serve/
 # engines/vllm/kv_transfer/nixl.py _set_side_channel_port, base.py _compute_port_offset; prefill's base 20000, decode's
 # 22000 from serving_patterns/prefill_decode/builder.py), and vLLM 0.26 listens there plus the engine's data-parallel
-# index (distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py). So a side's ports lie below its base plus
-# the GPUs the worker group can hold (infra/serving/network_policy.py).
+# index (distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py). So a side's ports lie between its base and
+# its base plus the GPUs it holds, below the next side's base (infra/serving/network_policy.py).
 NIXL_SIDE_CHANNEL_BASES = {"prefill": 20000, "decode": 22000}
 # vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
 # prefill as kv_producer / decode as kv_consumer booted and served (docs/gpu-end-to-end.md).
