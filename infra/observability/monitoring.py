@@ -317,9 +317,8 @@ class Observability(pulumi.ComponentResource):
         # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
         # deploy only).
         for policy in monitoring_network_policies():
-            role = f"network-policy-{policy['metadata']['name']}"
             k8s.networking.v1.NetworkPolicy(
-                children.name(role),
+                children.name(f"network-policy-{policy['metadata']['name']}"),
                 metadata=policy["metadata"],
                 spec=policy["spec"],
                 opts=children.new_opts(provider=cluster.provider, depends_on=[stack]),
