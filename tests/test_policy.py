@@ -284,6 +284,9 @@ READER_WIDENINGS = (
 )
 
 
+# The widenings that grant a whole service on every resource, which iam-no-administrators refuses for any role.
+WIDENINGS_TO_EVERYTHING = frozenset({"extra-statement"})
+ADMINISTERS = frozenset({"iam-no-administrators"})
 READER_ROLE = _inputs("aws:iam/role:Role", "model-cache-reader")
 READER_POLICY = _inputs("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
 ANY_S3 = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
@@ -316,11 +319,7 @@ def _loosen_trust(pattern: bool) -> Callable[[CapturedStack], None]:
 def _add_resource(
     captured: CapturedStack, type_: str, name: str, inputs: dict[str, Any], depends_on: tuple[str, ...] = ()
 ) -> Resource:
-    like = captured.get("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
-    urn = like.urn.replace("aws:iam/rolePolicy:RolePolicy::model-cache-reader", f"{type_}::{name}")
-    added = dataclasses.replace(like, type=type_, name=name, urn=urn, inputs=inputs, dependencies=depends_on)
-    captured.resources.append(added)
-    return added
+    return _added(captured, ("aws:iam/rolePolicy:RolePolicy", "model-cache-reader"), type_, name, inputs, depends_on)
 
 
 def _attach_by_name(captured: CapturedStack) -> None:
@@ -590,14 +589,20 @@ def _without(key: str) -> Callable[[CapturedStack], None]:
 # --- least privilege (issue 51): nine insecure changes a review found the pack missing ---
 
 
-def _added(captured: CapturedStack, like: tuple[str, str], type_: str, name: str, inputs: dict, *deps: str) -> None:
-    """A resource declared beside the stack's own, as a change to infra/ would declare it: parented like `like`."""
+def _added(
+    captured: CapturedStack,
+    like: tuple[str, str],
+    type_: str,
+    name: str,
+    inputs: dict,
+    dependencies: tuple[str, ...] = (),
+) -> Resource:
+    """A resource declared beside the stack's own, as a change to infra/ would declare it: placed like `like`."""
     model = captured.get(*like)
     urn = f"{model.urn.rsplit('::', 2)[0]}::{type_}::{name}"
-    dependencies = tuple(captured.get(*dep).urn for dep in deps)
-    captured.resources.append(
-        dataclasses.replace(model, type=type_, name=name, urn=urn, inputs=inputs, dependencies=dependencies)
-    )
+    added = dataclasses.replace(model, type=type_, name=name, urn=urn, inputs=inputs, dependencies=dependencies)
+    captured.resources.append(added)
+    return added
 
 
 def _worker_pod(captured: CapturedStack) -> dict[str, Any]:
@@ -642,14 +647,23 @@ def _public_model_bucket(captured: CapturedStack) -> None:
         "policy": json.dumps({"Version": "2012-10-17", "Statement": [statement]}),
     }
     bucket = ("aws:s3/bucket:Bucket", "model-cache-bucket")
-    _added(captured, bucket, "aws:s3/bucketPolicy:BucketPolicy", "model-cache-public", policy, bucket)
+    _added(
+        captured, bucket, "aws:s3/bucketPolicy:BucketPolicy", "model-cache-public", policy, (captured.get(*bucket).urn,)
+    )
 
 
 def _admin_node_role(captured: CapturedStack) -> None:
     attachment = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
     inputs = {"policyArn": "arn:aws:iam::aws:policy/AdministratorAccess", "role": "cluster-node-role-role"}
     role = ("aws:iam/role:Role", "cluster-node-role")
-    _added(captured, (attachment, "cluster-node-role-worker"), attachment, "cluster-node-role-admin", inputs, role)
+    _added(
+        captured,
+        (attachment, "cluster-node-role-worker"),
+        attachment,
+        "cluster-node-role-admin",
+        inputs,
+        (captured.get(*role).urn,),
+    )
 
 
 def _autoscaler_does_anything(captured: CapturedStack) -> None:
@@ -762,6 +776,7 @@ BREAKAGES = [
         MANDATORY,
         None,
         edit=lambda c: DEFAULT_DENY(c)["spec"].update(ingress=[{}]),
+        also_fires=frozenset({"network-policies-name-ports"}),  # a rule of every port from everyone
     ),
     Breakage(
         "default-deny-selects-some",
@@ -1025,11 +1040,19 @@ BREAKAGES = [
         edit=_add_output("hfToken", lambda _: HF_TOKEN),
     ),
     *(
-        Breakage(f"reader-{name}", "worker-access-model-only", MANDATORY, None, edit=_widen_reader(change))
+        Breakage(
+            f"reader-{name}",
+            "worker-access-model-only",
+            MANDATORY,
+            None,
+            edit=_widen_reader(change),
+            also_fires=ADMINISTERS if name in WIDENINGS_TO_EVERYTHING else frozenset(),
+        )
         for name, change in READER_WIDENINGS
     ),
     *(
-        Breakage(f"reader-route-{name}", "worker-access-model-only", MANDATORY, None, edit=edit)
+        # Every route grants s3:* on everything or AdministratorAccess, which the IAM rule refuses for any role.
+        Breakage(f"reader-route-{name}", "worker-access-model-only", MANDATORY, None, edit=edit, also_fires=ADMINISTERS)
         for name, edit in READER_ROUTES
     ),
     Breakage(

@@ -10,7 +10,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource
 
-from .props import as_bool, get, known, mappings
+from .props import as_bool, get, is_sequence, known, mappings
 from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, RAY_SERVICE, SUBNET
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
@@ -39,6 +39,7 @@ PUBLIC_ACCESS_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls
 IAM_ATTACHMENTS = {
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
     "aws:iam/policyAttachment:PolicyAttachment",
+    "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive",
 }
 # AWS managed policies that grant (nearly) everything, or every IAM action, which is everything by another road.
 ADMIN_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
@@ -113,7 +114,7 @@ def _cidr_ingress(rule: Mapping[str, Any]) -> list[str]:
     found = []
     for key in keys:
         value = get(rule, key)
-        found += value if isinstance(value, list) else ([value] if value else [])
+        found += list(value) if is_sequence(value) else ([value] if value else [])
     return [str(v) for v in found]
 
 
@@ -174,7 +175,7 @@ def _statements(text: Any) -> list[Mapping[str, Any]]:
 
 
 def _listed(value: Any) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list) else ([str(value)] if value is not None else [])
+    return [str(v) for v in value] if is_sequence(value) else ([str(value)] if value is not None else [])
 
 
 def _grants_anyone(text: Any) -> bool:
@@ -202,8 +203,9 @@ def _admin_statements(text: Any) -> list[str]:
 def _administrators(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     for resource in resources:
         if resource.resource_type in IAM_ATTACHMENTS:
-            arn = str(known(resource.props, "policyArn") or "")
-            if arn.rsplit("/", 1)[-1] in ADMIN_POLICIES:
+            for arn in _listed(known(resource.props, "policyArn")) + _listed(known(resource.props, "policyArns")):
+                if arn.rsplit("/", 1)[-1] not in ADMIN_POLICIES:
+                    continue
                 yield (
                     resource,
                     f"'{resource.name}' attaches {arn}: no role of this stack administers the account. {FIX_ROLE}",
