@@ -1421,3 +1421,15 @@ def test_the_stacks_tls_policy_is_one_the_pack_allows() -> None:
     from policy.ray_llm_policies import serving as pack_serving
 
     assert rayservice.TLS_POLICY in pack_serving.TLS_1_2_POLICIES
+
+
+def test_pack_and_program_agree_on_the_one_host_path_and_capability() -> None:
+    """The pack cannot import infra/: its copies of the compile cache's host path and EFA's capability are the
+    ones the workers' template carries."""
+    from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
+    from policy.ray_llm_policies import least_privilege
+    from tests.rayservice_parts import worker_group
+
+    assert least_privilege.ALLOWED_HOST_PATHS == {VLLM_CACHE_HOST_PATH}
+    (container,) = worker_group(run_stack())["template"]["spec"]["containers"]
+    assert set(container["securityContext"]["capabilities"]["add"]) == least_privilege.ALLOWED_ADDED_CAPABILITIES
