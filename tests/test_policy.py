@@ -700,10 +700,26 @@ def _gpu_nodes_in_a_public_subnet(captured: CapturedStack) -> None:
     captured.replace("eks:index:ManagedNodeGroup", "gpu-nodes-gpu", dependencies=deps)
 
 
+def _workers_to_the_dashboard(captured: CapturedStack) -> None:
+    """The old "Ray pods to each other on every port" brought back as a rule that names its ports, 8265 among them."""
+    policy = captured.get(NETWORK_POLICY, "serving-network-policy-ray-pods-to-gcs").inputs
+    policy["spec"]["ingress"][0]["ports"].append({"protocol": "TCP", "port": 8265})
+
+
 LEAST_PRIVILEGE_BREAKAGES = [
     Breakage("host-root-into-workers", "pods-confined", MANDATORY, None, edit=_host_root_into_workers),
     Breakage("privileged-host-worker", "pods-confined", MANDATORY, None, edit=_privileged_host_worker),
-    Breakage("allow-all-ingress", "network-policies-name-ports", MANDATORY, None, edit=_allow_all_ingress),
+    Breakage(
+        "allow-all-ingress",
+        "network-policies-name-ports",
+        MANDATORY,
+        None,
+        edit=_allow_all_ingress,
+        also_fires=frozenset({"ray-dashboard-operator-only"}),
+    ),
+    Breakage(
+        "workers-to-the-dashboard", "ray-dashboard-operator-only", MANDATORY, None, edit=_workers_to_the_dashboard
+    ),
     Breakage("store-open", "gcs-store-security-groups-only", MANDATORY, None, edit=_store_open_to_the_internet),
     Breakage(
         "public-model-bucket",
@@ -776,7 +792,8 @@ BREAKAGES = [
         MANDATORY,
         None,
         edit=lambda c: DEFAULT_DENY(c)["spec"].update(ingress=[{}]),
-        also_fires=frozenset({"network-policies-name-ports"}),  # a rule of every port from everyone
+        # A rule of every port from everyone: the dashboard's among them.
+        also_fires=frozenset({"network-policies-name-ports", "ray-dashboard-operator-only"}),
     ),
     Breakage(
         "default-deny-selects-some",

@@ -323,3 +323,53 @@ NODES_PRIVATE_SUBNETS = stack_policy(
     EnforcementLevel.MANDATORY,
     _nodes_in_public_subnets,
 )
+
+
+# The Ray dashboard's port (Ray 2.58 ray_constants.DEFAULT_DASHBOARD_PORT): job submission and Serve's REST API run
+# code for whoever reaches it, so only the KubeRay operator may (it submits the serve config there).
+DASHBOARD_PORT = 8265
+OPERATOR_POD = {"app.kubernetes.io/name": "kuberay-operator"}
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def _covers(entry: Mapping[str, Any], port: int) -> bool:
+    first = get(entry, "port")
+    return isinstance(first, (int, float)) and first <= port <= (get(entry, "endPort") or first)
+
+
+def _is_operator(peer: Mapping[str, Any], operator_namespaces: set[str]) -> bool:
+    namespace = get(peer, "namespaceSelector", "matchLabels", NAMESPACE_NAME_LABEL)
+    pods = get(peer, "podSelector", "matchLabels", default={})
+    return namespace in operator_namespaces and dict(pods) == OPERATOR_POD and not get(peer, "ipBlock")
+
+
+def _dashboard_beyond_the_operator(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
+    ray_namespaces = {get(r.props, "metadata", "namespace") for r in of_type(resources, RAY_SERVICE)}
+    operator_namespaces = {
+        str(get(r.props, "namespace"))
+        for r in of_type(resources, "kubernetes:helm.sh/v3:Release")
+        if get(r.props, "chart") == "kuberay-operator"
+    }
+    for policy in of_type(resources, NETWORK_POLICY):
+        if get(policy.props, "metadata", "namespace") not in ray_namespaces:
+            continue
+        for rule in mappings(get(policy.props, "spec", "ingress")):
+            ports = mappings(get(rule, "ports"))
+            if ports and not any(_covers(entry, DASHBOARD_PORT) for entry in ports):
+                continue
+            peers = mappings(get(rule, "from"))
+            if not peers or not all(_is_operator(peer, operator_namespaces) for peer in peers):
+                yield (
+                    policy,
+                    f"NetworkPolicy '{policy.name}' admits pods other than the KubeRay operator to the Ray dashboard "
+                    f"({DASHBOARD_PORT}: job submission, Serve's REST API, the Redis password in /nodes): a GPU worker "
+                    f"runs the model's code. {CODE_ONLY} infra/serving/network_policy.py.",
+                )
+
+
+RAY_DASHBOARD_OPERATOR_ONLY = stack_policy(
+    "ray-dashboard-operator-only",
+    "In a RayService's namespace, only the KubeRay operator's pods are admitted to the Ray dashboard's port (8265).",
+    EnforcementLevel.MANDATORY,
+    _dashboard_beyond_the_operator,
+)
