@@ -5,8 +5,8 @@ with `Ingress` in its policyTypes selects it, and then takes only the union of t
 connection when one of its `from` peers matches the source (no `from`: every source) and one of its `ports` matches
 the port (no `ports`: every port); a peer with a podSelector alone means pods of the policy's own namespace, with a
 namespaceSelector alone every pod of the namespaces it selects, with both the pods it selects in those namespaces.
-Only what the stack's policies use is implemented: matchLabels selectors, TCP ports by number, pod and namespace
-peers. Anything
+Only what the stack's policies use is implemented: matchLabels selectors, TCP ports by number (a range to `endPort`,
+inclusive), pod and namespace peers. Anything
 else fails, so a policy that grows a field this engine does not know cannot be read wrong.
 """
 
@@ -50,9 +50,13 @@ def _port_matches(ports: Iterable[Mapping[str, Any]] | None, port: int) -> bool:
     for entry in ports:
         # Pulumi's mocks pass numbers as protobuf Struct values, floats.
         number = entry.get("port")
-        if set(entry) - {"protocol", "port"} or not isinstance(number, (int, float)) or number != int(number):
+        if (
+            set(entry) - {"protocol", "port", "endPort"}
+            or not isinstance(number, (int, float))
+            or number != int(number)
+        ):
             raise NotImplementedError(f"port entry {entry}")
-        if entry.get("protocol", "TCP") == "TCP" and entry["port"] == port:
+        if entry.get("protocol", "TCP") == "TCP" and number <= port <= entry.get("endPort", number):
             return True
     return False
 
@@ -63,15 +67,19 @@ def _rule_admits(rule: Mapping[str, Any], policy_namespace: str, source: Pod, po
     return from_ok and _port_matches(rule.get("ports"), port)
 
 
-def allows(policies: Iterable[Mapping[str, Any]], source: Pod, target: Pod, port: int) -> bool:
-    """Whether `source` may open a TCP connection to `target` on `port`."""
-    selecting = [
+def _selecting(policies: Iterable[Mapping[str, Any]], target: Pod) -> list[Mapping[str, Any]]:
+    return [
         policy
         for policy in policies
         if policy["metadata"]["namespace"] == target.namespace
         and "Ingress" in policy["spec"].get("policyTypes", ["Ingress"])
         and _selects(policy["spec"]["podSelector"], target.labels)
     ]
+
+
+def allows(policies: Iterable[Mapping[str, Any]], source: Pod, target: Pod, port: int) -> bool:
+    """Whether `source` may open a TCP connection to `target` on `port`."""
+    selecting = _selecting(policies, target)
     if not selecting:
         return True
     return any(
@@ -79,3 +87,15 @@ def allows(policies: Iterable[Mapping[str, Any]], source: Pod, target: Pod, port
         for policy in selecting
         for rule in policy["spec"].get("ingress") or []
     )
+
+
+def port_entries(policies: Iterable[Mapping[str, Any]], source: Pod, target: Pod) -> set[tuple[int, int]]:
+    """The distinct port entries (first, last) of the rules that admit `source` into `target`."""
+    entries = set()
+    for policy in _selecting(policies, target):
+        for rule in policy["spec"].get("ingress") or []:
+            peers = rule.get("from")
+            if not peers or any(_peer_matches(peer, policy["metadata"]["namespace"], source) for peer in peers):
+                for entry in rule.get("ports") or []:
+                    entries.add((int(entry["port"]), int(entry.get("endPort", entry["port"]))))
+    return entries

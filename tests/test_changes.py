@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from infra.observability.network_policy import monitoring_network_policies
 from infra.serving.serve_app import cluster_spec_sha256
 from infra.settings import changes
 from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
@@ -114,6 +115,15 @@ MOVES = {
         ("aws:iam/role:Role", "observability-alertmanager"),
         ("aws:iam/rolePolicy:RolePolicy", "observability-alertmanager-sns"),
         (SECRET, "observability-alert-receivers"),
+        # The namespace's own NetworkPolicies and its Pod Security labels (issue 51).
+        *(
+            (
+                "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+                f"observability-network-policy-{policy['metadata']['name']}",
+            )
+            for policy in monitoring_network_policies()
+        ),
+        ("kubernetes:core/v1:NamespacePatch", "observability-namespace-monitoring-pod-security"),
     },
 }
 # A valid new value for each setting tried, as a user would change it in the stack file.

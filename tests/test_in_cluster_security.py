@@ -22,13 +22,25 @@ import yaml
 from ray.autoscaler._private.constants import AUTOSCALER_METRIC_PORT
 from ray.dashboard.consts import DASHBOARD_METRIC_PORT
 
-from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
+from infra.serving.network_policy import nixl_side_channel_ranges
+from infra.serving.rayservice import (
+    DASHBOARD_AGENT_GRPC_PORT,
+    DASHBOARD_PORT,
+    INSTANCE_LABEL,
+    NODE_MANAGER_PORT,
+    OBJECT_MANAGER_PORT,
+    RAY_PORT_PARAMS,
+    RUNTIME_ENV_AGENT_PORT,
+    SERVE_PORT,
+    WORKER_PORTS,
+)
 from infra.serving.serve_app import dropped_auth_options
+from infra.serving.serve_config import NIXL_SIDE_CHANNEL_BASES
 from infra.settings.config import has_ray_token_auth
 from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
 from infra.stack import ray_auth_note
 from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
-from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows
+from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows, port_entries
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
 from tests.schemas import kuberay_dir
 from tests.test_node_start import user_data_parts
@@ -41,9 +53,16 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 KUBE_PROMETHEUS_CRD = PROJECT_DIR / "vendor/kube-prometheus-stack-88.5.3/crd-prometheuses.yaml"
 KUBERAY_DIR = PROJECT_DIR / "vendor/kuberay-v1.4.0"
 # What answers on a Ray pod besides Serve (8000) and the dashboard (8265): GCS, the Ray client, the metrics export,
-# the dashboard agent, and a worker's gRPC port from Ray's default range (ray/_private/ray_constants.py).
-GCS_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT, A_WORKER_PORT = 6379, 10001, 8080, 52365, 10002
-CONTROL_PORTS = (GCS_PORT, DASHBOARD_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT, A_WORKER_PORT)
+# the dashboard agent (ray/_private/ray_constants.py), the ports the stack pins (infra/serving/rayservice.py), the
+# workers' gRPC range at both ends and NIXL's side channel at each side's base.
+GCS_PORT, RAY_CLIENT_PORT, METRICS_PORT, DASHBOARD_AGENT_PORT = 6379, 10001, 8080, 52365
+WORKER_RANGE_ENDS = WORKER_PORTS
+NIXL_PORTS = tuple(NIXL_SIDE_CHANNEL_BASES.values())
+NODE_PORTS = (NODE_MANAGER_PORT, OBJECT_MANAGER_PORT, *WORKER_RANGE_ENDS)
+AGENT_PORTS = (DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
+CONTROL_PORTS = tuple(
+    sorted((GCS_PORT, DASHBOARD_PORT, RAY_CLIENT_PORT, METRICS_PORT, *AGENT_PORTS, *NODE_PORTS, *NIXL_PORTS))
+)
 # The head's other metrics servers, as the installed Ray 2.58 numbers them, probed besides.
 DASHBOARD_METRICS_PORT, AUTOSCALER_METRICS_PORT = DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT
 HEAD_METRICS_PORTS = (AUTOSCALER_METRICS_PORT, DASHBOARD_METRICS_PORT)
@@ -104,12 +123,94 @@ def test_the_serve_port_answers_anyone(dev):
         assert allows(policies(dev), source, ray_pod(dev, "head"), SERVE_PORT)
 
 
-def test_ray_pods_reach_each_other_on_every_port(dev):
-    """GCS, the raylets and the object store, the workers' gRPC ports (random by default) and NIXL's side channel
-    between prefill and decode all run between the Ray pods."""
+def reached(run: StackRun, source: Pod, target: Pod) -> list[int]:
+    return [port for port in CONTROL_PORTS if allows(policies(run), source, target, port)]
+
+
+def test_a_worker_reaches_the_heads_gcs_and_node_ports_but_not_its_dashboard(dev):
+    """A worker runs the model's code: it reaches GCS, the head's raylet and object manager and its core workers' range
+    (where the Serve controller answers), never the dashboard (8265: job submission), the Ray client, the dashboard
+    agent or the metrics (issue 51)."""
+    assert reached(dev, ray_pod(dev, "worker"), ray_pod(dev, "head")) == sorted((GCS_PORT, *NODE_PORTS))
+
+
+def test_the_head_reaches_the_workers_node_ports_and_agents(dev):
+    """GCS leases and health-checks each raylet, and the head's dashboard asks every node's dashboard and runtime env
+    agents (Ray 2.58 dashboard/head.py, dashboard/state_aggregator.py)."""
+    assert reached(dev, ray_pod(dev, "head"), ray_pod(dev, "worker")) == sorted((*NODE_PORTS, *AGENT_PORTS))
+
+
+def test_workers_reach_each_others_node_ports_and_nixls_side_channel(dev):
+    """Prefill and decode exchange the KV caches' metadata on NIXL's side channel; no worker reaches another's
+    agents."""
+    other_worker = Pod(ray_pod(dev, "worker").namespace, {**ray_pod(dev, "worker").labels, "ray.io/cluster": "other"})
+    assert reached(dev, ray_pod(dev, "worker"), other_worker) == sorted((*NODE_PORTS, *NIXL_PORTS))
+
+
+def test_the_policies_admit_the_whole_worker_range_and_nothing_beside_it(dev):
     head, worker = ray_pod(dev, "head"), ray_pod(dev, "worker")
-    for source, target in ((worker, head), (head, worker), (worker, worker)):
-        assert all(allows(policies(dev), source, target, port) for port in (*CONTROL_PORTS, 45123))
+    first, last = WORKER_PORTS
+    assert all(allows(policies(dev), worker, head, port) for port in range(first, last + 1))
+    assert not any(allows(policies(dev), worker, head, port) for port in (first - 1, last + 1))
+
+
+def test_each_pinned_port_is_one_ray_start_picks_at_random_or_the_stack_names(dev):
+    """Ray 2.58's `ray start` options (ray/scripts/scripts.py): the raylet, object manager, agent gRPC and runtime env
+    agent ports default to random (unset or 0), so the policies could not name them unpinned; the worker range and the
+    dashboard agent's port keep Ray's own defaults, written out so the policies and `ray start` share one number."""
+    import click
+    from ray.scripts.scripts import start
+
+    context = click.Context(start)
+    defaults = {option.name.replace("_", "-"): option.get_default(context) for option in start.params if option.name}
+    assert set(RAY_PORT_PARAMS) <= set(defaults)
+    pinned_from_random = {
+        "node-manager-port",
+        "object-manager-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+    }
+    # Unset (click's sentinel; Ray then passes None) or 0 both leave the port to the operating system.
+    assert {name for name in RAY_PORT_PARAMS if not isinstance(defaults[name], int) or defaults[name] == 0} == (
+        pinned_from_random
+    )
+    assert all(str(defaults[name]) == RAY_PORT_PARAMS[name] for name in set(RAY_PORT_PARAMS) - pinned_from_random)
+    for group in (cluster_config(dev)["headGroupSpec"], *cluster_config(dev)["workerGroupSpecs"]):
+        assert RAY_PORT_PARAMS.items() <= group["rayStartParams"].items()
+
+
+def test_nixls_side_channel_bases_are_ray_serve_llms_own():
+    """Ray 2.58 sets VLLM_NIXL_SIDE_CHANNEL_PORT to a base plus the replica's rank times its GPUs; prefill's base
+    defaults to 20000 (engines/vllm/kv_transfer/nixl.py) and the PD builder moves decode's to 22000."""
+    import ray
+
+    serve = Path(ray.__file__).parent / "llm/_internal/serve"
+    nixl = (serve / "engines/vllm/kv_transfer/nixl.py").read_text()
+    builder = (serve / "serving_patterns/prefill_decode/builder.py").read_text()
+    assert re.search(r'"NIXL_SIDE_CHANNEL_PORT_BASE", 20000\s*\)\s*\)\s*port = base_port \+', nixl)
+    assert '"NIXL_SIDE_CHANNEL_PORT_BASE", 22000' in builder
+    assert NIXL_SIDE_CHANNEL_BASES == {"prefill": 20000, "decode": 22000}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_nixls_ranges_hold_every_gpu_and_overlap_no_other_ray_port(stack):
+    """A side's ports run from its base to its base plus its replicas times their GPUs (Ray's offset), which the
+    worker group's GPUs bound; each range reaches the next side's base and no other Ray port."""
+    cfg = load_stack_config({}, stack=stack)
+    most_gpus = cfg.topology.most_gpu_nodes * cfg.topology.node.gpus
+    (prefill_first, prefill_last), (decode_first, decode_last) = nixl_side_channel_ranges()
+    assert (prefill_first, decode_first) == (NIXL_SIDE_CHANNEL_BASES["prefill"], NIXL_SIDE_CHANNEL_BASES["decode"])
+    assert most_gpus <= min(prefill_last - prefill_first + 1, decode_last - decode_first + 1)
+    assert WORKER_PORTS[1] < prefill_first and prefill_last < decode_first and decode_last < DASHBOARD_AGENT_PORT
+
+
+def test_no_source_is_given_more_port_entries_than_the_agent_keeps(dev):
+    """The VPC CNI's policy agent holds eight protocol/port entries per source address and destination pod
+    (aws/aws-network-policy-agent pkg/ebpf/c/tc.v4ingress.bpf.c: the ingress map's value is lpm_trie_val[8])."""
+    sources = [ray_pod(dev, "head"), ray_pod(dev, "worker"), operator_pod(dev), prometheus_pod(dev)]
+    for target in (ray_pod(dev, "head"), ray_pod(dev, "worker")):
+        for source in sources:
+            assert len(port_entries(policies(dev), source, target)) <= 8, (source, target)
 
 
 def test_prometheus_reaches_the_metrics_port_and_nothing_else(dev):
@@ -193,10 +294,12 @@ def analyzer_connectivity(run: StackRun, pods: dict[str, Pod], workdir: Path) ->
 def test_np_guards_analyzer_finds_the_same_paths_into_the_ray_pods(dev, tmp_path):
     """A NetworkPolicy engine of its own (github.com/np-guard/network-config-analyzer 2.1.0, the API's semantics
     implemented independently of tests/network_policy_engine.py) on the rendered policies and the same pods: what
-    reaches the Ray head and workers is exactly the paths above."""
+    reaches the Ray head and workers is exactly the paths above (8076-8079: the raylet, object manager, dashboard agent
+    gRPC and runtime env agent; 52365 the dashboard agent; NIXL's side channel between workers alone)."""
     pods = {
         "head": ray_pod(dev, "head"),
         "worker": ray_pod(dev, "worker"),
+        "worker-b": Pod(ray_pod(dev, "worker").namespace, {**ray_pod(dev, "worker").labels, "ray.io/cluster": "b"}),
         "operator": operator_pod(dev),
         "prometheus": prometheus_pod(dev),
         "stranger": strangers(dev)[0],
@@ -205,8 +308,11 @@ def test_np_guards_analyzer_finds_the_same_paths_into_the_ray_pods(dev, tmp_path
     connectivity = analyzer_connectivity(dev, pods, tmp_path)
     ray = {f"{pods[n].namespace}/{n}": n for n in ("head", "worker")}
     into_ray = {(source, ray[target]): conn for (source, target), conn in connectivity.items() if target in ray}
-    serve, everything = "{protocols:TCP,dst_ports:8000}", "All connections"
+    serve = "{protocols:TCP,dst_ports:8000}"
     namespace = pods["head"].namespace
+    (_, decode_last) = nixl_side_channel_ranges()[-1]
+    # The analyzer joins the worker range and both sides' side channels, each starting where the last ends.
+    worker_to_worker = f"8000,8076-8077,10002-{decode_last}"
     assert into_ray == {
         ("0.0.0.0-255.255.255.255", "head"): serve,
         ("0.0.0.0-255.255.255.255", "worker"): serve,
@@ -214,8 +320,10 @@ def test_np_guards_analyzer_finds_the_same_paths_into_the_ray_pods(dev, tmp_path
         ("default/stranger", "worker"): serve,
         (f"{namespace}/debug", "head"): serve,
         (f"{namespace}/debug", "worker"): serve,
-        (f"{namespace}/worker", "head"): everything,
-        (f"{namespace}/head", "worker"): everything,
+        (f"{namespace}/worker", "head"): "{protocols:TCP,dst_ports:6379,8000,8076-8077,10002-19999}",
+        (f"{namespace}/worker-b", "head"): "{protocols:TCP,dst_ports:6379,8000,8076-8077,10002-19999}",
+        (f"{namespace}/head", "worker"): "{protocols:TCP,dst_ports:8000,8076-8079,10002-19999,52365}",
+        (f"{namespace}/worker-b", "worker"): f"{{protocols:TCP,dst_ports:{worker_to_worker}}}",
         (f"{pods['operator'].namespace}/operator", "head"): "{protocols:TCP,dst_ports:8000,8265}",
         (f"{pods['operator'].namespace}/operator", "worker"): serve,
         # The head's dashboard metrics too (Ray's own port, DASHBOARD_METRIC_PORT); no autoscaler in dev.
@@ -239,8 +347,11 @@ def test_the_policies_are_in_place_before_the_rayservice(dev):
     """The VPC CNI sets a pod's policies as it starts it; a pod started before they exist is open until they do
     (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html, "Policy enforcement at Pod startup")."""
     rayservice_deps = set(dev.get("kubernetes:ray.io/v1:RayService", "serving-rayservice").dependencies)
-    assert {r.urn for r in dev.of_type(NETWORK_POLICY)} <= rayservice_deps
-    assert len(dev.of_type(NETWORK_POLICY)) == 6
+    serving = [
+        r for r in dev.of_type(NETWORK_POLICY) if r.inputs["metadata"]["namespace"] == ray_pod(dev, "head").namespace
+    ]
+    assert {r.urn for r in serving} <= rayservice_deps
+    assert len(serving) == 9
 
 
 def test_pods_cannot_take_the_node_roles_credentials(shipped):

@@ -29,7 +29,7 @@ from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies import governance as pack_governance
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
-from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, exposed
+from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 
@@ -284,6 +284,9 @@ READER_WIDENINGS = (
 )
 
 
+# The widenings that grant a whole service on every resource, which iam-no-administrators refuses for any role.
+WIDENINGS_TO_EVERYTHING = frozenset({"extra-statement"})
+ADMINISTERS = frozenset({"iam-no-administrators"})
 READER_ROLE = _inputs("aws:iam/role:Role", "model-cache-reader")
 READER_POLICY = _inputs("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
 ANY_S3 = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
@@ -316,11 +319,7 @@ def _loosen_trust(pattern: bool) -> Callable[[CapturedStack], None]:
 def _add_resource(
     captured: CapturedStack, type_: str, name: str, inputs: dict[str, Any], depends_on: tuple[str, ...] = ()
 ) -> Resource:
-    like = captured.get("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
-    urn = like.urn.replace("aws:iam/rolePolicy:RolePolicy::model-cache-reader", f"{type_}::{name}")
-    added = dataclasses.replace(like, type=type_, name=name, urn=urn, inputs=inputs, dependencies=depends_on)
-    captured.resources.append(added)
-    return added
+    return _added(captured, ("aws:iam/rolePolicy:RolePolicy", "model-cache-reader"), type_, name, inputs, depends_on)
 
 
 def _attach_by_name(captured: CapturedStack) -> None:
@@ -587,6 +586,165 @@ def _without(key: str) -> Callable[[CapturedStack], None]:
     return lambda captured: GCS_STORE(captured).pop(key)
 
 
+# --- least privilege (issue 51): nine insecure changes a review found the pack missing ---
+
+
+def _added(
+    captured: CapturedStack,
+    like: tuple[str, str],
+    type_: str,
+    name: str,
+    inputs: dict,
+    dependencies: tuple[str, ...] = (),
+) -> Resource:
+    """A resource declared beside the stack's own, as a change to infra/ would declare it: placed like `like`."""
+    model = captured.get(*like)
+    urn = f"{model.urn.rsplit('::', 2)[0]}::{type_}::{name}"
+    added = dataclasses.replace(model, type=type_, name=name, urn=urn, inputs=inputs, dependencies=dependencies)
+    captured.resources.append(added)
+    return added
+
+
+def _worker_pod(captured: CapturedStack) -> dict[str, Any]:
+    return RAYSERVICE(captured)["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+
+
+def _host_root_into_workers(captured: CapturedStack) -> None:
+    pod = _worker_pod(captured)
+    pod["volumes"].append({"name": "host", "hostPath": {"path": "/"}})
+    pod["containers"][0]["volumeMounts"].append({"name": "host", "mountPath": "/host"})
+
+
+def _privileged_host_worker(captured: CapturedStack) -> None:
+    pod = _worker_pod(captured)
+    pod.update(hostNetwork=True, hostPID=True)
+    pod["containers"][0]["securityContext"]["privileged"] = True
+
+
+def _allow_all_ingress(captured: CapturedStack) -> None:
+    namespace = DEFAULT_DENY(captured)["metadata"]["namespace"]
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-all", "namespace": namespace},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]},
+    }
+    like = (NETWORK_POLICY, "serving-network-policy-default-deny-ingress")
+    _added(captured, like, NETWORK_POLICY, "serving-network-policy-allow-all", policy)
+
+
+def _store_open_to_the_internet(captured: CapturedStack) -> None:
+    group = captured.get("aws:ec2/securityGroup:SecurityGroup", "gcs-store-clients").inputs
+    group["ingress"].append({"protocol": "tcp", "fromPort": 6379, "toPort": 6379, "cidrBlocks": ["0.0.0.0/0"]})
+
+
+def _public_model_bucket(captured: CapturedStack) -> None:
+    block = captured.get("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "model-cache-bucket").inputs
+    block.update(blockPublicPolicy=False, restrictPublicBuckets=False)
+    statement = {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*"}
+    policy = {
+        "bucket": "model-cache-bucket-id",
+        "policy": json.dumps({"Version": "2012-10-17", "Statement": [statement]}),
+    }
+    bucket = ("aws:s3/bucket:Bucket", "model-cache-bucket")
+    _added(
+        captured, bucket, "aws:s3/bucketPolicy:BucketPolicy", "model-cache-public", policy, (captured.get(*bucket).urn,)
+    )
+
+
+def _admin_node_role(captured: CapturedStack) -> None:
+    attachment = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+    inputs = {"policyArn": "arn:aws:iam::aws:policy/AdministratorAccess", "role": "cluster-node-role-role"}
+    role = ("aws:iam/role:Role", "cluster-node-role")
+    _added(
+        captured,
+        (attachment, "cluster-node-role-worker"),
+        attachment,
+        "cluster-node-role-admin",
+        inputs,
+        (captured.get(*role).urn,),
+    )
+
+
+def _autoscaler_does_anything(captured: CapturedStack) -> None:
+    policy = captured.get("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs
+    document = json.loads(policy["policy"])
+    document["Statement"][1]["Action"] = "*"
+    policy["policy"] = json.dumps(document)
+
+
+def _serving_account_cluster_admin(captured: CapturedStack) -> None:
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "model-reader-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": "model-reader",
+                "namespace": RAYSERVICE(captured)["metadata"]["namespace"],
+            }
+        ],
+    }
+    like = (NETWORK_POLICY, "serving-network-policy-default-deny-ingress")
+    _added(captured, like, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "serving-admin", binding)
+
+
+def _gpu_nodes_in_a_public_subnet(captured: CapturedStack) -> None:
+    public = captured.get("aws:ec2/subnet:Subnet", "network-public-sa-east-1a")
+    private = captured.get("aws:ec2/subnet:Subnet", "network-private-sa-east-1a")
+    group = captured.get("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
+    group.inputs["subnetIds"] = ["network-public-sa-east-1a-id"]
+    deps = tuple(public.urn if urn == private.urn else urn for urn in group.dependencies)
+    captured.replace("eks:index:ManagedNodeGroup", "gpu-nodes-gpu", dependencies=deps)
+
+
+def _workers_to_the_dashboard(captured: CapturedStack) -> None:
+    """The old "Ray pods to each other on every port" brought back as a rule that names its ports, 8265 among them."""
+    policy = captured.get(NETWORK_POLICY, "serving-network-policy-ray-pods-to-gcs").inputs
+    policy["spec"]["ingress"][0]["ports"].append({"protocol": "TCP", "port": 8265})
+
+
+LEAST_PRIVILEGE_BREAKAGES = [
+    Breakage("host-root-into-workers", "pods-confined", MANDATORY, None, edit=_host_root_into_workers),
+    Breakage("privileged-host-worker", "pods-confined", MANDATORY, None, edit=_privileged_host_worker),
+    Breakage(
+        "allow-all-ingress",
+        "network-policies-name-ports",
+        MANDATORY,
+        None,
+        edit=_allow_all_ingress,
+        also_fires=frozenset({"ray-dashboard-operator-only"}),
+    ),
+    Breakage(
+        "workers-to-the-dashboard", "ray-dashboard-operator-only", MANDATORY, None, edit=_workers_to_the_dashboard
+    ),
+    Breakage("store-open", "gcs-store-security-groups-only", MANDATORY, None, edit=_store_open_to_the_internet),
+    Breakage(
+        "public-model-bucket",
+        "buckets-private",
+        MANDATORY,
+        None,
+        overrides={"modelCache": True},
+        edit=_public_model_bucket,
+    ),
+    Breakage("admin-node-role", "iam-no-administrators", MANDATORY, None, edit=_admin_node_role),
+    Breakage(
+        "autoscaler-action-star",
+        "iam-no-administrators",
+        MANDATORY,
+        None,
+        overrides=SERVE_AUTOSCALING,
+        edit=_autoscaler_does_anything,
+    ),
+    Breakage(
+        "serving-cluster-admin", "kubernetes-no-admin-bindings", MANDATORY, None, edit=_serving_account_cluster_admin
+    ),
+    Breakage("gpu-nodes-public-subnet", "nodes-private-subnets", MANDATORY, None, edit=_gpu_nodes_in_a_public_subnet),
+]
+
+
 BREAKAGES = [
     Breakage(
         "gcs-store-in-the-clear", "gcs-store-protected", MANDATORY, None, edit=_without("transitEncryptionEnabled")
@@ -644,6 +802,8 @@ BREAKAGES = [
         MANDATORY,
         None,
         edit=lambda c: DEFAULT_DENY(c)["spec"].update(ingress=[{}]),
+        # A rule of every port from everyone: the dashboard's among them.
+        also_fires=frozenset({"network-policies-name-ports", "ray-dashboard-operator-only"}),
     ),
     Breakage(
         "default-deny-selects-some",
@@ -907,11 +1067,19 @@ BREAKAGES = [
         edit=_add_output("hfToken", lambda _: HF_TOKEN),
     ),
     *(
-        Breakage(f"reader-{name}", "worker-access-model-only", MANDATORY, None, edit=_widen_reader(change))
+        Breakage(
+            f"reader-{name}",
+            "worker-access-model-only",
+            MANDATORY,
+            None,
+            edit=_widen_reader(change),
+            also_fires=ADMINISTERS if name in WIDENINGS_TO_EVERYTHING else frozenset(),
+        )
         for name, change in READER_WIDENINGS
     ),
     *(
-        Breakage(f"reader-route-{name}", "worker-access-model-only", MANDATORY, None, edit=edit)
+        # Every route grants s3:* on everything or AdministratorAccess, which the IAM rule refuses for any role.
+        Breakage(f"reader-route-{name}", "worker-access-model-only", MANDATORY, None, edit=edit, also_fires=ADMINISTERS)
         for name, edit in READER_ROUTES
     ),
     Breakage(
@@ -1024,6 +1192,7 @@ BREAKAGES = [
         "gpuRootVolumeGiB",
         edit=lambda c: LAUNCH_TEMPLATE(c).pop("blockDeviceMappings"),
     ),
+    *LEAST_PRIVILEGE_BREAKAGES,
 ]
 
 
@@ -1279,3 +1448,15 @@ def test_the_stacks_tls_policy_is_one_the_pack_allows() -> None:
     from policy.ray_llm_policies import serving as pack_serving
 
     assert rayservice.TLS_POLICY in pack_serving.TLS_1_2_POLICIES
+
+
+def test_pack_and_program_agree_on_the_one_host_path_and_capability() -> None:
+    """The pack cannot import infra/: its copies of the compile cache's host path and EFA's capability are the
+    ones the workers' template carries."""
+    from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
+    from policy.ray_llm_policies import least_privilege
+    from tests.rayservice_parts import worker_group
+
+    assert least_privilege.ALLOWED_HOST_PATHS == {VLLM_CACHE_HOST_PATH}
+    (container,) = worker_group(run_stack())["template"]["spec"]["containers"]
+    assert set(container["securityContext"]["capabilities"]["add"]) == least_privilege.ALLOWED_ADDED_CAPABILITIES

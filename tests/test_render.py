@@ -103,14 +103,27 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
     mirror_job = model_cache.mirror_job_name("Qwen/Qwen3.5-9B", full_run.outputs["modelCacheUri"])
     assert names == [
         "01-namespace-inference.yaml",
+        # The Pod Security labels of the namespaces the kuberay-operator and kube-prometheus-stack releases create.
+        "01-namespace-kuberay-system.yaml",
         "01-namespace-model-cache.yaml",
+        "01-namespace-monitoring.yaml",
         # Before the pods they guard: a pod started before its policies is open until they exist.
+        "02-networkpolicy-alertmanager-from-prometheus-and-grafana.yaml",
         "02-networkpolicy-anyone-to-serve.yaml",
+        "02-networkpolicy-api-server-to-operator-webhook.yaml",
         "02-networkpolicy-default-deny-ingress.yaml",
+        "02-networkpolicy-head-to-agents.yaml",
+        "02-networkpolicy-monitoring-default-deny-ingress.yaml",
         "02-networkpolicy-operator-to-dashboard.yaml",
+        "02-networkpolicy-prometheus-from-grafana-and-itself.yaml",
+        "02-networkpolicy-prometheus-to-dcgm-exporter.yaml",
+        "02-networkpolicy-prometheus-to-grafana.yaml",
         "02-networkpolicy-prometheus-to-head-metrics.yaml",
+        "02-networkpolicy-prometheus-to-kube-state-metrics.yaml",
         "02-networkpolicy-prometheus-to-metrics.yaml",
-        "02-networkpolicy-ray-pods-to-each-other.yaml",
+        "02-networkpolicy-ray-pods-to-gcs.yaml",
+        "02-networkpolicy-ray-pods-to-ray-nodes.yaml",
+        "02-networkpolicy-workers-to-nixl.yaml",
         # The head's GCS store password (headFaultTolerance redis), read by KubeRay into the head's environment.
         "03-secret-gcs-redis.yaml",
         # With the model cache only the mirror reads the Hub: the token's one Secret is in its namespace.

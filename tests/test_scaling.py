@@ -484,6 +484,24 @@ def test_cluster_autoscaler_policy_is_the_upstream_recommended_one():
     }
 
 
+def test_the_autoscaler_scales_and_terminates_only_in_this_clusters_groups():
+    """Upstream's guide: restrict the scaling actions "using tag based conditionals" (kubernetes/autoscaler
+    cluster-autoscaler/cloudprovider/aws/README.md, IAM Policy). The condition names the key the chart's
+    auto-discovery matches (its values.yaml autoDiscovery.tags, vendored), for this cluster's name; describing stays
+    account-wide, as discovery needs."""
+    run = render("autoscaling")
+    policy = json.loads(run.get("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"])
+    describe, scale = policy["Statement"]
+    cluster = run.get(RELEASE, "cluster-autoscaler-cluster-autoscaler").inputs["values"]["autoDiscovery"]["clusterName"]
+    assert set(scale["Action"]) == {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"}
+    assert scale["Condition"] == {"Null": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster}": "false"}}
+    assert "Condition" not in describe and not any(
+        a.startswith(("autoscaling:Set", "autoscaling:Term")) for a in describe["Action"]
+    )
+    chart = yaml.safe_load((schemas_dir() / "cluster-autoscaler-chart-9.59.0/values.yaml").read_text())
+    assert "k8s.io/cluster-autoscaler/{{ .Values.autoDiscovery.clusterName }}" in chart["autoDiscovery"]["tags"]
+
+
 def test_quota_preflight_counts_the_most_nodes():
     cfg = load_stack_config(RECIPES["autoscaling"].config)
     assert gpu_vcpu_need(cfg).vcpus == 4 * 48

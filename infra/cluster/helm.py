@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components import Children
+from infra.settings.pod_security import pod_security_labels
 
 
 @dataclass(frozen=True)
@@ -42,4 +43,17 @@ def pinned_release(
         skip_await=False,
         atomic=True,
         opts=children.opts(name, provider=provider, depends_on=depends_on or []),
+    )
+
+
+def pod_security_patch(
+    children: Children, namespace: str, level: str, provider: k8s.Provider, release: pulumi.Resource
+) -> k8s.core.v1.NamespacePatch:
+    """The Pod Security Admission labels (infra/settings/pod_security.py) on a namespace a release created: a patch,
+    since the namespace is Helm's and pulumi-kubernetes refuses to create an object that exists (4.29.0 release notes:
+    "use Patch resources (e.g. NamespacePatch)")."""
+    return k8s.core.v1.NamespacePatch(
+        children.name(f"namespace-{namespace}-pod-security"),
+        metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=namespace, labels=pod_security_labels(level)),
+        opts=children.new_opts(provider=provider, depends_on=[release]),
     )

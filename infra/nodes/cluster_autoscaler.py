@@ -44,6 +44,15 @@ DESCRIBE_ACTIONS = (
     "eks:DescribeNodegroup",
 )
 SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
+# The guide "strongly recommend[s]" restricting the scaling actions to the groups the autoscaler owns, by their ARNs or
+# "using tag based conditionals"; this policy's scaling statement is the block it says to restrict. The condition is
+# the key auto-discovery itself matches (autoDiscovery.clusterName: `k8s.io/cluster-autoscaler/<cluster>`, a key
+# whose value "does not matter", README "Auto-Discovery Setup"), which EKS puts on every managed node group's Auto
+# Scaling group (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html: "automatically tagged for
+# auto-discovery by the Kubernetes Cluster Autoscaler"): `Null: false` is "the key is present"
+# (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html#Conditions_Null),
+# so no value the sources leave open can stop the scaling, and no other cluster's group can be scaled.
+CLUSTER_TAG_PREFIX = "k8s.io/cluster-autoscaler/"
 
 
 @dataclass(frozen=True)
@@ -64,12 +73,14 @@ def cluster_autoscaler_args_errors(args: ClusterAutoscalerArgs) -> list[InputPro
     ]
 
 
-def autoscaler_policy() -> dict[str, Any]:
+def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
+    """Describe anything; scale and terminate in this cluster's Auto Scaling groups only."""
+    this_cluster = {"Null": {f"aws:ResourceTag/{CLUSTER_TAG_PREFIX}{cluster_name}": "false"}}
     return {
         "Version": "2012-10-17",
         "Statement": [
             {"Effect": "Allow", "Action": list(DESCRIBE_ACTIONS), "Resource": ["*"]},
-            {"Effect": "Allow", "Action": list(SCALING_ACTIONS), "Resource": ["*"]},
+            {"Effect": "Allow", "Action": list(SCALING_ACTIONS), "Resource": ["*"], "Condition": this_cluster},
         ],
     }
 
@@ -103,7 +114,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
         )
         role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
-        aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy()), opts=child)
+        aws.iam.RolePolicy(
+            f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy(args.cluster_name)), opts=child
+        )
         self.release = pinned_release(
             Children(self, name, self.STACK_NAME),
             "cluster-autoscaler",

@@ -19,11 +19,12 @@ import pulumi_kubernetes as k8s
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
-from infra.cluster.helm import Chart, pinned_release
+from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
 from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
 from infra.observability.dashboards import dashboard_config_maps
+from infra.observability.network_policy import monitoring_network_policies
 from infra.observability.receivers import SECRET_NAME, Receivers, alertmanager_values, sns_publish_policy
 from infra.settings.footprint import (
     ALERTMANAGER_RESOURCES,
@@ -39,6 +40,7 @@ from infra.settings.pod_labels import (
     RAY_NODE_TYPE_LABEL,
     head_metrics_ports,
 )
+from infra.settings.pod_security import MONITORING_LEVEL
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
@@ -311,6 +313,16 @@ class Observability(pulumi.ComponentResource):
         )
         for manifest in monitoring_objects(args):
             _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
+        pod_security_patch(children, NAMESPACE, MONITORING_LEVEL, cluster.provider, stack)
+        # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
+        # deploy only).
+        for policy in monitoring_network_policies():
+            k8s.networking.v1.NetworkPolicy(
+                children.name(f"network-policy-{policy['metadata']['name']}"),
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=children.new_opts(provider=cluster.provider, depends_on=[stack]),
+            )
         self.register_outputs({})
 
     def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:

@@ -8,9 +8,10 @@ from typing import Any
 import pulumi
 
 from infra.cluster.eks import Cluster
-from infra.cluster.helm import Chart, pinned_release
+from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.components import Children, raise_input_errors, unmatched
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
+from infra.settings.pod_security import OPERATOR_LEVEL
 from infra.settings.scheduling import OPERATOR_NAMESPACE
 from infra.settings.table import SEMVER_PATTERN
 
@@ -45,8 +46,9 @@ class KubeRayOperator(pulumi.ComponentResource):
             "KubeRayOperator", unmatched({"version": args.version}, SEMVER_PATTERN, "a version such as 1.4.0")
         )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
+        children = Children(self, name, self.STACK_NAME)
         self.release = pinned_release(
-            Children(self, name, self.STACK_NAME),
+            children,
             "kuberay-operator",
             Chart("kuberay-operator", KUBERAY_REPO, args.version),
             OPERATOR_NAMESPACE,
@@ -54,4 +56,5 @@ class KubeRayOperator(pulumi.ComponentResource):
             cluster.provider,
             depends_on,
         )
+        pod_security_patch(children, OPERATOR_NAMESPACE, OPERATOR_LEVEL, cluster.provider, self.release)
         self.register_outputs({})

@@ -34,10 +34,11 @@ from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
-from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
+from infra.serving.rayservice import CONTAINER_SECURITY, HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
 from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
 from infra.settings.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
+from infra.settings.pod_security import MODEL_CACHE_LEVEL, pod_security_labels
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
@@ -140,6 +141,9 @@ def build_mirror_job(
             "template": {
                 "spec": {
                     "serviceAccountName": MIRROR_SERVICE_ACCOUNT,
+                    # No Kubernetes API call: S3 credentials come through EKS's IRSA webhook, which mounts its own
+                    # token (aws-iam-token; github.com/aws/amazon-eks-pod-identity-webhook README).
+                    "automountServiceAccountToken": False,
                     "restartPolicy": "Never",
                     "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                     "containers": [
@@ -149,6 +153,8 @@ def build_mirror_job(
                             "command": ["python", f"{SCRIPT_MOUNT}/{SCRIPT.name}"],
                             "env": env,
                             "resources": MIRROR_RESOURCES,
+                            # The image's own user (infra/settings/pod_security.py MODEL_CACHE_LEVEL), nothing more.
+                            "securityContext": dict(CONTAINER_SECURITY),
                             # No volume to work in: the script streams each file from the Hub to S3.
                             "volumeMounts": [{"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True}],
                         }
@@ -251,7 +257,9 @@ class ModelCache(pulumi.ComponentResource):
         )
         namespace = k8s.core.v1.Namespace(
             children.name("namespace"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.mirror_namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.mirror_namespace, labels=pod_security_labels(MODEL_CACHE_LEVEL)
+            ),
             opts=children.new_opts(provider=cluster.provider),
         )
         in_namespace = children.new_opts(provider=cluster.provider, depends_on=[namespace])

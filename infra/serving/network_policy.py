@@ -4,17 +4,26 @@ denied but the paths serving needs.
 Enforced by the VPC CNI's network policy agent, which the cluster's vpc-cni add-on turns on (infra/cluster/eks.py,
 `enableNetworkPolicy`). Policies are additive: a pod selected by any policy with an Ingress type takes only what the
 union of their rules allows (https://kubernetes.io/docs/concepts/services-networking/network-policies/, "The two
-sorts of pod isolation"). What answers on a Ray pod: GCS 6379, the dashboard 8265 (job submission, Serve's REST API),
-the Ray client 10001, the dashboard agent and the raylet's and workers' own ports, the metrics 8080, Serve's proxy
-8000. Allowed:
+sorts of pod isolation"). What answers on a Ray pod: GCS 6379 (head), the dashboard 8265 (job submission, Serve's
+REST API) and the Ray client 10001 (head), the raylet, object manager, dashboard and runtime env agents and the
+workers' gRPC range (every pod, pinned in infra/serving/rayservice.py), NIXL's side channel (GPU workers), the metrics
+8080, Serve's proxy 8000. Allowed:
 
-- the Ray pods of the RayService to each other, on every port: GCS, the raylets, the object store, the workers'
-  gRPC ports (Ray picks them at random by default) and NIXL's side channel between prefill and decode;
+- the Ray pods to the raylets, the object managers and the workers' gRPC range of each other, and to the head's GCS:
+  what a node dials on another in Ray 2.58 (a raylet registers with GCS, GCS leases and health-checks raylets, objects
+  move between object managers, actors call each other's core workers);
+- the head to the workers' dashboard and runtime env agents (its dashboard asks every node's agents);
+- the GPU workers to each other's NIXL side channel, where prefill and decode exchange their KV caches' metadata;
 - anyone to Serve's proxy (8000): the load balancer's nodes (kube-proxy takes the NodePort's traffic to the pod from
-  the node's address) and in-cluster clients of `serveEndpoint`; the API keys guard it (infra/serving/serve_auth.py);
+  the node's address), in-cluster clients of `serveEndpoint`, and KubeRay 1.7.0's proxy health check on the head
+  (rayservice_controller.go updateHeadPodServeLabel); the API keys guard it (infra/serving/serve_auth.py);
 - Prometheus to the metrics port (8080), and to the head's dashboard and autoscaler metrics ports (44227; 44217 with
   Ray's autoscaler);
 - the KubeRay operator to the head's dashboard (8265): it submits the serve config and reads its status there.
+
+So no worker reaches the head's dashboard, Ray client or dashboard agent, and nothing outside the Ray pods reaches
+GCS. A pod's own processes talk to each other inside its network namespace, where no policy applies (a Ray node's
+raylet and its agents).
 
 The pod's own node is never refused: the agent allows all traffic to and from the node's IP, so the kubelet's
 probes (KubeRay 1.7.0's HTTP ones on the dashboard agent and Serve's port included) and hostNetwork pods there pass
@@ -22,18 +31,31 @@ probes (KubeRay 1.7.0's HTTP ones on the dashboard agent and Serve's port includ
 "Pods cannot currently ... block access from their resident node",
 https://kubernetes.io/docs/concepts/services-networking/network-policies/#what-you-can-t-do-with-network-policies-at-least-not-yet).
 
-Nothing else reaches the dashboard, the Ray client or GCS: `pulumi up`'s rollout reads the dashboard through a
-port-forward to the head pod, which the kubelet connects inside the pod's own network namespace, not through its
-network interface where the policies apply (infra/serving/rollout.py). Ports are numbers, not names: the agent
-matches a named port only where the Service names it too (https://docs.aws.amazon.com/eks/latest/userguide/
-cni-network-policy.html, Considerations).
+`pulumi up`'s rollout reads the dashboard through a port-forward to the head pod, which the kubelet connects inside
+the pod's own network namespace, not through its network interface where the policies apply
+(infra/serving/rollout.py). Ports are numbers, not names: the agent matches a named port only where the Service names
+it too (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html, Considerations). Ranges are `endPort`
+(the agent's eBPF program matches start_port..end_port: aws/aws-network-policy-agent pkg/ebpf/c/tc.v4ingress.bpf.c),
+and no source is given more than the eight port entries that program keeps per address (its lpm_trie_val[8]).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
+from infra.serving.rayservice import (
+    DASHBOARD_AGENT_GRPC_PORT,
+    DASHBOARD_AGENT_PORT,
+    DASHBOARD_PORT,
+    GCS_PORT,
+    INSTANCE_LABEL,
+    NODE_MANAGER_PORT,
+    OBJECT_MANAGER_PORT,
+    RUNTIME_ENV_AGENT_PORT,
+    SERVE_PORT,
+    WORKER_PORTS,
+)
+from infra.serving.serve_config import NIXL_SIDE_CHANNEL_BASES
 from infra.settings.namespaces import MONITORING_NAMESPACE
 from infra.settings.pod_labels import (
     KUBERAY_OPERATOR_SELECTOR,
@@ -50,18 +72,30 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 DEFAULT_DENY = "default-deny-ingress"
 
 
-def _in_namespace(namespace: str, pods: dict[str, str]) -> dict[str, Any]:
+def pods_in_namespace(namespace: str, pods: dict[str, str]) -> dict[str, Any]:
     return {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}},
         "podSelector": {"matchLabels": dict(pods)},
     }
 
 
-def _tcp(*ports: int) -> list[dict[str, Any]]:
+def tcp_ports(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": port} for port in ports]
 
 
-def _policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
+def _tcp_range(first: int, last: int) -> dict[str, Any]:
+    return {"protocol": "TCP", "port": first, "endPort": last}
+
+
+def nixl_side_channel_ranges() -> list[tuple[int, int]]:
+    """Each side's side-channel ports, first and last: from its base up to the next side's, the room Ray Serve LLM
+    leaves each (a side's replicas times their GPUs stay far below it)."""
+    bases = sorted(NIXL_SIDE_CHANNEL_BASES.values())
+    room = bases[1] - bases[0]
+    return [(base, base + room - 1) for base in bases]
+
+
+def ingress_policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -81,26 +115,59 @@ def network_policies(namespace: str, ray_service: str, ray_autoscaler: bool = Fa
     `ray_autoscaler`: the head runs Ray's autoscaler sidecar, whose metrics Prometheus scrapes."""
     ray_pods = {INSTANCE_LABEL: ray_service}
     head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
-    prometheus = [_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
+    workers = {**ray_pods, RAY_NODE_TYPE_LABEL: "worker"}
+    prometheus = [pods_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
+    node_ports = [*tcp_ports(NODE_MANAGER_PORT, OBJECT_MANAGER_PORT), _tcp_range(*WORKER_PORTS)]
+    nixl_ports = [_tcp_range(*ports) for ports in nixl_side_channel_ranges()]
+    agent_ports = tcp_ports(DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
     return [
-        _policy(DEFAULT_DENY, namespace, {}, []),
-        _policy(
-            "ray-pods-to-each-other", namespace, ray_pods, [{"from": [{"podSelector": {"matchLabels": ray_pods}}]}]
+        ingress_policy(DEFAULT_DENY, namespace, {}, []),
+        ingress_policy(
+            "ray-pods-to-ray-nodes",
+            namespace,
+            ray_pods,
+            [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": node_ports}],
         ),
-        _policy("anyone-to-serve", namespace, ray_pods, [{"ports": _tcp(SERVE_PORT)}]),
-        _policy(
-            "prometheus-to-metrics", namespace, ray_pods, [{"from": prometheus, "ports": _tcp(RAY_METRICS_PORT_NUMBER)}]
+        ingress_policy(
+            "ray-pods-to-gcs",
+            namespace,
+            head,
+            [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": tcp_ports(GCS_PORT)}],
         ),
-        _policy(
+        ingress_policy(
+            "head-to-agents",
+            namespace,
+            workers,
+            [{"from": [{"podSelector": {"matchLabels": head}}], "ports": agent_ports}],
+        ),
+        ingress_policy(
+            "workers-to-nixl",
+            namespace,
+            workers,
+            [{"from": [{"podSelector": {"matchLabels": workers}}], "ports": nixl_ports}],
+        ),
+        ingress_policy("anyone-to-serve", namespace, ray_pods, [{"ports": tcp_ports(SERVE_PORT)}]),
+        ingress_policy(
+            "prometheus-to-metrics",
+            namespace,
+            ray_pods,
+            [{"from": prometheus, "ports": tcp_ports(RAY_METRICS_PORT_NUMBER)}],
+        ),
+        ingress_policy(
             "prometheus-to-head-metrics",
             namespace,
             head,
-            [{"from": prometheus, "ports": _tcp(*head_metrics_ports(ray_autoscaler))}],
+            [{"from": prometheus, "ports": tcp_ports(*head_metrics_ports(ray_autoscaler))}],
         ),
-        _policy(
+        ingress_policy(
             "operator-to-dashboard",
             namespace,
             head,
-            [{"from": [_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)], "ports": _tcp(DASHBOARD_PORT)}],
+            [
+                {
+                    "from": [pods_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)],
+                    "ports": tcp_ports(DASHBOARD_PORT),
+                }
+            ],
         ),
     ]

@@ -38,6 +38,32 @@ TLS_POLICY_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-negoti
 # still takes TLS 1.0 (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html).
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 DASHBOARD_PORT = 8265
+# What Ray's pods dial on each other (Ray 2.58 `ray start`, ray/scripts/scripts.py and ray/_private/parameter.py
+# update_pre_selected_port): GCS on the head's --port (6379, ray_constants.DEFAULT_PORT; KubeRay's
+# DefaultGcsServerPort); on every node the raylet (--node-manager-port, default 0: random), the object manager
+# (--object-manager-port, default None: random) and the workers' own gRPC servers (--min-worker-port..
+# --max-worker-port, 10002..19999 by default); and the agents the head's dashboard calls on every node: the dashboard
+# agent's HTTP (--dashboard-agent-listen-port, 52365, which KubeRay sets: common/pod.go setMissingRayStartParams) and
+# gRPC (--dashboard-agent-grpc-port, random; dashboard/head.py reads each agent's address from GCS) and the runtime
+# env agent (--runtime-env-agent-port, random; dashboard/state_aggregator.py). Pinned, so the NetworkPolicies can
+# name each one (infra/serving/network_policy.py); none of them is in the worker range or NIXL's.
+GCS_PORT = 6379
+NODE_MANAGER_PORT = 8076
+OBJECT_MANAGER_PORT = 8077
+DASHBOARD_AGENT_GRPC_PORT = 8078
+RUNTIME_ENV_AGENT_PORT = 8079
+DASHBOARD_AGENT_PORT = 52365
+WORKER_PORTS = (10002, 19999)
+RAY_CLIENT_PORT = 10001
+RAY_PORT_PARAMS = {
+    "node-manager-port": str(NODE_MANAGER_PORT),
+    "object-manager-port": str(OBJECT_MANAGER_PORT),
+    "dashboard-agent-grpc-port": str(DASHBOARD_AGENT_GRPC_PORT),
+    "runtime-env-agent-port": str(RUNTIME_ENV_AGENT_PORT),
+    "dashboard-agent-listen-port": str(DASHBOARD_AGENT_PORT),
+    "min-worker-port": str(WORKER_PORTS[0]),
+    "max-worker-port": str(WORKER_PORTS[1]),
+}
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
@@ -85,6 +111,14 @@ VLLM_CACHE_ROOT = "/var/cache/vllm"
 # under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
 # TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
 TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
+# What the Ray containers and the model mirror keep of their privileges: no setuid gain, the container runtime's
+# default seccomp filter, no capability but the ones named (Pod Security Standards' restricted rules, less
+# runAsNonRoot: the DLC image runs as its own user, which the stack does not pick).
+CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "capabilities": {"drop": ["ALL"]},
+}
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
 # The GCS store (infra/serving/gcs_store.py) as the head sees it: a Service of type ExternalName in the serving
@@ -168,19 +202,22 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
         mounts.append(mount)
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
-        "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0"},
+        "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0", **RAY_PORT_PARAMS},
         "template": {
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
             "spec": {
                 "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                # No Kubernetes API call from the head, but Ray's autoscaler sidecar's, which KubeRay adds to this pod.
+                "automountServiceAccountToken": runs_ray_autoscaler(cfg),
                 "containers": [
                     {
                         "name": "ray-head",
+                        "securityContext": dict(CONTAINER_SECURITY),
                         "image": cfg.dlc_image,
                         "ports": [
-                            {"containerPort": 6379, "name": "gcs-server"},
+                            {"containerPort": GCS_PORT, "name": "gcs-server"},
                             {"containerPort": DASHBOARD_PORT, "name": "dashboard"},
-                            {"containerPort": 10001, "name": "client"},
+                            {"containerPort": RAY_CLIENT_PORT, "name": "client"},
                             {"containerPort": SERVE_PORT, "name": "serve"},
                         ],
                         "resources": HEAD_RESOURCES,
@@ -212,7 +249,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
         "replicas": cfg.gpu_node_count,
         "minReplicas": cfg.gpu_node_count,
         "maxReplicas": cfg.topology.most_gpu_nodes,
-        "rayStartParams": {},
+        "rayStartParams": dict(RAY_PORT_PARAMS),
         "template": {
             "metadata": {"labels": {INSTANCE_LABEL: cfg.ray_service_name}},
             "spec": {
@@ -222,6 +259,9 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 **({"serviceAccountName": service_account} if service_account else {}),
                 # The group that may write the compile cache (infra/settings/scheduling.py VLLM_CACHE_GID).
                 "securityContext": {"supplementalGroups": [VLLM_CACHE_GID]},
+                # No Kubernetes API call; the model cache's S3 credentials come from EKS's IRSA webhook, which mounts
+                # a token of its own (aws-iam-token), not the service account's default one.
+                "automountServiceAccountToken": False,
                 "containers": [
                     {
                         "name": "ray-worker",
@@ -229,7 +269,10 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                         "resources": {"requests": resources, "limits": resources},
                         "env": env,
                         # EFA registers pinned memory: libfabric needs to lock it.
-                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                        "securityContext": {
+                            **CONTAINER_SECURITY,
+                            "capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]},
+                        },
                         "volumeMounts": [
                             {"name": "dshm", "mountPath": "/dev/shm"},
                             {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},

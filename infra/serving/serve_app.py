@@ -36,6 +36,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
+from infra.settings.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.settings.table import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
@@ -276,7 +277,7 @@ class Serving(pulumi.ComponentResource):
         )
         namespace = k8s.core.v1.Namespace(
             children.name("namespace"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=pod_security_labels(SERVING_LEVEL)),
             opts=children.opts("namespace", provider=cluster.provider),
         )
         if args.prepull_image:

@@ -24,6 +24,13 @@ KV_CONNECTOR = "NixlConnector"
 # NIXL picks UCX by default, which runs at TCP speed on EKS without an error. LIBFABRIC rides EFA.
 NIXL_EFA_BACKEND = "LIBFABRIC"
 PD_SIDES = ("prefill", "decode")
+# Where each side's NIXL handshake listener answers the other's (a ZMQ socket on the pod's IP): Ray 2.58 sets
+# VLLM_NIXL_SIDE_CHANNEL_PORT to the side's base plus the replica's rank times its GPUs (ray/llm/_internal/serve/
+# engines/vllm/kv_transfer/nixl.py _set_side_channel_port, base.py _compute_port_offset; prefill's base 20000, decode's
+# 22000 from serving_patterns/prefill_decode/builder.py), and vLLM 0.26 listens there plus the engine's data-parallel
+# index (distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py). So a side's ports lie between its base and
+# its base plus the GPUs it holds, below the next side's base (infra/serving/network_policy.py).
+NIXL_SIDE_CHANNEL_BASES = {"prefill": 20000, "decode": 22000}
 # vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
 # prefill as kv_producer / decode as kv_consumer booted and served (lab/records/gpu-end-to-end.md).
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}

@@ -1,0 +1,98 @@
+"""The monitoring namespace's NetworkPolicies: every ingress there is denied but what the metrics stack needs.
+
+Without them any pod of the cluster could POST a silence to Alertmanager's API (`/api/v2/silences`, no credentials)
+and so mute every alert, or read every series Prometheus holds (issue 51). Allowed, each on its own port:
+
+- Prometheus and Grafana to Alertmanager's API (9093): Prometheus sends the alerts, Grafana's Alertmanager data
+  source reads them (kube-prometheus-stack values.yaml grafana.sidecar.datasources.alertmanager.enabled: true);
+- Grafana to Prometheus (9090), its data source;
+- Prometheus to what it scrapes in the namespace: itself and Alertmanager (their web ports and their config
+  reloaders' 8080, prometheus.service.reloaderWebPort), Grafana (3000, grafana.serviceMonitor), kube-state-metrics
+  (8080), the DCGM exporter (9400, dcgm-exporter values.yaml service.port) and the operator (10250);
+- anyone to the Prometheus operator's 10250 (https, prometheusOperator.tls.internalPort), where the API server calls
+  its admission webhooks: the control plane reaches pods from its own network interfaces in the cluster's subnets,
+  which no pod selector names.
+
+The operator itself calls neither Prometheus nor Alertmanager: it renders their configuration into Secrets through the
+Kubernetes API, and each pod's config-reloader sidecar reloads its own server over localhost (the chart's
+deployment.yaml passes the operator `--localhost=127.0.0.1` for that URL). node-exporter runs on the host's network,
+where NetworkPolicies do not apply; the admission patch Jobs take no connections. The kubelet's probes and `kubectl
+port-forward` (Grafana's and Prometheus' outputs) come from the node or inside the pod and are never refused
+(infra/serving/network_policy.py says why).
+
+The pods' labels are the ones their operators and charts give them and do not let values override: Prometheus and
+Alertmanager pods carry app.kubernetes.io/name `prometheus` / `alertmanager` (prometheus-operator
+pkg/apis/monitoring/v1 prometheus_types.go and alertmanager_types.go, podMetadata: "reserved and cannot be
+overridden"); Grafana, kube-state-metrics and dcgm-exporter their chart's name as app.kubernetes.io/name (each
+chart's _helpers.tpl selectorLabels); the operator `app: kube-prometheus-stack-operator` (kube-prometheus-stack
+templates/prometheus-operator/deployment.yaml, `{{ template "kube-prometheus-stack.name" . }}-operator`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.serving.network_policy import ingress_policy, tcp_ports
+from infra.settings.namespaces import MONITORING_NAMESPACE
+from infra.settings.pod_labels import PROMETHEUS_POD_SELECTOR
+
+ALERTMANAGER_POD_SELECTOR = {"app.kubernetes.io/name": "alertmanager"}
+GRAFANA_POD_SELECTOR = {"app.kubernetes.io/name": "grafana"}
+KUBE_STATE_METRICS_POD_SELECTOR = {"app.kubernetes.io/name": "kube-state-metrics"}
+DCGM_EXPORTER_POD_SELECTOR = {"app.kubernetes.io/name": "dcgm-exporter"}
+PROMETHEUS_OPERATOR_POD_SELECTOR = {"app": "kube-prometheus-stack-operator"}
+ALERTMANAGER_PORT = 9093
+PROMETHEUS_WEB_PORT = 9090
+CONFIG_RELOADER_PORT = 8080
+GRAFANA_PORT = 3000
+KUBE_STATE_METRICS_PORT = 8080
+DCGM_EXPORTER_PORT = 9400
+OPERATOR_PORT = 10250
+
+
+def _from(*selectors: dict[str, str]) -> list[dict[str, Any]]:
+    """Pods of the monitoring namespace itself."""
+    return [{"podSelector": {"matchLabels": dict(selector)}} for selector in selectors]
+
+
+def monitoring_network_policies() -> list[dict[str, Any]]:
+    namespace, prometheus = MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR
+    scraped = {
+        "grafana": (GRAFANA_POD_SELECTOR, GRAFANA_PORT),
+        "kube-state-metrics": (KUBE_STATE_METRICS_POD_SELECTOR, KUBE_STATE_METRICS_PORT),
+        "dcgm-exporter": (DCGM_EXPORTER_POD_SELECTOR, DCGM_EXPORTER_PORT),
+    }
+    return [
+        # Its own name: tools.render writes one file per kind and name, beside the serving namespace's deny.
+        ingress_policy("monitoring-default-deny-ingress", namespace, {}, []),
+        ingress_policy(
+            "alertmanager-from-prometheus-and-grafana",
+            namespace,
+            ALERTMANAGER_POD_SELECTOR,
+            [
+                {"from": _from(prometheus, GRAFANA_POD_SELECTOR), "ports": tcp_ports(ALERTMANAGER_PORT)},
+                {"from": _from(prometheus), "ports": tcp_ports(CONFIG_RELOADER_PORT)},
+            ],
+        ),
+        ingress_policy(
+            "prometheus-from-grafana-and-itself",
+            namespace,
+            prometheus,
+            [
+                {"from": _from(prometheus, GRAFANA_POD_SELECTOR), "ports": tcp_ports(PROMETHEUS_WEB_PORT)},
+                {"from": _from(prometheus), "ports": tcp_ports(CONFIG_RELOADER_PORT)},
+            ],
+        ),
+        *(
+            ingress_policy(
+                f"prometheus-to-{name}", namespace, pods, [{"from": _from(prometheus), "ports": tcp_ports(port)}]
+            )
+            for name, (pods, port) in scraped.items()
+        ),
+        ingress_policy(
+            "api-server-to-operator-webhook",
+            namespace,
+            PROMETHEUS_OPERATOR_POD_SELECTOR,
+            [{"ports": tcp_ports(OPERATOR_PORT)}],
+        ),
+    ]
