@@ -47,11 +47,13 @@ EVERY_FEATURE = {
     "protectResources": True,
     "adminPrincipalArns": ["arn:aws:iam::123456789012:role/platform-admins"],
 }
-# GPU nodes in a Capacity Block: the launch template's market options and reservation target.
+# GPU nodes in a Capacity Block: the launch template's market options and reservation target (the offline account's
+# block, which the preflight looks up: tools/offline.py CAPACITY_BLOCKS).
 CAPACITY_BLOCK = {
     "gpuCapacityType": "capacity-block",
-    "capacityReservationId": "cr-0123456789abcdef0",
+    "capacityReservationId": "cr-02168da1478b509e0",
     "gpuAz": "sa-east-1a",
+    "gpuNodeType": "p5.48xlarge",
 }
 # The longest value each name-like key accepts (infra/settings/table.py), in the supported region with the longest
 # name: what a derived AWS name or tag can reach.

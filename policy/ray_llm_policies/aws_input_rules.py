@@ -550,6 +550,16 @@ SNAPSHOT_RETENTION = Rule(
     36,
     maximum=35,
 )
+_DAY = "(?i:sun|mon|tue|wed|thu|fri|sat)"
+_WEEKLY_TIME = rf"{_DAY}:([01][0-9]|2[0-3]):[0-5][0-9]"
+MAINTENANCE_WINDOW = Rule(
+    "ElastiCache maintenance window",
+    "ddd:hh24:mi-ddd:hh24:mi in UTC (its 60-minute minimum is the stack config's check: gcsRedisMaintenanceWindow)",
+    f"{_ELASTICACHE_API}API_CreateReplicationGroup.html (PreferredMaintenanceWindow); hashicorp/terraform-provider-aws "
+    "internal/verify/validate.go ValidOnceAWeekWindowFormat",
+    "sun:6:00-sun:7:00",
+    pattern=rf"{_WEEKLY_TIME}-{_WEEKLY_TIME}",
+)
 CACHE_SUBNET_GROUP_NAME = Rule(
     "ElastiCache subnet group name",
     "up to 255 letters, digits or hyphens",
@@ -665,6 +675,7 @@ RULES: Mapping[str, Mapping[str, Rule]] = {
         "engine": ENGINE,
         "numCacheClusters": CACHE_CLUSTERS,
         "snapshotRetentionLimit": SNAPSHOT_RETENTION,
+        "maintenanceWindow": MAINTENANCE_WINDOW,
     },
     "aws:s3/bucket:Bucket": {**TAGS, "bucket": BUCKET_NAME},
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": {},
