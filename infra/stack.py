@@ -39,7 +39,13 @@ from infra.serving.model_cache import (
 )
 from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
-from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
+from infra.serving.rayservice import (
+    build_rayservice,
+    build_serve_load_balancer,
+    endpoint_outputs,
+    runs_ray_autoscaler,
+    serve_edge,
+)
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import PD_SIDES, application_name
 from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
@@ -400,6 +406,7 @@ def declare_serving(
             if gcs_store
             else None,
             prefix_routing=cfg.prefix_routing,
+            edge=serve_edge(cfg),
         ),
         cluster,
         nodes.system,

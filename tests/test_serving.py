@@ -12,7 +12,7 @@ from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from tests.chart_values import kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed, kuberay_run
 from tests.kuberay_source import go_function, kuberay_source
-from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group
 from tests.schemas import kuberay_dir, raycluster_errors, rayservice_errors
 from tools.offline import run_stack
 
@@ -27,8 +27,7 @@ def head(run) -> dict:
 
 
 def container(group: dict) -> dict:
-    (only,) = group["template"]["spec"]["containers"]
-    return only
+    return ray_container(group["template"]["spec"])
 
 
 def env(group: dict) -> dict:
