@@ -26,13 +26,14 @@ SERVE_PROXY_HOST, SERVE_PROXY_PORT = "127.0.0.1", 8001
 CONFIG_DIR = "/etc/ray-llm-eks-edge"
 CONFIG_FILE = "haproxy.cfg"
 CONFIGMAP_PREFIX = "serve-edge"
-# The request line and headers must fit in tune.bufsize less tune.maxrewrite, or HAProxy answers 400 (HAProxy 2.8
-# configuration.txt, tune.bufsize, tune.maxrewrite): 15 KiB, as Serve's HAProxy mode (RAY_SERVE_HAPROXY_TUNE_BUFSIZE
-# 16384). An OpenAI client's headers are well under 1 KiB.
+# The request line and headers must fit in tune.bufsize less tune.maxrewrite, or HAProxy answers 400
+# (https://docs.haproxy.org/2.8/configuration.html#3.2-tune.bufsize): 15 KiB, Serve's HAProxy mode's own buffer
+# (RAY_SERVE_HAPROXY_TUNE_BUFSIZE 16384). An OpenAI client's headers are well under 1 KiB.
 BUFSIZE_BYTES, MAXREWRITE_BYTES = 16384, 1024
 # The whole request head must arrive in this (`timeout http-request`), or HAProxy answers 408 and closes.
 HEADER_TIMEOUT_S = 10
-# A client expected to send (a body) or to read (a response) that does neither for this long is closed.
+# A client expected to send (a body) or to read (a response) that does neither for this long is closed; a wait for
+# the server's first byte does not count (lab/tests/test_edge_limits.py).
 CLIENT_IDLE_TIMEOUT_S = 60
 # A kept-alive connection idle between requests is closed after this: Serve's own uvicorn keep-alive
 # (ray/serve/_private/constants.py DEFAULT_UVICORN_KEEP_ALIVE_TIMEOUT_S), so clients see no change.
@@ -42,10 +43,10 @@ SERVER_TIMEOUT_S = 3600
 # Connections the edge holds at once; past it new ones wait in the kernel's backlog. Far above what the GPUs serve at
 # once and the 3,000 slow connections measured; a connection holds at most two buffers of BUFSIZE_BYTES, so about
 # 250 MiB in all, under the container's memory. HAProxy needs two descriptors per connection and raises its own
-# open-files limit only up to the hard one (it fails to start with 20,000 connections under a 20,000 hard limit).
+# open-files limit only up to the hard one (measured: with 20,000 under a 20,000 hard limit it does not start).
 MAX_CONNECTIONS = 8000
-# One container: one thread keeps up with far more than the GPUs serve (measured, lab record), and its requests
-# are carved from the worker pod's share so the pod still fits its node.
+# One thread: it took 2-3 % of a CPU under the record's attacks (lab/records/2026-12-07-edge-limits/). Its
+# requests are carved from the worker pod's share so the pod still fits its node.
 EDGE_CPU, EDGE_MEMORY_GIB = 1, 1
 
 
