@@ -9,7 +9,7 @@
 #           resolver (each file says why)
 #   node    tests/pulumi_eks_expansion: the locked npm packages, compiled (tests/test_eks_expansion.py)
 #   tools   .venv-tools: requirements-tools.txt, for `./.venv-tools/bin/python -m tools.<name>`
-#   redis   redis-server on PATH, the GCS's external store in tests/test_head_restart.py and tools/head_restart_cpu.py:
+#   redis   redis-server on PATH, the GCS's external store in lab/tests/test_head_restart.py and lab/head_restart_cpu.py:
 #           none installed if one is there, else the distribution's package by apt-get (as root, or through sudo).
 #           Not a default part: it installs a system package.
 #
@@ -63,12 +63,12 @@ setup_tools() {
 }
 
 setup_redis() {
-  echo "setup.sh: redis-server (tests/test_head_restart.py)"
+  echo "setup.sh: redis-server (lab/tests/test_head_restart.py)"
   if command -v redis-server >/dev/null; then
     return
   fi
   command -v apt-get >/dev/null ||
-    fail "redis-server not found and no apt-get to install it: install Redis 7 yourself, or leave this part out (tests/test_head_restart.py then skips)"
+    fail "redis-server not found and no apt-get to install it: install Redis 7 yourself, or leave this part out (lab/tests/test_head_restart.py then skips)"
   local sudo=()
   if [ "$(id -u)" -ne 0 ]; then
     sudo=(sudo)

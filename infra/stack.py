@@ -37,7 +37,6 @@ from infra.serving.model_cache import (
     ModelCacheArgs,
     cache_uri,
 )
-from infra.serving.model_source import is_s3_uri
 from infra.serving.network_policy import network_policies
 from infra.serving.rayservice import (
     build_rayservice,
@@ -48,8 +47,15 @@ from infra.serving.rayservice import (
 )
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import PD_SIDES, application_name
-from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
+from infra.settings.changes import (
+    RAYSERVICE_NEW_CLUSTER,
+    RAYSERVICE_REPLACED,
+    SERVE_IN_PLACE,
+    SERVE_NEW_CLUSTER,
+    SURGE_MINUTES_PER_GPU_NODE,
+)
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
+from infra.settings.model_sources import is_s3_uri
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.settings.table import settings_by_effect
@@ -312,14 +318,17 @@ def cluster_change_path(cfg: StackConfig) -> str:
         return (
             "clusterUpgradeStrategy 'replace': a cluster-spec change (the settings under "
             f"`{RAYSERVICE_REPLACED.name}`) replaces the RayService, a full outage until the new cluster has loaded "
-            "the model; no extra nodes"
+            f"the model; no extra nodes. An engine change (`{SERVE_IN_PLACE.name}`) rolls the running engines; a "
+            "broken one is rolled back by the rollout itself, an outage of one engine start, and `pulumi up` fails "
+            "naming it (docs/changes.md)"
         )
     hours = cfg.surge_gpu_nodes * SURGE_MINUTES_PER_GPU_NODE / 60
     return (
-        f"clusterUpgradeStrategy 'newCluster': a cluster-spec change (the settings under "
-        f"`{RAYSERVICE_NEW_CLUSTER.name}`) keeps serving and runs a second RayCluster beside the active one: a second "
-        f"Ray head and {cfg.surge_gpu_nodes} more {cfg.gpu_node_type} GPU node(s), about {SURGE_MINUTES_PER_GPU_NODE} "
-        f"minutes each, about {hours:.1f} extra GPU node-hours (modelled, docs/changes.md)"
+        f"clusterUpgradeStrategy 'newCluster': a cluster-spec or engine change (the settings under "
+        f"`{RAYSERVICE_NEW_CLUSTER.name}` and `{SERVE_NEW_CLUSTER.name}`) keeps serving and runs a second RayCluster "
+        f"beside the active one: a second Ray head and {cfg.surge_gpu_nodes} more {cfg.gpu_node_type} GPU node(s), "
+        f"about {SURGE_MINUTES_PER_GPU_NODE} minutes each, about {hours:.1f} extra GPU node-hours (modelled, "
+        f"docs/changes.md)"
     )
 
 

@@ -7,7 +7,6 @@ import itertools
 import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -17,7 +16,6 @@ from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS
-from tools.tiny_model import write_model
 
 # Ray's validation classes must never reach for a cluster in tests.
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
@@ -145,12 +143,6 @@ def kuberay_stack(request: pytest.FixtureRequest) -> KubeRayStack:
     """Each shipped stack at each KubeRay release the stack is validated against (1.4.0 is the default)."""
     stack, version = request.param
     return KubeRayStack(stack, version, kuberay_run(stack, version))
-
-
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`tools.tiny_model`'s model, written once per session; tests read it and never change it."""
-    return write_model(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture(scope="session")

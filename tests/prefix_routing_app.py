@@ -20,7 +20,15 @@ from ray import serve
 from ray.serve.deployment import Application
 from ray.serve.handle import DeploymentHandle
 
-from tools.serve_update_app import LLM_DEPLOYMENT_OPTIONS
+# Ray Serve LLM 2.58's defaults for its engine deployments (ray/llm/_internal/serve/core/server/builder.py
+# DEFAULT_DEPLOYMENT_OPTIONS, constants.py): no cap on ongoing requests, a health check every 10 s with 10 s to
+# answer. A stand-in replica needs little CPU; 0.1 keeps a rollout's extra replicas schedulable on 2 CPUs.
+LLM_DEPLOYMENT_OPTIONS: dict[str, Any] = {
+    "max_ongoing_requests": int(1e9),
+    "health_check_period_s": 10,
+    "health_check_timeout_s": 10,
+    "ray_actor_options": {"num_cpus": 0.1},
+}
 
 
 @dataclass(frozen=True)

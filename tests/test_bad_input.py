@@ -22,6 +22,7 @@ from tests.conftest import (
     SERVE_AUTOSCALING,
     rejection,
 )
+from tools.instance_type_facts import INSTANCE_TYPES, InstanceTypeFacts
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import declared_config
 
@@ -347,7 +348,7 @@ def test_well_typed_aws_provider_settings_are_accepted(key, value):
     load_stack_config({key: value})
 
 
-# --- the default model's measured limits (infra/settings/config.py KNOWN_MODELS, docs/gpu-end-to-end.md) ---
+# --- the default model's measured limits (infra/settings/config.py KNOWN_MODELS, lab/records/gpu-end-to-end.md) ---
 
 
 @pytest.mark.parametrize(
@@ -360,14 +361,14 @@ def test_well_typed_aws_provider_settings_are_accepted(key, value):
 )
 def test_host_memory_kv_staging_is_refused_for_the_hybrid_default_model(overrides):
     """vLLM 0.26's NIXL worker fails for a hybrid model in `initialize_host_xfer_buffer` ("'list' object has no
-    attribute 'shape'": its KV caches are lists per Mamba state, tests/test_smoke.py), which Pulumi.yaml's
+    attribute 'shape'": its KV caches are lists per Mamba state, lab/tests/test_smoke.py), which Pulumi.yaml's
     kvBufferDevice description states."""
     problems = rejection(overrides).problems
     assert any(p.startswith("kvBufferDevice=") and "the model is hybrid" in p for p in problems), problems
 
 
 def test_the_default_models_weights_need_more_than_a_t4():
-    """Its text weights alone took 16.80 GiB (vLLM "Model loading took 16.8 GiB memory", docs/gpu-end-to-end.md);
+    """Its text weights alone took 16.80 GiB (vLLM "Model loading took 16.8 GiB memory", lab/records/gpu-end-to-end.md);
     a g4dn's T4 has 15360 MiB (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)."""
     problems = rejection({"gpuNodeType": "g4dn.8xlarge", "kvBufferDevice": "cuda"}).problems
     assert problems == [
@@ -379,7 +380,7 @@ def test_the_default_models_weights_need_more_than_a_t4():
 
 def test_the_default_models_vision_tower_is_refused_on_an_l4():
     """Measured: with the vision tower on an L4's 22888 MiB, "Available KV cache memory: -0.07 GiB" and "No
-    available memory for the cache blocks" (docs/gpu-end-to-end.md, session B)."""
+    available memory for the cache blocks" (lab/records/gpu-end-to-end.md, session B)."""
     (problem,) = rejection({"languageModelOnly": False}).problems
     assert problem.startswith("languageModelOnly=false is invalid with modelSource='Qwen/Qwen3.5-9B' on 22888 MiB")
 
@@ -408,6 +409,55 @@ def test_a_gpu_type_as_the_system_node_type_is_refused(instance_type):
     (problem,) = rejection({"systemNodeType": instance_type}).problems
     assert problem.startswith(f"systemNodeType={instance_type!r} is invalid: it has")
     assert "NVIDIA GPU(s)" in problem
+
+
+def test_an_arm64_type_as_the_system_node_type_is_refused_as_ec2_describes_it():
+    """The system group's AMI type is AL2023_x86_64_STANDARD (infra/nodes/node_groups.py; amiType,
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html); EC2's DescribeInstanceTypes lists a
+    Graviton type's ProcessorInfo.SupportedArchitectures as arm64 only (the offline answer,
+    tools/instance_type_facts.py, in pulumi-aws's `supported_architectures`)."""
+    (problem,) = rejection({"systemNodeType": "m7g.xlarge"}).problems
+    assert problem.startswith(
+        "systemNodeType='m7g.xlarge' is invalid: EC2 lists its architectures as arm64, and the node group's EKS AMI is "
+        "x86_64 (EC2's answer, asked before any resource)"
+    )
+    assert "allowed is an x86_64 instance type" in problem
+
+
+def test_an_arm64_type_as_the_gpu_node_type_is_refused_as_ec2_describes_it(monkeypatch):
+    """The GPU group's AMI type is AL2023_x86_64_NVIDIA: a type EC2 describes with NVIDIA GPUs and EFA but arm64
+    processors (p6e-gb200's Grace) cannot boot it. The offline table holds no such type, so one is answered here."""
+    arm64_gpu = InstanceTypeFacts(96, 1179648, 8, "A100", 40960, 4, 4, "4x 100 Gigabit", "arm64")
+    monkeypatch.setitem(INSTANCE_TYPES, "p9g.24xlarge", arm64_gpu)
+    (problem,) = rejection({"gpuNodeType": "p9g.24xlarge"}).problems
+    assert problem.startswith(
+        "gpuNodeType='p9g.24xlarge' is invalid: EC2 lists its architectures as arm64, and the node group's EKS AMI is "
+        "x86_64"
+    )
+
+
+@pytest.mark.parametrize("node_type", ["cache.t4g.huge", "cache.t2.micro", "cache.m7g.24xlarge", "cache.x9.large"])
+def test_an_elasticache_node_type_that_cannot_be_created_is_refused_naming_the_table(node_type):
+    """No pulumi-aws 7.51.1 invoke lists ElastiCache node types, so the stack's table decides, and says so."""
+    (problem,) = rejection({"gcsRedisNodeType": node_type}).problems
+    assert problem.startswith(f"gcsRedisNodeType={node_type!r} is invalid: it is not among the current-generation")
+    assert "ELASTICACHE_NODE_TYPES" in problem and "no lookup lists them" in problem
+
+
+def test_the_elasticache_table_is_the_api_references_current_generation_without_t2():
+    """ElastiCache's API reference, CacheNode (the documentation botocore 1.44.8 ships with the ElastiCache model,
+    https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CacheNode.html): the node types under each
+    "Current generation", less T2, which CacheNodes.SupportedTypes.html moved to the previous generation (no new
+    clusters on T2 instances)."""
+    import botocore.session
+
+    from infra.settings.table import ELASTICACHE_NODE_TYPES
+
+    model = botocore.session.get_session().get_service_model("elasticache")
+    documentation = model.shape_for("CacheNode").documentation
+    current = re.findall(r"Current generation:(.*?)(?:Previous generation|$)", documentation, re.S)
+    listed = {name for part in current for name in re.findall(r"cache\.[a-z0-9]+\.[a-z0-9]+", part)}
+    assert listed - {name for name in listed if name.startswith("cache.t2.")} == ELASTICACHE_NODE_TYPES
 
 
 # --- a namespace the stack creates for another of its parts ---
@@ -621,3 +671,173 @@ def test_an_ignored_value_that_states_an_outcome_is_refused_not_warned(overrides
     without a word where they are noticed, so they are refused."""
     (problem,) = rejection(overrides).problems
     assert problem.startswith(refused)
+
+
+# --- values a real deploy would fail on only after the VPC and cluster exist ---
+
+
+@pytest.mark.parametrize(("side", "seqs", "tokens"), [("prefill", 32, 16), ("decode", 32, 31), ("decode", 512, 256)])
+def test_a_batch_of_fewer_tokens_than_sequences_is_refused(side, seqs, tokens):
+    """vLLM 0.26.0 (the version ray[llm]==2.58.0 pins), `vllm/config/scheduler.py`
+    `SchedulerConfig.verify_max_model_len`: `if self.max_num_batched_tokens < self.max_num_seqs: raise ValueError(...)`
+    at engine start."""
+    (problem,) = rejection({f"{side}MaxNumSeqs": seqs, f"{side}MaxNumBatchedTokens": tokens}).problems
+    assert problem.startswith(f"{side}MaxNumBatchedTokens={tokens} is invalid with {side}MaxNumSeqs={seqs}: vLLM")
+    assert f"allowed is at least {seqs}, or 0 for vLLM's default" in problem
+
+
+@pytest.mark.parametrize(
+    ("seqs", "tokens"),
+    [
+        (32, 32),  # equal: vLLM's check is `<`
+        (32, 0),  # tokens left to vLLM: its default is min(seqs x max_model_len, 2048 or more), never below 32
+        (0, 16),  # seqs left to vLLM: arg_utils caps the default max_num_seqs at max_num_batched_tokens
+        (32, 1024),  # below maxModelLen 4096: refused by vLLM only with chunked prefill off, which it turns on
+    ],
+)
+def test_a_batch_vllm_takes_is_accepted(seqs, tokens):
+    """vLLM 0.26.0 `vllm/engine/arg_utils.py` `_set_default_max_num_seqs_and_batched_tokens_args` and
+    `_set_default_chunked_prefill_and_prefix_caching_args` (chunked prefill defaults to the model's support)."""
+    cfg = load_stack_config({"prefillMaxNumSeqs": seqs, "prefillMaxNumBatchedTokens": tokens})
+    assert (cfg.prefill.max_num_seqs, cfg.prefill.max_num_batched_tokens) == (seqs or None, tokens or None)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "https://huggingface.co/Qwen/Qwen3.5-9B",
+        "S3://example-models/qwen3.5-9b",
+        "gs://example-models/qwen3.5-9b",
+        "Qwen/Qwen3.5-9B/",
+        "hf://Qwen/Qwen3.5-9B",
+        "Qwen--Qwen3.5-9B/x",
+        "Qwen3.5-9B",
+    ],
+)
+@pytest.mark.parametrize("preflight", [True, False])
+def test_a_model_source_in_no_form_the_engines_load_is_refused_naming_the_forms(source, preflight):
+    """Before any resource, with the model preflight off too (it would otherwise reach the serve config verbatim, and
+    with the preflight on it got "set hfToken")."""
+    (problem,) = rejection({"modelSource": source, "modelPreflight": preflight}).problems
+    assert problem.startswith(f"modelSource={source!r} is invalid: allowed is a Hugging Face repo id owner/name")
+    assert "s3://<bucket>/<prefix>" in problem and "absolute path inside the image" in problem
+    assert "hfToken" not in problem
+
+
+@pytest.mark.parametrize(
+    "repo",
+    [
+        "Qwen/Qwen3.5-9B",
+        "meta-llama/Llama-3.1-8B",
+        "a/b",
+        "_x/y_",
+        "Qwen/Qwen3.5-9B/",
+        "Qwen/Qwen3.5--9B",
+        "a..b/c",
+        "Qwen/model.git",
+        "-a/b",
+        "a/b-",
+        "caf\u00e9/x",
+        "a" * 97 + "/b",
+        "a/b/c",
+        "https://huggingface.co/a/b",
+        "a b/c",
+    ],
+)
+def test_the_repo_form_is_huggingface_hubs_owner_name_rule(repo):
+    """huggingface_hub 1.33.0 (transformers 5.17's), `huggingface_hub/utils/_validators.py` `validate_repo_id`: the
+    stack takes a repo id where the Hub client does, with the owner the stack's cache prefix needs."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    from infra.settings.model_sources import is_hub_repo
+
+    try:
+        validate_repo_id(repo)
+        hub_takes = "/" in repo
+    except HFValidationError:
+        hub_takes = False
+    assert is_hub_repo(repo) == hub_takes
+
+
+@pytest.mark.parametrize(
+    "bucket",
+    [
+        "My_Bucket",
+        "ab",
+        "a" * 64,
+        "-models",
+        "models-",
+        "my..models",
+        "192.168.5.4",
+        "xn--models",
+        "sthree-models",
+        "amzn-s3-demo-models",
+        "models-s3alias",
+        "models--ol-s3",
+        "models.mrap",
+        "models--x-s3",
+        "models--table-s3",
+    ],
+)
+def test_an_s3_model_source_names_a_bucket_s3_can_have(bucket):
+    """S3's general purpose bucket naming rules (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+    bucketnamingrules.html): 3-63 characters of lower-case letters, digits, '.' and '-', a letter or digit at either
+    end, no '..', not an IP address, not the reserved prefixes xn--, sthree-, amzn-s3-demo- nor the suffixes -s3alias,
+    --ol-s3, .mrap, --x-s3, --table-s3."""
+    (problem,) = rejection({"modelSource": f"s3://{bucket}/qwen", "modelPreflight": False}).problems
+    assert problem.startswith(f"modelSource='s3://{bucket}/qwen' is invalid: bucket {bucket!r} breaks S3's bucket")
+
+
+@pytest.mark.parametrize("source", ["s3://", "s3://example-models", "s3://example-models/"])
+def test_an_s3_model_source_without_a_prefix_is_refused_before_any_resource(source):
+    """The workers' role may read the model's prefix only (infra/serving/model_cache.py); a bare `s3://` was refused
+    by the ModelCache component only after 39 resources were declared. `rejection` asserts none was."""
+    (problem,) = rejection({"modelSource": source, "modelPreflight": False}).problems
+    assert problem.startswith(f"modelSource={source!r} is invalid")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "where"),
+    [
+        ("alertSnsTopicArn", "arn:aws-cn:sns:cn-north-1:123456789012:alerts", "partition 'aws-cn'"),
+        ("alertSnsTopicArn", "arn:aws:sns:us-gov-west-1:123456789012:alerts", "region 'us-gov-west-1'"),
+        ("alertSnsTopicArn", "arn:aws-us-gov:sns:us-gov-west-1:123456789012:alerts", "partition 'aws-us-gov'"),
+        (
+            "ampWorkspaceUrl",
+            "https://aps-workspaces.cn-north-1.amazonaws.com.cn/workspaces/ws-0123-abcd/",
+            "partition 'aws-cn'",
+        ),
+        ("ampWorkspaceUrl", "https://aps-workspaces.us-gov-west-1.amazonaws.com/workspaces/ws-0123/", "region"),
+    ],
+)
+def test_a_receiver_in_another_partition_is_refused(key, value, where):
+    """An ARN's second field is its partition, and the partitions (aws, aws-cn, aws-us-gov) keep their own
+    credentials (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html); a GovCloud region is in
+    aws-us-gov, a China region's endpoints under amazonaws.com.cn. The stack deploys into partition aws only."""
+    (problem,) = rejection({key: value, "observability": True}).problems
+    assert problem.startswith(f"{key}={value!r} is invalid: it is in {where}")
+    assert "allowed is" in problem and "in a region of partition 'aws'" in problem
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("alertSnsTopicArn", "arn:aws:sns:eu-west-1:123456789012:alerts"),
+        ("ampWorkspaceUrl", "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123-abcd/"),
+    ],
+)
+def test_a_receiver_in_another_region_of_the_partition_is_accepted(key, value):
+    """SNS and AMP take signed requests from anywhere in the partition; the stack signs for the topic's and the
+    workspace's own region (infra/observability/receivers.py, remote_write)."""
+    cfg = load_stack_config({key: value, "observability": True})
+    assert cfg.settings[key] == value
+
+
+def test_an_integer_out_of_bounds_hints_at_a_yaml_octal_reading():
+    """The CLI decodes the stack file with go-yaml v3, which reads a plain scalar with Go's strconv.ParseInt(s, 0, 64)
+    (go-yaml/yaml v3 resolve.go): `maxAzs: 010` arrives as '8' (tools/stack_yaml.py reads it so)."""
+    (problem,) = rejection({"maxAzs": "8"}).problems
+    assert problem.startswith("maxAzs='8' is invalid: allowed is an integer from 2 to 7")
+    assert "if the stack file says `maxAzs: 010`, the Pulumi CLI read that as octal 8" in problem
+    assert problem.endswith("write 10 without the 0")

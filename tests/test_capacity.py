@@ -1,5 +1,5 @@
 """Capacity in preview: vLLM 0.26's block and state sizing, redone from the model's config and weights, against
-the default model's measured run (docs/gpu-end-to-end.md, "The default model through PD and the baseline, under
+the default model's measured run (lab/records/gpu-end-to-end.md, "The default model through PD and the baseline, under
 load": an L4's 0.9 x 23034 MiB, text only, maxModelLen 4096, max_num_seqs 32)."""
 
 from __future__ import annotations
@@ -174,8 +174,8 @@ def test_a_pre_quantized_checkpoint_is_sized_as_stored():
     assert capacity["decode"]["weightsGiB"] == capacity["prefill"]["weightsGiB"] == 16.68
 
 
-# The shipped settings measured on 2026-12-01 (docs/gpu-end-to-end.md, "FP8 on an L4's share"): the full-size shape,
-# aggregated, vLLM's default 0.92 of an L4's 23034 MiB, maxModelLen 2048, max_num_seqs 32, CUDA graphs on.
+# The shipped settings measured on 2026-12-01 (lab/records/gpu-end-to-end.md, "FP8 on an L4's share"): the full-size
+# shape, aggregated, vLLM's default 0.92 of an L4's 23034 MiB, maxModelLen 2048, max_num_seqs 32, CUDA graphs on.
 SHIPPED_MAX_MODEL_LEN = 2048
 
 
@@ -213,10 +213,10 @@ def test_fp8_weights_and_kv_are_the_measured_block_and_one_block_short_of_the_me
 
 
 def test_fp8_weights_alone_are_the_bf16_block_and_one_block_short_of_the_measured_kv():
-    """Logged (docs/bench/2026-12-01-fp8/smoke-fp8.log): "Model loading took 10.39 GiB", "Available KV cache memory:
-    7.92 GiB", "GPU KV cache size: 143,652 tokens", "Maximum concurrency for 2,048 tokens per request: 70.14x": with a
-    bf16 KV cache the block stays 528 tokens, 7 per request, and 491 blocks give int(491 / 7 x 2048) = 143,652. The
-    estimate has 490, short by the same block as FP8 weights + KV (the weights are the same)."""
+    """Logged (lab/records/bench/2026-12-01-fp8/smoke-fp8.log): "Model loading took 10.39 GiB", "Available KV cache
+    memory: 7.92 GiB", "GPU KV cache size: 143,652 tokens", "Maximum concurrency for 2,048 tokens per request: 70.14x":
+    with a bf16 KV cache the block stays 528 tokens, 7 per request, and 491 blocks give int(491 / 7 x 2048) = 143,652.
+    The estimate has 490, short by the same block as FP8 weights + KV (the weights are the same)."""
     capacity = shipped_run(online_fp8=True, kv_cache_dtype="auto")
     measured_blocks = 491
     assert capacity.layout.block_tokens == 528 and capacity.blocks_per_request == 7

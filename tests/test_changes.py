@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from infra.serving.serve_app import cluster_spec_sha256
 from infra.settings import changes
 from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
 from infra.settings.table import CHANGE_EFFECTS, NEW_CLUSTER, effects_of, settings_by_effect
@@ -25,6 +26,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 MOVES = {
     changes.NOTHING_RUNNING.name: set(),
     changes.SERVE_IN_PLACE.name: {(RAYSERVICE, "serving-rayservice")},
+    changes.SERVE_NEW_CLUSTER.name: {(RAYSERVICE, "serving-rayservice")},
     changes.RAYSERVICE_REPLACED.name: {
         (RAYSERVICE, "serving-rayservice"),
         # Another RayService (rayServiceName, namespace) is another drain.
@@ -331,7 +333,7 @@ def test_a_replacement_is_said_to_be_a_full_outage_rolled_back_by_another_cold_s
 def test_a_serve_config_change_is_said_to_keep_serving_with_two_a_side_and_to_roll_back_in_place():
     """With two replicas a side and two ingress replicas no request failed through a good change, with one a side
     Serve stops the old replica before the new one starts, and a failed config ends DEPLOY_FAILED with nothing
-    serving (docs/serve-updates.md, docs/gpu-end-to-end.md "Updating a running app"); the cluster stays, so the
+    serving (docs/serve-updates.md, lab/records/gpu-end-to-end.md "Updating a running app"); the cluster stays, so the
     rollback is the previous config sent to it."""
     assert SERVE_IN_PLACE.keeps_serving.startswith("yes with two or more replicas a side")
     assert "no with one replica a side" in SERVE_IN_PLACE.keeps_serving
@@ -356,3 +358,20 @@ def test_routing_by_prefix_moves_what_its_effects_allow_and_replaces_the_rayserv
     assert moved({(r.type, r.name): r.inputs for r in before.resources}, after) <= allowed
     assert rayservice(after)["spec"]["rayClusterConfig"] != rayservice(before)["spec"]["rayClusterConfig"]
     assert rayservice(after)["spec"]["serveConfigV2"] != rayservice(before)["spec"]["serveConfigV2"]
+
+
+@pytest.mark.parametrize(
+    "key",
+    sorted(
+        k for k in NEW_VALUES if SERVE_IN_PLACE in CHANGE_EFFECTS[k] and RAYSERVICE_REPLACED not in CHANGE_EFFECTS[k]
+    ),
+)
+def test_with_new_cluster_a_serve_change_takes_the_surge_path(new_cluster_baseline, key):
+    """The serve settings say `serve-new-cluster` there, and do move the digest KubeRay hashes (the head template's
+    annotation, lab/tests/test_kuberay_new_cluster.py): a new cluster beside the serving one, the RayService updated."""
+    run = run_stack({**NEW_CLUSTER_STACK, **NEW_VALUES[key]}, existing=new_cluster_baseline)
+    assert changes.SERVE_NEW_CLUSTER in effects_of(key, NEW_CLUSTER)
+    assert SERVE_IN_PLACE not in effects_of(key, NEW_CLUSTER)
+    assert cluster_spec_sha256(rayservice(run)) != cluster_spec_sha256(rayservice(new_cluster_baseline))
+    urn = run.get(RAYSERVICE, "serving-rayservice").urn
+    assert run.uids[urn].uid == new_cluster_baseline.uids[urn].uid

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import OPERATOR_CIDRS, rejection
-from tests.test_deploy_graph import waits_for
+from tests.deploy_graph import waits_for
 from tools.offline import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN, run_stack
 
 CLUSTER = "eks:index:Cluster"

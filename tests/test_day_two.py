@@ -4,9 +4,15 @@ runs on the system node at once finds room, and the config check that refuses a 
 
 from __future__ import annotations
 
-import pytest
+import copy
+import json
 
-from infra.serving.rollout import ServeRolloutProvider
+import pytest
+import yaml
+
+from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION
+from infra.serving.rollout import ServeRolloutProvider, plain_numbers
+from infra.serving.rollout_status import RolloutFailed, built_from
 from infra.settings.config import ConfigError
 from infra.settings.footprint import NOTHING, Requests, system_node_load, unplaced
 from infra.settings.topology import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB
@@ -19,7 +25,8 @@ from tests.cluster_model import (
     system_nodes,
 )
 from tests.conftest import EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed
-from tests.rayservice_parts import RAYSERVICE, ROLLOUT
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
+from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_details
 from tools.offline import run_stack
 
 OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
@@ -80,12 +87,14 @@ def test_the_config_check_counts_what_the_stack_declares(overrides):
     assert declared_system_pods(run) == load
 
 
-def test_a_system_node_type_too_small_for_what_must_run_there_is_refused():
-    """m7i.large: 2 vCPUs (EC2 DescribeInstanceTypes), 1,930m left to pods, and the Ray head alone asks 2,000m."""
+@pytest.mark.parametrize("system_node_type", ["m7i.large", "m6i.large"])
+def test_a_system_node_type_too_small_for_what_must_run_there_is_refused(system_node_type):
+    """m7i.large, m6i.large: 2 vCPUs (EC2 DescribeInstanceTypes), 1,930m left to pods, and the Ray head alone asks
+    2,000m. The offline render passed m6i.large unchecked while its tables offered it without describing it."""
     with pytest.raises(ConfigError) as refused:
-        run_stack({"systemNodeType": "m7i.large"})
+        run_stack({"systemNodeType": system_node_type})
     message = str(refused.value)
-    assert "systemNodeType='m7i.large' with systemNodeCount=1 is too small" in message
+    assert f"systemNodeType={system_node_type!r} with systemNodeCount=1 is too small" in message
     assert "ray-head would find no room" in message
 
 
@@ -133,7 +142,8 @@ EXPOSED_NEW_CLUSTER = {**exposed(), **NEW_CLUSTER}
 IMAGE = "123456789012.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-2"
 NEW_CLUSTER_LIFE = [
     Step("first deploy", EXPOSED_NEW_CLUSTER, head_running=False, mirrors=True),
-    Step("model change", {**EXPOSED_NEW_CLUSTER, "modelSource": OTHER_MODEL}, mirrors=True),
+    # A new cluster too: the digest on its spec covers the engines' config (infra/serving/rayservice.py).
+    Step("model change", {**EXPOSED_NEW_CLUSTER, "modelSource": OTHER_MODEL}, mirrors=True, surge=True),
     Step("a decode replica more", {**EXPOSED_NEW_CLUSTER, "modelSource": OTHER_MODEL, "decodeReplicas": 2}, surge=True),
     Step(
         "image change",
@@ -214,12 +224,216 @@ def test_with_new_cluster_a_scale_down_does_not_fit_its_surge():
 
 def test_with_new_cluster_the_nlb_follows_each_cluster_the_rollout_saw(new_cluster_life):
     """The stack's own NLB Service, after the rollout, selecting the RayCluster it ended on: a new cluster at each
-    cluster-shape change, the same across a serve-only one (offline the mock names the cluster after the spec)."""
+    cluster-shape or engine change (offline the mock names the cluster after the spec)."""
     selected = [
         run.get("kubernetes:core/v1:Service", "serving-serve-load-balancer").inputs["spec"]["selector"][
             "ray.io/cluster"
         ]
         for _, run in new_cluster_life
     ]
-    assert selected[0] == selected[1]  # the model change is serve-only
+    assert selected[1] != selected[0]  # the model change: a new cluster, its digest covering the engines
     assert selected[2] != selected[1]  # a decode replica more: a new cluster
+
+
+# --- a good change, a broken one and its repair, played through the rollout against KubeRay's and Serve's rules ---
+
+
+class LiveCluster:
+    """The RayService, its RayClusters and Serve as the rollout reads them, in the shapes KubeRay 1.4.0 and Ray 2.58
+    answer (tests/rollout_states.py), moved by KubeRay's rules at each read: observedGeneration follows the
+    generation (calculateStatus); with NewCluster a spec whose hash (the head template's digest) differs from the
+    pending cluster's, else the active one's, gets a new pending cluster (shouldPrepareNewCluster), which alone is
+    sent the serve config while it exists and is promoted once its application runs (reconcileServe,
+    getAndCheckServeStatus); without it the serve config goes to the one cluster whenever it differs from the last
+    one sent (checkIfNeedSubmitServeApplications). Serve runs a config, or fails one the test names broken
+    (DEPLOY_FAILED, nothing serving: docs/serve-updates.md). `serving` records, per read, whether the active cluster's
+    application answers."""
+
+    def __init__(self, manifest: dict, broken: list[dict]) -> None:
+        self.manifest = copy.deepcopy(manifest)
+        self.generation = 1
+        self.broken = broken
+        self.active, self.pending = "", "ray-llm-c1"
+        self.built = {"ray-llm-c1": self._digest()}
+        self.serve: dict[str, tuple[dict, str]] = {}  # cluster -> (deployed app config, status)
+        self.sent: dict[str, str] = {}  # cluster -> the serveConfigV2 KubeRay sent it last
+        self.serving: list[bool] = []
+        self.patches: list[dict] = []
+
+    def _digest(self) -> str:
+        return built_from({"spec": self.manifest["spec"]["rayClusterConfig"]})
+
+    def apply(self, manifest: dict) -> None:
+        """Pulumi's server-side apply (the RayService's pulumi.com/patchForce takes serveConfigV2 back from the
+        rollout's patch): its fields set, annotations it does not own kept, a new generation for a new spec."""
+        annotations = {**self.manifest["metadata"].get("annotations", {}), **manifest["metadata"]["annotations"]}
+        if manifest["spec"] != self.manifest["spec"]:
+            self.generation += 1
+        self.manifest = {**copy.deepcopy(manifest), "metadata": {**manifest["metadata"], "annotations": annotations}}
+
+    def roll_back(self, serve_config_v2: str, annotations: dict) -> None:
+        self.patches.append({"serveConfigV2": serve_config_v2, "annotations": annotations})
+        self.manifest["metadata"]["annotations"] = {**self.manifest["metadata"]["annotations"], **annotations}
+        self.manifest["spec"] = {**self.manifest["spec"], "serveConfigV2": serve_config_v2}
+        self.generation += 1
+
+    def _reconcile(self) -> None:
+        goal = self._digest()
+        if goal and goal != self.built[self.pending or self.active]:
+            self.pending = f"ray-llm-c{len(self.built) + 1}"
+            self.built[self.pending] = goal
+        target = self.pending or self.active
+        config = self.manifest["spec"]["serveConfigV2"]
+        if self.sent.get(target) != config:
+            self.sent[target] = config
+            (app,) = yaml.safe_load(config)["applications"]
+            failed = any(plain(app) == plain(bad) for bad in self.broken)
+            self.serve[target] = (app, "DEPLOY_FAILED" if failed else "RUNNING")
+        if self.pending and self.serve[self.pending][1] == "RUNNING":
+            self.active, self.pending = self.pending, ""
+        self.serving.append(bool(self.active) and self.serve[self.active][1] == "RUNNING")
+
+    def rayservice(self) -> dict:
+        self._reconcile()
+        status = rayservice_status(
+            self.generation,
+            active=self.active,
+            pending=self.pending,
+            app_status=self.serve[self.active][1] if self.active else "",
+            pending_app_status=self.serve[self.pending][1] if self.pending else "",
+        )
+        return {
+            **self.manifest,
+            "metadata": {**self.manifest["metadata"], "generation": self.generation},
+            "status": status,
+        }
+
+    def raycluster(self, name: str) -> dict:
+        built = copy.deepcopy(self.manifest)
+        annotations = built["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["metadata"]["annotations"]
+        annotations[CLUSTER_SPEC_ANNOTATION] = self.built[name]
+        return raycluster(name, built)
+
+    def serve_details(self, cluster: str) -> dict | None:
+        if cluster not in self.serve:
+            return None
+        app, status = self.serve[cluster]
+        message = "The deployments ['Decode'] failed to start 3 times in a row." if status == "DEPLOY_FAILED" else ""
+        return serve_details(app, status=status, message=message)
+
+    def pods(self) -> dict:
+        return pod_list({})
+
+    def runs(self, step_manifest: dict) -> bool:
+        (app,) = yaml.safe_load(step_manifest["spec"]["serveConfigV2"])["applications"]
+        return bool(self.active) and plain(self.serve[self.active][0]) == plain(app)
+
+
+def plain(value):
+    return json.loads(json.dumps(plain_numbers(value), sort_keys=True))
+
+
+GOOD = {"maxModelLen": 8192}
+BROKEN = {"maxModelLen": 8192, "modelSource": OTHER_MODEL}  # Serve fails it here, as a model path that is not there
+
+
+def _pulumi_up(cluster: LiveCluster, applied: dict | None, run, stored: dict | None):
+    """One `pulumi up` as the engine plays it: the RayService applied where its inputs differ from Pulumi's state (the
+    last manifest it applied; a failed rollout does not undo that), then the rollout's create, or its update where its
+    diff against the state it last stored finds a change. Returns what was applied, the rollout's new state (None: it
+    failed) and its failure."""
+    manifest = rayservice(run)
+    if applied is not None and manifest != applied:
+        cluster.apply(manifest)
+    news = {**run.get(ROLLOUT, "serving-rollout").inputs, "kubeconfig": "{}"}
+    provider = ServeRolloutProvider(reader=lambda _props: cluster, poll_seconds=0)
+    try:
+        if stored is None:
+            return manifest, provider.create(news).outs, None
+        if not provider.diff("inference/ray-llm", stored, news).changes:
+            return manifest, stored, None
+        return manifest, provider.update("inference/ray-llm", stored, news).outs, None
+    except RolloutFailed as failed:
+        return manifest, None, failed
+
+
+def _life(base: dict):
+    """First deploy, a good change, a broken change, the same `pulumi up` again, its repair (the good values set
+    again): each step's failure (or None), whether the app ran that step's config after it, and the cluster."""
+    first = run_stack(base)
+    cluster = LiveCluster(rayservice(first), broken=[serve_config(run_stack({**base, **BROKEN}))["applications"][0]])
+    applied, stored, _ = _pulumi_up(cluster, None, first, None)
+    steps, previous = [], first
+    for name, overrides in (("good", GOOD), ("broken", BROKEN), ("again", BROKEN), ("repair", GOOD)):
+        run = run_stack({**base, **overrides}, existing=previous)
+        applied, outs, failed = _pulumi_up(cluster, applied, run, stored)
+        stored = outs or stored
+        steps.append((name, failed, cluster.runs(rayservice(run)), len(cluster.serving)))
+        previous = run
+    return {name: (failed, runs, reads) for name, failed, runs, reads in steps}, cluster
+
+
+@pytest.fixture(scope="module")
+def in_place_life():
+    return _life({})
+
+
+@pytest.fixture(scope="module")
+def surge_life():
+    return _life(NEW_CLUSTER)
+
+
+def test_in_place_a_good_change_runs(in_place_life):
+    steps, _ = in_place_life
+    assert steps["good"][:2] == (None, True)
+
+
+def test_in_place_a_broken_change_is_rolled_back_by_the_rollout_and_fails_loudly(in_place_life):
+    """The rollout wrote the last config that ran back into the RayService (one patch), which runs again, and
+    `pulumi up` failed with Serve's words and what it did."""
+    steps, cluster = in_place_life
+    failed, runs_broken, _ = steps["broken"]
+    assert failed is not None and not runs_broken
+    assert "failed to start 3 times in a row" in str(failed)
+    assert "put back the last config that ran, which serves again" in str(failed)
+    assert len(cluster.patches) == 1
+
+
+def test_in_place_the_outage_ends_without_a_human(in_place_life):
+    """Nothing served from the broken config's DEPLOY_FAILED until the rollback ran; by the end of that `pulumi up`
+    the active cluster serves again."""
+    steps, cluster = in_place_life
+    good_reads, broken_reads = steps["good"][2], steps["broken"][2]
+    during = cluster.serving[good_reads:broken_reads]
+    assert False in during and during[-1] is True
+
+
+def test_in_place_the_same_pulumi_up_again_fails_at_once_and_sends_nothing(in_place_life):
+    steps, cluster = in_place_life
+    failed, runs_broken, _ = steps["again"]
+    assert failed is not None and "failed before and the rollout put back" in str(failed)
+    assert "failed to start 3 times in a row" in str(failed)
+    assert not runs_broken and len(cluster.patches) == 1
+    assert cluster.serving[steps["broken"][2] :] and all(cluster.serving[steps["broken"][2] :])
+
+
+def test_in_place_the_repair_runs(in_place_life):
+    steps, _ = in_place_life
+    assert steps["repair"][:2] == (None, True)
+
+
+def test_on_the_surge_path_a_broken_change_never_stops_the_active_cluster(surge_life):
+    """newCluster: the broken config went to a pending cluster of its own (its digest on the head's template), which
+    failed beside the active one; the active one answered at every read, the rollout never patched."""
+    steps, cluster = surge_life
+    assert steps["good"][:2] == (None, True)
+    failed = steps["broken"][0]
+    assert failed is not None and "which keeps serving" in str(failed)
+    assert all(cluster.serving[steps["good"][2] :])
+    assert cluster.patches == []
+
+
+def test_on_the_surge_path_the_repair_is_another_new_cluster(surge_life):
+    steps, cluster = surge_life
+    assert steps["repair"][:2] == (None, True)
+    assert len(cluster.built) == 4  # the first, the good change's, the broken one's, the repair's

@@ -1,5 +1,6 @@
 """Every relative link of the guide resolves: README.md and docs/**/*.md link to files that exist and to headings
-those files have, under GitHub's anchor rules; so do the README and docs anchors that code and tests name."""
+those files have, under GitHub's anchor rules; so do the README and docs anchors that code and tests name. The lab's
+pages and records: lab/tests/test_docs_links.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Issue 36: the Ray head's GCS fault tolerance as the stack declares it (headFaultTolerance), read against the
 systems that act on it: KubeRay's vendored source, pulumi-aws's ElastiCache arguments, the dependency graph that
 orders `pulumi destroy`, and a running stack's next `pulumi up`. What Ray does with the store is measured on CPU in
-tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-tolerance.md has every fact's source."""
+lab/tests/test_head_restart.py and tests/test_gcs_redis_tls.py; docs/head-fault-tolerance.md has every fact's source."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from infra.serving.rayservice import GCS_REDIS_PASSWORD_KEY, GCS_REDIS_SECRET, G
 from infra.serving.rayservice_drain import DrainTimeout, await_drained, remaining
 from infra.serving.rollout_status import WAITING, current_verdict, head_state
 from tests.conftest import rejection
-from tests.kuberay_source import go_function, kuberay_source
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tests.rollout_states import rayservice_status, restarting_head, running_head
 from tests.schemas import core_object_errors
@@ -121,7 +120,7 @@ def test_the_head_names_the_store_by_a_fixed_address_and_the_password_by_referen
 
 
 def test_the_head_trusts_the_images_ca_bundle_for_the_stores_tls(dev, without_ft):
-    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: tests/test_redis_tls.py), and
+    """Ray 2.58 reads no bundle file unless RAY_REDIS_CA_CERT names one (measured: lab/tests/test_redis_tls.py), and
     KubeRay 1.4.0 refuses only RAY_REDIS_ADDRESS and REDIS_PASSWORD beside the options (vendor/kuberay-v1.4.0/
     validation.go), so the head carries the variable, and the cleanup Job, a copy of the head's container, with it."""
     (head,) = cluster_config(dev)["headGroupSpec"]["template"]["spec"]["containers"]
@@ -140,27 +139,6 @@ def test_the_address_is_an_alias_of_the_primary_endpoint(dev):
     assert service["spec"]["type"] == "ExternalName"
     endpoint = service["spec"]["externalName"]
     assert endpoint.startswith("master.") and endpoint.endswith(".sae1.cache.amazonaws.com")
-
-
-def test_kuberay_gives_the_head_the_address_and_password_and_the_workers_ten_minutes():
-    """kuberay v1.4.0 common/pod.go configureGCSFaultTolerance: RAY_REDIS_ADDRESS from redisAddress, REDIS_PASSWORD
-    from redisPassword (its valueFrom kept) with `--redis-password $REDIS_PASSWORD`, the storage namespace the
-    RayCluster's UID, and each worker's RAY_gcs_rpc_server_reconnect_timeout_s at 600 s unless set."""
-    body = go_function(kuberay_source("1.4.0", "pod.go"), "configureGCSFaultTolerance")
-    assert "Value: options.RedisAddress" in body
-    assert 'RayStartParams["redis-password"] = "$REDIS_PASSWORD"' in body
-    assert "ValueFrom: options.RedisPassword.ValueFrom" in body
-    assert "storageNS := string(instance.UID)" in body
-    assert "rayNodeType == rayv1.WorkerNode" in body and "DefaultWorkerRayGcsReconnectTimeoutS" in body
-    assert 'DefaultWorkerRayGcsReconnectTimeoutS = "600"' in kuberay_source("1.4.0", "constant.go")
-
-
-def test_the_head_is_out_of_the_serve_service():
-    """kuberay v1.4.0 rayservice_controller.go updateHeadPodServeLabel: with excludeHeadPodFromServeSvc the head's
-    ray.io/serve label is "false" whatever its proxy says, and the serve Service (and the stack's NLB) select "true"."""
-    body = go_function(kuberay_source("1.4.0"), "updateHeadPodServeLabel")
-    assert "newLabel := utils.EnableRayClusterServingServiceFalse" in body
-    assert "if !excludeHeadPodFromServeSvc {" in body
 
 
 def test_every_stack_keeps_the_head_out_of_the_serve_service(dev, without_ft):
@@ -202,7 +180,7 @@ def alert(rules: list[dict], name: str) -> dict:
 
 
 def test_a_head_restart_pages_only_without_the_store():
-    """With the store the workers ride through a head restart (measured: tests/test_head_restart.py); without it
+    """With the store the workers ride through a head restart (measured: lab/tests/test_head_restart.py); without it
     every GPU worker restarts and loads the model again."""
     args = AlertArgs("llm", "inference", 2.0, 2700)
     with_store = alert(alert_rules(AlertArgs(**{**args.__dict__, "head_fault_tolerance": True})), "RayHeadRestarted")
@@ -340,9 +318,9 @@ def test_turning_the_store_on_for_a_running_stack_makes_it_before_replacing_the_
 
 def test_a_store_that_fails_to_create_leaves_the_running_rayservice(dev):
     """The RayService waits for the store (through the drain and the store's address): the SDK registers a resource
-    only once what it depends on is created (pulumi runtime/resource.py prepare_resource; tests/test_deploy_graph.py),
+    only once what it depends on is created (pulumi runtime/resource.py prepare_resource; tests/deploy_graph.py),
     so a replacement's delete and create of the RayService are never reached when ElastiCache refuses the group."""
-    from tests.test_deploy_graph import waits_for
+    from tests.deploy_graph import waits_for
 
     assert dev.get(GROUP, "gcs-store-valkey").urn in waits_for(dev, RAYSERVICE, "serving-rayservice")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from infra.serving.rayservice import build_prepull_daemonset
 from infra.settings.scheduling import GPU_TAINT
+from tests.deploy_graph import waits_for
 from tests.rayservice_parts import RAYSERVICE, worker_group
 from tests.schemas import core_object_errors
-from tests.test_deploy_graph import waits_for
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 NODE_GROUP = "eks:index:ManagedNodeGroup"

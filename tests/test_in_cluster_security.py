@@ -26,13 +26,12 @@ from infra.serving.rayservice import DASHBOARD_PORT, INSTANCE_LABEL, SERVE_PORT
 from infra.serving.serve_app import dropped_auth_options
 from infra.settings.config import has_ray_token_auth
 from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
-from infra.settings.table import RAY_TOKEN_AUTH_SINCE
 from infra.stack import ray_auth_note
 from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group
 from tests.schemas import kuberay_dir
-from tests.test_cold_start import user_data_parts
+from tests.test_node_start import user_data_parts
 from tools.offline import StackRun, load_stack_config, run_stack
 from tools.project import PROJECT_DIR
 from tools.render import kubernetes_manifests
@@ -378,15 +377,6 @@ def test_authoptions_is_in_the_raycluster_crd_of_the_releases_that_have_it(versi
     assert has_ray_token_auth(version) is has_it
     if has_it:
         assert spec["authOptions"]["properties"]["mode"]["enum"] == ["disabled", "token"]
-
-
-def test_the_ray_version_floor_is_the_operators():
-    """KubeRay 1.7.0 refuses authOptions mode token below Ray 2.52.0 (ray-operator/controllers/ray/utils/
-    validation.go ValidateRayClusterSpec, vendored)."""
-    source = (kuberay_dir("1.7.0") / "validation.go").read_text()
-    floor = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
-    assert f'minVersion := version.MustParseGeneric("{floor}")' in source
-    assert "authOptions.mode is 'token' but minimum Ray version is" in source
 
 
 def test_a_rayservice_stored_without_its_auth_options_fails_the_deploy(dev):

@@ -20,10 +20,10 @@ def mocked_ec2():
 @pytest.mark.parametrize(
     ("instance_type", "expected"),
     [
-        ("g6.8xlarge", InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1)),
-        ("g6e.24xlarge", InstanceShape("g6e.24xlarge", 4, "L40S", 45776, True, 2, 96, 786432, 2)),
-        ("p5.48xlarge", InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32)),
-        ("g6.xlarge", InstanceShape("g6.xlarge", 1, "L4", 22888, False, 0, 4, 16384, 1)),
+        ("g6.8xlarge", InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1, ("x86_64",))),
+        ("g6e.24xlarge", InstanceShape("g6e.24xlarge", 4, "L40S", 45776, True, 2, 96, 786432, 2, ("x86_64",))),
+        ("p5.48xlarge", InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32, ("x86_64",))),
+        ("g6.xlarge", InstanceShape("g6.xlarge", 1, "L4", 22888, False, 0, 4, 16384, 1, ("x86_64",))),
     ],
 )
 def test_the_shape_is_read_from_pulumi_aws_result_type(mocked_ec2, instance_type, expected):
@@ -52,6 +52,7 @@ def ec2_answer(gpuses: list[SimpleNamespace], efa: int) -> SimpleNamespace:
         default_vcpus=8,
         memory_size=32768,
         maximum_network_cards=1,
+        supported_architectures=["x86_64"],
     )
 
 

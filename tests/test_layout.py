@@ -7,7 +7,6 @@ import ast
 import graphlib
 import importlib
 import inspect
-import re
 import subprocess
 import sys
 import textwrap
@@ -68,6 +67,34 @@ def parts_imported(path: Path) -> set[str]:
 def test_the_stack_never_imports_the_tools_or_the_tests(path):
     leaks = {module for module in imported_modules(path) if module.split(".")[0] in NOT_FOR_THE_STACK}
     assert leaks == set()
+
+
+# The product: the program, the code its cluster runs, the policy pack, the operator tools and their tests (the files
+# git holds or would add there, so policy/venv and node_modules are not read).
+PRODUCT = ("__main__.py", "infra", "serve_ext", "policy", "tools", "tests")
+PRODUCT_MODULES = [
+    PROJECT_DIR / name
+    for name in subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *PRODUCT],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    if name.endswith(".py")
+]
+
+
+@pytest.mark.parametrize("path", PRODUCT_MODULES, ids=lambda path: str(path.relative_to(PROJECT_DIR)))
+def test_the_product_never_imports_the_lab(path):
+    """lab/ measures the product and may import it; the product never depends on a rig (docs/testing.md#the-lab)."""
+    assert {module for module in imported_modules(path) if module.split(".")[0] == "lab"} == set()
+
+
+def test_the_lab_scan_sees_a_lab_import(tmp_path):
+    module = tmp_path / "uses_lab.py"
+    module.write_text("import lab.cold_start\nfrom lab import tiny_model\nfrom tools import render\n")
+    assert {name for name in imported_modules(module) if name.split(".")[0] == "lab"} == {"lab.cold_start", "lab"}
 
 
 def test_the_scan_sees_the_stacks_own_imports():
@@ -152,39 +179,6 @@ def test_the_reuse_example_declares_its_own_gpu_nodes(tmp_path):
     assert len(run.get("aws:ec2/launchTemplate:LaunchTemplate", "p5-nodes-gpu").inputs["networkInterfaces"]) == 32
     assert run.get("eks:index:Cluster", "research-eks").inputs["name"] == "research"
     assert run.outputs == {"gpuNodeGroupName": "p5"}
-
-
-SMOKE = PROJECT_DIR / "tools" / "smoke"
-
-
-def smoke_job_order() -> list[str]:
-    """The smoke package's modules in the order its docstring gives them, each importing only those before it."""
-    docstring = ast.get_docstring(ast.parse((SMOKE / "__init__.py").read_text())) or ""
-    paragraph = docstring.split("The package by job", 1)[1].split("\n\n", 1)[0]
-    return [name for name in re.findall(r"`(\w+)`", paragraph) if name != "__main__"]
-
-
-def test_the_smoke_packages_docstring_orders_every_module():
-    modules = sorted(path.stem for path in SMOKE.glob("*.py") if not path.stem.startswith("__"))
-    assert sorted(smoke_job_order()) == modules
-
-
-@pytest.mark.parametrize("module", smoke_job_order())
-def test_a_smoke_module_imports_only_the_jobs_before_it(module):
-    order = smoke_job_order()
-    imported = {
-        name.removeprefix("tools.smoke.")
-        for name in imported_modules(SMOKE / f"{module}.py")
-        if name.startswith("tools.smoke.")
-    }
-    # `from tools.smoke import deploy` names the module in its alias, not in `node.module`
-    imported |= {
-        alias.name
-        for node in ast.walk(ast.parse((SMOKE / f"{module}.py").read_text()))
-        if isinstance(node, ast.ImportFrom) and node.module == "tools.smoke"
-        for alias in node.names
-    }
-    assert imported - set(order[: order.index(module)]) == set()
 
 
 # Functions longer than a screen that are tables: one row per dashboard panel, one entry per alert rule.

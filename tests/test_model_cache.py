@@ -18,6 +18,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 
 from infra.serving import model_cache
 from infra.serving.serve_config import PD_SIDES
+from infra.settings.model_sources import split_s3_uri
 from serve_ext import model_mirror
 from serve_ext.model_mirror import RepoFile
 from tests.rayservice_parts import RAYSERVICE, pd_args, worker_group
@@ -35,7 +36,7 @@ def cache_uri(run) -> str:
 
 
 def test_the_cache_is_the_stacks_own_bucket_named_for_account_region_and_cluster(dev):
-    bucket, prefix = model_cache.split_s3_uri(cache_uri(dev))
+    bucket, prefix = split_s3_uri(cache_uri(dev))
     assert dev.get(BUCKET, "model-cache-bucket").inputs["bucket"] == bucket
     assert bucket.endswith(f"-{ACCOUNT_ID}-sa-east-1") and len(bucket) <= 63
     assert prefix == "models/Qwen/Qwen3.5-9B"
@@ -76,7 +77,7 @@ def policy_of(run, name: str) -> dict:
 def test_the_workers_may_read_the_models_prefix_and_nothing_else(dev):
     """GetObject on the prefix's objects; ListBucket on the bucket only with the s3:prefix condition
     (https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html)."""
-    bucket, prefix = model_cache.split_s3_uri(cache_uri(dev))
+    bucket, prefix = split_s3_uri(cache_uri(dev))
     statements = policy_of(dev, "model-cache-reader")["Statement"]
     assert {action for s in statements for action in s["Action"]} == {"s3:GetObject", "s3:ListBucket"}
     get, listing = statements
@@ -86,7 +87,7 @@ def test_the_workers_may_read_the_models_prefix_and_nothing_else(dev):
 
 
 def test_only_the_mirror_may_write_and_only_under_the_prefix(dev):
-    bucket, prefix = model_cache.split_s3_uri(cache_uri(dev))
+    bucket, prefix = split_s3_uri(cache_uri(dev))
     writes = [s for s in policy_of(dev, "model-cache-mirror")["Statement"] if "s3:PutObject" in s["Action"]]
     assert [s["Resource"] for s in writes] == [[f"arn:aws:s3:::{bucket}/{prefix}/*"]]
     assert not any("Put" in a for s in policy_of(dev, "model-cache-reader")["Statement"] for a in s["Action"])

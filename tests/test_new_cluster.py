@@ -1,7 +1,7 @@
 """clusterUpgradeStrategy newCluster: a cluster-spec change updates the RayService in place and KubeRay 1.4.0's
-NewCluster upgrade builds the new RayCluster beside the active one (tests/test_kuberay_new_cluster.py reads it in the
-operator's source). What the stack declares for it, what it refuses, and what the rollout waits for, on states shaped
-as KubeRay writes them (tests/rollout_states.py)."""
+NewCluster upgrade builds the new RayCluster beside the active one (lab/tests/test_kuberay_new_cluster.py reads it in
+the operator's source). What the stack declares for it, what it refuses, and what the rollout waits for, on states
+shaped as KubeRay writes them (tests/rollout_states.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.nodes.node_groups import GpuNodesArgs, gpu_nodes_args_errors
 from infra.serving import rayservice as rayservice_module
@@ -24,7 +25,12 @@ from infra.serving.rollout_status import (
     await_rollout,
     current_verdict,
 )
-from infra.settings.changes import RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED, SURGE_MINUTES_PER_GPU_NODE
+from infra.settings.changes import (
+    RAYSERVICE_NEW_CLUSTER,
+    RAYSERVICE_REPLACED,
+    SERVE_NEW_CLUSTER,
+    SURGE_MINUTES_PER_GPU_NODE,
+)
 from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
 from infra.stack import cluster_change_path
 from tests.conftest import (
@@ -38,8 +44,8 @@ from tests.conftest import (
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import raycluster, rayservice_status, serve_details
 from tests.schemas import raycluster_errors, rayservice_errors
-from tools import cold_start
 from tools.offline import load_stack_config, run_stack
+from tools.project import PROJECT_DIR
 
 NODE_GROUP = ("eks:index:ManagedNodeGroup", "gpu-nodes-gpu")
 LOAD_BALANCER = ("kubernetes:core/v1:Service", "serving-serve-load-balancer")
@@ -187,7 +193,10 @@ def test_the_cluster_spec_carries_its_own_digest_on_the_heads_template():
     stamped = build_rayservice(load_stack_config(NEW_CLUSTER), with_hf_token=False)["spec"]["rayClusterConfig"]
     plain = build_rayservice(load_stack_config({"systemNodeCount": 2}), with_hf_token=False)["spec"]["rayClusterConfig"]
     annotations = stamped["headGroupSpec"]["template"]["metadata"].pop("annotations")
-    assert annotations == {CLUSTER_SPEC_ANNOTATION: cluster_spec_digest(plain)}
+    serve = yaml.safe_load(
+        build_rayservice(load_stack_config(NEW_CLUSTER), with_hf_token=False)["spec"]["serveConfigV2"]
+    )
+    assert annotations == {CLUSTER_SPEC_ANNOTATION: cluster_spec_digest(plain, serve)}
     assert stamped == plain
 
 
@@ -228,7 +237,7 @@ def exposed_stack():
 
 def test_the_nlb_selects_the_cluster_the_rollout_saw_serving(exposed_stack):
     """After the ServeRollout, with the RayCluster its wait ended on: a new cluster's pods are marked
-    ray.io/serve=true before all its apps run (tests/test_kuberay_new_cluster.py)."""
+    ray.io/serve=true before all its apps run (lab/tests/test_kuberay_new_cluster.py)."""
     service = exposed_stack.get(*LOAD_BALANCER)
     rollout = exposed_stack.get(ROLLOUT, "serving-rollout")
     assert service.inputs["spec"]["selector"][RAY_CLUSTER_LABEL].startswith("ray-llm-")
@@ -237,7 +246,7 @@ def test_the_nlb_selects_the_cluster_the_rollout_saw_serving(exposed_stack):
 
 def test_the_nlb_stays_the_stacks_own_https_service(exposed_stack):
     """TLS on 443 in front of 8000 with the stack's annotations, updated by Pulumi: KubeRay would write only a
-    spec.serveService's spec, and only at a switch (tests/test_kuberay_new_cluster.py)."""
+    spec.serveService's spec, and only at a switch (lab/tests/test_kuberay_new_cluster.py)."""
     service = exposed_stack.get(*LOAD_BALANCER).inputs
     assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": 8000, "protocol": "TCP"}]
     assert "service.beta.kubernetes.io/aws-load-balancer-ssl-cert" in service["metadata"]["annotations"]
@@ -498,9 +507,16 @@ def test_the_preview_says_which_path_applies_and_what_it_costs():
     assert f"about {2 * SURGE_MINUTES_PER_GPU_NODE / 60:.1f} extra GPU node-hours (modelled" in said
 
 
-def test_the_surge_figure_is_the_cold_start_models():
-    """infra/ cannot import tools/: the effect's minutes are held to tools/cold_start.py surge_steps()."""
-    assert SURGE_MINUTES_PER_GPU_NODE == cold_start.surge_minutes()
+def test_the_preview_says_which_path_an_engine_change_takes():
+    """replace: in place, with the rollout's own rollback; newCluster: the surge path, under its own group."""
+    said_in_place = cluster_change_path(load_stack_config())
+    assert "`serve-in-place`" in said_in_place and "rolled back by the rollout itself" in said_in_place
+    assert "`serve-new-cluster`" in cluster_change_path(load_stack_config(NEW_CLUSTER))
+    assert f"each about {SURGE_MINUTES_PER_GPU_NODE} minutes" in SERVE_NEW_CLUSTER.keeps_serving
+    assert "the active cluster keeps serving the previous version, untouched" in SERVE_NEW_CLUSTER.if_it_fails
+
+
+def test_the_new_cluster_path_names_the_surge_minutes():
     assert f"about {SURGE_MINUTES_PER_GPU_NODE} minutes" in RAYSERVICE_NEW_CLUSTER.keeps_serving
 
 
@@ -514,3 +530,33 @@ def test_api_keys_still_reach_the_new_clusters_pods():
     run = run_stack({**exposed(), **NEW_CLUSTER, "serveApiKeys": [API_KEYS[0]]}, secret_keys=EXPOSED_SECRET_KEYS)
     head = rayservice(run)["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
     assert {volume["name"] for volume in head["volumes"]} >= {"serve-auth-code", "serve-api-keys"}
+
+
+# --- the old cluster's streams after the switch ---
+
+
+def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
+    """KubeRay 1.7.0 deletes the cluster an upgrade left rayClusterDeletionDelaySeconds after the switch
+    (cleanUpRayClusterInstance, read in lab/tests/test_kuberay_new_cluster.py), which the stack sets to the longest
+    stream the config allows, as for a replica replaced in place (serve_config.longest_stream_s), never below
+    KubeRay's own 60 s."""
+    from infra.serving.serve_config import longest_stream_s
+
+    manifest = rayservice(run_stack({**NEW_CLUSTER, "kuberayVersion": "1.7.0"}))
+    (app,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
+    max_model_len = app["args"]["decode_config"]["engine_kwargs"]["max_model_len"]
+    assert manifest["spec"]["rayClusterDeletionDelaySeconds"] == longest_stream_s(max_model_len) > 60
+    assert rayservice_errors(manifest, kuberay_version="1.7.0") == []
+
+
+def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest):
+    """KubeRay 1.4.0's 60 s is fixed (RayClusterDeletionDelayDuration): a stream longer than that on the old cluster
+    is cut at its deletion (docs/serve-updates.md). The API server would prune the unknown field."""
+    crd = (PROJECT_DIR / "vendor" / "kuberay-v1.4.0" / "ray.io_rayservices.yaml").read_text()
+    assert "rayClusterDeletionDelaySeconds" not in crd
+    assert "rayClusterDeletionDelaySeconds" not in manifest["spec"]
+
+
+def test_without_new_cluster_there_is_no_old_cluster_to_keep():
+    """A replaced RayService's clusters go with it (KubeRay deletes them at once when the RayService is deleted)."""
+    assert "rayClusterDeletionDelaySeconds" not in rayservice(run_stack({"kuberayVersion": "1.7.0"}))["spec"]

@@ -55,6 +55,11 @@ INVOKES = {
         "GetObjectResult",
         {"bucket": "example-models", "key": "qwen3.5-9b/config.json"},
     ),
+    "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation": (
+        "pulumi_aws.ec2",
+        "GetCapacityBlockReservationResult",
+        {"id": "cr-02168da1478b509e0"},
+    ),
     "aws:servicequotas/getServiceQuota:getServiceQuota": (
         "pulumi_aws.servicequotas",
         "GetServiceQuotaResult",

@@ -613,6 +613,16 @@ BREAKAGES = [
         edit=lambda c: GCS_STORE(c).update(atRestEncryptionEnabled=False),
     ),
     Breakage("gcs-store-no-password", "gcs-store-protected", MANDATORY, None, edit=_without("authToken")),
+    # The apostrophe EC2 CreateSecurityGroup refused in `pulumi up` (issue 49).
+    Breakage(
+        "apostrophe-in-group-description",
+        "aws-input-rules",
+        MANDATORY,
+        None,
+        edit=lambda c: _inputs("aws:ec2/securityGroup:SecurityGroup", "gpu-nodes-efa")(c).update(
+            description="EFA: all traffic between the GPU nodes' EFA interfaces"
+        ),
+    ),
     Breakage(
         "imds-two-hops",
         "nodes-imds-one-hop",

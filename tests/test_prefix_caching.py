@@ -4,9 +4,6 @@ read in vendor/vllm-0.26.0, Ray 2.58's in the installed package)."""
 
 from __future__ import annotations
 
-import ast
-from types import SimpleNamespace
-
 import pulumi
 import pytest
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
@@ -16,19 +13,10 @@ from ray.serve.schema import ServeDeploySchema
 from infra.preflight.checks import PreflightError
 from infra.serving import prefix_routing
 from infra.serving.code_package import SERVE_EXT, ZIP_TOP
-from infra.settings.capacity import ALIGN_STATE_BLOCKS, UNCACHED_STATE_BLOCKS, kv_layout
-from infra.settings.prefix_caching import (
-    ATTENTION_ONLY,
-    AUTO_PREFILL,
-    DECODE,
-    HYBRID,
-    PD_MAMBA_CACHE_MODE,
-)
+from infra.settings.capacity import kv_layout
 from tests.conftest import rejection
 from tests.rayservice_parts import configmap_zip, mounted_volume, pd_args, pod_specs, serve_config
-from tests.vllm_source import engine_args_fields, vllm_method, vllm_tree
 from tools.offline import HUB_CONFIGS, StackRun, run_stack
-from tools.project import PROJECT_DIR
 
 SIDES = ("prefill", "decode")
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -55,54 +43,7 @@ def said(monkeypatch: pytest.MonkeyPatch, overrides: dict) -> list[str]:
     return messages
 
 
-def vllm_default_prefix_caching(hybrid: bool) -> bool:
-    """vLLM 0.26's default, evaluated from its own expression in `EngineArgs._set_default_chunked_prefill_and_
-    prefix_caching_args` (vllm/engine/arg_utils.py) for a generation model that supports prefix caching."""
-    method = vllm_method("arg_utils.py", "EngineArgs", "_set_default_chunked_prefill_and_prefix_caching_args")
-    (assignment,) = [
-        n
-        for n in ast.walk(method)
-        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "default_prefix_caching"
-    ]
-    model_config = SimpleNamespace(is_prefix_caching_supported=True, is_hybrid=hybrid)
-    return bool(eval(compile(ast.Expression(assignment.value), "arg_utils.py", "eval"), {"model_config": model_config}))
-
-
 # --- the rules, against vLLM's source ---
-
-
-@pytest.mark.parametrize("kind", [HYBRID, ATTENTION_ONLY])
-def test_auto_on_a_prefilling_engine_agrees_with_vllms_own_default(kind):
-    """`auto` equals vLLM's `default_prefix_caching = is_prefix_caching_supported and not is_hybrid`: for attention-only
-    models that is its basis; for hybrid ones the GPU host's run measured the cached path slower and outside batching's
-    logprob spread (docs/bench/2026-12-06-prefix-cache/), so the stack's serve config of the default model does not
-    move."""
-    assert AUTO_PREFILL[kind].enabled == vllm_default_prefix_caching(kind)
-
-
-def test_auto_for_hybrid_models_rests_on_the_gpu_measurement():
-    assert "805 against 533 ms" in AUTO_PREFILL[HYBRID].basis
-    assert (PROJECT_DIR / "docs" / "bench" / "2026-12-06-prefix-cache" / "sweep.json").is_file()
-
-
-@pytest.mark.parametrize("kind", [HYBRID, ATTENTION_ONLY])
-def test_the_decode_rule_is_vllms_default_too(kind):
-    """Read in the NIXL connector (infra/settings/prefix_caching.py): a hybrid decode gains nothing from a cache of
-    its own and an attention-only one pulls only what it lacks; both are what vLLM does unasked, so the decode side's
-    config never needs to say it."""
-    assert DECODE[kind].enabled == vllm_default_prefix_caching(kind)
-
-
-def test_the_engine_arguments_set_are_vllms():
-    """`EngineArgs` (vllm/engine/arg_utils.py) has `enable_prefix_caching` and `mamba_cache_mode`, and
-    `MambaCacheMode` (vllm/config/cache.py) offers align."""
-    assert {"enable_prefix_caching", "mamba_cache_mode"} <= engine_args_fields()
-    (alias,) = [
-        n
-        for n in ast.walk(vllm_tree("cache.py"))
-        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "MambaCacheMode"
-    ]
-    assert PD_MAMBA_CACHE_MODE in {element.value for element in alias.value.slice.elts}
 
 
 # --- what the engines get ---
@@ -154,22 +95,12 @@ def test_the_preview_says_what_each_side_gets_and_why(monkeypatch):
 # --- capacity with the cache on ---
 
 
-def test_align_keeps_the_block_and_holds_two_state_blocks_per_request():
-    """vLLM 0.26 `MambaSpec.max_memory_usage_bytes` (vllm/v1/kv_cache_interface.py): align holds
-    `page_size_bytes * (2 + num_speculative_blocks)` a request, none `(1 + ...)`; the block size is the one vLLM picks
-    uncached (`_align_hybrid_block_size` takes one branch for both). At 2,048 tokens a default-model request holds 4
-    attention blocks and 3 state groups: 7 blocks uncached, 10 cached. Issue 37's cached run (an L4's share, block
-    528) logged 15,769 KV tokens: int(77 / 10 x 2048), where no block count gives it at 7 a request."""
-    method = vllm_method("kv_cache_interface.py", "MambaSpec", "max_memory_usage_bytes")
-    (align,) = [
-        branch
-        for branch in ast.walk(method)
-        if isinstance(branch, ast.If) and getattr(branch.test.comparators[0], "value", None) == "align"
-    ]
-    (align_return,) = align.body
-    (uncached_return,) = align.orelse
-    assert align_return.value.right.left.value == ALIGN_STATE_BLOCKS
-    assert uncached_return.value.right.left.value == UNCACHED_STATE_BLOCKS
+def test_a_default_model_request_holds_seven_blocks_uncached_and_ten_cached():
+    """The block size is the one vLLM picks uncached (`_align_hybrid_block_size` takes one branch for both). At 2,048
+    tokens a default-model request holds 4 attention blocks and 3 state groups: 7 blocks uncached, 10 cached (align
+    holds two state blocks a request, vLLM 0.26 `MambaSpec.max_memory_usage_bytes`, lab/tests/test_vllm_source.py).
+    Issue 37's cached run (an L4's share, block 528) logged 15,769 KV tokens: int(77 / 10 x 2048), where no block count
+    gives it at 7 a request."""
     layout = kv_layout(DEFAULT_MODEL, 1)
     assert (layout.blocks_per_request(2048), layout.blocks_per_request(2048, prefix_caching=True)) == (7, 10)
     assert int(77 / 10 * 2048) == 15769

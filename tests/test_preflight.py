@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pulumi
 import pytest
 
 from infra.preflight.checks import PreflightError
 from tests.conftest import rejection
+from tools import offline
 from tools.offline import AwsMocks, run_stack
 
 # Each value passes load_config (well-formed, known nowhere yet) and only an AWS answer refuses it: the offline
@@ -52,3 +54,70 @@ def test_a_lookup_aws_refuses_outright_keeps_the_problems_found_before_it(monkey
     assert problems[0].startswith("gpuAz='sa-east-1c' does not offer g6.8xlarge")
     assert problems[-1].startswith("check_gpu_vcpu_quota: invoke of aws:servicequotas/getServiceQuota")
     assert "not authorized to perform servicequotas:GetServiceQuota" in problems[-1]
+
+
+# The offline account's Capacity Block (tools/offline.py CAPACITY_BLOCKS): two p5.48xlarge in sa-east-1a, active.
+CAPACITY_BLOCK = {
+    "gpuCapacityType": "capacity-block",
+    "capacityReservationId": "cr-02168da1478b509e0",
+    "gpuAz": "sa-east-1a",
+    "gpuNodeType": "p5.48xlarge",
+}
+LOOKED_UP = "EC2 DescribeCapacityReservations answered"
+
+
+def test_a_capacity_block_ec2_does_not_know_is_refused_saying_a_lookup_decided():
+    """DescribeCapacityReservations answers InvalidCapacityReservationId.NotFound for an id it does not know, which
+    terraform-provider-aws's `findCapacityReservations` (internal/service/ec2) turns into a failed read of
+    `aws_ec2_capacity_block_reservation`, pulumi-aws's getCapacityBlockReservation."""
+    error = rejection({**CAPACITY_BLOCK, "capacityReservationId": "cr-0aaaaaaaaaaaaaaaa"})
+    assert isinstance(error, PreflightError)
+    (problem,) = error.problems
+    assert problem.startswith(
+        f"capacityReservationId='cr-0aaaaaaaaaaaaaaaa' is invalid: {LOOKED_UP} InvalidCapacityReservationId.NotFound "
+        "in sa-east-1"
+    )
+
+
+def test_a_capacity_block_of_another_type_and_zone_is_refused_naming_what_ec2_answered():
+    """A Capacity Block reserves one instance type in one Availability Zone
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html): the nodes of another launch into
+    nothing."""
+    problems = rejection({**CAPACITY_BLOCK, "gpuNodeType": "g6.8xlarge", "gpuAz": "sa-east-1b"}).problems
+    assert problems == [
+        f"capacityReservationId='cr-02168da1478b509e0' is invalid with gpuNodeType='g6.8xlarge': {LOOKED_UP} that it "
+        "reserves p5.48xlarge; allowed is gpuNodeType='p5.48xlarge', or a block of g6.8xlarge",
+        f"capacityReservationId='cr-02168da1478b509e0' is invalid with gpuAz='sa-east-1b': {LOOKED_UP} that it is in "
+        "sa-east-1a; allowed is gpuAz='sa-east-1a'",
+    ]
+
+
+def test_a_capacity_block_smaller_than_the_gpu_nodes_is_refused():
+    """Three engines of eight GPUs need three p5.48xlarge; the block holds two (its TotalInstanceCount, the data
+    source's `instance_count`)."""
+    overrides = {**CAPACITY_BLOCK, "tensorParallelSize": 8, "prefillReplicas": 2, "decodeReplicas": 1}
+    (problem,) = rejection(overrides).problems
+    assert problem.startswith(
+        f"capacityReservationId='cr-02168da1478b509e0' is invalid with these replicas: {LOOKED_UP} that it holds 2 "
+        "instance(s), and the GPU nodes need up to 3"
+    )
+
+
+def test_a_capacity_block_that_has_ended_is_refused(monkeypatch):
+    """CapacityReservation.State (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html):
+    no instance launches into an expired block."""
+    monkeypatch.setitem(offline.CAPACITY_BLOCKS, "cr-0bbbbbbbbbbbbbbbb", ("p5.48xlarge", "a", 2, "expired"))
+    (problem,) = rejection({**CAPACITY_BLOCK, "capacityReservationId": "cr-0bbbbbbbbbbbbbbbb"}).problems
+    assert problem.startswith(
+        f"capacityReservationId='cr-0bbbbbbbbbbbbbbbb' is invalid: {LOOKED_UP} that its state is 'expired'"
+    )
+
+
+def test_an_on_demand_reservation_is_not_looked_up_and_the_preview_says_so(monkeypatch):
+    """pulumi-aws 7.51.1 has no invoke for an On-Demand Capacity Reservation (pulumi_aws/ec2 holds
+    get_capacity_block_reservation only), so nothing is asked and a warning says what EC2 checks only at launch."""
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
+    run_stack({"capacityReservationId": "cr-0123456789abcdef0"})
+    (warning,) = [w for w in warned if w.startswith("capacityReservationId=")]
+    assert "is not looked up before deploying (pulumi-aws has no invoke for On-Demand Capacity Reservations)" in warning

@@ -3,20 +3,15 @@
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from infra.settings.quantization import (
     CUDA_COMPUTE_CAPABILITY,
-    FP8_WEIGHTS_MIN_CAPABILITY,
-    KV_CACHE_DTYPES,
     checkpoint_problems,
     fp8_problems,
 )
 from tests.conftest import rejection
 from tests.rayservice_parts import pd_args
-from tests.vllm_source import engine_args_fields, vllm_tree
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import run_stack
 
@@ -28,33 +23,6 @@ FP8_CHECKPOINT = {"quantization_config": {"quant_method": "fp8", "activation_sch
 def engine_kwargs(overrides: dict) -> dict[str, dict]:
     args = pd_args(run_stack(overrides))
     return {side: args[f"{side}_config"]["engine_kwargs"] for side in SIDES}
-
-
-def test_the_settings_are_engine_arguments_vllm_has():
-    """`EngineArgs` (vllm/engine/arg_utils.py) declares `quantization` and `kv_cache_dtype`, which Ray Serve LLM
-    hands it from engine_kwargs."""
-    assert {"quantization", "kv_cache_dtype"} <= engine_args_fields()
-
-
-def test_the_kv_cache_dtypes_offered_are_vllms_own():
-    """`CacheDType` (vllm/config/cache.py) lists each value kvCacheDtype takes."""
-    (alias,) = [
-        n
-        for n in ast.walk(vllm_tree("cache.py"))
-        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "CacheDType"
-    ]
-    values = {element.value for element in alias.value.slice.elts}
-    assert set(KV_CACHE_DTYPES) <= values
-
-
-def test_fp8_weights_need_the_capability_fp8config_states():
-    """`Fp8Config.get_min_capability` returns 75 (vllm/model_executor/layers/quantization/fp8.py), which
-    `VllmConfig._get_quantization_config` compares with the GPU's."""
-    (method,) = [
-        n for n in ast.walk(vllm_tree("fp8.py")) if isinstance(n, ast.FunctionDef) and n.name == "get_min_capability"
-    ]
-    (statement,) = method.body
-    assert statement.value.value == FP8_WEIGHTS_MIN_CAPABILITY[0] * 10 + FP8_WEIGHTS_MIN_CAPABILITY[1]
 
 
 def test_every_gpu_the_offline_ec2_names_has_a_compute_capability():

@@ -30,10 +30,12 @@ def test_first_deploy_gives_the_api_allow_list_command_the_program_asks_for():
 
 
 def test_first_screen_shows_the_test_command_ci_runs():
-    ci_script = (PROJECT_DIR / ".ci" / "run").read_text()
-    test_command = "./.venv-test/bin/python -m pytest"
-    assert test_command in FIRST_SCREEN
-    assert ci_script.rstrip().endswith(test_command)
+    """.ci/run ends with the product's suite, the first screen's command, then the lab's, the README's Testing."""
+    ci_lines = (PROJECT_DIR / ".ci" / "run").read_text().rstrip().splitlines()
+    product, lab = "./.venv-test/bin/python -m pytest", "./.venv-test/bin/python -m pytest lab/tests"
+    assert product in FIRST_SCREEN
+    assert ci_lines[-2:] == [product, lab]
+    assert lab in README
 
 
 def test_config_table_is_generated_from_pulumi_yaml():

@@ -473,6 +473,14 @@ OFFLINE_TABLE_REFUSALS = {
         "s3://example-models/unmirrored/config.json: not in the offline S3 table (tools/offline.py S3_OBJECTS); "
         "`pulumi preview` reads the bucket",
     ),
+    "capacity-block": (
+        [
+            *("--config", "gpuCapacityType=capacity-block", "--config", "capacityReservationId=cr-0aaaaaaaaaaaaaaaa"),
+            *("--config", "gpuAz=sa-east-1a", "--config", "gpuNodeType=p5.48xlarge"),
+        ],
+        "cr-0aaaaaaaaaaaaaaaa: not among the offline account's Capacity Blocks (tools/offline.py CAPACITY_BLOCKS); "
+        "`pulumi preview` asks EC2",
+    ),
     "quota": (
         # 3 + 2 replicas of 8 GPUs: five p5.48xlarge of 192 vCPUs, 960 against the offline account's 768.
         [
@@ -491,6 +499,27 @@ def test_a_refusal_from_an_offline_table_says_so_and_who_decides(args, note, tmp
     stderr = capsys.readouterr().err
     assert render.OFFLINE_ANSWERS in stderr
     assert f"\n  - {note}\n" in stderr.split(render.OFFLINE_ANSWERS, 1)[1]
+
+
+@pytest.mark.parametrize(("args", "note"), OFFLINE_TABLE_REFUSALS.values(), ids=OFFLINE_TABLE_REFUSALS)
+def test_a_refusal_from_an_offline_table_is_marked_where_it_is_stated(args, note, tmp_path, capsys):
+    """The program's words are the live service's ("not offered", "does not know it"); offline a table said them."""
+    assert main(["--out", str(tmp_path / "out"), *args]) == 1
+    refusal = capsys.readouterr().err.split(render.OFFLINE_ANSWERS, 1)[0]
+    subject = note.split(": ", 1)[0]
+    assert [line.endswith(render.DECIDED_BY_A_TABLE) for line in refusal.splitlines() if subject in line] == [True]
+
+
+@pytest.mark.parametrize("system_node_type", ["t3.large", "c7i.xlarge"])
+def test_a_system_node_type_the_offline_tables_cannot_describe_is_refused_not_passed(
+    system_node_type, tmp_path, capsys
+):
+    """The offline region offers only the types tools/instance_type_facts.py describes: a type it offered without a
+    description skipped the system node's room check (t3.large passed, m7i.large was refused)."""
+    assert main(["--out", str(tmp_path / "out"), "--config", f"systemNodeType={system_node_type}"]) == 1
+    stderr = capsys.readouterr().err
+    assert f"systemNodeType={system_node_type!r} is not an EC2 instance type offered" in stderr
+    assert render.DECIDED_BY_A_TABLE in stderr
 
 
 def test_a_refusal_that_no_table_answered_has_no_offline_note(tmp_path, capsys):

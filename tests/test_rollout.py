@@ -24,7 +24,17 @@ from kubernetes.client.exceptions import ApiException
 from pulumi.dynamic.dynamic import serialize_provider
 from ray.serve.schema import ServeInstanceDetails
 
-from infra.serving.rollout import KubernetesReader, ServeRolloutProvider, kubernetes_reader
+from infra.serving.rollout import (
+    ROLLBACK_FIELD_MANAGER,
+    ROLLED_BACK_ANNOTATION,
+    KubernetesReader,
+    ServeRolloutProvider,
+    kubernetes_reader,
+    plain_numbers,
+    refuse_rolled_back,
+    rolls_back_in_place,
+    serve_config_digest,
+)
 from infra.serving.rollout_status import (
     FAILED,
     READY,
@@ -262,7 +272,7 @@ def test_an_autoscaling_side_below_its_minimum_is_waited_for(applications):
 @pytest.mark.parametrize(("status", "state"), [("DEPLOY_FAILED", FAILED), ("UNHEALTHY", UNHEALTHY)])
 def test_a_failed_application_is_judged_with_serves_own_words(applications, status, state):
     """Measured: a broken model source reached DEPLOY_FAILED and stayed there, every request 503
-    (docs/gpu-end-to-end.md, "Updating a running app"): nothing waits it out."""
+    (lab/records/gpu-end-to-end.md, "Updating a running app"): nothing waits it out."""
     details = serve_details(
         applications[0],
         status=status,
@@ -805,7 +815,7 @@ def test_a_secret_named_in_auth_options_is_the_one_read(dev, api_server):
 @pytest.mark.parametrize("auth_options", [None, {}, {"mode": "disabled"}], ids=["none", "no-mode", "disabled"])
 def test_without_token_auth_no_secret_is_read_and_no_token_sent(dev, api_server, auth_options):
     """Auth is on only with `mode: token`: the CRD gives `mode` no default, and without it KubeRay sets no
-    RAY_AUTH_MODE in the pods and sends no token (utils/util.go IsAuthEnabled; tests/test_kuberay_auth.py)."""
+    RAY_AUTH_MODE in the pods and sends no token (utils/util.go IsAuthEnabled; lab/tests/test_kuberay_auth.py)."""
     cluster = raycluster(CLUSTER, rayservice(dev))
     if auth_options is not None:
         cluster = with_token_auth(cluster, **auth_options)
@@ -944,3 +954,90 @@ def test_an_older_stacks_rollout_state_without_the_uid_waits_once(dev):
     news = dev.get(ROLLOUT, "serving-rollout").inputs
     older = {key: value for key, value in news.items() if key != "rayserviceUid"}
     assert ServeRolloutProvider().diff("inference/ray-llm", older, news).changes
+
+
+# --- the rollback of a failed serve config ---
+
+
+def test_the_rollback_is_a_merge_patch_of_the_rayservice_by_its_own_field_manager(monkeypatch):
+    """Through the RayService object, not the dashboard: KubeRay 1.4.0 sends the spec's serveConfigV2 again whenever
+    its cache is empty or differs (vendor/kuberay-v1.4.0/rayservice_controller.go checkIfNeedSubmitServeApplications),
+    so a config put back on the dashboard alone would be replaced by the broken one at the operator's next start."""
+    sent = []
+
+    def request(self, method, url, headers=None, body=None, **_kwargs):
+        sent.append((method, url.split(".amazonaws.com", 1)[1], headers, body))
+        return rest.RESTResponse(SimpleNamespace(status=200, reason="OK", data=b"{}", headers={}))
+
+    monkeypatch.setattr(rest.RESTClientObject, "request", request)
+    eks_reader().roll_back("applications: []\n", {ROLLED_BACK_ANNOTATION: "0" * 64})
+    ((method, path, headers, body),) = sent
+    assert method == "PATCH"
+    assert path == f"/apis/ray.io/v1/namespaces/inference/rayservices/ray-llm?fieldManager={ROLLBACK_FIELD_MANAGER}"
+    assert headers["Content-Type"] == "application/merge-patch+json"
+    assert body == {
+        "metadata": {"annotations": {ROLLED_BACK_ANNOTATION: "0" * 64}},
+        "spec": {"serveConfigV2": "applications: []\n"},
+    }
+
+
+def test_the_next_apply_takes_serve_config_v2_back_from_the_rollback(dev):
+    """pulumi-kubernetes forces a server-side apply over another field manager's field only with this annotation
+    (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate, patchForce); without it the repair's apply would
+    fail on the rollback's serveConfigV2."""
+    assert rayservice(dev)["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+
+
+STORED = {"verdict": "ran", "rayserviceUid": "u1", "applications": [{"name": "ray-llm", "args": {"n": 1.0}}]}
+
+
+@pytest.mark.parametrize(
+    ("news", "in_place"),
+    [
+        ({"rayserviceUid": "u1", "applications": [{"name": "ray-llm", "args": {"n": 2}}]}, True),
+        ({"rayserviceUid": "u2", "applications": [{"name": "ray-llm", "args": {"n": 2}}]}, False),
+        (
+            {"rayserviceUid": "u1", "clusterSpecSha256": "d2", "applications": [{"name": "ray-llm", "args": {"n": 2}}]},
+            False,
+        ),
+        ({"rayserviceUid": "u1", "applications": [{"name": "ray-llm", "args": {"n": 1}}]}, False),
+    ],
+    ids=["serve-change", "replaced", "new-cluster", "same-config"],
+)
+def test_a_failed_config_is_rolled_back_in_place_only_onto_the_cluster_that_ran_the_last_one(news, in_place):
+    """A replaced RayService (a new uid) has no old cluster left, and a new cluster leaves the active one serving."""
+    assert rolls_back_in_place(STORED, news) is in_place
+
+
+def test_the_rollback_writes_the_configs_numbers_as_the_engines_take_them():
+    """Pulumi hands a dynamic provider its numbers as floats; vLLM's max_model_len is an int."""
+    assert plain_numbers({"max_model_len": 4096.0, "gpu_memory_utilization": 0.92}) == {
+        "max_model_len": 4096,
+        "gpu_memory_utilization": 0.92,
+    }
+
+
+def test_a_config_that_runs_again_after_its_rollback_is_not_refused(dev, applications):
+    """`pulumi up --refresh` sent the rolled-back config again: it is live, so the wait judges it."""
+    live_object = copy.deepcopy(live(dev, generation=3, observed=3))
+    live_object["metadata"]["annotations"][ROLLED_BACK_ANNOTATION] = serve_config_digest(applications)
+    refuse_rolled_back(live_object, applications)
+
+
+class RefusingCluster(Reader):
+    """The cluster of a failed deploy whose RayService refuses the rollback's patch (RBAC without `patch`)."""
+
+    def roll_back(self, *_args: Any) -> None:
+        raise ClusterRefused("PATCH /apis/ray.io/v1/namespaces/inference/rayservices/ray-llm: HTTP 403")
+
+
+def test_a_rollback_the_cluster_refuses_fails_with_both_causes(dev, applications, previous_applications):
+    failed = serve_details(applications[0], status="DEPLOY_FAILED", message=FAILED_MESSAGE)
+    reader = RefusingCluster([(live(dev, generation=2, observed=2), failed)])
+    provider = ServeRolloutProvider(reader=lambda _props: reader, poll_seconds=0)
+    olds = {"verdict": "ran", "rayserviceUid": "u1", "applications": previous_applications, "timeoutSeconds": 60}
+    news = {**olds, "verdict": None, "applications": applications, "namespace": "inference", "name": "ray-llm"}
+    with pytest.raises(RolloutFailed) as raised:
+        provider.update("inference/ray-llm", olds, news)
+    assert "failed to start 3 times in a row" in str(raised.value)
+    assert "could not put back the last config that ran (ClusterRefused: PATCH" in str(raised.value)

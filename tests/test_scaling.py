@@ -19,6 +19,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.quota import gpu_vcpu_need
+from infra.serving.serve_config import longest_stream_s
 from infra.settings.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, VALIDATED_KUBERAY_VERSIONS, ConfigError
 from infra.settings.instance_types import InstanceShape
 from infra.settings.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
@@ -296,9 +297,9 @@ def test_kube_reserved_cpu_follows_eks_nodeadm():
 @pytest.mark.parametrize(
     ("shape", "cpu", "memory"),
     [
-        (InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1), 30, 109),
-        (InstanceShape("g6.12xlarge", 4, "L4", 22888, True, 1, 48, 196608, 1), 46, 168),
-        (InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32), 190, 1885),
+        (InstanceShape("g6.8xlarge", 1, "L4", 22888, True, 1, 32, 131072, 1, ("x86_64",)), 30, 109),
+        (InstanceShape("g6.12xlarge", 4, "L4", 22888, True, 1, 48, 196608, 1, ("x86_64",)), 46, 168),
+        (InstanceShape("p5.48xlarge", 8, "H100", 81920, True, 32, 192, 2097152, 32, ("x86_64",)), 190, 1885),
     ],
 )
 def test_worker_requests_what_the_node_leaves_allocatable(shape, cpu, memory):
@@ -366,11 +367,14 @@ def test_each_side_autoscales_between_its_replicas_toward_its_target():
     """Ray Serve's AutoscalingConfig (ray/serve/config.py): min_replicas, max_replicas and
     target_ongoing_requests; LLMConfig validates deployment_config with Ray's DeploymentConfig."""
     args = pd_args(render("autoscaling"))
+    grace = {"graceful_shutdown_timeout_s": longest_stream_s(args["decode_config"]["engine_kwargs"]["max_model_len"])}
     assert args["prefill_config"]["deployment_config"] == {
-        "autoscaling_config": {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 4}
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 4},
+        **grace,
     }
     assert args["decode_config"]["deployment_config"] == {
-        "autoscaling_config": {"min_replicas": 1, "max_replicas": 6, "target_ongoing_requests": 32}
+        "autoscaling_config": {"min_replicas": 1, "max_replicas": 6, "target_ongoing_requests": 32},
+        **grace,
     }
 
 
@@ -525,8 +529,8 @@ def test_engines_sharing_a_pod_keep_vllms_default_executor(side):
     vllm/config/parallel.py), so engines starting together in one pod probe the same port. The classic executor
     (vllm/v1/executor/ray_executor.py) takes a port from the OS, but on the GPU host its engines died on their first
     request, twice, with two replicas on one host, where RayExecutorV2 served and rolled with no failed request
-    (docs/gpu-end-to-end.md, "Two replicas through an update"): the stack keeps the default where replicas share a
-    pod too."""
+    (lab/records/gpu-end-to-end.md, "Two replicas through an update"): the stack keeps the default where replicas share
+    a pod too."""
     assert "VLLM_USE_RAY_V2_EXECUTOR_BACKEND" not in engine_env(render("1P3D"), side)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 from pathlib import Path
 
 import pytest
@@ -98,8 +99,9 @@ def test_each_side_has_its_own_engine_id(args):
 
 
 def test_each_side_is_one_replica(args):
-    assert args["prefill_config"]["deployment_config"] == {"num_replicas": 1}
-    assert args["decode_config"]["deployment_config"] == {"num_replicas": 1}
+    for side in ("prefill_config", "decode_config"):
+        replicas = {k: v for k, v in args[side]["deployment_config"].items() if k != "graceful_shutdown_timeout_s"}
+        assert replicas == {"num_replicas": 1}
 
 
 def test_model_override_reaches_both_sides():
@@ -153,7 +155,7 @@ def test_kv_buffer_device_is_the_stacks_and_one_vllm_accepts(args, side):
     assert args[f"{side}_config"]["engine_kwargs"]["kv_transfer_config"]["kv_buffer_device"] == "cuda"
 
 
-# Measured on the lent H200s standing in for a g6's L4 (docs/gpu-end-to-end.md, 2026-11-30): Qwen3.5-9B's shape
+# Measured on the lent H200s standing in for a g6's L4 (lab/records/gpu-end-to-end.md, 2026-11-30): Qwen3.5-9B's shape
 # at maxModelLen 4096, text only, left vLLM 47 KV-cache blocks (hybrid pages holding one sequence's state each)
 # with vLLM's own max_num_seqs 256; the lower max_num_seqs saves graph memory (62 blocks at 32, measured), so 47
 # is the bound that holds for any default at or under it.
@@ -189,7 +191,7 @@ def test_each_side_runs_no_more_sequences_than_the_default_model_has_state_block
 
 def test_one_replica_a_side_keeps_the_builders_one_ingress_replica(args):
     """Two ingress replicas help only where both sides roll one replica at a time (docs/serve-updates.md)."""
-    assert "ingress_deployment_config" not in args
+    assert "num_replicas" not in args["ingress_deployment_config"]
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +204,8 @@ def test_two_replicas_a_side_get_two_ingress_replicas(two_a_side):
     starts its successor: OpenAiIngress's default of one replica (ray/llm/_internal/serve/core/ingress/ingress.py
     DEFAULT_INGRESS_OPTIONS, autoscaling_config with the default min/max 1) left 6.0 s without answers on CPU, two
     none (docs/serve-updates.md); on the GPU host two aggregated replicas behind two ingress replicas dropped 0 of 288
-    (docs/updates/2026-12-03/)."""
-    assert two_a_side["ingress_deployment_config"] == {"num_replicas": 2}
+    (lab/records/updates/2026-12-03/)."""
+    assert two_a_side["ingress_deployment_config"]["num_replicas"] == 2
     assert "ingress_deployment_config" in pd_builder_fields()
 
 
@@ -219,3 +221,85 @@ def test_ray_drops_the_ingress_autoscaling_default_beside_num_replicas(two_a_sid
     deployment = serve.deployment(type("Ingress", (), {}), **options)
     assert deployment.num_replicas == 2
     assert deployment._deployment_config.autoscaling_config is None
+
+
+def _ray_code_versions(config: dict) -> dict[str, str]:
+    """Serve 2.58's own code version of each application (ray/serve/_private/deploy_utils.py get_app_code_version)."""
+    from ray.serve._private.deploy_utils import get_app_code_version
+
+    return {app.name: get_app_code_version(app) for app in ServeDeploySchema.model_validate(config).applications}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"maxModelLen": 8192}, {"modelSource": "Qwen/Qwen3-8B"}, {"kvCacheDtype": "fp8"}],
+    ids=lambda change: next(iter(change)),
+)
+def test_the_engine_digest_moves_with_serves_code_version(change):
+    """Every engine-restarting change is a new code version in Serve's eyes, and so a new digest (the newCluster path
+    builds a cluster for it: infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION)."""
+    from infra.serving.serve_config import engine_restart_digest
+
+    before, after = serve_config(run_stack({})), serve_config(run_stack(change))
+    assert _ray_code_versions(before) != _ray_code_versions(after)
+    assert engine_restart_digest(before) != engine_restart_digest(after)
+
+
+def test_a_serve_change_that_keeps_the_code_version_keeps_the_digest():
+    """A route prefix (not a stack setting, but a field Serve applies to the running replicas) changes neither."""
+    from infra.serving.serve_config import engine_restart_digest
+
+    before = serve_config(run_stack({}))
+    after = {"applications": [{**before["applications"][0], "route_prefix": "/v2"}]}
+    assert _ray_code_versions(before) == _ray_code_versions(after)
+    assert engine_restart_digest(before) == engine_restart_digest(after)
+
+
+def test_replicas_being_replaced_get_the_longest_streams_time_not_serves_20_s(args):
+    """Serve 2.58 kills a stopping replica graceful_shutdown_timeout_s after it stopped taking requests, 20 s unless
+    set (ray/serve/_private/constants.py DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_S, replica.py perform_graceful_shutdown):
+    each engine and the ingress, which every stream passes through, get a whole context at the slowest decode pace
+    (infra/serving/serve_config.py DECODE_SECONDS_PER_TOKEN): at the default 4096 tokens x 60 ms, 246 s."""
+    from ray.serve._private.constants import DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_S
+
+    from infra.serving.serve_config import longest_stream_s
+
+    max_model_len = args["decode_config"]["engine_kwargs"]["max_model_len"]
+    expected = longest_stream_s(max_model_len)
+    assert expected == math.ceil(max_model_len * 0.060) > DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_S == 20
+    assert longest_stream_s(4096) == 246
+    for side in ("prefill_config", "decode_config"):
+        deployment_config = LLMConfig.model_validate(args[side]).deployment_config
+        assert deployment_config["graceful_shutdown_timeout_s"] == expected
+    assert args["ingress_deployment_config"]["graceful_shutdown_timeout_s"] == expected
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_the_ingress_takes_the_timeout_beside_the_builders_defaults(replicas):
+    """The PD builder merges ingress_deployment_config into OpenAiIngress' options (dict_utils.py
+    maybe_apply_llm_deployment_config_defaults): with one replica a side its autoscaling default stays, and
+    serve.deployment takes the result with the timeout."""
+    from ray import serve
+    from ray.llm._internal.common.dict_utils import maybe_apply_llm_deployment_config_defaults
+
+    overrides = {"prefillReplicas": replicas, "decodeReplicas": replicas, "gpuNodeCount": 2 * replicas}
+    ingress = pd_args(run_stack(overrides))["ingress_deployment_config"]
+    builders_default = {"max_ongoing_requests": 1_000_000_000, "autoscaling_config": {"target_ongoing_requests": 10**9}}
+    options = maybe_apply_llm_deployment_config_defaults(builders_default, ingress)
+    deployment = serve.deployment(type("Ingress", (), {}), **options)
+    assert deployment._deployment_config.graceful_shutdown_timeout_s == ingress["graceful_shutdown_timeout_s"]
+    assert (deployment._deployment_config.autoscaling_config is None) is (replicas == 2)
+
+
+def test_a_draining_proxy_waits_for_its_ongoing_requests_without_a_cap():
+    """Serve's proxies need no setting: one draining (its node left without replicas) stops only once it has no
+    ongoing request and RAY_SERVE_PROXY_MIN_DRAINING_PERIOD_S (30 s) has passed, a floor for the load balancer, not a
+    deadline (ray/serve/_private/proxy.py GenericProxy.is_drained)."""
+    import inspect
+
+    from ray.serve._private.constants import PROXY_MIN_DRAINING_PERIOD_S
+    from ray.serve._private.proxy import GenericProxy
+
+    source = inspect.getsource(GenericProxy.is_drained)
+    assert "return (not self._ongoing_requests) and (" in source
+    assert "> PROXY_MIN_DRAINING_PERIOD_S" in source and PROXY_MIN_DRAINING_PERIOD_S == 30.0

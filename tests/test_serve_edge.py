@@ -17,7 +17,6 @@ from infra.serving.rayservice import SERVE_PORT
 from infra.settings.instance_types import InstanceShape
 from infra.settings.topology import worker_cpu, worker_memory_gib
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed
-from tests.kuberay_source import kuberay_source
 from tests.rayservice_parts import ray_container, serve_config, worker_group
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import run_stack
@@ -102,13 +101,11 @@ def test_serves_proxy_listens_on_loopback_where_the_edge_forwards(dev):
 
 def test_every_way_in_reaches_the_edge_port(dev, larger_bodies):
     """The load balancer, the NetworkPolicy that lets anyone in, KubeRay's serve Service (the head's `serve` port) and
-    KubeRay's readiness probe on the workers (the Ray container's `serve` port, else 8000: kuberay v1.4.0 and v1.7.0
-    pod.go initLivenessAndReadinessProbe, constant.go DefaultServingPort) all name the port the edge binds."""
+    KubeRay's readiness probe on the workers (the Ray container's `serve` port, else 8000: read in KubeRay's source by
+    lab/tests/test_kuberay_source.py) all name the port the edge binds."""
     assert f"bind :{SERVE_PORT}\n" in mounted_edge_config(dev)
     assert {"containerPort": SERVE_PORT, "name": "edge"} in edge_container(dev)["ports"]
     assert "serve" not in {p["name"] for p in ray_container(worker_spec(dev)).get("ports", [])}
-    for version in ("1.4.0", "1.7.0"):
-        assert re.search(rf"DefaultServingPort\s+=\s+{SERVE_PORT}\b", kuberay_source(version, "constant.go"))
     (load_balancer,) = [r.inputs for r in larger_bodies.of_type(SERVICE) if r.name.endswith("serve-load-balancer")]
     assert [port["targetPort"] for port in load_balancer["spec"]["ports"]] == [SERVE_PORT]
     (anyone,) = [p for p in network_policies("ns", "svc", False) if p["metadata"]["name"] == "anyone-to-serve"]

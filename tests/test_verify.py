@@ -416,7 +416,7 @@ def test_verify_reads_what_the_stack_exports(dev):
 @pytest.mark.parametrize("status", ["DEPLOY_FAILED", "UNHEALTHY"])
 def test_a_failed_application_fails_though_kuberay_says_ready(cluster, api, capsys, status):
     """KubeRay 1.4.0's Ready is "serve endpoints > 0" (rayservice_controller.go calculateConditions) and stays True
-    over a failed serve config, which keeps the proxies up (measured: docs/gpu-end-to-end.md, "Updating a running
+    over a failed serve config, which keeps the proxies up (measured: lab/records/gpu-end-to-end.md, "Updating a running
     app")."""
     assert cluster.rayservice is not None
     (app,) = cluster.rayservice["status"]["activeServiceStatus"]["applicationStatuses"].values()

@@ -2,7 +2,7 @@
 
 The facts the stack reads are the real ones, from Amazon EC2's instance type specifications
 (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html: GPUs, GPU memory, vCPUs, memory, network
-cards, EFA; https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html and co.html for m7i and c5n;
+cards, EFA; https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html and co.html for m6i, m7i, m7g and c5n;
 per-card EFA counts: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
 They are answered in pulumi-aws's GetInstanceTypeResult shape (camelCase, every field it always has);
 the fields the stack does not read (EBS, storage, CPU options, ...) hold placeholders of the right type,
@@ -26,6 +26,7 @@ class InstanceTypeFacts:
     efa_interfaces: int  # 0: no EFA
     network_cards: int
     network_performance: str
+    architecture: str = "x86_64"  # ProcessorInfo.SupportedArchitectures (one each here)
 
 
 T4, L4, A10G, L40S = ("T4", 15360), ("L4", 22888), ("A10G", 24576), ("L40S", 45776)
@@ -47,16 +48,18 @@ INSTANCE_TYPES = {
     "m7i.large": InstanceTypeFacts(2, 8192, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
     "m7i.xlarge": InstanceTypeFacts(4, 16384, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
     "m7i.2xlarge": InstanceTypeFacts(8, 32768, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
+    "m6i.large": InstanceTypeFacts(2, 8192, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
+    "m6i.xlarge": InstanceTypeFacts(4, 16384, 0, "", 0, 0, 1, "Up to 12.5 Gigabit"),
+    # Graviton3: arm64 only
+    "m7g.xlarge": InstanceTypeFacts(4, 16384, 0, "", 0, 0, 1, "Up to 12.5 Gigabit", "arm64"),
 }
 
 
 # Fields of GetInstanceTypeResult the stack does not read, the same for every type here (literal data): what all
-# the listed types share (x86_64, Nitro, two threads per core) and, for EBS, storage and the other accelerators,
-# placeholders of the right type rather than this type's facts.
+# the listed types share (Nitro) and, for EBS, storage and the other accelerators, placeholders of the right type
+# rather than this type's facts.
 UNREAD_FIELDS: dict[str, Any] = {
-    "defaultThreadsPerCore": 2,
     "validCores": [],
-    "validThreadsPerCores": [1, 2],
     "defaultNetworkCardIndex": 0,
     "bandwidthWeightings": ["default"],
     "maximumIpv4AddressesPerInterface": 30,
@@ -64,14 +67,12 @@ UNREAD_FIELDS: dict[str, Any] = {
     "ipv6Supported": True,
     "enaSupport": "required",
     "encryptionInTransitSupported": True,
-    "supportedArchitectures": ["x86_64"],
     "supportedCpuFeatures": [],
     "supportedPlacementStrategies": ["cluster", "partition", "spread"],
     "supportedRootDeviceTypes": ["ebs"],
     "supportedUsagesClasses": ["on-demand", "spot"],
     "supportedVirtualizationTypes": ["hvm"],
     "sustainedClockSpeed": 0.0,
-    "bootModes": ["legacy-bios", "uefi"],
     "bareMetal": False,
     "burstablePerformanceSupported": False,
     "currentGeneration": True,
@@ -116,7 +117,26 @@ def describe_instance_type(instance_type: str, region: str) -> dict[str, Any]:
         "region": region,
         **_compute_fields(facts),
         **_network_fields(facts),
+        "supportedArchitectures": [facts.architecture],
+        **_processor_fields(facts),
         **copy.deepcopy(UNREAD_FIELDS),  # each answer its own lists
+    }
+
+
+def _threads_per_core(facts: InstanceTypeFacts) -> int:
+    """Graviton runs one thread a core, the Intel and AMD types here two (the instance type pages' vCPU and core
+    columns: https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html)."""
+    return 1 if facts.architecture == "arm64" else 2
+
+
+def _processor_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
+    """Threads per core, and the boot modes: Graviton boots UEFI only
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-boot.html)."""
+    threads = _threads_per_core(facts)
+    return {
+        "defaultThreadsPerCore": threads,
+        "validThreadsPerCores": [1] if threads == 1 else [1, 2],
+        "bootModes": ["uefi"] if facts.architecture == "arm64" else ["legacy-bios", "uefi"],
     }
 
 
@@ -129,7 +149,7 @@ def _compute_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
     )
     return {
         "defaultVcpus": facts.vcpus,
-        "defaultCores": facts.vcpus // 2,
+        "defaultCores": facts.vcpus // _threads_per_core(facts),
         "memorySize": facts.memory_mib,
         "gpuses": gpus,
         "totalGpuMemory": facts.gpus * facts.gpu_memory_mib,

@@ -37,7 +37,6 @@ from infra.settings.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig
 from tools.instance_type_facts import INSTANCE_TYPES, describe_instance_type
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 from tools.stack_yaml import StackFileError, cli_string, read_stack_file
-from tools.tiny_model import SHAPES, SPECIAL_TOKENS, model_config
 
 ACCOUNT_ID = "123456789012"
 # Who deploys offline: an assumed role, as a CI job or an SSO user is (STS GetCallerIdentity's Arn).
@@ -191,25 +190,24 @@ EKS_CLUSTER_VERSIONS = (
 # The default builds an offline region publishes for the add-ons whose line does not follow Kubernetes';
 # kube-proxy's does (v<kubernetesVersion>.x-eksbuild.N).
 DEFAULT_ADDON_BUILDS = {"vpc-cni": "v1.21.1-eksbuild.1", "coredns": "v1.13.2-eksbuild.1"}
-# Instance types an offline region offers: those DescribeInstanceTypes is answered for, and the general-purpose
-# families system nodes use.
-OFFERED_INSTANCE_TYPES = frozenset(
-    {
-        *INSTANCE_TYPES,
-        *(
-            f"{family}.{size}"
-            for family in ("m5", "m6i", "m7i", "m7a", "c6i", "c7i", "r6i", "r7i", "t3")
-            for size in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge")
-        ),
-    }
-)
+# Instance types an offline region offers: exactly those DescribeInstanceTypes is answered for, so that what the stack
+# checks on EC2's description of a type (the system nodes' room and architecture, the GPU nodes' layout) is never
+# skipped for a type the offerings table lets through; any other type is refused, with a note that a table decided.
+OFFERED_INSTANCE_TYPES = frozenset(INSTANCE_TYPES)
+
+
+# Capacity Blocks the offline account holds (DescribeCapacityReservations): id -> (instance type, the region's AZ
+# letter, instances, state). One active block of two p5.48xlarge, a type Capacity Blocks sell
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html); any other id is EC2's NotFound.
+CAPACITY_BLOCKS = {"cr-02168da1478b509e0": ("p5.48xlarge", "a", 2, "active")}
 
 
 # Model repositories the offline Hub holds, as huggingface.co serves their config.json: the default model with
-# the full Qwen3.5-9B dimensions (tools.tiny_model's "full" shape), and Llama 3.1 8B, a gated repository whose
+# the full Qwen3.5-9B dimensions (tools/offline_hub/: the config the lab's tiny model writes in its "full" shape,
+# lab/tests/test_tiny_model.py holds the two equal), and Llama 3.1 8B, a gated repository whose
 # config stretches 8192 positions to 131072 by RoPE scaling (its published config.json).
 HUB_CONFIGS: dict[str, dict[str, Any]] = {
-    "Qwen/Qwen3.5-9B": model_config(SHAPES["full"], {token: 248044 + i for i, token in enumerate(SPECIAL_TOKENS)}),
+    "Qwen/Qwen3.5-9B": json.loads((PROJECT_DIR / "tools" / "offline_hub" / "Qwen3.5-9B.config.json").read_text()),
     # A public dense model (its published config.json, the keys vLLM reads for the length check).
     "Qwen/Qwen3-8B": {
         "architectures": ["Qwen3ForCausalLM"],
@@ -233,12 +231,12 @@ HUB_CONFIGS: dict[str, dict[str, Any]] = {
 }
 GATED_REPOS = frozenset({"meta-llama/Llama-3.1-8B"})
 # The tensors of the default model's checkpoint (name -> safetensors dtype and shape): transformers 5.17's
-# Qwen3_5ForConditionalGeneration built on the meta device from tools.tiny_model's "full" config, its state_dict
-# as `save_pretrained` writes it (17.53 GiB in all, vLLM's "Checkpoint size: 17.53 GiB" for the checkpoint the GPU
-# runs wrote, docs/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
+# Qwen3_5ForConditionalGeneration built on the meta device from that config, its state_dict as `save_pretrained`
+# writes it (17.53 GiB in all, vLLM's "Checkpoint size: 17.53 GiB" for the checkpoint the GPU runs wrote,
+# lab/records/gpu-end-to-end.md). The other offline repos have no weights: the Hub answers EntryNotFound.
 HUB_TENSORS = {"Qwen/Qwen3.5-9B": PROJECT_DIR / "tools" / "offline_hub" / "Qwen3.5-9B.tensors.json"}
 SAFETENSORS_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
-# save_pretrained's max_shard_size="5GB" (tools/tiny_model.py), in bytes.
+# save_pretrained's max_shard_size="5GB" (lab/tiny_model.py), in bytes.
 MAX_SHARD_BYTES = 5 * 10**9
 
 
@@ -418,6 +416,7 @@ class AwsMocks(pulumi.runtime.Mocks):
                 "clusterVersions": self._cluster_versions(),
             },
             "aws:eks/getAddonVersion:getAddonVersion": self._addon_version,
+            "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation": self._capacity_block_reservation,
         }
 
     @staticmethod
@@ -484,6 +483,64 @@ class AwsMocks(pulumi.runtime.Mocks):
                 ("instanceType", f"InvalidInstanceType: The following supplied instance types do not exist: [{name}]")
             ]
         return describe_instance_type(name, self.region)
+
+    def _capacity_block_reservation(self, request: dict[str, Any]) -> LookupAnswer:
+        """DescribeCapacityReservations by id in GetCapacityBlockReservationResult's shape; EC2's NotFound, which the
+        provider passes on as a failed read (terraform-provider-aws `findCapacityReservations`), for an id the offline
+        account does not hold. The commitment and interruption blocks, which a block bought outright has no use for,
+        hold empty values of their fields' types."""
+        reservation_id = request["id"]
+        if reservation_id not in CAPACITY_BLOCKS:
+            self._note(
+                reservation_id,
+                "not among the offline account's Capacity Blocks (tools/offline.py CAPACITY_BLOCKS)" + ASKS_EC2,
+            )
+            return {}, [
+                (
+                    "id",
+                    f"reading EC2 Capacity Block Reservation: couldn't find resource (InvalidCapacityReservationId."
+                    f"NotFound: The capacity reservation ID '{reservation_id}' does not exist)",
+                )
+            ]
+        instance_type, az_letter, count, state = CAPACITY_BLOCKS[reservation_id]
+        self._note(
+            reservation_id, "one of the offline account's Capacity Blocks (tools/offline.py CAPACITY_BLOCKS)" + ASKS_EC2
+        )
+        return {
+            **request,
+            "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:capacity-reservation/{reservation_id}",
+            "availabilityZone": f"{self.region}{az_letter}",
+            "availabilityZoneId": f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az1",
+            "availableInstanceCount": count,
+            "capacityBlockId": "cb-0123456789abcdef0",
+            "commitmentInfo": {"commitmentEndDate": "", "committedInstanceCount": 0},
+            "createdDate": "2026-12-01T08:00:00Z",
+            "deliveryPreference": "fixed",
+            "ebsOptimized": True,
+            "endDate": "2026-12-15T11:30:00Z",
+            "endDateType": "limited",
+            "instanceCount": count,
+            "instanceMatchCriteria": "targeted",
+            "instancePlatform": "Linux/UNIX",
+            "instanceType": instance_type,
+            "interruptibleCapacityAllocation": {
+                "instanceCount": 0,
+                "interruptibleCapacityReservationId": "",
+                "interruptionType": "",
+                "status": "",
+                "targetInstanceCount": 0,
+            },
+            "interruptionInfo": {"interruptionType": "", "sourceCapacityReservationId": ""},
+            "outpostArn": "",
+            "ownerId": ACCOUNT_ID,
+            "placementGroupArn": "",
+            "region": self.region,
+            "reservationType": "capacity-block",
+            "startDate": "2026-12-01T11:30:00Z",
+            "state": state,
+            "tags": {},
+            "tenancy": "default",
+        }
 
     def _addon_version(self, request: dict[str, Any]) -> LookupAnswer:
         name, kubernetes_version = request["addonName"], request["kubernetesVersion"]

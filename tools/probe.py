@@ -1,4 +1,4 @@
-"""What `tools.verify` (a deployed stack) and `tools.smoke` (one GPU host) both do: call the model
+"""What `tools.verify` (a deployed stack) and `lab.smoke` (one GPU host) both do: call the model
 through its OpenAI-compatible API, find NIXL's backend line, and report each check.
 
 One client for both: the `openai` package, which speaks the API exactly as Ray Serve LLM serves it

@@ -521,8 +521,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     except ConfigError as error:
-        print(error, file=sys.stderr)
-        print_offline_answers(str(error), getattr(error, "offline_notes", []))
+        notes = getattr(error, "offline_notes", [])
+        print(refusal_text(error, notes), file=sys.stderr)
+        print_offline_answers(str(error), notes)
         print_notes(request)
         return 1
     files = rendered_files(run, request)
@@ -542,6 +543,20 @@ OFFLINE_ANSWERS = (
     "Answered offline, from tables of this repository (`pulumi preview` and `pulumi up` ask the live services, "
     "whose answers decide):"
 )
+
+
+# Said after a problem that rests on an offline table: its words are the live service's ("not offered", "does not
+# know it"), but here a table of this repository decided.
+DECIDED_BY_A_TABLE = " [decided offline by a table of this repository, not by the live service: see below]"
+
+
+def refusal_text(error: ConfigError, notes: Sequence[OfflineNote]) -> str:
+    """The program's refusal, each problem about a subject an offline table answered marked as decided by it."""
+    lines = [str(error).splitlines()[0]]
+    for problem in error.problems:
+        decided = any(note.subject in problem for note in notes)
+        lines.append(f"  - {problem}{DECIDED_BY_A_TABLE if decided else ''}")
+    return "\n".join(lines)
 
 
 def print_offline_answers(refusal: str, notes: Sequence[OfflineNote]) -> None:

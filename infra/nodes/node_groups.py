@@ -20,7 +20,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import Children, problem, raise_input_errors
-from infra.settings.instance_types import InstanceShape, instance_shape, unfit_gpu_node_reason
+from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
 from infra.settings.scheduling import (
     GPU_NODE_LABELS,
     GPU_TAINT,
@@ -39,8 +39,8 @@ from infra.settings.table import (
     NODEGROUP_NAME_PATTERN,
 )
 
-SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
-GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+SYSTEM_AMI_TYPE = f"AL2023_{NODE_ARCHITECTURE}_STANDARD"
+GPU_AMI_TYPE = f"AL2023_{NODE_ARCHITECTURE}_NVIDIA"
 SYSTEM_ROOT_VOLUME_GIB = 50
 ROOT_DEVICE_NAME = "/dev/xvda"
 NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
@@ -163,7 +163,7 @@ def _managed_node_group(
 GPU_ROOT_THROUGHPUT_MIBPS = 1000
 GPU_ROOT_IOPS = 4000
 # The system nodes pull the same image for the Ray head (and the mirror Job) with the same feature gate, on the guide's
-# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (tools/cold_start.py).
+# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (lab/cold_start.py).
 # gp3's baseline 3000 IOPS allows 750 MiB/s, so the IOPS stay at their default.
 SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only
@@ -488,7 +488,7 @@ def _gpu_launch_template(
     # EFA requires a group that admits all traffic from itself, both ways.
     efa_security_group = aws.ec2.SecurityGroup(
         children.name("efa"),
-        description="EFA: all traffic between the GPU nodes' EFA interfaces",
+        description="EFA: all traffic between the EFA interfaces of the GPU nodes",
         vpc_id=args.vpc_id,
         ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
         egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],

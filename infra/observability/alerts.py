@@ -7,7 +7,7 @@ rule tester (`promtool test rules`): silent on a healthy stack and through a fir
 A first deploy pages nobody: the app's alerts are armed only once the app has been RUNNING, or once the serving
 namespace is older than the longest `pulumi up` waits for the app (the model mirror's timeout, where the stack
 mirrors the model, and serveReadyTimeoutMinutes): Prometheus runs long before the model, which waits for the mirror
-and the GPU node's cold start (tools/cold_start.py).
+and the GPU node's cold start (lab/cold_start.py).
 """
 
 from __future__ import annotations

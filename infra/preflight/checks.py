@@ -3,10 +3,10 @@ report.
 
 The config alone cannot say whether EKS offers `kubernetesVersion`, whether the region has `systemNodeType`,
 whether `gpuAz` offers `gpuNodeType`, who deploys (and in which account, which names the model cache's bucket), how
-large the GPU quota is, or whether the model loads and fits. Each of those is a check beside what it protects
-(infra/cluster/eks.py, network.py, offerings.py, quota.py, model_source.py, capacity.py, quantization.py) that raises
-its own error when used alone; here they all run, and what they found is raised together as one `PreflightError`,
-so three bad values need one run, not three.
+large the GPU quota is, whether the Capacity Block fits the GPU nodes, or whether the model loads and fits. Each of
+those is a check beside what it protects (infra/cluster/eks.py, network.py, offerings.py, quota.py, reservation.py,
+model_source.py, capacity.py, quantization.py) that raises its own error when used alone; here they all run, and
+what they found is raised together as one `PreflightError`, so three bad values need one run, not three.
 docs/deploy-time-lookups.md lists each lookup and the IAM action it needs.
 """
 
@@ -23,7 +23,8 @@ from infra.cluster.eks import check_admin_principals, discover_partition
 from infra.network.placement import Placement, discover_placement
 from infra.preflight.offerings import AddonVersions, check_offerings
 from infra.preflight.quota import QuotaError, check_gpu_vcpu_quota
-from infra.serving.model_cache import cache_bucket_name, is_hub_repo
+from infra.preflight.reservation import check_capacity_reservation
+from infra.serving.model_cache import cache_bucket_name
 from infra.serving.model_source import ModelFacts, ModelSourceError, read_model
 from infra.settings.capacity import (
     CapacityError,
@@ -35,6 +36,7 @@ from infra.settings.capacity import (
     vllm_default_gpu_memory_utilization,
 )
 from infra.settings.config import ConfigError, StackConfig
+from infra.settings.model_sources import is_hub_repo
 from infra.settings.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
 from infra.settings.regions import Partition
 
@@ -148,6 +150,7 @@ def preflight(cfg: StackConfig) -> DeployFacts:
     attempt(check_admin_principals)
     placement = attempt(discover_placement)
     addons = attempt(check_offerings)
+    attempt(check_capacity_reservation)
     attempt(check_gpu_vcpu_quota)
     capacity = attempt(model_capacity) if cfg.model_preflight else None
     bucket = model_cache_bucket(cfg) if mirrors_model(cfg) else None

@@ -94,7 +94,7 @@ class GcsStore(pulumi.ComponentResource):
                     from_port=PORT,
                     to_port=PORT,
                     security_groups=[args.client_security_group_id],
-                    description="the Ray head's GCS",
+                    description="the Ray head GCS",
                 )
             ],
             tags=dict(args.tags),
@@ -112,7 +112,7 @@ class GcsStore(pulumi.ComponentResource):
         )
         group = aws.elasticache.ReplicationGroup(
             children.name("valkey"),
-            description="Ray GCS fault tolerance: the head's tables",
+            description="Ray GCS fault tolerance: the tables of the Ray head",
             engine=ENGINE,
             engine_version=ENGINE_VERSION,
             node_type=args.node_type,

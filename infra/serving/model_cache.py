@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,9 +34,9 @@ from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
-from infra.serving.model_source import is_s3_uri
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
+from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
 from infra.settings.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
@@ -56,13 +55,6 @@ MIRROR_TIMEOUT_SECONDS = 2 * 60 * 60
 MIRROR_BACKOFF_LIMIT = 6
 # S3 bucket names: 3-63 characters (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 MAX_BUCKET_NAME = 63
-# The same rules: lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit.
-BUCKET_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
-
-
-def is_hub_repo(source: str) -> bool:
-    """A Hugging Face repo id, `owner/name`: neither an S3 URI nor a path inside the image."""
-    return not is_s3_uri(source) and not source.startswith(("/", ".", "~")) and source.count("/") == 1
 
 
 def cache_bucket_name(cluster_name: str, account_id: str, region: str) -> str:
@@ -72,12 +64,6 @@ def cache_bucket_name(cluster_name: str, account_id: str, region: str) -> str:
     name = f"llm-models-{digest}-{account_id}-{region}"
     assert len(name) <= MAX_BUCKET_NAME, name
     return name
-
-
-def split_s3_uri(uri: str) -> tuple[str, str]:
-    """(bucket, prefix without slashes at either end)."""
-    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-    return bucket, prefix.strip("/")
 
 
 def cache_uri(bucket: str, repo: str) -> str:
@@ -206,7 +192,7 @@ def model_cache_args_errors(args: ModelCacheArgs) -> list[InputPropertyErrorDeta
     if args.repo is not None:
         if not is_hub_repo(args.repo):
             errors.append(problem("repo", f"{args.repo!r} is not a Hugging Face repo id (owner/name)"))
-        if bucket and not BUCKET_NAME_PATTERN.match(bucket):
+        if bucket and bucket_name_breaks_rules(bucket):
             errors.append(problem("uri", f"bucket {bucket!r} breaks S3's bucket naming rules"))
         errors += unmatched({"image": args.image}, IMAGE_PATTERN, "an image reference pinned by tag or digest")
     return errors

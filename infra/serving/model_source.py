@@ -1,9 +1,9 @@
 """Model preflight: before the RayService changes, the model source must exist, be readable, and load.
 
 A model the engines cannot fetch or load is found otherwise only after the change is applied, when Serve has
-already stopped the working replicas and the app sits in DEPLOY_FAILED (docs/gpu-end-to-end.md, "Updating a running
-app"). So `pulumi preview` and `pulumi up` read the model's `config.json` the way the engines will, with the stack's
-credentials, and refuse what vLLM 0.26 would refuse:
+already stopped the working replicas and the app sits in DEPLOY_FAILED (lab/records/gpu-end-to-end.md, "Updating a
+running app"). So `pulumi preview` and `pulumi up` read the model's `config.json` the way the engines will, with the
+stack's credentials, and refuse what vLLM 0.26 would refuse:
 - a Hugging Face repo: `GET https://huggingface.co/<repo>/resolve/main/config.json` with `hfToken` as bearer
   token (huggingface_hub's `HUGGINGFACE_CO_URL_TEMPLATE`); the Hub's `X-Error-Code` header names what is wrong
   (huggingface_hub `utils/_http.py`, `hf_raise_for_status`: RepoNotFound, GatedRepo, EntryNotFound, and a
@@ -33,6 +33,7 @@ from functools import cache
 from typing import Any
 
 from infra import PROJECT_DIR
+from infra.settings.model_sources import is_s3_uri
 
 HUB = "https://huggingface.co"
 HUB_TIMEOUT_S = 20
@@ -146,10 +147,6 @@ def hub_config(repo: str, token: str | None, fetch: Fetch | None = None) -> dict
     if answer.status != 200:
         raise ModelSourceError(_hub_problem(repo, answer, token is not None))
     return _parse_config(repo, answer.body.decode("utf-8", "replace"))
-
-
-def is_s3_uri(source: str) -> bool:
-    return source.startswith("s3://")
 
 
 def s3_config(source: str, read: ReadS3Object | None = None) -> dict[str, Any] | None:

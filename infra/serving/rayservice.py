@@ -9,8 +9,14 @@ from typing import Any
 import yaml
 
 from infra.serving import edge, serve_auth
-from infra.serving.serve_config import build_serve_config, code_packages, serve_app_args
-from infra.settings.config import StackConfig
+from infra.serving.serve_config import (
+    build_serve_config,
+    code_packages,
+    engine_restart_digest,
+    longest_stream_s,
+    serve_app_args,
+)
+from infra.settings.config import StackConfig, sets_cluster_deletion_delay
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.settings.scheduling import (
     GPU_TOLERATION,
@@ -43,11 +49,14 @@ RAY_CLUSTER_LABEL = "ray.io/cluster"
 SERVE_LABEL = "ray.io/serve"
 # And every RayCluster of a RayService with the RayService's name (constructRayClusterForRayService).
 RAY_ORIGINATED_FROM_CR_NAME_LABEL = "ray.io/originated-from-cr-name"
-# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied, on the head's pod template: a
-# change of any kind changes what KubeRay hashes, so it builds a new cluster (KubeRay 1.4.0 hashes the spec less each
-# worker group's replicas, minReplicas, maxReplicas and workersToDelete: generateHashWithoutReplicasAndWorkersToDelete,
-# so a replicas change alone would leave the running cluster as it is), and the RayCluster it builds carries the
-# digest of the spec it was built from, which the rollout compares (infra/serving/rollout_status.py).
+# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied and of the serve config's engine-
+# restarting part (serve_config.engine_restart_digest), on the head's pod template: a change of either changes what
+# KubeRay hashes, so it builds a new cluster beside the serving one (KubeRay 1.4.0 and 1.7.0 hash the spec less each
+# worker group's replicas, minReplicas, maxReplicas and workersToDelete, 1.7.0 less tolerations and scheduling gates
+# too, the pod templates' annotations kept: generateHashWithoutReplicasAndWorkersToDelete, shouldPrepareNewCluster; so a
+# replicas change alone would leave the running cluster as it is, and a serve config alone would be sent to it in place,
+# where a broken one leaves nothing serving), and the RayCluster it builds carries the digest it was built from, which
+# the rollout compares (infra/serving/rollout_status.py).
 CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 UPGRADE_REPLACE, UPGRADE_NEW_CLUSTER = "None", "NewCluster"
 WORKER_GROUP = "gpu-workers"
@@ -87,9 +96,9 @@ GCS_REDIS_PORT = 6379
 # The CAs the head trusts for the store's TLS: Ray 2.58's GCS checks the server's chain (not its name) and without
 # RAY_REDIS_CA_CERT looks only in /etc/ssl/certs by subject hash (BoringSSL's default), never in the bundle file;
 # ray-project/ray#41161 (ElastiCache: CERTIFICATE_VERIFY_FAILED) was answered with this variable (measured:
-# tests/test_redis_tls.py). ElastiCache's in-transit certificates chain to Amazon's public roots, which the Ubuntu-based
-# DLC image's ca-certificates bundle holds (assumed, not opened here: a bundle that is not there stops the head with
-# "Failed to load CA Certificate", never connecting unverified). KubeRay's Redis cleanup Job copies the head's
+# lab/tests/test_redis_tls.py). ElastiCache's in-transit certificates chain to Amazon's public roots, which the
+# Ubuntu-based DLC image's ca-certificates bundle holds (assumed, not opened here: a bundle that is not there stops the
+# head with "Failed to load CA Certificate", never connecting unverified). KubeRay's Redis cleanup Job copies the head's
 # container, this variable with it.
 GCS_REDIS_CA_ENV = {"RAY_REDIS_CA_CERT": "/etc/ssl/certs/ca-certificates.crt"}
 
@@ -226,15 +235,17 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
     }
 
 
-def cluster_spec_digest(cluster_config: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(cluster_config, sort_keys=True).encode()).hexdigest()
+def cluster_spec_digest(cluster_config: dict[str, Any], serve_config: dict[str, Any]) -> str:
+    """The cluster spec and what of the serve config restarts the engines (serve_config.engine_restart_digest)."""
+    built_for = {"rayClusterConfig": cluster_config, "engines": engine_restart_digest(serve_config)}
+    return hashlib.sha256(json.dumps(built_for, sort_keys=True).encode()).hexdigest()
 
 
-def with_cluster_spec_digest(cluster_config: dict[str, Any]) -> dict[str, Any]:
-    """The cluster spec with its own digest (taken before it is added) on the head's pod template."""
+def with_cluster_spec_digest(cluster_config: dict[str, Any], serve_config: dict[str, Any]) -> dict[str, Any]:
+    """The cluster spec with its digest (taken before it is added) on the head's pod template."""
     stamped: dict[str, Any] = json.loads(json.dumps(cluster_config))
     metadata = stamped["headGroupSpec"]["template"].setdefault("metadata", {})
-    metadata.setdefault("annotations", {})[CLUSTER_SPEC_ANNOTATION] = cluster_spec_digest(cluster_config)
+    metadata.setdefault("annotations", {})[CLUSTER_SPEC_ANNOTATION] = cluster_spec_digest(cluster_config, serve_config)
     return stamped
 
 
@@ -258,6 +269,18 @@ def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
+# KubeRay deletes the cluster a NewCluster upgrade left 60 s after the switch (1.4.0: RayClusterDeletionDelayDuration,
+# fixed), cutting the streams still running there; where it reads rayClusterDeletionDelaySeconds the old cluster stays
+# for the longest stream the config allows (serve_config.longest_stream_s), as a replica replaced in place does.
+KUBERAY_DELETION_DELAY_S = 60
+
+
+def old_cluster_deletion_delay(cfg: StackConfig) -> dict[str, int]:
+    if not (cfg.new_cluster and sets_cluster_deletion_delay(cfg.kuberay_version)):
+        return {}
+    return {"rayClusterDeletionDelaySeconds": max(KUBERAY_DELETION_DELAY_S, longest_stream_s(cfg.max_model_len))}
+
+
 def runs_ray_autoscaler(cfg: StackConfig) -> bool:
     """Whether the head pod runs KubeRay's in-tree autoscaler sidecar (RAY_AUTOSCALER): with Serve autoscaling."""
     return cfg.serve_autoscaling
@@ -272,13 +295,14 @@ def build_rayservice(
         "rayVersion": cfg.ray_version,
         # Ray's token on its dashboard, Ray client and GCS: KubeRay generates it into a Secret per RayCluster and sets
         # it in every Ray container, and its dashboard client sends it (kuberay v1.7.0 raycluster_controller.go
-        # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; tests/test_ray_token_auth.py).
+        # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; lab/tests/test_ray_token_auth.py).
         **({"authOptions": {"mode": "token"}} if cfg.ray_token_auth else {}),
         **(gcs_fault_tolerance(cfg) if cfg.gcs_redis else {}),
         **(RAY_AUTOSCALER if runs_ray_autoscaler(cfg) else {}),
         "headGroupSpec": head_group(cfg),
         "workerGroupSpecs": [worker_group(cfg, with_hf_token, service_account)],
     }
+    serve_config = build_serve_config(serve_app_args(cfg, model_cache_uri))
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayService",
@@ -288,14 +312,18 @@ def build_rayservice(
             "annotations": {
                 # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay's Ready condition (1.4.0
                 # and 1.7.0) stays true over a failed or still-old serve config, so the provider's own wait would
-                # report success (tests/test_kuberay_upgrade.py).
+                # report success (lab/tests/test_kuberay_upgrade.py).
                 "pulumi.com/skipAwait": "true",
                 # Gone at once when replaced or destroyed, its RayCluster and pods deleted after it by the garbage
                 # collector: KubeRay 1.4.0 reconciles a RayService being deleted like any other, and once a foreground
                 # delete has removed its RayCluster it builds a new one (shouldPrepareNewCluster with no cluster left),
                 # which the delete then waits on in turn. KubeRay 1.7.0 (and 1.6.2) holds it with a finalizer until it
-                # has deleted its RayClusters and builds none: background is right for both (test_kuberay_delete.py).
+                # has deleted its RayClusters and builds none: background is right for both (lab/tests/test_kuberay_delete.py).
                 "pulumi.com/deletionPropagationPolicy": "background",
+                # A serve config the rollout put back after a failed one (infra/serving/rollout.py roll_back) is the
+                # rollout's field; Pulumi's next apply of serveConfigV2 takes it back instead of failing on the field
+                # conflict (pulumi-kubernetes provider/pkg/await/await.go patchForce: this annotation, else no force).
+                "pulumi.com/patchForce": "true",
             },
         },
         "spec": {
@@ -305,13 +333,16 @@ def build_rayservice(
             # newCluster: the RayService is updated in place, and KubeRay builds the new cluster beside the active one,
             # switches to it once its apps run and deletes the old one (rayservice_controller.go).
             "upgradeStrategy": {"type": UPGRADE_NEW_CLUSTER if cfg.new_cluster else UPGRADE_REPLACE},
+            **old_cluster_deletion_delay(cfg),
             # The head's Serve proxy dies with the head and comes back only after the restarted controller (measured:
             # 29.6 s), while each GPU worker's own proxy keeps answering through a head restart (docs/
             # head-fault-tolerance.md): KubeRay then keeps the head out of the serve Service (its ray.io/serve label
             # false: rayservice_controller.go updateHeadPodServeLabel), and so out of the load balancer too.
             "excludeHeadPodFromServeSvc": True,
-            "serveConfigV2": yaml.safe_dump(build_serve_config(serve_app_args(cfg, model_cache_uri)), sort_keys=False),
-            "rayClusterConfig": with_cluster_spec_digest(cluster_config) if cfg.new_cluster else cluster_config,
+            "serveConfigV2": yaml.safe_dump(serve_config, sort_keys=False),
+            "rayClusterConfig": with_cluster_spec_digest(cluster_config, serve_config)
+            if cfg.new_cluster
+            else cluster_config,
         },
     }
 

@@ -5,7 +5,9 @@ cluster until `infra.serving.rollout_status` gives its verdict, so a `pulumi up`
 for the new engines, fails with Serve's own message on DEPLOY_FAILED (on UNHEALTHY that lasts), and fails at
 `serveReadyTimeoutMinutes` naming what was still missing. Its inputs carry the stack settings that shape the
 RayService, grouped by what changing them does (`infra.settings.changes`), so `pulumi preview --diff` shows which
-settings change and what that costs a running stack.
+settings change and what that costs a running stack. Where a serve config fails on the cluster that ran the last one
+(no replacement, no new cluster), the update puts that config back itself, waits for it and then fails, naming the
+cause (`ServeRolloutProvider.update`, docs/changes.md "Rolling back").
 
 Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
 provider uses too) and a port-forward to the Ray dashboard on the RayCluster's running head pod
@@ -19,6 +21,7 @@ for a dynamic provider (`pulumi/log.py` falls back to it there).
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import sys
@@ -28,10 +31,18 @@ from typing import Any
 
 import pulumi
 import pulumi.dynamic
+import yaml
 
 from infra.serving.dashboard_forward import forwarded_get
 from infra.serving.rayservice import DASHBOARD_PORT, RAY_CLUSTER_LABEL, RAY_ORIGINATED_FROM_CR_NAME_LABEL
-from infra.serving.rollout_status import ClusterRefused, await_rollout, ray_token, ray_token_headers, ray_token_secret
+from infra.serving.rollout_status import (
+    ClusterRefused,
+    RolloutFailed,
+    await_rollout,
+    ray_token,
+    ray_token_headers,
+    ray_token_secret,
+)
 from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
 
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
@@ -45,6 +56,15 @@ NOT_THERE_YET = (404, 502, 503)
 # A read refused for good: the identity's credentials or RBAC.
 REFUSED = (400, 401, 403, 405)
 REQUEST_TIMEOUT_SECONDS = 30
+# The rollback's own marks on the RayService: the digest of the serve config it took back out (serve_config_digest),
+# and Serve's words on why. Pulumi's apply leaves annotations it does not set, so the next `pulumi up` can tell that
+# the config it would apply again is one that failed and was rolled back.
+ROLLED_BACK_ANNOTATION = "ray-llm-eks/rolled-back-serve-config-sha256"
+ROLLBACK_CAUSE_ANNOTATION = "ray-llm-eks/rolled-back-because"
+# The field manager of the rollback's patch (Kubernetes server-side field management): Pulumi's next apply of
+# serveConfigV2 takes the field back with the RayService's pulumi.com/patchForce (infra/serving/rayservice.py).
+ROLLBACK_FIELD_MANAGER = "ray-llm-eks-rollout"
+CAUSE_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -108,7 +128,32 @@ class KubernetesReader:
         return _answer(f"GET {path}", response.status, response.data)
 
     def rayservice(self) -> Mapping[str, Any] | None:
-        return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}")
+        return self._get(self._rayservice_path())
+
+    def _rayservice_path(self) -> str:
+        return f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}"
+
+    def roll_back(self, serve_config_v2: str, annotations: Mapping[str, str]) -> None:
+        """Writes `serve_config_v2` into the RayService, with `annotations`: a JSON merge patch of those fields alone.
+        Through the object, not Ray's dashboard: KubeRay 1.4.0 and 1.7.0 send the spec's serveConfigV2 again whenever
+        their cache of it is empty (an operator restart) or differs from the spec (rayservice_controller.go
+        checkIfNeedSubmitServeApplications), so a config put back on the dashboard alone would be replaced by the
+        broken one at the operator's next start; in the spec, KubeRay sends it at once (cache and spec differ)."""
+        body = {"metadata": {"annotations": dict(annotations)}, "spec": {"serveConfigV2": serve_config_v2}}
+        method, url, headers, serialized, _ = self._api.param_serialize(
+            "PATCH",
+            self._rayservice_path(),
+            query_params=[("fieldManager", ROLLBACK_FIELD_MANAGER)],
+            header_params={"Accept": "application/json", "Content-Type": "application/merge-patch+json"},
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self._api.call_api(
+            method, url, header_params=headers, body=serialized, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
+        response.read()
+        if _answer(f"PATCH {self._rayservice_path()}", response.status, response.data) is None:
+            raise ConnectionError(f"PATCH {self._rayservice_path()}: HTTP {response.status}")
 
     def serve_details(self, cluster: str) -> Mapping[str, Any] | None:
         """Serve's applications as the cluster's dashboard reports them, read on the running head pod through a
@@ -189,6 +234,66 @@ def _answer(what: str, status: int, data: bytes) -> Mapping[str, Any] | None:
 Reader = Callable[[Mapping[str, Any]], Any]
 
 
+def plain_numbers(value: Any) -> Any:
+    """`value` with each whole float an int: Pulumi hands a dynamic provider its numbers as floats (protobuf's Struct),
+    and the engines take what the config says (vLLM's max_model_len is an int)."""
+    if isinstance(value, Mapping):
+        return {key: plain_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_numbers(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def serve_config_digest(applications: Sequence[Mapping[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(plain_numbers(list(applications)), sort_keys=True).encode()).hexdigest()
+
+
+def rolls_back_in_place(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
+    """Whether the cluster that ran the last config still runs it beside the failed one, so putting it back restores
+    service without a new cluster: the same RayService (not replaced, its uid), the same cluster spec (no new
+    cluster: with newCluster a failed one is pending and the active one serves), a config that ran (a verdict
+    stored) and differs from the applied one."""
+    return bool(
+        olds.get("verdict")
+        and olds.get("rayserviceUid")
+        and olds.get("rayserviceUid") == news.get("rayserviceUid")
+        and olds.get("clusterSpecSha256", "") == news.get("clusterSpecSha256", "")
+        and plain_numbers(olds.get("applications")) != plain_numbers(news.get("applications"))
+    )
+
+
+def _read_quietly(read: Callable[[], Mapping[str, Any] | None]) -> Mapping[str, Any] | None:
+    """A read before the wait, for a check the wait does not need: a refusal fails, anything else is left to the
+    wait, which asks again."""
+    try:
+        return read()
+    except ClusterRefused:
+        raise
+    except Exception:
+        return None
+
+
+def refuse_rolled_back(rayservice: Mapping[str, Any] | None, applications: Sequence[Mapping[str, Any]]) -> None:
+    """Fails at once where the config to apply is one a rollback took out and the RayService still runs the one put
+    back: an unchanged `pulumi up` after a rollback (Pulumi's state holds the failed config as applied, so it sends
+    nothing and there is nothing to wait for). `pulumi up --refresh` reads the live object and sends it again."""
+    if rayservice is None:
+        return
+    annotations = (rayservice.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ROLLED_BACK_ANNOTATION) != serve_config_digest(applications):
+        return
+    live = yaml.safe_load((rayservice.get("spec") or {}).get("serveConfigV2") or "{}") or {}
+    if plain_numbers(live.get("applications")) == plain_numbers(list(applications)):
+        return
+    raise RolloutFailed(
+        "this serve config failed before and the rollout put back the last config that ran, which the RayService "
+        f"still runs; the failure: {annotations.get(ROLLBACK_CAUSE_ANNOTATION, '(not recorded)')}. Fix the config, or "
+        "set the previous values, and run `pulumi up`; `pulumi up --refresh` tries this config again"
+    )
+
+
 def kubernetes_reader(props: Mapping[str, Any]) -> KubernetesReader:
     return KubernetesReader(props["kubeconfig"], props["namespace"], props["name"], props["podSelector"])
 
@@ -205,9 +310,9 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
         self._reader = reader
         self._poll_seconds = poll_seconds
 
-    def _wait(self, props: dict[str, Any]) -> dict[str, Any]:
+    def _wait(self, props: dict[str, Any], reader: Any) -> dict[str, Any]:
         verdict = await_rollout(
-            self._reader(props),
+            reader,
             props["applications"],
             float(props["timeoutSeconds"]),
             poll_s=self._poll_seconds,
@@ -221,11 +326,50 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
         return outs
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        outs = self._wait(props)
+        outs = self._wait(props, self._reader(props))
         return pulumi.dynamic.CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=outs)
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        return pulumi.dynamic.UpdateResult(outs=self._wait(news))
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        """Waits for the applied config; where it fails on the cluster that ran the last config (its state: Pulumi
+        keeps a resource's last stored outputs when an update fails, so `olds` is always the last config that ran),
+        puts that config back, waits for it and fails naming the cause."""
+        reader = self._reader(news)
+        refuse_rolled_back(_read_quietly(reader.rayservice), news["applications"])
+        try:
+            return pulumi.dynamic.UpdateResult(outs=self._wait(news, reader))
+        except RolloutFailed as failed:
+            if not rolls_back_in_place(olds, news):
+                raise
+            raise self._roll_back(reader, olds, news, failed) from failed
+
+    def _roll_back(
+        self, reader: Any, olds: dict[str, Any], news: dict[str, Any], failed: RolloutFailed
+    ) -> RolloutFailed:
+        previous = plain_numbers(olds["applications"])
+        cause = str(failed)
+        report_to_stderr(f"the applied serve config failed; putting back the last config that ran: {cause}")
+        try:
+            reader.roll_back(
+                yaml.safe_dump({"applications": previous}, sort_keys=False),
+                {
+                    ROLLED_BACK_ANNOTATION: serve_config_digest(news["applications"]),
+                    ROLLBACK_CAUSE_ANNOTATION: cause[-CAUSE_CHARS:],
+                },
+            )
+        except Exception as error:  # the cause must reach the operator with the rollback's own failure
+            return RolloutFailed(
+                f"{cause}. The rollout could not put back the last config that ran ({type(error).__name__}: {error}): "
+                "nothing may be serving. Set the previous values and run `pulumi up`"
+            )
+        try:
+            back = self._wait({**olds, "applications": previous, "timeoutSeconds": news["timeoutSeconds"]}, reader)
+        except RolloutFailed as also:
+            return RolloutFailed(f"{cause}. The rollout put back the last config that ran, and it failed too: {also}")
+        return RolloutFailed(
+            f"{cause}. The rollout put back the last config that ran, which serves again ({back['verdict']}); the "
+            "failed one stays recorded on the RayService. Fix the config, or set the previous values, and run "
+            "`pulumi up`"
+        )
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
         changed = sorted(

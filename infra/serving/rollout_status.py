@@ -28,8 +28,8 @@ WAITING, READY, FAILED, UNHEALTHY = "waiting", "ready", "failed", "unhealthy"
 # runs it alone).
 CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 # DEPLOY_FAILED stays until a new config is applied (measured:
-# docs/gpu-end-to-end.md); UNHEALTHY is recomputed from the deployments on every controller loop and Serve replaces
-# unhealthy replicas (ray/serve/_private/application_state.py), so it fails the rollout only when it lasts.
+# lab/records/gpu-end-to-end.md); UNHEALTHY is recomputed from the deployments on every controller loop and Serve
+# replaces unhealthy replicas (ray/serve/_private/application_state.py), so it fails the rollout only when it lasts.
 FAILED_APP_STATUSES = ("DEPLOY_FAILED", "UNHEALTHY")
 UNHEALTHY_GRACE_S = 300.0
 HEALTHY_DEPLOYMENT = "HEALTHY"

@@ -6,6 +6,9 @@ RayService, the offline render and the GPU smoke test all use exactly the same d
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +25,7 @@ KV_CONNECTOR = "NixlConnector"
 NIXL_EFA_BACKEND = "LIBFABRIC"
 PD_SIDES = ("prefill", "decode")
 # vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
-# prefill as kv_producer / decode as kv_consumer booted and served (docs/gpu-end-to-end.md).
+# prefill as kv_producer / decode as kv_consumer booted and served (lab/records/gpu-end-to-end.md).
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # vLLM 0.26's NIXL worker refuses a model with Mamba-type state (hybrid models such as Qwen3.5's Gated
 # DeltaNet layers) unless its conv state is laid out "DS"; vLLM's default is "SD". The variable only
@@ -32,7 +35,7 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 # RayExecutorV2, although it starts every non-data-parallel engine's TCPStore port search at one port (by its source a
 # collision fails that engine's start and Serve starts the replica again; not measured). With vLLM's classic Ray
 # executor two engines on one host died on their first request, twice, where RayExecutorV2 served and rolled
-# (docs/gpu-end-to-end.md, "Two replicas through an update").
+# (lab/records/gpu-end-to-end.md, "Two replicas through an update").
 PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
 # One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
 # STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
@@ -44,6 +47,16 @@ PLACEMENT_STRATEGY = "STRICT_PACK"
 # its successor starts. Two keep one answering (docs/serve-updates.md, measured); set only where both sides have two
 # replicas, the least that keeps the engines answering through a rollout too.
 ROLLING_INGRESS_REPLICAS = 2
+# How long a replica being replaced may keep serving its streams: Serve 2.58 gives a stopping replica
+# graceful_shutdown_timeout_s (default 20 s: ray/serve/_private/constants.py DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_S) to
+# finish its ongoing requests, checking every graceful_shutdown_wait_loop_s (2 s, kept), then kills it (replica.py
+# perform_graceful_shutdown, _drain_ongoing_requests). The longest stream the config allows is a whole context: the
+# stack bounds none shorter, and the prompt's share, counted at decode pace, leaves room for the wait for the first
+# token. The pace is the slowest the project has a figure for: an L4 reads the default model's weights in about 60 ms a
+# decode step (estimated from its 300 GB/s, lab/records/gpu-end-to-end.md "An H200's speed, an L4's memory"); on an H200 the
+# slowest measured was 19.9 ms (TPOT p99, 128 at once, same page). A stopping replica takes no new requests (the router
+# drops it at once), so the time is spent only while streams run.
+DECODE_SECONDS_PER_TOKEN = 0.060
 # The engine arguments of prefix caching (prefix_caching_kwargs).
 PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
 
@@ -108,13 +121,20 @@ def deployment_config(side: ServeSide) -> dict[str, Any]:
     }
 
 
+def longest_stream_s(max_model_len: int) -> int:
+    """A whole context at the slowest decode pace (DECODE_SECONDS_PER_TOKEN), in whole seconds."""
+    return math.ceil(max_model_len * DECODE_SECONDS_PER_TOKEN)
+
+
 def ingress_deployment_config(args: ServeAppArgs) -> dict[str, Any]:
-    """Two ingress replicas where both sides have two or more, else the builder's default (none set). A
-    `num_replicas` here drops OpenAiIngress's autoscaling default (ray/llm/_internal/common/dict_utils.py
-    `maybe_apply_llm_deployment_config_defaults`), which Serve refuses beside it."""
-    if min(args.prefill.replicas, args.decode.replicas) < ROLLING_INGRESS_REPLICAS:
-        return {}
-    return {"ingress_deployment_config": {"num_replicas": ROLLING_INGRESS_REPLICAS}}
+    """Every stream passes through an ingress replica, which each serve-config change replaces: it gets the longest
+    stream's time to finish (the builder merges these into its own options, ray/llm/_internal/common/dict_utils.py
+    `maybe_apply_llm_deployment_config_defaults`). Two ingress replicas where both sides have two or more, else the
+    builder's default; a `num_replicas` drops OpenAiIngress's autoscaling default, which Serve refuses beside it."""
+    options: dict[str, Any] = {"graceful_shutdown_timeout_s": longest_stream_s(args.max_model_len)}
+    if min(args.prefill.replicas, args.decode.replicas) >= ROLLING_INGRESS_REPLICAS:
+        options["num_replicas"] = ROLLING_INGRESS_REPLICAS
+    return {"ingress_deployment_config": options}
 
 
 def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | str | bool]:
@@ -146,7 +166,7 @@ def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
     """Where the engines load the weights from. An `s3://` source is Ray Serve LLM 2.58's cloud loading: each node
     downloads the files from S3 into its Hugging Face cache with boto3, and vLLM loads that local copy
     (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`, infra/serving/model_cache.py); the GPU proof
-    (tools/s3_load.py) loads through this same function."""
+    (lab/s3_load.py) loads through this same function."""
     return {"model_id": model_id, "model_source": model_source}
 
 
@@ -170,7 +190,10 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
             },
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
-        "deployment_config": deployment_config(serve_side),
+        "deployment_config": {
+            **deployment_config(serve_side),
+            "graceful_shutdown_timeout_s": longest_stream_s(args.max_model_len),
+        },
         "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
     }
 
@@ -204,3 +227,18 @@ def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
         **(serve_auth.ingress_args() if args.api_key_auth else {}),
     }
     return {"http_options": edge.serve_http_options(), "applications": [app]}
+
+
+# What Serve 2.58 hashes into an application's code version (ray/serve/_private/deploy_utils.py get_app_code_version;
+# the stack sets none of its other inputs: autoscaling policies, request router configs as deployment overrides,
+# deployment actors). A new code version rebuilds the app and restarts every replica of it, the engines with it
+# (application_state.py ApplicationState.apply_app_config); an equal one reconfigures the running replicas.
+CODE_VERSION_KEYS = ("import_path", "runtime_env", "args")
+
+
+def engine_restart_digest(serve_config: dict[str, Any]) -> str:
+    """A digest that changes exactly when a new serve config restarts the engines: each application's code-version
+    inputs, by name. With clusterUpgradeStrategy newCluster it goes on the head's pod template
+    (infra/serving/rayservice.py), so such a change is a new RayCluster beside the serving one."""
+    versions = {app["name"]: {key: app.get(key) for key in CODE_VERSION_KEYS} for app in serve_config["applications"]}
+    return hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()

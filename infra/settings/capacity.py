@@ -58,7 +58,7 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 FP8_BYTES = 1  # fp8, fp8_e4m3 and fp8_e5m2 KV caches are torch.uint8 (vllm/utils/torch_utils.py)
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"
-# Memory vLLM 0.26 takes beyond the checkpoint's tensors, measured on the default model (docs/gpu-end-to-end.md,
+# Memory vLLM 0.26 takes beyond the checkpoint's tensors, measured on the default model (lab/records/gpu-end-to-end.md,
 # fourth session: max_num_batched_tokens 2048, max_num_seqs 32, CUDA graphs on, text only): a budget of
 # 0.9 x 23034 MiB = 20.245 GiB, "Available KV cache memory: 1.01 GiB", and 16.678 GiB of text-only tensors in
 # the checkpoint (vLLM's "Model loading took 16.8 GiB" adds 0.12 GiB of buffers) leave 2.56 GiB for the

@@ -5,7 +5,7 @@ The rules behind each effect:
 - SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
   (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
   replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
-  update (docs/gpu-end-to-end.md, "Updating a running app"). With two or more a side (and two ingress replicas,
+  update (lab/records/gpu-end-to-end.md, "Updating a running app"). With two or more a side (and two ingress replicas,
   infra/serving/serve_config.py ROLLING_INGRESS_REPLICAS) it rolls one replica at a time and no request failed
   (docs/serve-updates.md). A broken config ends DEPLOY_FAILED with nothing serving at any replica count.
 - RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
@@ -15,13 +15,18 @@ The rules behind each effect:
   `deleteBeforeReplace`): every engine restarts, a cold start with the model load. It is a full outage (the old
   RayService, its cluster and pods are gone before the new one is created), and when the new cluster fails nothing
   serves: the rollback is another replacement and another cold start.
+- SERVE_NEW_CLUSTER: a SERVE_IN_PLACE change with `clusterUpgradeStrategy: newCluster`. Every serve setting
+  changes the app's code version, which restarts every replica (Ray 2.58 ray/serve/_private/deploy_utils.py
+  get_app_code_version, application_state.py apply_app_config); its digest sits on the cluster spec
+  (infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION), so KubeRay builds a new cluster for it and a broken one never
+  reaches the serving cluster.
 - RAYSERVICE_NEW_CLUSTER: the same `rayClusterConfig` changes with `clusterUpgradeStrategy: newCluster`. The
   RayService is updated in place with `upgradeStrategy: NewCluster`; KubeRay 1.4.0 builds a pending RayCluster
   beside the active one, sends the serve config to it, points `<name>-serve-svc` at it once every application of it
   is RUNNING, and deletes the old cluster 60 s later (vendor/kuberay-v1.4.0/rayservice_controller.go: Reconcile,
   shouldPrepareNewCluster, getAndCheckServeStatus, calculateStatus, cleanUpRayClusterInstance with
   RayClusterDeletionDelayDuration). It keeps serving at the price of a second head and a second set of GPU nodes
-  for the surge (SURGE_MINUTES_PER_GPU_NODE, modelled in tools/cold_start.py).
+  for the surge (SURGE_MINUTES_PER_GPU_NODE, modelled in lab/cold_start.py).
 - Each effect says whether the app keeps serving through it with the replicas the stack has (`keeps_serving`),
   and what a failure leaves and how it is rolled back (`if_it_fails`); docs/changes.md prints both.
 - GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS
@@ -36,8 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # What one GPU node of a newCluster surge runs beside the active cluster, in minutes, from its launch until the
-# Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements) by
-# tools/cold_start.py surge_steps(), which a test holds this to.
+# Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements), docs/model-cache.md
+# "What a new node waits for"; the lab's test holds the model to it (lab/tests/test_cold_start.py).
 SURGE_MINUTES_PER_GPU_NODE = 20
 
 
@@ -132,10 +137,36 @@ SERVE_IN_PLACE = Effect(
     if_it_fails=(
         "the old version answers while Serve retries the new replicas (measured: 175 s; the 11 of 360 requests that "
         "failed match the 5.4 s outage that began about then, one request every 0.5 s), then the app is "
-        "DEPLOY_FAILED and nothing serves, at any replica count: Serve 2.58 marks the deployment "
-        "unavailable although old replicas run (measured); roll back in place: set the previous values, `pulumi up`, "
-        "KubeRay sends the previous config to the running cluster, the old replicas answer again once it is built "
-        "(13 s measured) and Serve loads the rest again (minutes, no new nodes, no image pull)"
+        "DEPLOY_FAILED and nothing serves, at any replica count: Serve 2.58 marks the deployment unavailable "
+        "although old replicas run (measured). The rollout then does the roll back in place itself: it writes the "
+        "last config that ran back into the RayService (KubeRay sends it to the running cluster), waits for it and "
+        "fails `pulumi up` naming the cause. The outage is one engine start: with two or more replicas a side the "
+        "surviving old replicas answer again once the rollback is built (13 s after it reached Serve, measured) plus "
+        "the rollout's poll (10 s) and KubeRay's reconcile; with one replica a side the old engine starts again (62 "
+        "s on the node's caches, 189 s cold: docs/cold-start.md). Then fix the config (or set the previous values) "
+        "and `pulumi up`; an unchanged `pulumi up` fails at once naming the rolled-back config, `pulumi up "
+        "--refresh` tries it again"
+    ),
+)
+# With clusterUpgradeStrategy newCluster the serve settings take the surge path too: every one of them changes the
+# app's code version (infra/serving/serve_config.py engine_restart_digest), which the head template's digest carries.
+SERVE_NEW_CLUSTER = Effect(
+    "serve-new-cluster",
+    "the engines' config changes (clusterUpgradeStrategy newCluster): its digest on the cluster spec makes KubeRay "
+    "build a second RayCluster for it beside the active one, as for a cluster-shape change (`rayservice-new-cluster`), "
+    "and switch `<name>-serve-svc` to it once every application runs there",
+    "the old cluster answers until the switch, the new one after it: no gap expected (not measured on EKS); the "
+    "change takes a new cluster's start (GPU nodes, image pull, model load) instead of a rolling engine restart",
+    keeps_serving=(
+        "yes with the extra capacity, at any replica count: a second Ray head and as many GPU nodes again as the "
+        f"cluster runs, each about {SURGE_MINUTES_PER_GPU_NODE} minutes (modelled, docs/changes.md): extra GPU "
+        f"node-hours about GPU nodes x {SURGE_MINUTES_PER_GPU_NODE}/60"
+    ),
+    if_it_fails=(
+        "the active cluster keeps serving the previous version, untouched: no request fails; the failed cluster stays "
+        "pending on its GPU nodes and `pulumi up` fails on its DEPLOY_FAILED. Fixing the config (or setting the "
+        "previous values), `pulumi up` builds another cluster beside the active one, another surge, and KubeRay "
+        "deletes the failed one 60 s later"
     ),
 )
 GCS_STORE = Effect(
@@ -277,6 +308,7 @@ ALL_EFFECTS = (
     SYSTEM_NODES_SCALED,
     GPU_NODES_SCALED,
     SERVE_IN_PLACE,
+    SERVE_NEW_CLUSTER,
     RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
     GPU_NODES_ROLLED,

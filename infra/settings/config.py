@@ -22,20 +22,37 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.footprint import system_node_load, system_node_problem
-from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
+from infra.settings.instance_types import (
+    NODE_ARCHITECTURE,
+    InstanceShape,
+    architecture_reason,
+    gpu_node_type_problem,
+    resolve_kv_buffer_device,
+)
+from infra.settings.model_sources import model_source_problem
 from infra.settings.namespaces import CREATED_NAMESPACES
 from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
 from infra.settings.quantization import fp8_problems
-from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION, default_dlc_image, region_problem
+from infra.settings.regions import (
+    DEFAULT_IMAGE_RAY_VERSION,
+    SUPPORTED_DNS_SUFFIX,
+    SUPPORTED_PARTITION,
+    default_dlc_image,
+    region_partition,
+    region_problem,
+)
 from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.table import (
     AMP_WORKSPACE_PATTERN,
     API_ALLOW_LIST_COMMAND,
+    CACHE_NODE_TYPE_PATTERN,
     CERTIFICATE_ARN_PATTERN,
     CHECKIP,
+    ELASTICACHE_NODE_TYPES,
     GCS_REDIS,
     INSTANCE_TYPE_PATTERN,
     KUBERAY_AUTH_OPTIONS_SINCE,
+    KUBERAY_DELETION_DELAY_SINCE,
     KUBERAY_GCS_FT_OPTIONS_SINCE,
     KUBERNETES_VERSION_PATTERN,
     MAX_NODES_PER_NODE_GROUP,
@@ -46,6 +63,7 @@ from infra.settings.table import (
     SEMVER_PATTERN,
     SETTINGS,
     SETTINGS_BY_KEY,
+    SNS_TOPIC_ARN_PATTERN,
     VALIDATED_KUBERAY_VERSIONS,
     Boolean,
     Choice,
@@ -119,7 +137,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """What the project measured of a model it ships as a default (docs/gpu-end-to-end.md)."""
+    """What the project measured of a model it ships as a default (lab/records/gpu-end-to-end.md)."""
 
     hybrid: bool  # layers with Mamba-type state (Qwen3.5's Gated DeltaNet), which vLLM 0.26's NIXL cannot stage on CPU
     text_weights_gib: float  # vLLM's "Model loading took ... GiB" with languageModelOnly
@@ -128,7 +146,7 @@ class ModelFacts:
     vision_does_not_fit_mib: int
 
 
-# The default modelSource, measured at its full dimensions on an L4's share of an H200 (docs/gpu-end-to-end.md,
+# The default modelSource, measured at its full dimensions on an L4's share of an H200 (lab/records/gpu-end-to-end.md,
 # sessions B and C): weights 17.66 GiB with the vision tower ("Available KV cache memory: -0.07 GiB"), 16.80 GiB
 # text only; its Gated DeltaNet layers make it hybrid.
 KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
@@ -388,7 +406,7 @@ class _Reader:
                 raise ValueError(text)
             return value
 
-        return self._check(key, raw, parse, f"an integer {bounds}{kind.why}", kind.minimum)
+        return self._check(key, raw, parse, f"an integer {bounds}{kind.why}{_octal_hint(key, raw)}", kind.minimum)
 
     def string_list(self, key: str, raw: str, kind: StringList) -> tuple[str, ...]:
         """A JSON list of strings, each checked by the row's `item` (its ValueError says why one is wrong) and given
@@ -412,6 +430,20 @@ class _Reader:
                 continue
             first_index[normal] = index
         return tuple(first_index)
+
+
+def _octal_hint(key: str, raw: str) -> str:
+    """Said where an integer is refused, for a plain-decimal one (so out of bounds) of 8 or more: how the number may
+    have come from the stack file: the Pulumi CLI decodes it with go-yaml v3, whose resolver reads a plain scalar with
+    Go's strconv.ParseInt(text, 0, 64) (go-yaml/yaml v3 resolve.go), so an unquoted leading 0 is octal, as in YAML 1.1
+    (`maxAzs: 010` arrives as '8'); tools/stack_yaml.py reads it so."""
+    if not CANONICAL_INTEGER.fullmatch(raw) or int(raw) < 8:
+        return ""
+    octal = format(int(raw), "o")
+    return (
+        f"; if the stack file says `{key}: 0{octal}`, the Pulumi CLI read that as octal {raw} (a leading 0 is octal "
+        f"in its YAML reader, as in YAML 1.1): write {int(octal)} without the 0"
+    )
 
 
 def json_string_list(raw: str) -> list[str] | None:
@@ -466,6 +498,21 @@ def covers_the_internet(cidrs: tuple[str, ...]) -> bool:
     return not uncovered
 
 
+def _cache_node_type_problem(node_type: str) -> str | None:
+    """A well-formed node type ElastiCache has no current generation of (the row's pattern reports a malformed one):
+    CreateReplicationGroup would refuse it after the VPC and cluster exist."""
+    if not CACHE_NODE_TYPE_PATTERN.fullmatch(node_type) or node_type in ELASTICACHE_NODE_TYPES:
+        return None
+    families = sorted({name.split(".")[1] for name in ELASTICACHE_NODE_TYPES})
+    return (
+        f"gcsRedisNodeType={node_type!r} is invalid: it is not among the current-generation ElastiCache node types of "
+        "the stack's table (infra/settings/table.py ELASTICACHE_NODE_TYPES, from ElastiCache's API reference; no "
+        f"lookup lists them); allowed is a type of family {', '.join(families)} in the sizes ElastiCache lists "
+        "(https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/CacheNodes.SupportedTypes.html), e.g. "
+        "cache.t4g.micro"
+    )
+
+
 def _kubernetes_version_problem(value: str) -> str | None:
     match = KUBERNETES_VERSION_PATTERN.match(value)
     if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
@@ -517,6 +564,48 @@ def _receiver_secret_problems(config: pulumi.Config, values: Mapping[str, Any]) 
             problems.append(plain)
         elif not pattern.fullmatch(value):
             problems.append(f"{key} is invalid (the value is a secret, not shown): allowed is {allowed}")
+    return problems
+
+
+def _receiver_partition_problems(values: Mapping[str, Any]) -> list[str]:
+    """The SNS topic and the AMP workspace must be in the stack's partition: credentials and ARNs of one partition are
+    not valid in another (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html, "partition"), so the
+    IRSA role could not be granted the topic nor sign for the workspace. Another region of the partition is allowed:
+    the stack signs each request for the topic's or the workspace's own region (infra/observability)."""
+    places = []
+    topic = SNS_TOPIC_ARN_PATTERN.fullmatch(values["alertSnsTopicArn"] or "")
+    if topic:
+        # arn:<partition>:sns:<region>:<account>:<name> (https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html)
+        partition = values["alertSnsTopicArn"].split(":")[1]
+        places.append(("alertSnsTopicArn", partition, topic.group("region"), f"arn:{SUPPORTED_PARTITION}:sns:<region>"))
+    workspace = AMP_WORKSPACE_PATTERN.fullmatch(values["ampWorkspaceUrl"] or "")
+    if workspace:
+        # https://aps-workspaces.<region>.<DNS suffix>/workspaces/ws-<id>/, the partition's DNS suffix
+        # (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-ingest-metrics-remote-write.html).
+        partition = "aws-cn" if workspace.group(3) else SUPPORTED_PARTITION
+        places.append(
+            (
+                "ampWorkspaceUrl",
+                partition,
+                workspace.group(1),
+                f"https://aps-workspaces.<region>.{SUPPORTED_DNS_SUFFIX}",
+            )
+        )
+    problems = []
+    for key, partition, region, form in places:
+        region_in = region_partition(region)
+        if partition == SUPPORTED_PARTITION and region_in == SUPPORTED_PARTITION:
+            continue
+        where = (
+            f"partition {partition!r}"
+            if partition != SUPPORTED_PARTITION
+            else f"region {region!r}, a region of partition {region_in}"
+        )
+        problems.append(
+            f"{key}={values[key]!r} is invalid: it is in {where}, and the stack deploys into partition "
+            f"{SUPPORTED_PARTITION!r}, whose credentials are not valid there; allowed is {form} in a region of "
+            f"partition {SUPPORTED_PARTITION!r}"
+        )
     return problems
 
 
@@ -602,6 +691,9 @@ def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autos
             f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
             "(set serveAutoscaling to true to let Ray Serve scale the side)"
         )
+    batch_problem = _batched_tokens_problem(side, values[f"{side}MaxNumSeqs"], values[f"{side}MaxNumBatchedTokens"])
+    if batch_problem:
+        problems.append(batch_problem)
     quantization = values[f"{side}Quantization"]
     prefix_caching = engine_prefix_caching(values["prefixCaching"], side, model_hybrid(values["modelSource"]))
     most_replicas = max_replicas if autoscaling else replicas
@@ -614,6 +706,25 @@ def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autos
         target_ongoing_requests=target if autoscaling else None,
         prefix_caching=prefix_caching,
         prefix_routing=routes_by_prefix(values["prefixAwareRouting"], prefix_caching, most_replicas),
+    )
+
+
+def _batched_tokens_problem(side: str, max_num_seqs: int, max_num_batched_tokens: int) -> str | None:
+    """vLLM 0.26 refuses to start an engine whose max_num_batched_tokens is below its max_num_seqs
+    (`vllm/config/scheduler.py` `SchedulerConfig.verify_max_model_len`: "max_num_batched_tokens (...) must be greater
+    than or equal to max_num_seqs"). With max_num_batched_tokens set and max_num_seqs left to vLLM (0), EngineArgs
+    caps the default max_num_seqs at it (`vllm/engine/arg_utils.py`,
+    `_set_default_max_num_seqs_and_batched_tokens_args`); the other way round, its default batch, the smaller of
+    max_num_seqs x max_model_len and 2048 tokens or more (by GPU memory and usage context), holds any max_num_seqs up
+    to 2048; one above that is not checked here. The same method refuses max_num_batched_tokens below max_model_len
+    only with chunked prefill off, which the stack never sets and vLLM turns on by default for every model that
+    supports it (`_set_default_chunked_prefill_and_prefix_caching_args`)."""
+    if not max_num_seqs or not max_num_batched_tokens or max_num_batched_tokens >= max_num_seqs:
+        return None
+    return (
+        f"{side}MaxNumBatchedTokens={max_num_batched_tokens} is invalid with {side}MaxNumSeqs={max_num_seqs}: vLLM "
+        "refuses to start an engine that batches fewer tokens than sequences (vllm/config/scheduler.py); allowed is "
+        f"at least {max_num_seqs}, or 0 for vLLM's default"
     )
 
 
@@ -711,6 +822,11 @@ def _kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | Non
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
+
+
+def sets_cluster_deletion_delay(kuberay_version: str) -> bool:
+    """Whether this KubeRay release reads spec.rayClusterDeletionDelaySeconds (KUBERAY_DELETION_DELAY_SINCE)."""
+    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_DELETION_DELAY_SINCE
 
 
 def has_ray_token_auth(kuberay_version: str) -> bool:
@@ -829,12 +945,17 @@ def _system_node_problems(
     cfg: StackConfig, describe_instance_type: Callable[[str], InstanceShape | None]
 ) -> list[str | None]:
     """The system node type as EC2 describes it, asked once (a type EC2 does not know is left to the region's
-    offerings check): a CPU type, with room for what runs there."""
+    offerings check): an x86_64 CPU type, with room for what runs there."""
     if region_problem(cfg.region) or not INSTANCE_TYPE_PATTERN.fullmatch(cfg.system_node_type):
         return []
     shape = describe_instance_type(cfg.system_node_type)
     if shape is None:
         return []
+    if NODE_ARCHITECTURE not in shape.architectures:
+        return [
+            f"systemNodeType={cfg.system_node_type!r} is invalid: {architecture_reason(shape)} (EC2's answer, asked "
+            f"before any resource); allowed is an {NODE_ARCHITECTURE} instance type such as m7i.xlarge"
+        ]
     if shape.gpus:
         return [_system_node_type_problem(cfg.system_node_type, shape)]
     return [_system_node_room_problem(cfg, shape)]
@@ -937,7 +1058,7 @@ def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
         problems.append(
             f"languageModelOnly=false is invalid with modelSource={cfg.model_source!r} on {replica_mib} MiB of GPU "
             f"memory per replica: with its vision tower ({facts.vision_weights_gib} GiB of weights) vLLM had no KV "
-            f"cache left on {facts.vision_does_not_fit_mib} MiB (docs/gpu-end-to-end.md); allowed is "
+            f"cache left on {facts.vision_does_not_fit_mib} MiB (lab/records/gpu-end-to-end.md); allowed is "
             "languageModelOnly=true, a larger GPU or a larger tensorParallelSize"
         )
     return problems
@@ -1040,6 +1161,9 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         _vpc_cidr_problem(values["vpcCidr"]),
         _kubernetes_version_problem(values["kubernetesVersion"]),
         _gpu_az_problem(values["gpuAz"], region),
+        model_source_problem(values["modelSource"]),
+        _cache_node_type_problem(values["gcsRedisNodeType"]),
+        *_receiver_partition_problems(values),
         _plain_secret_problem(config, "hfToken", values["hfToken"], "token"),
         *_receiver_secret_problems(config, values),
         _kuberay_version_problem(values["kuberayVersion"], values["allowUnvalidatedKuberayVersion"]),

@@ -13,6 +13,10 @@ from typing import Any
 # The NVIDIA device plugin advertises only NVIDIA GPUs as `nvidia.com/gpu`, and vLLM's CUDA build runs only on them.
 GPU_MANUFACTURER = "NVIDIA"
 EXAMPLE_GPU_TYPES = "g6.8xlarge, g6e.24xlarge, p4d.24xlarge, p5.48xlarge"
+# The processor architecture of both node groups' AMIs (EKS AMI types AL2023_x86_64_STANDARD and AL2023_x86_64_NVIDIA,
+# infra/nodes/node_groups.py; https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html amiType): an
+# instance type must list it among EC2's SupportedArchitectures to boot them.
+NODE_ARCHITECTURE = "x86_64"
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class InstanceShape:
     vcpus: int
     memory_mib: int
     network_cards: int
+    architectures: tuple[str, ...]  # ProcessorInfo.SupportedArchitectures: i386, x86_64, arm64, x86_64_mac, arm64_mac
 
 
 def instance_shape(result: Any) -> InstanceShape:
@@ -47,20 +52,31 @@ def instance_shape(result: Any) -> InstanceShape:
         vcpus=result.default_vcpus,
         memory_mib=result.memory_size,
         network_cards=result.maximum_network_cards,
+        architectures=tuple(result.supported_architectures),
     )
 
 
 def unfit_gpu_node_reason(shape: InstanceShape | None, region: str) -> str | None:
     """Why EC2's answer rules the type out for the GPU nodes (NVIDIA GPUs and EFA are both needed); None if fit."""
-    if shape is not None and shape.gpus and shape.efa_interfaces:
-        return None
     if shape is None:
         return f"EC2 does not know it in {region}"
+    if NODE_ARCHITECTURE not in shape.architectures:
+        return architecture_reason(shape)
+    if shape.gpus and shape.efa_interfaces:
+        return None
     if shape.gpus:
         return "it has GPUs but no EFA network interface"
     if shape.efa_interfaces:
         return "it supports EFA but has no NVIDIA GPU"
     return "it has neither NVIDIA GPUs nor EFA"
+
+
+def architecture_reason(shape: InstanceShape) -> str:
+    """Why a type whose processors the nodes' x86_64 AMI cannot boot on is unfit, as EC2's answer says."""
+    return (
+        f"EC2 lists its architectures as {', '.join(shape.architectures)}, and the node group's EKS AMI is "
+        f"{NODE_ARCHITECTURE}"
+    )
 
 
 def gpu_node_type_problem(instance_type: str, shape: InstanceShape | None, region: str) -> str | None:

@@ -57,7 +57,7 @@ class CacheRule:
 
 # prefixCaching `auto` on an engine that prefills (the prefill side of PD, an aggregated engine): on where measured
 # correct and faster, off otherwise. Hybrid: off, measured on the GPU host (docs/prefix-caching.md, "Measured on the GPU
-# host"; docs/bench/2026-12-06-prefix-cache/).
+# host"; lab/records/bench/2026-12-06-prefix-cache/).
 AUTO_PREFILL: Mapping[bool, CacheRule] = {
     HYBRID: CacheRule(
         False,

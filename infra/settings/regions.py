@@ -114,13 +114,18 @@ OTHER_PARTITIONS = {
 }
 
 
+def region_partition(region: str) -> str:
+    """The partition a region name belongs to, by its prefix: SUPPORTED_PARTITION or how OTHER_PARTITIONS names it."""
+    return next((name for prefix, name in OTHER_PARTITIONS.items() if region.startswith(prefix)), SUPPORTED_PARTITION)
+
+
 def region_problem(region: str) -> str | None:
     """Why `aws:region` cannot be deployed to, naming the supported regions; None when it can."""
     if region in SUPPORTED_REGIONS:
         return None
     allowed = f"allowed is an AWS region name this stack supports, one of {', '.join(SUPPORTED_REGIONS)}"
-    partition = next((name for prefix, name in OTHER_PARTITIONS.items() if region.startswith(prefix)), None)
-    if partition is not None:
+    partition = region_partition(region)
+    if partition != SUPPORTED_PARTITION:
         return (
             f"aws:region={region!r} is in partition {partition}, which this stack does not support "
             f"(its ARNs, service principals and image registries differ); {allowed}"
@@ -179,7 +184,7 @@ def partition_problems(region: str, admin_principal_arns: tuple[str, ...], parti
     return problems
 
 
-# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (docs/gpu-end-to-end.md).
+# The Ray inside the default image (`dlcImage` empty); the GPU proof ran it (lab/records/gpu-end-to-end.md).
 DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
 
 

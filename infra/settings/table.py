@@ -37,6 +37,7 @@ from infra.settings.changes import (
     RAYSERVICE_REPLACED,
     SECRET_UPDATED,
     SERVE_IN_PLACE,
+    SERVE_NEW_CLUSTER,
     STACK_REBUILT,
     SYSTEM_NODES_REPLACED,
     SYSTEM_NODES_ROLLED,
@@ -68,9 +69,34 @@ RAY_AUTH_MODES = ("auto", "token", "disabled")
 GCS_REDIS, GCS_OFF = "redis", "off"
 HEAD_FAULT_TOLERANCE_MODES = (GCS_REDIS, GCS_OFF)
 KUBERAY_GCS_FT_OPTIONS_SINCE = (1, 3, 0)
+# spec.rayClusterDeletionDelaySeconds: how long KubeRay keeps the cluster a NewCluster upgrade left, 60 s fixed before
+# (ray-project/kuberay#3864, merged after v1.4.0; vendor/kuberay-v1.7.0/rayservice_types.go, rayservice_controller.go
+# cleanUpRayClusterInstance; the v1.4.0 CRD has no such field).
+KUBERAY_DELETION_DELAY_SINCE = (1, 5, 0)
 # An ElastiCache node type such as cache.t4g.micro (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/
 # CacheNodes.SupportedTypes.html): `cache.`, a family, a size.
 CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
+# The node types ElastiCache creates new clusters on: the "Current generation" lists of its API reference's CacheNode
+# (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CacheNode.html, as the ElastiCache model of
+# botocore 1.44.8 carries it, read 2026-12-07), less T2, which CacheNodes.SupportedTypes.html moved to the previous
+# generation (no new clusters on T2). No pulumi-aws 7.51.1 invoke
+# lists node types, so this table decides, and says so; a newer type is added here with its source.
+ELASTICACHE_NODE_TYPES = frozenset(
+    f"cache.{family}.{size}"
+    for family, sizes in {
+        "m7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "m6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "m5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
+        "m4": ("large", "xlarge", "2xlarge", "4xlarge", "10xlarge"),
+        "t4g": ("micro", "small", "medium"),
+        "t3": ("micro", "small", "medium"),
+        "r7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "r6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        "r5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
+        "r4": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
+    }.items()
+    for size in sizes
+)
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
 AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
@@ -660,7 +686,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "modelSource",
-            Text(NO_SPACE_PATTERN, "a Hugging Face repo id, s3:// or local path"),
+            Text(),
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
             feeds="model_source",
@@ -686,7 +712,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Serve text only (vLLM language_model_only): a multimodal model's vision tower is neither loaded nor "
             "profiled, and requests with images are refused. The default Qwen3.5-9B at maxModelLen 4096 fits a g6's "
-            "L4 only this way (docs/gpu-end-to-end.md); false needs a larger GPU.",
+            "L4 only this way (lab/records/gpu-end-to-end.md); false needs a larger GPU.",
             feeds="language_model_only",
             effects=SERVE_ONLY,
         ),
@@ -731,7 +757,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "vLLM max_num_seqs of the prefill side; 0 leaves vLLM's default (256 below 70 GiB of GPU memory, 1024 "
             "above). 32 because with CUDA graphs vLLM needs it at most a hybrid model's state blocks, and the default "
             "model at maxModelLen 4096 on an L4 gets 47 with vLLM's 256 (62 with 32, measured: "
-            "docs/gpu-end-to-end.md); raise it on larger GPUs.",
+            "lab/records/gpu-end-to-end.md); raise it on larger GPUs.",
             feeds="prefill.max_num_seqs",
             effects=SERVE_ONLY,
         ),
@@ -1156,12 +1182,14 @@ CHANGE_NOTES: Mapping[str, str] = {setting.key: setting.change_note for setting 
 
 def effects_of(key: str, strategy: str = REPLACE) -> tuple[Effect, ...]:
     """What a change to `key` does with clusterUpgradeStrategy `strategy`: with newCluster, a change that would
-    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER).
+    replace the RayService updates it in place instead and KubeRay builds a second cluster (RAYSERVICE_NEW_CLUSTER),
+    and so does a serve-config change (SERVE_NEW_CLUSTER: infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION).
     A key that names both (the strategy itself) keeps its own."""
     effects = CHANGE_EFFECTS[key]
     if strategy != NEW_CLUSTER or RAYSERVICE_NEW_CLUSTER in effects:
         return effects
-    return tuple(RAYSERVICE_NEW_CLUSTER if effect is RAYSERVICE_REPLACED else effect for effect in effects)
+    on_new_cluster = {RAYSERVICE_REPLACED: RAYSERVICE_NEW_CLUSTER, SERVE_IN_PLACE: SERVE_NEW_CLUSTER}
+    return tuple(on_new_cluster.get(effect, effect) for effect in effects)
 
 
 def most_severe(key: str, strategy: str = REPLACE) -> Effect:

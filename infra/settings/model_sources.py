@@ -1,0 +1,97 @@
+"""The forms a `modelSource` may take, checked before any resource (with or without the model preflight): a Hugging
+Face repo id, an `s3://bucket/prefix` URI, or an absolute path inside the image.
+
+Anything else would reach Ray Serve LLM's `model_source` verbatim and fail only when the engines start, after the VPC
+and cluster exist (with the model preflight on, it was reported as a repository the Hub refuses, which misleads).
+- A repo id follows huggingface_hub's `validate_repo_id` (`huggingface_hub/utils/_validators.py`, 1.33.0:
+  `namespace/repo_name`, each 1-96 of `[A-Za-z0-9_.-]` starting and ending with a letter, digit or `_`, no `--` or
+  `..`, not ending in `.git`). The stack takes the `owner/name` form only, which the model cache mirrors under its
+  own prefix; the Hub's one-part legacy names redirect to an `owner/name` repo, which is what to write.
+- An S3 source names a general purpose bucket by S3's naming rules
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html) and a prefix under it: the workers'
+  IAM role may read that prefix only (infra/serving/model_cache.py). `S3://` is no URI S3 tools read (the scheme is
+  lower case), `gs://` no storage this stack grants access to.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+S3_SCHEME = "s3://"
+# huggingface_hub validate_repo_id's REPO_ID_REGEX with the namespace required, ASCII only (re.ASCII there too).
+HUB_REPO_PATTERN = re.compile(r"\b[\w.-]{1,96}\b/\b[\w.-]{1,96}\b\Z", re.ASCII)
+# S3's general purpose bucket naming rules (bucketnamingrules.html): 3-63 lower-case letters, digits, '.' and '-',
+# beginning and ending with a letter or digit, no '..', not an IP address, none of the reserved prefixes and suffixes.
+BUCKET_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+BUCKET_RULES = (
+    "3-63 lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit, without '..', not an "
+    f"IP address, not starting with {', '.join(RESERVED_BUCKET_PREFIXES)} nor ending with "
+    f"{', '.join(RESERVED_BUCKET_SUFFIXES)}"
+)
+ALLOWED_FORMS = (
+    "a Hugging Face repo id owner/name (1-96 letters, digits, '-', '_' or '.' each, no '--' or '..', e.g. "
+    "Qwen/Qwen3.5-9B), an s3://<bucket>/<prefix> URI (a bucket name S3 takes: lower case, 3-63 characters) or an "
+    "absolute path inside the image"
+)
+
+
+def is_s3_uri(source: str) -> bool:
+    return source.startswith(S3_SCHEME)
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """(bucket, prefix without slashes at either end)."""
+    bucket, _, prefix = uri.removeprefix(S3_SCHEME).partition("/")
+    return bucket, prefix.strip("/")
+
+
+def is_hub_repo(source: str) -> bool:
+    """A Hugging Face repo id, `owner/name`, by huggingface_hub's rule."""
+    return (
+        HUB_REPO_PATTERN.fullmatch(source) is not None
+        and "--" not in source
+        and ".." not in source
+        and not source.endswith(".git")
+    )
+
+
+def bucket_name_breaks_rules(bucket: str) -> bool:
+    """Whether S3's naming rules refuse a general purpose bucket's name."""
+    return (
+        not BUCKET_NAME_PATTERN.fullmatch(bucket)
+        or ".." in bucket
+        or _is_ip_address(bucket)
+        or bucket.startswith(RESERVED_BUCKET_PREFIXES)
+        or bucket.endswith(RESERVED_BUCKET_SUFFIXES)
+    )
+
+
+def _is_ip_address(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def model_source_problem(source: str) -> str | None:
+    """modelSource in none of the forms the engines load, naming what is wrong and the forms allowed."""
+    if source.startswith("/") or is_hub_repo(source):
+        return None
+    if is_s3_uri(source):
+        bucket, prefix = split_s3_uri(source)
+        if bucket_name_breaks_rules(bucket):
+            return (
+                f"modelSource={source!r} is invalid: bucket {bucket!r} breaks S3's bucket naming rules; allowed is "
+                f"s3://<bucket>/<prefix> with a bucket name of {BUCKET_RULES}"
+            )
+        if not prefix:
+            return (
+                f"modelSource={source!r} is invalid: it names no prefix under the bucket, and the workers' role may "
+                "read the model's prefix only; allowed is s3://<bucket>/<prefix>"
+            )
+        return None
+    return f"modelSource={source!r} is invalid: allowed is {ALLOWED_FORMS}"

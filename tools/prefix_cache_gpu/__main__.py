@@ -1,3 +1,0 @@
-from tools.prefix_cache_gpu.cli import main
-
-raise SystemExit(main())
