@@ -129,6 +129,7 @@ def test_the_worker_pod_still_fits_its_node_with_the_edge(dev):
         facts.vcpus,
         facts.memory_mib,
         facts.network_cards,
+        (facts.architecture,),
     )
     assert (cpu, memory) == (worker_cpu(node), worker_memory_gib(node))
     assert all(c["resources"]["requests"] == c["resources"]["limits"] for c in containers)
