@@ -7,7 +7,7 @@ connections (half-sent requests), and a keyed 200 MB body. Layouts: `proxy` (tod
 and `edge` (clients reach the edge, Serve's proxy behind it on loopback). Traffic goes only to 127.0.0.1; every phase
 ends after its seconds and every attacker is a child process that stops itself.
 
-    python -m lab.edge_limits --layout proxy --out lab/records/<date>-edge-limits/proxy.json
+    python -m lab.edge_limits run --layout proxy --out lab/records/<date>-edge-limits/proxy-1.json
 """
 
 from __future__ import annotations
