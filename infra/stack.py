@@ -38,7 +38,13 @@ from infra.serving.model_cache import (
     cache_uri,
 )
 from infra.serving.network_policy import network_policies
-from infra.serving.rayservice import build_rayservice, build_serve_load_balancer, endpoint_outputs, runs_ray_autoscaler
+from infra.serving.rayservice import (
+    build_rayservice,
+    build_serve_load_balancer,
+    endpoint_outputs,
+    runs_ray_autoscaler,
+    serve_edge,
+)
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import PD_SIDES, application_name
 from infra.settings.changes import (
@@ -421,6 +427,7 @@ def declare_serving(
             if gcs_store
             else None,
             prefix_routing=cfg.prefix_routing,
+            edge=serve_edge(cfg),
         ),
         cluster,
         nodes.system,

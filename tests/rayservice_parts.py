@@ -41,10 +41,15 @@ def pod_specs(run: StackRun) -> list[dict]:
     return [cluster["headGroupSpec"]["template"]["spec"], worker_group(run)["template"]["spec"]]
 
 
+def ray_container(spec: dict) -> dict:
+    """The pod's Ray container: KubeRay takes the first as it (kuberay v1.4.0 constant.go RayContainerIndex = 0); a
+    worker pod's other is the edge (infra/serving/edge.py)."""
+    return spec["containers"][0]
+
+
 def mounted_volume(spec: dict, mount_path: str) -> dict:
-    """The volume the pod's one container mounts at `mount_path`."""
-    (container,) = spec["containers"]
-    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    """The volume the pod's Ray container mounts at `mount_path`."""
+    mounts = {m["mountPath"]: m["name"] for m in ray_container(spec)["volumeMounts"]}
     return {v["name"]: v for v in spec["volumes"]}[mounts[mount_path]]
 
 

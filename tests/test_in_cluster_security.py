@@ -41,7 +41,7 @@ from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
 from infra.stack import ray_auth_note
 from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows, port_entries
-from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group
 from tests.schemas import kuberay_dir
 from tests.test_node_start import user_data_parts
 from tools.offline import StackRun, load_stack_config, run_stack
@@ -387,7 +387,7 @@ def test_the_head_never_holds_the_hub_token(shipped):
 
 
 def worker_env_names(run: StackRun) -> set[str]:
-    (container,) = worker_group(run)["template"]["spec"]["containers"]
+    container = ray_container(worker_group(run)["template"]["spec"])
     return {e["name"] for e in container["env"]}
 
 

@@ -11,7 +11,7 @@ import yaml
 from infra.nodes.node_groups import GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS, SYSTEM_ROOT_THROUGHPUT_MIBPS
 from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
 from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
-from tests.rayservice_parts import worker_group
+from tests.rayservice_parts import ray_container, worker_group
 
 
 def gpu_launch_template(run) -> dict:
@@ -65,7 +65,7 @@ def test_the_compile_cache_lives_on_the_node(dev):
     spec = worker_group(dev)["template"]["spec"]
     (volume,) = [v for v in spec["volumes"] if v["name"] == "vllm-cache"]
     assert volume["hostPath"]["path"] == VLLM_CACHE_HOST_PATH
-    (container,) = spec["containers"]
+    container = ray_container(spec)
     assert {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT} in container["volumeMounts"]
     assert {"name": "VLLM_CACHE_ROOT", "value": VLLM_CACHE_ROOT} in container["env"]
 
@@ -77,6 +77,6 @@ def test_tritons_own_cache_lives_on_the_node_too(dev):
     TORCHINDUCTOR_CACHE_DIR alone (vllm/compilation/decorators.py). Triton's kernels outside Inductor and the
     autotuning results vllm/env_override.py turns on go to TRITON_CACHE_DIR, or ~/.triton/cache in the container,
     which a restarted pod loses."""
-    (container,) = worker_group(dev)["template"]["spec"]["containers"]
+    container = ray_container(worker_group(dev)["template"]["spec"])
     assert {"name": "TRITON_CACHE_DIR", "value": TRITON_CACHE_DIR} in container["env"]
     assert TRITON_CACHE_DIR.startswith(VLLM_CACHE_ROOT + "/")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.serving import model_cache, serve_auth
+from infra.serving import edge, model_cache, serve_auth
 from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
@@ -20,6 +20,7 @@ from tests.conftest import (
     SHIPPED_STACK_FILE_VALUES,
     rejection,
 )
+from tests.rayservice_parts import worker_group
 from tests.schemas import core_object_errors, custom_resource_validator, rayservice_errors, schema_errors, schemas_dir
 from tests.test_bad_input import run_as_copied
 from tools import offline, render
@@ -98,6 +99,11 @@ def test_shipped_stack_renders_every_file(shipped_render):
     assert kinds.index("RayService") < kinds.index("ConfigMap") < kinds.index("PodMonitor")
 
 
+def serve_edge_configmap(run: StackRun) -> str:
+    volumes = worker_group(run)["template"]["spec"]["volumes"]
+    return {v["name"]: v for v in volumes}[edge.CONFIGMAP_PREFIX]["configMap"]["name"]
+
+
 def test_every_object_is_rendered_in_apply_order(full_run, full_render):
     names = sorted(path.name for path in (full_render / "manifests").iterdir())
     mirror_job = model_cache.mirror_job_name("Qwen/Qwen3.5-9B", full_run.outputs["modelCacheUri"])
@@ -146,6 +152,8 @@ def test_every_object_is_rendered_in_apply_order(full_run, full_render):
         # The kubelet retries a pod's volume until its ConfigMap exists; `pulumi up` creates it first.
         "08-configmap-model-mirror-script.yaml",
         f"08-configmap-{serve_auth.CODE.configmap_name()}.yaml",
+        # The edge's configuration, which the worker pods mount (infra/serving/edge.py).
+        f"08-configmap-{serve_edge_configmap(full_run)}.yaml",
         "09-podmonitor-kuberay-operator.yaml",
         "09-podmonitor-ray-head.yaml",
         "09-podmonitor-ray-workers.yaml",

@@ -27,7 +27,7 @@ from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.conftest import rejection
-from tests.rayservice_parts import pd_args, rayservice, serve_config, worker_group
+from tests.rayservice_parts import pd_args, ray_container, rayservice, serve_config, worker_group
 from tests.schemas import rayservice_errors, schemas_dir
 from tests.test_policy import CapturedStack, preview
 from tools.offline import StackRun, load_stack_config, run_stack
@@ -94,8 +94,7 @@ def fewest_replicas(llm_config: dict) -> int:
 
 
 def worker_limits(run: StackRun) -> dict:
-    (container,) = worker_group(run)["template"]["spec"]["containers"]
-    return container["resources"]["limits"]
+    return ray_container(worker_group(run)["template"]["spec"])["resources"]["limits"]
 
 
 def test_every_recipe_of_the_readme_is_checked():

@@ -10,7 +10,7 @@ import yaml
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from tests.chart_values import kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed, kuberay_run
-from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, worker_group
+from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group
 from tests.schemas import kuberay_dir, raycluster_errors, rayservice_errors
 from tools.offline import run_stack
 
@@ -25,8 +25,7 @@ def head(run) -> dict:
 
 
 def container(group: dict) -> dict:
-    (only,) = group["template"]["spec"]["containers"]
-    return only
+    return ray_container(group["template"]["spec"])
 
 
 def env(group: dict) -> dict:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from infra import PROJECT_DIR
-from infra.serving import serve_auth
+from infra.serving import edge, serve_auth
 from infra.serving.serve_config import (
     build_serve_config,
     code_packages,
@@ -28,7 +28,7 @@ from infra.settings.scheduling import (
 )
 from infra.settings.topology import worker_cpu, worker_memory_gib
 
-SERVE_PORT = 8000
+SERVE_PORT = edge.EDGE_PORT  # the edge's, in front of Serve's proxy (infra/serving/edge.py)
 # The serve load balancer's one listener: TLS on 443 (cloud-provider-aws annotations), TCP to the pods' 8000.
 HTTPS_PORT = 443
 TLS_CERT_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
@@ -231,12 +231,20 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
+def serve_edge(cfg: StackConfig) -> edge.Edge:
+    return edge.Edge(cfg.serve_max_request_mib)
+
+
 def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | None = None) -> dict[str, Any]:
-    # One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it.
+    """One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it. The edge in front of its
+    Serve proxy takes its share of the pod's CPU and memory (infra/serving/edge.py). KubeRay's readiness probe asks
+    localhost:8000/-/healthz, the ray container's `serve` port or 8000 without one (kuberay v1.4.0 pod.go
+    initLivenessAndReadinessProbe), so it goes through the edge too."""
     node = cfg.topology.node
+    edge_proxy = serve_edge(cfg)
     resources = {
-        "cpu": str(worker_cpu(node)),
-        "memory": f"{worker_memory_gib(node)}Gi",
+        "cpu": str(worker_cpu(node) - edge.EDGE_CPU),
+        "memory": f"{worker_memory_gib(node) - edge.EDGE_MEMORY_GIB}Gi",
         "nvidia.com/gpu": str(node.gpus),
         "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }
@@ -278,12 +286,14 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                             {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
                             *code_mounts,
                         ],
-                    }
+                    },
+                    edge_proxy.container(cfg.dlc_image),
                 ],
                 "volumes": [
                     {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
                     {"name": "vllm-cache", "hostPath": {"path": VLLM_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}},
                     *code_pod_volumes,
+                    edge_proxy.volume(),
                 ],
             },
         },

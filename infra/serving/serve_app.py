@@ -16,8 +16,9 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
-from infra.serving import prefix_routing, serve_auth
+from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
+from infra.serving.edge import Edge
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from infra.serving.rayservice import (
     CLUSTER_SPEC_ANNOTATION,
@@ -121,6 +122,8 @@ class ServingArgs:
     gcs_store: GcsStoreAccess | None = None
     # A side routes by prefix: the router's code as a ConfigMap the pods mount (infra/serving/prefix_routing.py).
     prefix_routing: bool = False
+    # The serve edge's configuration, as the ConfigMap the worker pods mount (infra/serving/edge.py).
+    edge: Edge | None = None
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
@@ -369,6 +372,15 @@ def _rayservice_inputs(
     if args.prefix_routing:
         opts = children.new_opts(provider=cluster.provider, depends_on=[namespace])
         inputs.append(code_config_map(prefix_routing.CODE, children, args.namespace, opts))
+    if args.edge is not None:
+        inputs.append(
+            k8s.core.v1.ConfigMap(
+                children.name(edge.CONFIGMAP_PREFIX),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.edge.configmap_name(), namespace=args.namespace),
+                data=args.edge.configmap_data(),
+                opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
+            )
+        )
     if args.worker_service_account is not None:
         account, role_arn = args.worker_service_account
         inputs.append(

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.serving import prefix_routing, serve_auth
+from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
 from infra.settings.prefix_caching import PD_MAMBA_CACHE_MODE
 
@@ -222,7 +222,8 @@ def application_name(cfg: StackConfig) -> str:
 def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
     """The app; with API keys on, the PD builder's ingress is ours (infra/serving/serve_auth.py), and a side that routes
     by prefix names the stack's router (infra/serving/prefix_routing.py), each loaded from a zip the app's runtime_env
-    names, on top of what the image has."""
+    names, on top of what the image has. Serve's proxy listens behind the edge, on each pod's loopback
+    (infra/serving/edge.py)."""
     app: dict[str, Any] = {"name": args.name, "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
     code = [package.uri() for package in code_packages(args)]
     if code:
@@ -232,7 +233,7 @@ def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
         **ingress_deployment_config(args),
         **(serve_auth.ingress_args() if args.api_key_auth else {}),
     }
-    return {"applications": [app]}
+    return {"http_options": edge.serve_http_options(), "applications": [app]}
 
 
 # What Serve 2.58 hashes into an application's code version (ray/serve/_private/deploy_utils.py get_app_code_version;

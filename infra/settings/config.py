@@ -264,6 +264,8 @@ class StackConfig:
     serve_api_keys: pulumi.Output[list[str]] | None
     serve_certificate_arn: str | None
     serve_ready_timeout_minutes: int
+    # The edge's body limit (infra/serving/edge.py).
+    serve_max_request_mib: int
     # Check the model source before the RayService changes (infra/serving/model_source.py).
     model_preflight: bool
     # The stack's S3 model cache (infra/serving/model_cache.py): mirror a Hub modelSource into it; keep it on destroy.

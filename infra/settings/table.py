@@ -1009,6 +1009,17 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             change_note="only with serveExposure internal or internet-facing; with none nothing changes",
         ),
         Setting(
+            "serveMaxRequestMib",
+            Integer(1, maximum=1024),
+            16,
+            "Largest request body the serve endpoint's edge takes, in MiB, 1 to 1024: a larger Content-Length gets 413 "
+            "before the body is read, and a chunked body 411 (docs/security.md, The edge). Raise it for prompts that "
+            "carry images.",
+            feeds="serve_max_request_mib",
+            effects=(RAYSERVICE_REPLACED,),
+            change_note="the edge's configuration is a volume of the worker pods: they start again with it",
+        ),
+        Setting(
             "serveCertificateArn",
             Text(
                 CERTIFICATE_ARN_PATTERN,

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from infra.serving.edge import EDGE_PORT
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
 from infra.settings.table import RAY_TOKEN_AUTH_SINCE
 from lab.tests.kuberay_source import go_function, kuberay_source
@@ -54,3 +55,17 @@ def test_the_ray_version_floor_is_the_operators():
     floor = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
     assert f'minVersion := version.MustParseGeneric("{floor}")' in source
     assert "authOptions.mode is 'token' but minimum Ray version is" in source
+
+
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_the_workers_readiness_probe_asks_port_8000_without_a_serve_port(version):
+    """A RayService's worker pods get a readiness probe on the Ray container (the first: RayContainerIndex 0) that
+    asks localhost at its `serve` port, or DefaultServingPort 8000 without one (common/pod.go
+    initLivenessAndReadinessProbe): why the edge (infra/serving/edge.py) binds 8000 and the Ray container declares no
+    `serve` port, so the probe goes through the edge (tests/test_serve_edge.py)."""
+    probe = go_function(kuberay_source(version, "pod.go"), "initLivenessAndReadinessProbe")
+    assert "utils.FindContainerPort(rayContainer, utils.ServingPortName, utils.DefaultServingPort)" in probe
+    assert "creatorCRDType == utils.RayServiceCRD && rayNodeType == rayv1.WorkerNode" in probe
+    constants = kuberay_source(version, "constant.go")
+    assert re.search(rf"DefaultServingPort\s+=\s+{EDGE_PORT}\b", constants)
+    assert re.search(r"RayContainerIndex\s+=\s+0\b", constants)
