@@ -75,3 +75,23 @@ def raise_input_errors(component: str, errors: list[InputPropertyErrorDetails]) 
     if errors:
         listed = "; ".join(f"{error['property_path']}: {error['reason']}" for error in errors)
         raise InputPropertiesError(f"Invalid arguments for {component}: {listed}", errors)
+
+
+# The NetworkPolicy manifests the serving and monitoring namespaces build alike (infra/serving/network_policy.py,
+# infra/observability/network_policy.py).
+def tcp_ports(*ports: int) -> list[dict[str, Any]]:
+    return [{"protocol": "TCP", "port": port} for port in ports]
+
+
+def ingress_policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        # {} selects every pod of the namespace.
+        "spec": {
+            "podSelector": {"matchLabels": dict(pods)} if pods else {},
+            "policyTypes": ["Ingress"],
+            "ingress": ingress,
+        },
+    }

@@ -97,14 +97,16 @@ def test_the_serving_namespace_is_privileged_for_the_gpu_workers_alone():
 
 
 def test_the_ray_pods_and_the_mirror_fail_restricted_only_on_the_images_user():
-    """Every container drops every capability (the workers add IPC_LOCK back), escalates no privilege and runs under
-    the runtime's default seccomp filter; what is left of restricted is runAsNonRoot, the DLC image's user."""
+    """Every container (the workers' edge too) drops every capability (the workers' Ray container adds IPC_LOCK back),
+    escalates no privilege and runs under the runtime's default seccomp filter; what is left of restricted is
+    runAsNonRoot, the DLC image's user."""
     pods = pod_specs(cached_run())
     mirror = next(name for name in pods if name.startswith("model-mirror"))
     assert violations(RESTRICTED, pods["ray-head"][1]) == ["ray-head: runAsNonRoot not true"]
     assert violations(RESTRICTED, pods[mirror][1]) == ["mirror: runAsNonRoot not true"]
     assert MODEL_CACHE_LEVEL == BASELINE and violations(BASELINE, pods[mirror][1]) == []
     assert violations(RESTRICTED, pods["ray-worker"][1]) == [
+        "edge: runAsNonRoot not true",
         "ray-worker: adds IPC_LOCK",
         "ray-worker: runAsNonRoot not true",
         "volume vllm-cache: hostPath",

@@ -1455,8 +1455,8 @@ def test_pack_and_program_agree_on_the_one_host_path_and_capability() -> None:
     ones the workers' template carries."""
     from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
     from policy.ray_llm_policies import least_privilege
-    from tests.rayservice_parts import worker_group
+    from tests.rayservice_parts import ray_container, worker_group
 
     assert least_privilege.ALLOWED_HOST_PATHS == {VLLM_CACHE_HOST_PATH}
-    (container,) = worker_group(run_stack())["template"]["spec"]["containers"]
+    container = ray_container(worker_group(run_stack())["template"]["spec"])
     assert set(container["securityContext"]["capabilities"]["add"]) == least_privilege.ALLOWED_ADDED_CAPABILITIES

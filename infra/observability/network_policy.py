@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.serving.network_policy import ingress_policy, tcp_ports
+from infra.components import ingress_policy, tcp_ports
 from infra.settings.namespaces import MONITORING_NAMESPACE
 from infra.settings.pod_labels import PROMETHEUS_POD_SELECTOR
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from infra.settings.pod_security import CONTAINER_SECURITY
+
 EDGE_PORT = 8000
 # Serve's proxy, on loopback only, so nothing outside the pod reaches it but through the edge (serveConfigV2's
 # http_options; Serve binds every node's proxy to that host and port: ray/serve/_private/proxy.py).
@@ -110,6 +112,8 @@ class Edge:
             "name": "edge",
             "image": image,
             "command": ["bash", "-c", f'exec "{binary}" -db -f {CONFIG_DIR}/{CONFIG_FILE}'],
+            # Port 8000 needs no capability to bind (above 1024).
+            "securityContext": dict(CONTAINER_SECURITY),
             "ports": [{"containerPort": EDGE_PORT, "name": "edge"}],
             "resources": {"requests": resources, "limits": resources},
             "volumeMounts": [{"name": CONFIGMAP_PREFIX, "mountPath": CONFIG_DIR, "readOnly": True}],

@@ -34,11 +34,11 @@ from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
-from infra.serving.rayservice import CONTAINER_SECURITY, HF_TOKEN_KEY, hf_token_env
+from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
 from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
 from infra.settings.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
-from infra.settings.pod_security import MODEL_CACHE_LEVEL, pod_security_labels
+from infra.settings.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
 from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 

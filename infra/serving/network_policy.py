@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.components import ingress_policy, tcp_ports
 from infra.serving.rayservice import (
     DASHBOARD_AGENT_GRPC_PORT,
     DASHBOARD_AGENT_PORT,
@@ -79,10 +80,6 @@ def pods_in_namespace(namespace: str, pods: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def tcp_ports(*ports: int) -> list[dict[str, Any]]:
-    return [{"protocol": "TCP", "port": port} for port in ports]
-
-
 def _tcp_range(first: int, last: int) -> dict[str, Any]:
     return {"protocol": "TCP", "port": first, "endPort": last}
 
@@ -95,57 +92,17 @@ def nixl_side_channel_ranges() -> list[tuple[int, int]]:
     return [(base, base + room - 1) for base in bases]
 
 
-def ingress_policy(name: str, namespace: str, pods: dict[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": name, "namespace": namespace},
-        # {} selects every pod of the namespace.
-        "spec": {
-            "podSelector": {"matchLabels": dict(pods)} if pods else {},
-            "policyTypes": ["Ingress"],
-            "ingress": ingress,
-        },
-    }
-
-
 def network_policies(namespace: str, ray_service: str, ray_autoscaler: bool = False) -> list[dict[str, Any]]:
     """The default deny and the allowed paths, for the Ray pods of `ray_service` in `namespace` (their pod templates
     carry INSTANCE_LABEL=ray_service, infra/serving/rayservice.py; a NewCluster upgrade's second cluster too);
     `ray_autoscaler`: the head runs Ray's autoscaler sidecar, whose metrics Prometheus scrapes."""
     ray_pods = {INSTANCE_LABEL: ray_service}
     head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
-    workers = {**ray_pods, RAY_NODE_TYPE_LABEL: "worker"}
     prometheus = [pods_in_namespace(MONITORING_NAMESPACE, PROMETHEUS_POD_SELECTOR)]
-    node_ports = [*tcp_ports(NODE_MANAGER_PORT, OBJECT_MANAGER_PORT), _tcp_range(*WORKER_PORTS)]
-    nixl_ports = [_tcp_range(*ports) for ports in nixl_side_channel_ranges()]
-    agent_ports = tcp_ports(DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
+    operator = [pods_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)]
     return [
         ingress_policy(DEFAULT_DENY, namespace, {}, []),
-        ingress_policy(
-            "ray-pods-to-ray-nodes",
-            namespace,
-            ray_pods,
-            [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": node_ports}],
-        ),
-        ingress_policy(
-            "ray-pods-to-gcs",
-            namespace,
-            head,
-            [{"from": [{"podSelector": {"matchLabels": ray_pods}}], "ports": tcp_ports(GCS_PORT)}],
-        ),
-        ingress_policy(
-            "head-to-agents",
-            namespace,
-            workers,
-            [{"from": [{"podSelector": {"matchLabels": head}}], "ports": agent_ports}],
-        ),
-        ingress_policy(
-            "workers-to-nixl",
-            namespace,
-            workers,
-            [{"from": [{"podSelector": {"matchLabels": workers}}], "ports": nixl_ports}],
-        ),
+        *ray_pods_to_each_other(namespace, ray_service),
         ingress_policy("anyone-to-serve", namespace, ray_pods, [{"ports": tcp_ports(SERVE_PORT)}]),
         ingress_policy(
             "prometheus-to-metrics",
@@ -160,14 +117,27 @@ def network_policies(namespace: str, ray_service: str, ray_autoscaler: bool = Fa
             [{"from": prometheus, "ports": tcp_ports(*head_metrics_ports(ray_autoscaler))}],
         ),
         ingress_policy(
-            "operator-to-dashboard",
-            namespace,
-            head,
-            [
-                {
-                    "from": [pods_in_namespace(OPERATOR_NAMESPACE, KUBERAY_OPERATOR_SELECTOR)],
-                    "ports": tcp_ports(DASHBOARD_PORT),
-                }
-            ],
+            "operator-to-dashboard", namespace, head, [{"from": operator, "ports": tcp_ports(DASHBOARD_PORT)}]
         ),
+    ]
+
+
+def ray_pods_to_each_other(namespace: str, ray_service: str) -> list[dict[str, Any]]:
+    """What the Ray pods reach of each other, port by port: every pod's raylet, object manager and worker range; the
+    head's GCS; the workers' agents from the head; NIXL's side channel between the workers."""
+    ray_pods = {INSTANCE_LABEL: ray_service}
+    head = {**ray_pods, RAY_NODE_TYPE_LABEL: "head"}
+    workers = {**ray_pods, RAY_NODE_TYPE_LABEL: "worker"}
+    node_ports = [*tcp_ports(NODE_MANAGER_PORT, OBJECT_MANAGER_PORT), _tcp_range(*WORKER_PORTS)]
+    nixl_ports = [_tcp_range(*ports) for ports in nixl_side_channel_ranges()]
+    agent_ports = tcp_ports(DASHBOARD_AGENT_PORT, DASHBOARD_AGENT_GRPC_PORT, RUNTIME_ENV_AGENT_PORT)
+    paths = (
+        ("ray-pods-to-ray-nodes", ray_pods, ray_pods, node_ports),
+        ("ray-pods-to-gcs", head, ray_pods, tcp_ports(GCS_PORT)),
+        ("head-to-agents", workers, head, agent_ports),
+        ("workers-to-nixl", workers, workers, nixl_ports),
+    )
+    return [
+        ingress_policy(name, namespace, to, [{"from": [{"podSelector": {"matchLabels": source}}], "ports": ports}])
+        for name, to, source, ports in paths
     ]

@@ -19,6 +19,7 @@ from infra.serving.serve_config import (
 )
 from infra.settings.config import StackConfig, sets_cluster_deletion_delay
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
+from infra.settings.pod_security import CONTAINER_SECURITY
 from infra.settings.scheduling import (
     GPU_TOLERATION,
     SYSTEM_NODE_SELECTOR,
@@ -111,14 +112,6 @@ VLLM_CACHE_ROOT = "/var/cache/vllm"
 # under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
 # TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
 TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
-# What the Ray containers and the model mirror keep of their privileges: no setuid gain, the container runtime's
-# default seccomp filter, no capability but the ones named (Pod Security Standards' restricted rules, less
-# runAsNonRoot: the DLC image runs as its own user, which the stack does not pick).
-CONTAINER_SECURITY = {
-    "allowPrivilegeEscalation": False,
-    "seccompProfile": {"type": "RuntimeDefault"},
-    "capabilities": {"drop": ["ALL"]},
-}
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
 # The GCS store (infra/serving/gcs_store.py) as the head sees it: a Service of type ExternalName in the serving
@@ -240,18 +233,8 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
     Serve proxy takes its share of the pod's CPU and memory (infra/serving/edge.py). KubeRay's readiness probe asks
     localhost:8000/-/healthz, the ray container's `serve` port or 8000 without one (kuberay v1.4.0 pod.go
     initLivenessAndReadinessProbe), so it goes through the edge too."""
-    node = cfg.topology.node
     edge_proxy = serve_edge(cfg)
-    resources = {
-        "cpu": str(worker_cpu(node) - edge.EDGE_CPU),
-        "memory": f"{worker_memory_gib(node) - edge.EDGE_MEMORY_GIB}Gi",
-        "nvidia.com/gpu": str(node.gpus),
-        "vpc.amazonaws.com/efa": str(node.efa_interfaces),
-    }
-    env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT, "TRITON_CACHE_DIR": TRITON_CACHE_DIR})
     code_pod_volumes, code_mounts = code_volumes(cfg)
-    # NIXL and vLLM advertise this address to the other side of the KV transfer.
-    env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     return {
         "groupName": WORKER_GROUP,
         "replicas": cfg.gpu_node_count,
@@ -271,22 +254,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 # a token of its own (aws-iam-token), not the service account's default one.
                 "automountServiceAccountToken": False,
                 "containers": [
-                    {
-                        "name": "ray-worker",
-                        "image": cfg.dlc_image,
-                        "resources": {"requests": resources, "limits": resources},
-                        "env": env,
-                        # EFA registers pinned memory: libfabric needs to lock it.
-                        "securityContext": {
-                            **CONTAINER_SECURITY,
-                            "capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]},
-                        },
-                        "volumeMounts": [
-                            {"name": "dshm", "mountPath": "/dev/shm"},
-                            {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
-                            *code_mounts,
-                        ],
-                    },
+                    ray_worker_container(cfg, with_hf_token, code_mounts),
                     edge_proxy.container(cfg.dlc_image),
                 ],
                 "volumes": [
@@ -297,6 +265,33 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 ],
             },
         },
+    }
+
+
+def ray_worker_container(cfg: StackConfig, with_hf_token: bool, code_mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The worker pod's Ray container: the node's GPUs and EFA interfaces, its CPU and memory less the edge's."""
+    node = cfg.topology.node
+    resources = {
+        "cpu": str(worker_cpu(node) - edge.EDGE_CPU),
+        "memory": f"{worker_memory_gib(node) - edge.EDGE_MEMORY_GIB}Gi",
+        "nvidia.com/gpu": str(node.gpus),
+        "vpc.amazonaws.com/efa": str(node.efa_interfaces),
+    }
+    env = _env(with_hf_token, {**EFA_ENV, "VLLM_CACHE_ROOT": VLLM_CACHE_ROOT, "TRITON_CACHE_DIR": TRITON_CACHE_DIR})
+    # NIXL and vLLM advertise this address to the other side of the KV transfer.
+    env.insert(0, {"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    return {
+        "name": "ray-worker",
+        "image": cfg.dlc_image,
+        "resources": {"requests": resources, "limits": resources},
+        "env": env,
+        # EFA registers pinned memory: libfabric needs to lock it.
+        "securityContext": {**CONTAINER_SECURITY, "capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]}},
+        "volumeMounts": [
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "vllm-cache", "mountPath": VLLM_CACHE_ROOT},
+            *code_mounts,
+        ],
     }
 
 

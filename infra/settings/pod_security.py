@@ -27,6 +27,16 @@ MONITORING_LEVEL = PRIVILEGED
 # dropped, RuntimeDefault seccomp (kuberay-operator values.yaml securityContext, vendored).
 OPERATOR_LEVEL = RESTRICTED
 
+# What every container the stack declares keeps of its privileges (the Ray containers, the GPU pods' edge, the model
+# mirror): no setuid gain, the container runtime's default seccomp filter, no capability but the ones named (Pod
+# Security Standards' restricted rules, less runAsNonRoot: the DLC image runs as its own user, which the stack does
+# not pick).
+CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "capabilities": {"drop": ["ALL"]},
+}
+
 
 def pod_security_labels(level: str) -> dict[str, str]:
     return {ENFORCE_LABEL: level, AUDIT_LABEL: RESTRICTED}
