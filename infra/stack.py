@@ -542,9 +542,9 @@ def stack_outputs(
         outputs["modelCacheUri"] = model.cache_uri
     if serving.load_balancer_hostname is not None:
         outputs["serveLoadBalancerHostname"] = serving.load_balancer_hostname
-        # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (README).
+        # HTTPS only; the certificate names the DNS name clients use, which points at this hostname (docs/security.md).
         outputs["serveLoadBalancerEndpoint"] = pulumi.Output.concat("https://", serving.load_balancer_hostname, "/v1")
     if cfg.serve_api_keys is not None:
-        # The first key, for the operator's own calls (tools.verify, the README's curl); a secret output.
+        # The first key, for the operator's own calls (tools.verify, the curl in docs/security.md); a secret output.
         outputs["serveApiKey"] = cfg.serve_api_keys.apply(lambda keys: keys[0])
     return outputs

@@ -34,8 +34,8 @@ SERVE_AUTOSCALING = {
 # beside the first during an upgrade (m7i.xlarge holds one head and the system pods: infra/settings/footprint.py).
 NEW_CLUSTER = {"clusterUpgradeStrategy": "newCluster", "systemNodeCount": 2}
 API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
-# What the README's first steps add to a stack whose endpoint leaves the cluster: the ACM certificate of its DNS
-# name, and the API keys as one secret (the stack file holds it encrypted; offline reads a stand-in key).
+# What the first deploy's steps (docs/getting-started.md) add to a stack whose endpoint leaves the cluster: the ACM
+# certificate of its DNS name, and the API keys as one secret (the stack file holds it encrypted; offline reads a stand-in key).
 CERTIFICATE_KEY = f"{PROJECT}:serveCertificateArn"
 API_KEYS_KEY = f"{PROJECT}:serveApiKeys"
 OPERATOR_CERTIFICATE = "arn:aws:acm:{region}:123456789012:certificate/0f6e5d4c-3b2a-4190-8877-665544332211"
@@ -62,8 +62,8 @@ SHIPPED_STACK_FILE_VALUES = offline._stack_file_values
 
 @pytest.fixture(scope="session", autouse=True)
 def operator_allow_list() -> Iterator[None]:
-    """Every stack file as a new user has it after the README's first steps, which add their address and, for a
-    stack whose endpoint leaves the cluster, its certificate and API keys.
+    """Every stack file as a new user has it after the first deploy's steps (docs/getting-started.md), which add their
+    address and, for a stack whose endpoint leaves the cluster, its certificate and API keys.
 
     No shipped stack carries an API allow-list (a real one is the user's own address); the step
     `pulumi config set --path 'apiPublicAccessCidrs[0]' <ip>/32` writes it into Pulumi.<stack>.yaml, and

@@ -1,6 +1,6 @@
 """Scaling: the recipes of docs/scaling.md rendered, the node arithmetic, whole-node workers and Ray placement.
 
-Each recipe of docs/scaling.md (the README's "Scaling" links it) is evaluated offline as written; the RayService must
+Each recipe of docs/scaling.md is evaluated offline as written; the RayService must
 validate against the KubeRay v1.4.0 CRD, each side of the serve config against Ray 2.58.0's own
 classes, and the policy pack must pass.
 """

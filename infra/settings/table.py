@@ -1,7 +1,7 @@
 """The stack's settings as a table: one row per key, the one place a key is stated.
 
 Each row gives the key's type and what a single value may be (pattern, bounds, allowed values), its default and
-description (Pulumi.yaml's `config` block and the README's table are generated from these rows by
+description (Pulumi.yaml's `config` block and docs/configuration.md's table are generated from these rows by
 `python -m tools.config_reference --write`, and tests hold them equal), the `StackConfig` field it feeds, and what
 changing it does to a running stack (`infra/settings/changes.py` defines the effects).
 `infra.settings.config.load_config` reads every row; the rules that relate several keys are named functions there,
@@ -1063,7 +1063,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Mirror a Hugging Face modelSource once into the stack's own S3 bucket (an in-cluster Job on the first "
             "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
-            "modelSource is read directly either way (README, Model cache).",
+            "modelSource is read directly either way (docs/model-cache.md).",
             feeds="model_cache",
             effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
