@@ -35,7 +35,8 @@ SERVE_AUTOSCALING = {
 NEW_CLUSTER = {"clusterUpgradeStrategy": "newCluster", "systemNodeCount": 2}
 API_ALLOW_LIST_KEY = f"{PROJECT}:apiPublicAccessCidrs"
 # What the first deploy's steps (docs/getting-started.md) add to a stack whose endpoint leaves the cluster: the ACM
-# certificate of its DNS name, and the API keys as one secret (the stack file holds it encrypted; offline reads a stand-in key).
+# certificate of its DNS name, and the API keys as one secret (the stack file holds it encrypted; offline reads a
+# stand-in key).
 CERTIFICATE_KEY = f"{PROJECT}:serveCertificateArn"
 API_KEYS_KEY = f"{PROJECT}:serveApiKeys"
 OPERATOR_CERTIFICATE = "arn:aws:acm:{region}:123456789012:certificate/0f6e5d4c-3b2a-4190-8877-665544332211"

@@ -118,9 +118,9 @@ def test_every_relative_link_resolves(page):
 
 
 def test_the_code_scan_sees_a_guide_anchor():
-    text = 'raise ValueError("see README.md#prerequisites-and-first-deploy and docs/policy.md#deploying-from-ci")'
+    text = 'raise ValueError("see README.md#architecture and docs/policy.md#deploying-from-ci")'
     assert CODE_REFERENCE.findall(text) == [
-        ("README.md", "prerequisites-and-first-deploy"),
+        ("README.md", "architecture"),
         ("docs/policy.md", "deploying-from-ci"),
     ]
 

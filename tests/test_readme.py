@@ -1,10 +1,8 @@
-"""The README stays true: its first screen has the set-up, test and deploy commands, the configuration table it
-links (docs/configuration.md) is Pulumi.yaml's, and its Layout section names what the repository holds."""
+"""The README stays true: its first screen has the set-up, test, render and deploy commands the project runs, the
+first deploy it links (docs/getting-started.md) gives the commands the program names, and the configuration table
+it links (docs/configuration.md) is Pulumi.yaml's. What the repository holds: tests/test_layout_page.py."""
 
 from __future__ import annotations
-
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +14,8 @@ from tools.project import PROJECT_DIR, replace_generated_block
 
 README = (PROJECT_DIR / "README.md").read_text()
 FIRST_SCREEN = "\n".join(README.splitlines()[:25])
-FIRST_DEPLOY = README.split("## Prerequisites and first deploy", 1)[1].split("\n## ", 1)[0]
-LAYOUT = README.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+GETTING_STARTED = (PROJECT_DIR / "docs" / "getting-started.md").read_text()
+FIRST_DEPLOY = GETTING_STARTED.split("\n## Prerequisites and first deploy\n", 1)[1].split("\n## ", 1)[0]
 
 
 def test_first_screen_shows_the_deploy_command():
@@ -26,26 +24,28 @@ def test_first_screen_shows_the_deploy_command():
 
 def test_first_deploy_gives_the_api_allow_list_command_the_program_asks_for():
     """No shipped stack carries an API allow-list; the command the config error names is the first deploy's, word
-    for word."""
+    for word, in the README's deploy commands and on the page it links."""
+    assert API_ALLOW_LIST_COMMAND in README
     assert API_ALLOW_LIST_COMMAND in FIRST_DEPLOY
 
 
 def test_the_teardown_gives_the_unprotect_step_the_program_names():
     """A protected stack's preview names the step that lifts both protections (infra/stack.py protection_note); the
-    README's and docs/operations.md's teardown give that step word for word, before `pulumi destroy`."""
-    teardown = README[README.index("Tear down with") :].split("\n\n", 1)[0]
+    first deploy's (docs/getting-started.md) and docs/operations.md's teardown give that step word for word, before
+    `pulumi destroy`."""
+    teardown = FIRST_DEPLOY[FIRST_DEPLOY.index("Tear down with") :].split("\n\n", 1)[0]
     assert UNPROTECT_COMMAND in teardown
     operations = (PROJECT_DIR / "docs" / "operations.md").read_text().split("\n## Tear down\n", 1)[1]
     assert operations.index(UNPROTECT_COMMAND) < operations.index("pulumi destroy\n")
 
 
 def test_first_screen_shows_the_test_command_ci_runs():
-    """.ci/run ends with the product's suite, the first screen's command, then the lab's, the README's Testing."""
+    """.ci/run ends with the product's suite, then the lab's: the first screen's two test commands."""
     ci_lines = (PROJECT_DIR / ".ci" / "run").read_text().rstrip().splitlines()
     product, lab = "./.venv-test/bin/python -m pytest", "./.venv-test/bin/python -m pytest lab/tests"
     assert product in FIRST_SCREEN
     assert ci_lines[-2:] == [product, lab]
-    assert lab in README
+    assert lab in FIRST_SCREEN
 
 
 def test_config_table_is_generated_from_pulumi_yaml():
@@ -64,68 +64,6 @@ def test_writing_a_generated_block_replaces_only_the_block(tmp_path):
     readme.write_text(f"# intro\n\n{begin}\n| stale | row |\n{end}\n\nafter\n")
     replace_generated_block(readme, table)
     assert readme.read_text() == f"# intro\n\n{table}\n\nafter\n"
-
-
-def _top_level_entries() -> set[str]:
-    """What a clone holds at the top: git's tracked and untracked-but-not-ignored files (its own ignore rules,
-    .gitignore and .git/info/exclude alike), so local venvs and caches never count."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return {line.split("/", 1)[0] for line in listed.splitlines()}
-
-
-def test_layout_names_every_top_level_entry():
-    """A user's own stack file (`Pulumi.<stack>.yaml`, "add a stack by adding a file") needs no line of its own."""
-    entries = sorted(name for name in _top_level_entries() if not Path(name).match("Pulumi.*.yaml"))
-    assert [name for name in entries if name not in LAYOUT] == []
-
-
-def modules_and_packages(folder: Path, *, nested: bool) -> list[str]:
-    """A folder's modules (`name`) and packages (`name/`), with each package's own modules when `nested`."""
-    names = []
-    for path in sorted(folder.iterdir()):
-        if path.is_dir() and (path / "__init__.py").is_file():
-            names += [f"{path.name}/", *(modules_and_packages(path, nested=True) if nested else [])]
-        elif path.suffix == ".py" and path.stem != "__init__":
-            names.append(path.stem)
-    return names
-
-
-def test_layout_names_every_package_and_module_of_infra():
-    """infra/ is one package per part of the architecture (settings/, network/, ...) beside components.py and
-    stack.py; the Layout names each package and each module in it."""
-    names = modules_and_packages(PROJECT_DIR / "infra", nested=True)
-    assert {"settings/", "serving/", "rayservice", "components", "stack"} <= set(names)
-    assert [name for name in names if name not in LAYOUT] == []
-
-
-def test_layout_names_every_tool():
-    """A tool is a module (`render`) or a package (`smoke/`) run with `python -m tools.<name>`."""
-    names = modules_and_packages(PROJECT_DIR / "tools", nested=False)
-    assert [name for name in names if name not in LAYOUT] == []
-
-
-def test_modules_and_packages_finds_a_package_and_its_modules(tmp_path):
-    (tmp_path / "part").mkdir()
-    for name in ("__init__.py", "top.py", "part/__init__.py", "part/inner.py"):
-        (tmp_path / name).write_text("")
-    (tmp_path / "data").mkdir()  # no __init__.py: not a package
-    assert modules_and_packages(tmp_path, nested=True) == ["part/", "inner", "top"]
-    assert modules_and_packages(tmp_path, nested=False) == ["part/", "top"]
-
-
-def test_layout_names_the_tests_support_modules():
-    support = sorted(
-        path.stem
-        for path in (PROJECT_DIR / "tests").glob("*.py")
-        if not path.stem.startswith("test_") and path.stem not in {"__init__", "conftest"}
-    )
-    assert [module for module in support if module not in LAYOUT] == []
 
 
 def test_first_screen_and_quota_line_describe_the_dev_stack():
