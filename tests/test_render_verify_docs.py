@@ -13,8 +13,8 @@ OPERATIONS_DOC = Path(__file__).parents[1] / "docs" / "operations.md"
 
 
 def documented_options(command: str) -> set[str]:
-    """The `--options` in the option table of a command's section (up to its exit statuses)."""
-    section = OPERATIONS_DOC.read_text().split(f"python -m tools.{command}", 1)[1].split("Exit status", 1)[0]
+    """The `--options` in the option table of a command's section (`## Render: ...`, up to its exit statuses)."""
+    section = OPERATIONS_DOC.read_text().split(f"\n## {command.capitalize()}: ", 1)[1].split("Exit status", 1)[0]
     return {line.split("`")[1].split()[0] for line in section.splitlines() if line.startswith("| `--")}
 
 
