@@ -579,9 +579,12 @@ def serving_steps() -> list[DeployStep]:
         ),
         DeployStep(
             "KubeRay operator",
-            (part("its Helm release", "kuberay_install"),),
+            (part("its Helm release, its namespace's labels", "kuberay_install"),),
             ("CoreDNS",),
-            resources=("kubernetes:helm.sh/v3:Release::serving-kuberay-kuberay-operator",),
+            resources=(
+                "kubernetes:helm.sh/v3:Release::serving-kuberay-kuberay-operator",
+                "kubernetes:core/v1:NamespacePatch::serving-kuberay-*",
+            ),
         ),
     ]
 
@@ -694,11 +697,18 @@ def other_steps() -> list[DeployStep]:
         ),
         DeployStep(
             "monitoring objects",
-            (part("PodMonitors, the PrometheusRule, the dashboards", "api_objects"),),
+            (
+                part(
+                    "PodMonitors, the PrometheusRule, the dashboards, the namespace's policies and labels",
+                    "api_objects",
+                ),
+            ),
             ("metrics stack",),
             resources=(
                 "kubernetes:monitoring.coreos.com/*::observability-*",
                 "kubernetes:core/v1:ConfigMap::observability-*",
+                "kubernetes:networking.k8s.io/v1:NetworkPolicy::observability-*",
+                "kubernetes:core/v1:NamespacePatch::observability-*",
             ),
         ),
         DeployStep(

@@ -14,14 +14,17 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from infra.serving import edge
 from lab import edge_limits
 from lab.edge_limits import KEY, PROBE_TIMEOUT_S, Ports, read_response
+
+T = TypeVar("T")
 
 PORTS = Ports(client=18650, serve_proxy=18651)
 MAX_BODY_MIB = 16
@@ -39,6 +42,16 @@ def edge_in_front() -> Iterator[Ports]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The coroutine on a loop of its own, leaving the thread's current loop as it was: asyncio.run() leaves none, and
+    the Pulumi mock runs of the tests after these ask for one (asyncio.get_event_loop)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
 async def exchange(port: int, request: bytes) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(request)
@@ -50,7 +63,7 @@ async def exchange(port: int, request: bytes) -> int:
 
 
 def phase(ports: Ports, attacker: list[str], seconds: float) -> edge_limits.Phase:
-    return asyncio.run(edge_limits.run_phase(attacker[0], seconds, ports, {}, attacker))
+    return run(edge_limits.run_phase(attacker[0], seconds, ports, {}, attacker))
 
 
 def test_a_keyed_request_passes_the_edge(edge_in_front: Ports) -> None:
@@ -59,28 +72,28 @@ def test_a_keyed_request_passes_the_edge(edge_in_front: Ports) -> None:
         f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode() + body
-    assert asyncio.run(exchange(edge_in_front.client, request)) == 200
+    assert run(exchange(edge_in_front.client, request)) == 200
 
 
 def test_kuberays_probe_path_answers_through_the_edge(edge_in_front: Ports) -> None:
-    assert asyncio.run(exchange(edge_in_front.client, b"GET /-/healthz HTTP/1.1\r\nHost: x\r\n\r\n")) == 200
+    assert run(exchange(edge_in_front.client, b"GET /-/healthz HTTP/1.1\r\nHost: x\r\n\r\n")) == 200
 
 
 def test_a_header_past_the_buffer_is_refused_at_once(edge_in_front: Ports) -> None:
     padding = "a" * edge.BUFSIZE_BYTES
     request = f"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: {padding}\r\n\r\n".encode()
-    assert asyncio.run(exchange(edge_in_front.client, request)) == 400
+    assert run(exchange(edge_in_front.client, request)) == 400
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_sent(edge_in_front: Ports) -> None:
-    result = asyncio.run(edge_limits.huge_body(edge_in_front.client, MAX_BODY_MIB * 1024 * 1024 + 1))
+    result = run(edge_limits.huge_body(edge_in_front.client, MAX_BODY_MIB * 1024 * 1024 + 1))
     assert (result["status"], result["bytes_sent"]) == (413, 0)
 
 
 def test_a_chunked_body_is_refused(edge_in_front: Ports) -> None:
     request = f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
     request += "Transfer-Encoding: chunked\r\n\r\n"
-    assert asyncio.run(exchange(edge_in_front.client, request.encode())) == 411
+    assert run(exchange(edge_in_front.client, request.encode())) == 411
 
 
 def test_an_endless_header_is_cut_and_keyed_clients_stay_under_the_probe_timeout(edge_in_front: Ports) -> None:
@@ -122,7 +135,7 @@ def test_an_answer_slower_than_the_client_idle_timeout_still_arrives(tmp_path: P
     try:
         while not edge_limits.port_open(ports.client):
             time.sleep(0.1)
-        assert asyncio.run(exchange(ports.client, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")) == 200
+        assert run(exchange(ports.client, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")) == 200
     finally:
         haproxy.terminate()
         haproxy.wait(10)
