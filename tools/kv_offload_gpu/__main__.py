@@ -1,0 +1,3 @@
+from tools.kv_offload_gpu.cli import main
+
+raise SystemExit(main())
