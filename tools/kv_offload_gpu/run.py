@@ -166,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
     processes = {}
     try:
         for name in PORTS:
-            env = serve_env(resolved["engines"][name], os.environ)
+            # each engine compiles into its own caches: three starting at once would write the same entries
+            caches = {"VLLM_CACHE_ROOT": f"/tmp/vllm-cache-{name}", "TRITON_CACHE_DIR": f"/tmp/triton-cache-{name}"}
+            env = serve_env(resolved["engines"][name], {**os.environ, **caches})
             processes[name] = start_engine(resolved["serve"][name], env, args.out / f"engine-{name}.log")
         for name, port in PORTS.items():
             log(f"engine {name} ready after {wait_ready(processes[name], port, args.start_timeout):.0f} s more")
