@@ -186,13 +186,18 @@ def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
                     f"prefill hands over only fits the same model and context. Fix: set {config_key} once in stack "
                     "config; both sides take it from there (infra/serving/serve_config.py must not set one side apart)."
                 )
-        transfers = [get(config, "engine_kwargs", "kv_transfer_config", default={}) for _, config in app.sides()]
-        engine_ids = [get(transfer, "engine_id") for transfer in transfers if transfer is not nixl_transfer(transfer)]
-        if None in engine_ids or len(set(engine_ids)) < len(engine_ids):
+        # A side with the host tier sets none: vLLM gives each of its engines a uuid (nixl_transfer).
+        engine_ids = {
+            side: get(transfer, "engine_id")
+            for side, config in app.sides()
+            if (transfer := get(config, "engine_kwargs", "kv_transfer_config", default={})) is nixl_transfer(transfer)
+        }
+        if None in engine_ids.values() or len(set(engine_ids.values())) < len(engine_ids):
+            found = ", ".join(f"{side} {engine_id!r}" for side, engine_id in engine_ids.items())
             yield (
-                f"{where}: NIXL engine ids must be set and distinct (prefill {engine_ids[0]!r}, decode "
-                f"{engine_ids[1]!r}), or the two sides cannot address each other. Fix: no stack config sets them; "
-                "infra/serving/serve_config.py gives each side its own engine_id."
+                f"{where}: NIXL engine ids must be set and distinct ({found}), or the two sides cannot address each "
+                "other. Fix: no stack config sets them; infra/serving/serve_config.py gives each side its own "
+                "engine_id."
             )
 
 
