@@ -21,7 +21,8 @@ from tools.prefix_cache_gpu.engine import aggregated_engine, serve_command, serv
 from tools.prefix_cache_gpu.run import http_get, log, log_facts, post_all, start_engine, stop_engine, wait_ready
 from tools.smoke.host import detect_host, gpu_memory_mib
 
-PORTS = {"off": 8100, "on": 8200, "tier": 8300}
+# In this order at each level: the default against the tier first, should device time run short.
+PORTS = {"off": 8100, "tier": 8300, "on": 8200}
 # Prompt tokens looked up in the GPU's prefix cache and found there, in the connector's (the host tier's), the
 # tier's bytes moved each way, preemptions, and the totals they are shares of (vllm/v1/metrics/loggers.py;
 # kv_connector/v1/offloading/metrics.py; prometheus_client adds _total to counters).
