@@ -37,7 +37,7 @@ GIB = 1 << 30
 # DEFAULT_OBJECT_STORE_MEMORY_PROPORTION); it lives in /dev/shm, which counts against the pod's memory limit.
 RAY_OBJECT_STORE_SHARE = 0.3
 # Host memory of one engine's processes besides its tier (the vLLM API server and engine core, Ray's replica actor).
-# Estimated; the GPU host's engine measured less (lab/records/2026-12-07-kv-offload/README.md, "Host memory").
+# Estimated, not measured: lab/records/2026-12-07-kv-offload/README.md says how the GPU run would measure it.
 ENGINE_HOST_MEMORY_GIB = 12
 
 
