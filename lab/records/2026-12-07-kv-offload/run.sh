@@ -22,7 +22,8 @@ while [ ! -f /tmp/full.rc ]; do sleep 2; done
 cp /tmp/tiny.log $O/tiny.log 2>/dev/null
 echo "run start $(date -u +%T)" >> $O/progress.txt
 python3 -m tools.kv_offload_gpu run --default-config cfg/default.json --tiered-config cfg/tiered.json \
-  --model-dir /tmp/full --out $O --levels "${LEVELS:-16,4,1}" --deadline-s "${DEADLINE_S:-1000}" > $O/run.log 2>&1
+  --model-dir /tmp/full --out $O --levels "${LEVELS:-16,4,1}" --parts "${PARTS:-teacher,chat}" \
+  --deadline-s "${DEADLINE_S:-1000}" > $O/run.log 2>&1
 echo "run end rc=$? $(date -u +%T)" >> $O/progress.txt
 kill $SAMPLER $MEM
 touch $O/done
