@@ -71,6 +71,7 @@ from infra.serving.rollout_status import (
     ray_container_status,
 )
 from infra.serving.serve_config import NIXL_EFA_BACKEND, PD_SIDES
+from infra.settings.kv_offload import nixl_config
 from tools.pd_metrics import PdFigures, PrometheusError, read_figures
 from tools.probe import NIXL_BACKEND_LINE, CheckResult, EmptyCompletion, Report, client, model_ids, stream_chat
 from tools.project import PROJECT_DIR
@@ -522,7 +523,7 @@ def kv_buffer_devices(rayservice: dict[str, Any] | None) -> dict[str, str]:
     args = (document.get("applications") or [{}])[0].get("args", {})
     devices = {}
     for side in PD_SIDES:
-        kv = args.get(f"{side}_config", {}).get("engine_kwargs", {}).get("kv_transfer_config", {})
+        kv = nixl_config(args.get(f"{side}_config", {}).get("engine_kwargs", {}).get("kv_transfer_config", {}))
         # vLLM's KVTransferConfig.kv_buffer_device defaults to "cuda".
         devices[side] = kv.get("kv_buffer_device", "cuda")
     return devices

@@ -36,6 +36,7 @@ from infra.settings.capacity import (
     vllm_default_gpu_memory_utilization,
 )
 from infra.settings.config import ConfigError, StackConfig
+from infra.settings.kv_offload import prefix_caching_problem
 from infra.settings.model_sources import is_hub_repo
 from infra.settings.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
 from infra.settings.regions import Partition
@@ -89,8 +90,13 @@ def engine_capacity(cfg: StackConfig, model: ModelFacts) -> dict[str, Any] | Non
             weight_bytes=loaded_weight_bytes(model.tensors, online and serve_side.quantization == "fp8"),
             max_model_len=cfg.max_model_len,
             prefix_caching=caches_prefixes(serve_side.prefix_caching, layout),
+            host_kv_gib=serve_side.kv_offload_gib,
         )
-        problem = capacity_problem(capacity) or align_block_problem(side, capacity, serve_side.max_num_batched_tokens)
+        problem = (
+            capacity_problem(capacity)
+            or align_block_problem(side, capacity, serve_side.max_num_batched_tokens)
+            or prefix_caching_problem(f"{side}KvOffloadGiB", capacity.host_kv_gib, side, capacity.prefix_caching)
+        )
         if problem:
             raise CapacityError(f"{side}: {problem}")
         pulumi.log.info(f"capacity of {side} {capacity.describe()}")

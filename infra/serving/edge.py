@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from infra.settings.pod_security import CONTAINER_SECURITY
+from infra.settings.topology import EDGE_CPU, EDGE_MEMORY_GIB
 
 EDGE_PORT = 8000
 # Serve's proxy, on loopback only, so nothing outside the pod reaches it but through the edge (serveConfigV2's
@@ -47,9 +48,6 @@ SERVER_TIMEOUT_S = 3600
 # 250 MiB in all, under the container's memory. HAProxy needs two descriptors per connection and raises its own
 # open-files limit only up to the hard one (measured: with 20,000 under a 20,000 hard limit it does not start).
 MAX_CONNECTIONS = 8000
-# One thread: it took 2-3 % of a CPU under the record's attacks (lab/records/2026-12-07-edge-limits/). Its
-# requests are carved from the worker pod's share so the pod still fits its node.
-EDGE_CPU, EDGE_MEMORY_GIB = 1, 1
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from infra.settings.scheduling import (
     VLLM_CACHE_HOST_PATH,
     gpu_node_scheduling,
 )
-from infra.settings.topology import worker_cpu, worker_memory_gib
+from infra.settings.topology import ray_worker_cpu, ray_worker_memory_gib
 
 SERVE_PORT = edge.EDGE_PORT  # the edge's, in front of Serve's proxy (infra/serving/edge.py)
 # The serve load balancer's one listener: TLS on 443 (cloud-provider-aws annotations), TCP to the pods' 8000.
@@ -272,8 +272,8 @@ def ray_worker_container(cfg: StackConfig, with_hf_token: bool, code_mounts: lis
     """The worker pod's Ray container: the node's GPUs and EFA interfaces, its CPU and memory less the edge's."""
     node = cfg.topology.node
     resources = {
-        "cpu": str(worker_cpu(node) - edge.EDGE_CPU),
-        "memory": f"{worker_memory_gib(node) - edge.EDGE_MEMORY_GIB}Gi",
+        "cpu": str(ray_worker_cpu(node)),
+        "memory": f"{ray_worker_memory_gib(node)}Gi",
         "nvidia.com/gpu": str(node.gpus),
         "vpc.amazonaws.com/efa": str(node.efa_interfaces),
     }

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
+from infra.settings.kv_offload import with_host_tier
 from infra.settings.prefix_caching import PD_MAMBA_CACHE_MODE
 
 if TYPE_CHECKING:
@@ -178,7 +179,8 @@ def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
 
 
 def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
-    """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id."""
+    """One side of the PD pair: same model, context and parallelism on both, its own NIXL engine id; with a host
+    KV tier, NIXL and the tier together (infra/settings/kv_offload.py)."""
     serve_side = _side(args, side)
     return {
         "model_loading_config": model_loading_config(args.model_id, args.model_source),
@@ -188,13 +190,16 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
             "tensor_parallel_size": args.tensor_parallel_size,
             "pipeline_parallel_size": args.pipeline_parallel_size,
             **_engine_overrides(args, serve_side),
-            "kv_transfer_config": {
-                "kv_connector": KV_CONNECTOR,
-                "kv_role": KV_ROLES[side],
-                "engine_id": side,
-                "kv_buffer_device": args.kv_buffer_device,
-                "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
-            },
+            "kv_transfer_config": with_host_tier(
+                {
+                    "kv_connector": KV_CONNECTOR,
+                    "kv_role": KV_ROLES[side],
+                    "engine_id": side,
+                    "kv_buffer_device": args.kv_buffer_device,
+                    "kv_connector_extra_config": {"backends": [NIXL_EFA_BACKEND]},
+                },
+                serve_side.kv_offload_gib,
+            ),
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
         "deployment_config": {

@@ -193,6 +193,7 @@ class EngineCapacity:
     max_model_len: int
     overhead_gib: float = PROFILED_OVERHEAD_GIB  # per GPU
     prefix_caching: bool = False  # the engine runs vLLM's prefix caching (with state: mamba_cache_mode align)
+    host_kv_gib: int = 0  # the engine's host-memory KV tier (infra/settings/kv_offload.py)
 
     @property
     def budget_bytes(self) -> int:
@@ -222,6 +223,20 @@ class EngineCapacity:
         """vLLM's "GPU KV cache size" in tokens."""
         return int(self.requests * self.max_model_len)
 
+    @property
+    def host_blocks(self) -> int:
+        """Blocks of the host tier: its bytes over a block of every GPU's cache (vllm/v1/kv_offload/cpu/spec.py:
+        cpu_bytes_to_use // (worker_kv_bytes_per_block x world size))."""
+        return self.host_kv_gib * GIB // (self.layout.block_bytes * self.tensor_parallel_size)
+
+    @property
+    def host_tokens(self) -> int:
+        """Prompt tokens the host tier holds: it stores a block of each KV cache group for every full block of
+        tokens (kv_connector/v1/offloading/scheduler.py keeps each group's chunks), so a Gated DeltaNet model's
+        chunk takes a block in each state group beside the attention one (estimated from that reading)."""
+        groups = self.layout.attention_groups + self.layout.state_groups
+        return self.host_blocks // groups * self.layout.block_tokens
+
     def summary(self) -> dict[str, Any]:
         layout, tp = self.layout, self.tensor_parallel_size
         return {
@@ -239,6 +254,8 @@ class EngineCapacity:
             "kvTokens": self.tokens,
             "requestsOfMaxModelLen": round(self.requests, 2),
             "prefixCaching": self.prefix_caching,
+            "hostKvGiB": self.host_kv_gib,
+            "hostKvTokens": self.host_tokens,
         }
 
     def describe(self) -> str:
@@ -249,8 +266,8 @@ class EngineCapacity:
             f"GiB (fitted to one measured run of the default model at max_num_seqs 32), "
             f"KV and state {s['kvCacheGiB']} GiB = {self.blocks} blocks of "
             f"{s['blockTokens']} tokens, {self.blocks_per_request} per request of maxModelLen="
-            f"{self.max_model_len}: {s['kvTokens']} tokens of KV, {s['requestsOfMaxModelLen']} requests of "
-            "maxModelLen at once"
+            f"{self.max_model_len}: {s['kvTokens']} tokens of KV on the GPU, {s['requestsOfMaxModelLen']} requests "
+            f"of maxModelLen at once; host-memory tier {self.host_kv_gib} GiB = {s['hostKvTokens']} prompt tokens"
         )
 
 

@@ -29,6 +29,7 @@ from infra.settings.instance_types import (
     gpu_node_type_problem,
     resolve_kv_buffer_device,
 )
+from infra.settings.kv_offload import node_memory_problem, prefix_caching_problem
 from infra.settings.model_sources import model_source_problem
 from infra.settings.namespaces import CREATED_NAMESPACES
 from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
@@ -188,6 +189,8 @@ class ServeSide:
     prefix_caching: bool | None = None
     # Whether the side's callers route to it by prefix (prefixAwareRouting where it can do something).
     prefix_routing: bool = False
+    # GiB of pinned host memory each engine of the side keeps KV blocks in (infra/settings/kv_offload.py); 0: none.
+    kv_offload_gib: int = 0
 
     @property
     def most_replicas(self) -> int:
@@ -724,6 +727,7 @@ def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autos
         target_ongoing_requests=target if autoscaling else None,
         prefix_caching=prefix_caching,
         prefix_routing=routes_by_prefix(values["prefixAwareRouting"], prefix_caching, most_replicas),
+        kv_offload_gib=values[f"{side}KvOffloadGiB"],
     )
 
 
@@ -1044,6 +1048,21 @@ def _capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_
     )
 
 
+def _host_tier_problems(cfg: StackConfig) -> list[str | None]:
+    """A host KV tier on a side without prefix caching, or tiers the GPU node's worker pod cannot hold
+    (infra/settings/kv_offload.py)."""
+    tiers = {f"{side}KvOffloadGiB": getattr(cfg, side).kv_offload_gib for side in ("prefill", "decode")}
+    problems = [
+        prefix_caching_problem(key, tier, side, getattr(cfg, side).prefix_caching)
+        for (key, tier), side in zip(tiers.items(), ("prefill", "decode"), strict=True)
+    ]
+    if cfg.topology is not None and any(tiers.values()):
+        problems.append(
+            node_memory_problem(cfg.topology.node, cfg.topology.replicas_per_node, tiers, cfg.gpu_node_type)
+        )
+    return problems
+
+
 def _model_fit_problems(cfg: StackConfig, kv_setting: str) -> list[str]:
     """Settings the project's own measurements of the model (KNOWN_MODELS) call impossible; other models are the
     user's word."""
@@ -1283,6 +1302,7 @@ def _relation_problems(
             cfg.decode.prefix_caching,
         ),
         *_fp8_problems(cfg),
+        *_host_tier_problems(cfg),
         *_system_node_problems(cfg, describe_instance_type),
         _remote_write_problem(cfg.observability, cfg.amp_workspace_url),
         *_receivers_problems(cfg),

@@ -877,6 +877,28 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             ),
         ),
         Setting(
+            "prefillKvOffloadGiB",
+            Integer(0, " (0: no host tier)"),
+            0,
+            "GiB of the node's host memory each prefill engine keeps KV blocks in when its GPU evicts them (vLLM's "
+            "native CPU offloading beside NIXL): a prompt that starts like an earlier one loads them back instead of "
+            "prefilling again. Needs the side's prefix caching on (prefixCaching on for a hybrid model). Pinned in the "
+            "worker pod's memory beside Ray's object store: the preview refuses what the gpuNodeType cannot hold "
+            "(see Prefix caching, Host-memory KV tier).",
+            feeds="prefill.kv_offload_gib",
+            effects=SERVE_ONLY,
+            change_note="the side's engines restart with the new tier, empty: the host-memory cache starts cold",
+        ),
+        Setting(
+            "decodeKvOffloadGiB",
+            Integer(0, " (0: no host tier)"),
+            0,
+            "GiB of host memory each decode engine keeps evicted KV blocks in, as prefillKvOffloadGiB; only where the "
+            "decode side caches prefixes (attention-only models, see Prefix caching).",
+            feeds="decode.kv_offload_gib",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
             "prefixAwareRouting",
             BOOLEAN,
             False,

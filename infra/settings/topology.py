@@ -137,6 +137,23 @@ def kube_reserved_cpu_millis(vcpus: int) -> int:
     return reserved
 
 
+# The GPU pod's edge (infra/serving/edge.py): one thread, which took 2-3 % of a CPU under the record's attacks
+# (lab/records/2026-12-07-edge-limits/). Its requests are carved from the worker pod's share so the pod still fits
+# its node; the Ray container has the rest (ray_worker_cpu, ray_worker_memory_gib).
+EDGE_CPU, EDGE_MEMORY_GIB = 1, 1
+
+
+def ray_worker_cpu(node: InstanceShape) -> int:
+    """The worker pod's Ray container: the pod's CPUs less the edge's."""
+    return worker_cpu(node) - EDGE_CPU
+
+
+def ray_worker_memory_gib(node: InstanceShape) -> int:
+    """The worker pod's Ray container, where Ray's object store, the engines and their host KV tiers live: the pod's
+    memory less the edge's."""
+    return worker_memory_gib(node) - EDGE_MEMORY_GIB
+
+
 def worker_cpu(node: InstanceShape) -> int:
     """Whole CPUs a worker pod can request: allocatable less what the DaemonSets request."""
     millis = node.vcpus * 1000 - kube_reserved_cpu_millis(node.vcpus) - DAEMONSET_CPU_MILLIS

@@ -12,6 +12,7 @@ from typing import Any
 from infra.serving.code_package import CodePackage
 from infra.serving.serve_config import KV_ROLES, PD_SIDES, PREFIX_CACHING_KEYS
 from infra.settings.capacity import vllm_default_gpu_memory_utilization
+from infra.settings.kv_offload import host_tier_gib, nixl_config, nixl_path
 from lab.smoke.document import (
     Override,
     Path_,
@@ -193,13 +194,12 @@ def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -
     overrides: list[Override] = []
     for side in PD_SIDES:
         llm: Path_ = ("applications", 0, "args", f"{side}_config")
-        kv = (*llm, "engine_kwargs", "kv_transfer_config")
         env = (*llm, "runtime_env", "env_vars")
         engine_kwargs = side_config(cfg_doc, side)["engine_kwargs"]
+        transfer = engine_kwargs["kv_transfer_config"]
+        kv = (*llm, "engine_kwargs", "kv_transfer_config", *nixl_path(transfer))
         overrides += _engine_overrides(llm, side, engine_kwargs, opts, host)
-        overrides += _transport_overrides(
-            llm, side, engine_kwargs["kv_transfer_config"], host, opts.model_has_mamba_state
-        )
+        overrides += _transport_overrides(kv, side, nixl_config(transfer), host, opts.model_has_mamba_state)
         overrides.append(
             Override(
                 "dp_master_port",
@@ -210,7 +210,7 @@ def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -
         )
         if opts.kv_roles is not None:
             role = KV_ROLE_CHOICES[opts.kv_roles][side]
-            if engine_kwargs["kv_transfer_config"]["kv_role"] != role:
+            if nixl_config(transfer)["kv_role"] != role:
                 overrides.append(Override("kv_role", (*kv, "kv_role"), role, f"{side}: --kv-roles {opts.kv_roles}"))
         if opts.share_gpu:
             overrides += _share_gpu_overrides(cfg_doc, side, opts.shared_gpu_executor)
@@ -268,7 +268,7 @@ def shared_gpu_overrides(llm: Path_, label: str, engines: int, replicas: int, ex
 
 
 def _transport_overrides(
-    llm: Path_, side: str, built_kv: dict[str, Any], host: HostFacts, mamba_state: bool
+    kv: Path_, side: str, built_kv: dict[str, Any], host: HostFacts, mamba_state: bool
 ) -> list[Override]:
     """Keep the production backend, LIBFABRIC, wherever it can carry this model's KV on this host.
 
@@ -281,7 +281,6 @@ def _transport_overrides(
     """
     if host.has_efa:
         return []
-    kv = (*llm, "engine_kwargs", "kv_transfer_config")
     if not host.nixl_libfabric_usable or mamba_state:
         found = "missing" if host.libfabric is None else ".".join(map(str, host.libfabric))
         why = (
@@ -300,7 +299,7 @@ def _transport_overrides(
     overrides = [
         Override(
             "libfabric_provider",
-            (*llm, "runtime_env", "env_vars", "FI_PROVIDER"),
+            (*kv[: kv.index("engine_kwargs")], "runtime_env", "env_vars", "FI_PROVIDER"),
             "tcp",
             f"{side}: no EFA device on this host; libfabric's tcp provider carries NIXL's transfers",
         )
@@ -319,10 +318,15 @@ def _transport_overrides(
 
 def prefilling_engine(decode: dict[str, Any], prefill: dict[str, Any]) -> dict[str, Any]:
     """The baseline engine: the decode side's config without the KV connector (same model and settings), caching
-    prefixes as the prefill side does, since it prefills too (infra/settings/prefix_caching.py), and routing by them
-    where the prefill side does and it has replicas to choose from."""
+    prefixes, with the host KV tier, as the prefill side does, since it prefills too (infra/settings/prefix_caching.py),
+    and routing by them where the prefill side does and it has replicas to choose from."""
     engine = copy.deepcopy(decode)
     del engine["engine_kwargs"]["kv_transfer_config"]
+    # The prefill side's host KV tier, by vLLM's own switch for an engine without another connector
+    # (infra/settings/kv_offload.py).
+    tier_gib = host_tier_gib(prefill["engine_kwargs"]["kv_transfer_config"])
+    if tier_gib:
+        engine["engine_kwargs"]["kv_offloading_size"] = tier_gib
     for key in PREFIX_CACHING_KEYS:
         engine["engine_kwargs"].pop(key, None)
         if key in prefill["engine_kwargs"]:

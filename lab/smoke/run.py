@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from infra.settings.kv_offload import nixl_config
 from lab.smoke.app import serve_stack_config, smoke_serve_config, validate_with_ray, write_code_packages
 from lab.smoke.args import parse_args
 from lab.smoke.auth import AUTH_KEY_COUNT, check_auth, check_no_key_in_logs, write_auth_files
@@ -204,7 +205,7 @@ def check_serving(
         api_keys = (*api_keys, check_auth(report, model_id, api_keys, opts.auth_dir / AUTH_KEYS_FILE))
     run_requests(report, model_id, args.max_tokens, args.requests, api_key=api_key)
     if not opts.aggregated:
-        backend = served["engine_kwargs"]["kv_transfer_config"]["kv_connector_extra_config"]["backends"][0]
+        backend = nixl_config(served["engine_kwargs"]["kv_transfer_config"])["kv_connector_extra_config"]["backends"][0]
         check_nixl_logs(report, ray_temp_dir, backend)
     if args.bench:
         run_bench(report, model_id, opts.model_dir, args, api_key, scrapes.reported if scrapes.enabled else None)

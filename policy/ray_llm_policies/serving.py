@@ -18,6 +18,7 @@ from .rules import Inspected, of_type, resource_policy, stack_policy
 from .services import selects, services_of
 
 NIXL_CONNECTOR = "NixlConnector"
+MULTI_CONNECTOR = "MultiConnector"
 # NIXL's default backend; on EKS it runs over TCP without any error.
 NIXL_DEFAULT_BACKEND = "UCX"
 NIXL_EFA_BACKENDS = ["LIBFABRIC"]
@@ -138,7 +139,7 @@ def _nixl_backends_off_efa(resources: Sequence[PolicyResource]) -> Iterator[tupl
             continue
         for app in apps:
             for side, llm_config in app.sides():
-                transfer = get(llm_config, "engine_kwargs", "kv_transfer_config", default={})
+                transfer = nixl_transfer(get(llm_config, "engine_kwargs", "kv_transfer_config", default={}))
                 if get(transfer, "kv_connector") != NIXL_CONNECTOR:
                     continue
                 backends = get(transfer, "kv_connector_extra_config", "backends")
@@ -153,6 +154,15 @@ def _nixl_backends_off_efa(resources: Sequence[PolicyResource]) -> Iterator[tupl
                         "speed on EKS. Fix: no stack config sets this; restore NIXL_EFA_BACKEND in "
                         "infra/serving/serve_config.py.",
                     )
+
+
+def nixl_transfer(transfer: Any) -> Any:
+    """NIXL's config in a side's kv_transfer_config: itself, or the first child of the MultiConnector that adds the
+    host KV tier (infra/settings/kv_offload.py). Such a side sets no engine id: vLLM gives each engine a uuid, where
+    Ray's per-replica suffix would miss it."""
+    if get(transfer, "kv_connector") == MULTI_CONNECTOR:
+        return get(transfer, "kv_connector_extra_config", "connectors", 0, default={})
+    return transfer
 
 
 def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
@@ -176,12 +186,18 @@ def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
                     f"prefill hands over only fits the same model and context. Fix: set {config_key} once in stack "
                     "config; both sides take it from there (infra/serving/serve_config.py must not set one side apart)."
                 )
-        engine_ids = [get(config, "engine_kwargs", "kv_transfer_config", "engine_id") for _, config in app.sides()]
-        if None in engine_ids or engine_ids[0] == engine_ids[1]:
+        # A side with the host tier sets none: vLLM gives each of its engines a uuid (nixl_transfer).
+        engine_ids = {
+            side: get(transfer, "engine_id")
+            for side, config in app.sides()
+            if (transfer := get(config, "engine_kwargs", "kv_transfer_config", default={})) is nixl_transfer(transfer)
+        }
+        if None in engine_ids.values() or len(set(engine_ids.values())) < len(engine_ids):
+            found = ", ".join(f"{side} {engine_id!r}" for side, engine_id in engine_ids.items())
             yield (
-                f"{where}: NIXL engine ids must be set and distinct (prefill {engine_ids[0]!r}, decode "
-                f"{engine_ids[1]!r}), or the two sides cannot address each other. Fix: no stack config sets them; "
-                "infra/serving/serve_config.py gives each side its own engine_id."
+                f"{where}: NIXL engine ids must be set and distinct ({found}), or the two sides cannot address each "
+                "other. Fix: no stack config sets them; infra/serving/serve_config.py gives each side its own "
+                "engine_id."
             )
 
 

@@ -1,0 +1,147 @@
+"""The host-memory KV tier: each engine keeps KV blocks evicted from its GPU in pinned host memory, and a prompt that
+starts like an earlier one loads them back instead of prefilling them again (docs/prefix-caching.md, "Host-memory KV
+tier").
+
+Read in vLLM 0.26.0 (the wheel ray[llm]==2.58.0 pins):
+- the tier is vLLM's native `OffloadingConnector` with `kv_connector_extra_config.cpu_bytes_to_use`, the bytes of
+  pinned host memory of the whole engine, over all its ranks (`vllm/v1/kv_offload/cpu/spec.py`: host blocks =
+  cpu_bytes_to_use // (the GPU's bytes per block x world size)). vLLM's own switch, `kv_offloading_size` (GiB),
+  writes exactly that connector over whatever `kv_transfer_config` names (`vllm/config/vllm.py`
+  `_post_init_kv_transfer_config`), so it serves the aggregated engine only; a PD side keeps NIXL beside the tier
+  through `MultiConnector` (`distributed/kv_transfer/kv_connector/v1/multi_connector.py`: loads from the first child
+  that has the tokens, saves to every child; it, NIXL and the offloading connector all declare `SupportsHMA`, which a
+  hybrid model's KV cache manager requires of every child);
+- the tier finds blocks by the prefix cache's block hashes, and for a hybrid model it needs prefix caching on to
+  align its groups' block sizes ("Hybrid models (e.g. Mamba+Attention) need --enable-prefix-caching to align block
+  sizes", `kv_connector/v1/offloading/config.py`): a side with a tier must cache prefixes;
+- with Ray Serve LLM 2.58, NIXL must be the first child: `MultiConnectorBackend` hands the PD protocol to the first
+  sub-connector and gives a child it has no backend for (OffloadingConnector) the default no-op one
+  (`ray/llm/_internal/serve/engines/vllm/kv_transfer/multi_connector.py`, `factory.py` `get_backend_class`).
+
+The worker pod owns its GPU node's memory (infra/settings/topology.py `ray_worker_memory_gib`, its Ray container); the
+tiers of the engines on one node must fit in it beside Ray's object store and each engine's own process memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infra.settings.instance_types import InstanceShape
+from infra.settings.topology import ray_worker_memory_gib
+
+OFFLOADING_CONNECTOR = "OffloadingConnector"
+MULTI_CONNECTOR = "MultiConnector"
+GIB = 1 << 30
+# Ray's object store takes this share of the memory Ray sees, the pod's (ray/_private/ray_constants.py
+# DEFAULT_OBJECT_STORE_MEMORY_PROPORTION); it lives in /dev/shm, which counts against the pod's memory limit.
+RAY_OBJECT_STORE_SHARE = 0.3
+# Host memory of one engine's processes besides its tier (the vLLM API server and engine core, Ray's replica actor).
+# Estimated, not measured: lab/records/2026-12-07-kv-offload/README.md says how the GPU run would measure it.
+ENGINE_HOST_MEMORY_GIB = 12
+
+
+def cpu_bytes_to_use(tier_gib: int) -> int:
+    """vLLM's `cpu_bytes_to_use` for a tier of `tier_gib`, as `kv_offloading_size` computes it (GiB x 2**30)."""
+    return tier_gib * GIB
+
+
+def offloading_connector(tier_gib: int) -> dict[str, Any]:
+    """The tier as a MultiConnector child (or a whole `kv_transfer_config`): vLLM's native CPU offloading."""
+    return {
+        "kv_connector": OFFLOADING_CONNECTOR,
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"cpu_bytes_to_use": cpu_bytes_to_use(tier_gib)},
+    }
+
+
+def with_host_tier(nixl: dict[str, Any], tier_gib: int) -> dict[str, Any]:
+    """A PD side's `kv_transfer_config`: NIXL alone, or NIXL first (its protocol governs Ray's PD routing) and the
+    tier second, each a MultiConnector child with its own role and extra config.
+
+    With the tier no engine id is set: Ray's NIXL backend makes each replica's id unique by rewriting
+    `kv_transfer_config.engine_id` (`kv_transfer/nixl.py` `setup`), but under MultiConnector it rewrites a copy
+    (`multi_connector.py` deep-copies the LLM config per child), so a fixed id would be shared by every replica of
+    the side; unset, vLLM gives each engine a uuid (`vllm/config/kv_transfer.py` `__post_init__`), which the
+    NIXL child inherits (`multi_connector.py` `_get_connector_classes_and_configs`)."""
+    if not tier_gib:
+        return nixl
+    child = {key: value for key, value in nixl.items() if key != "engine_id"}
+    return {
+        "kv_connector": MULTI_CONNECTOR,
+        "kv_role": nixl["kv_role"],
+        "kv_connector_extra_config": {"connectors": [child, offloading_connector(tier_gib)]},
+    }
+
+
+def nixl_config(kv_transfer_config: dict[str, Any]) -> dict[str, Any]:
+    """The NIXL connector's config in a side's `kv_transfer_config`, alone or as the MultiConnector's first child."""
+    if kv_transfer_config.get("kv_connector") == MULTI_CONNECTOR:
+        first: dict[str, Any] = kv_transfer_config["kv_connector_extra_config"]["connectors"][0]
+        return first
+    return kv_transfer_config
+
+
+def nixl_path(kv_transfer_config: dict[str, Any]) -> tuple[str | int, ...]:
+    """Where nixl_config finds NIXL's config, below `kv_transfer_config`."""
+    if kv_transfer_config.get("kv_connector") == MULTI_CONNECTOR:
+        return ("kv_connector_extra_config", "connectors", 0)
+    return ()
+
+
+def host_tier_gib(kv_transfer_config: dict[str, Any]) -> int:
+    """The tier a side's `kv_transfer_config` (as with_host_tier wrote it) holds, in GiB; 0 without one."""
+    if kv_transfer_config.get("kv_connector") != MULTI_CONNECTOR:
+        return 0
+    children = kv_transfer_config["kv_connector_extra_config"]["connectors"]
+    tiers = [c for c in children if c["kv_connector"] == OFFLOADING_CONNECTOR]
+    return int(tiers[0]["kv_connector_extra_config"]["cpu_bytes_to_use"] // GIB) if tiers else 0
+
+
+def prefix_caching_problem(key: str, tier_gib: int, side: str, prefix_caching: bool | None) -> str | None:
+    """A tier on a side that keeps no prefix cache (the module's docstring)."""
+    if not tier_gib or prefix_caching is not False:
+        return None
+    return (
+        f"{key}={tier_gib} is invalid with prefix caching off on the {side} side: vLLM 0.26's host-memory tier finds "
+        "blocks by their prefix-cache hashes, and a hybrid model needs prefix caching for it to start "
+        "(kv_connector/v1/offloading/config.py); allowed is 0, or prefixCaching 'on' for the prefill side (the decode "
+        "side of a hybrid model keeps no cache, see Prefix caching)"
+    )
+
+
+def node_host_memory(node: InstanceShape, engines_per_node: int, tier_gib: int) -> dict[str, float]:
+    """The worker pod's Ray container's memory and what one node's engines, their tiers and Ray's object store take of
+    it, in GiB."""
+    pod_gib = ray_worker_memory_gib(node)
+    return {
+        "podMemoryGiB": pod_gib,
+        "objectStoreGiB": round(pod_gib * RAY_OBJECT_STORE_SHARE, 2),
+        "enginesGiB": engines_per_node * ENGINE_HOST_MEMORY_GIB,
+        "tiersGiB": engines_per_node * tier_gib,
+    }
+
+
+def largest_tier_gib(node: InstanceShape, engines_per_node: int) -> int:
+    """The largest tier each engine on a node can have."""
+    memory = node_host_memory(node, engines_per_node, 0)
+    room = memory["podMemoryGiB"] - memory["objectStoreGiB"] - memory["enginesGiB"]
+    return max(0, math.floor(room / engines_per_node))
+
+
+def node_memory_problem(
+    node: InstanceShape, engines_per_node: int, tiers: dict[str, int], gpu_node_type: str
+) -> str | None:
+    """Tiers that one GPU node's worker pod cannot hold: a node may carry `engines_per_node` engines of either side,
+    so the largest tier counts for each of them."""
+    key, tier_gib = max(tiers.items(), key=lambda item: (item[1], item[0]))
+    if tier_gib <= largest_tier_gib(node, engines_per_node):
+        return None
+    memory = node_host_memory(node, engines_per_node, tier_gib)
+    return (
+        f"{key}={tier_gib} is invalid on gpuNodeType={gpu_node_type!r}: its worker pod gets "
+        f"{memory['podMemoryGiB']} GiB, of which Ray's object store takes {memory['objectStoreGiB']} GiB and "
+        f"{engines_per_node} engine(s) about {memory['enginesGiB']} GiB, so {engines_per_node} tier(s) of "
+        f"{tier_gib} GiB ({memory['tiersGiB']} GiB) do not fit; allowed is at most "
+        f"{largest_tier_gib(node, engines_per_node)} per engine, or a gpuNodeType with more memory"
+    )

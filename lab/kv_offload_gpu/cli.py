@@ -1,0 +1,64 @@
+"""The command line: `serve-configs` (here, with the deploy SDKs) and `run` (on the GPU host)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import lab.kv_offload_gpu
+from lab.kv_offload_gpu.chat import ChatPlan
+from lab.prefix_cache_gpu.cli import positive_ints
+from lab.prefix_cache_gpu.teacher import TeacherPlan
+
+PARTS = ("teacher", "chat")
+# The earlier run's cached engine at an L4's memory: 89 blocks of 8 layers x 2,162,688 bytes
+# (docs/bench/2026-12-06-prefix-cache/README.md, "The cache layout each engine chose").
+L4_KV_CACHE_BYTES = 89 * 8 * 2_162_688
+# The stack settings of the two serve configs: today's default, and prefix caching with the prefill side's tier.
+CONTEXT = {"maxModelLen": "4096"}
+TIERED = {**CONTEXT, "prefixCaching": "on", "prefillKvOffloadGiB": "32"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.kv_offload_gpu", description=(lab.kv_offload_gpu.__doc__ or "").split("\n\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    configs = commands.add_parser("serve-configs", help="write the default and the tiered stack's serve configs")
+    configs.add_argument("--stack", default="dev")
+    configs.add_argument("--out", type=Path, required=True, help="folder for default.json and tiered.json")
+    run = commands.add_parser("run", help="the three engines, the teacher-forced passes and the chat load")
+    run.add_argument("--default-config", type=Path, required=True)
+    run.add_argument("--tiered-config", type=Path, required=True)
+    run.add_argument("--model-dir", type=Path, required=True, help="the model (tools.tiny_model --shape full)")
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument(
+        "--gpu-memory-of", type=int, default=23034, metavar="MIB", help="the GPU each engine stands in for"
+    )
+    run.add_argument("--host-gpu-mib", type=int, help="this GPU's memory (default: nvidia-smi's answer)")
+    run.add_argument("--kv-cache-bytes", type=int, default=L4_KV_CACHE_BYTES, help="each engine's KV cache")
+    run.add_argument("--levels", type=positive_ints, default=[16, 4, 1], help="concurrency levels, in this order")
+    run.add_argument("--parts", default="teacher,chat", type=lambda text: tuple(text.split(",")))
+    run.add_argument("--start-timeout", type=float, default=900)
+    run.add_argument("--deadline-s", type=float, default=3600, help="start no chat level after this many seconds")
+    run.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        args.teacher, args.chat = TeacherPlan(), ChatPlan()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.command == "serve-configs":
+        from lab.prefix_cache_gpu.engine import stack_serve_config
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name, settings in (("default", CONTEXT), ("tiered", TIERED)):
+            config = stack_serve_config(args.stack, settings)
+            (args.out / f"{name}.json").write_text(json.dumps(config, indent=2) + "\n")
+        return 0
+    from lab.kv_offload_gpu.run import run
+
+    return run(args)
