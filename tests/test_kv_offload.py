@@ -46,7 +46,16 @@ def node_shape(instance_type: str):
 
     facts = INSTANCE_TYPES[instance_type]
     return InstanceShape(
-        instance_type, facts.gpus, facts.gpu_name, facts.gpu_memory_mib, True, 1, facts.vcpus, facts.memory_mib, 1
+        instance_type,
+        facts.gpus,
+        facts.gpu_name,
+        facts.gpu_memory_mib,
+        True,
+        1,
+        facts.vcpus,
+        facts.memory_mib,
+        1,
+        (facts.architecture,),
     )
 
 

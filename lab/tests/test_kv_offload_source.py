@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from infra.settings.kv_offload import cpu_bytes_to_use
 from lab.smoke import app as smoke_app
 from lab.smoke.host import HostFacts
@@ -12,6 +14,12 @@ from lab.smoke.overrides import SmokeOptions
 from lab.tests.vllm_source import vllm_method, vllm_tree
 from tests.rayservice_parts import pd_args
 from tests.test_kv_offload import TIER_GIB, TIERED
+from tools.offline import StackRun, run_stack
+
+
+@pytest.fixture(scope="module")
+def tiered() -> StackRun:
+    return run_stack(TIERED)
 
 
 def test_vllm_gives_an_unset_engine_id_a_uuid_and_multiconnectors_children_inherit_it():
