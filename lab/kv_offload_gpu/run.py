@@ -18,7 +18,16 @@ from typing import Any
 from lab.kv_offload_gpu.chat import chat_level, random_tokens
 from lab.prefix_cache_gpu import teacher
 from lab.prefix_cache_gpu.engine import aggregated_engine, serve_command, serve_env
-from lab.prefix_cache_gpu.run import http_get, log, log_facts, post_all, start_engine, stop_engine, wait_ready
+from lab.prefix_cache_gpu.run import (
+    http_get,
+    log,
+    log_facts,
+    post_all,
+    record_plan,
+    start_engine,
+    stop_engine,
+    wait_ready,
+)
 from lab.smoke.host import detect_host, gpu_memory_mib
 
 # In this order at each level: the default against the tier first, should device time run short.
@@ -157,11 +166,8 @@ def run_chat(args: argparse.Namespace, model: str, vocab_size: int, deadline: fl
 def run(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.deadline_s
     resolved = plan(args)
-    if args.dry_run:
-        print(json.dumps(resolved, indent=2))
+    if not record_plan(args, resolved):
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "plan.json").write_text(json.dumps(resolved, indent=2))
     model = resolved["engines"]["off"]["model_loading_config"]["model_id"]
     vocab_size = json.loads((args.model_dir / "config.json").read_text())["text_config"]["vocab_size"]
     processes = {}

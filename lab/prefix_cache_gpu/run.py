@@ -206,14 +206,21 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def record_plan(args: argparse.Namespace, resolved: dict[str, Any]) -> bool:
+    """A dry run prints the plan and runs nothing (False); a run writes it beside its results first (True)."""
+    if args.dry_run:
+        print(json.dumps(resolved, indent=2))
+        return False
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "plan.json").write_text(json.dumps(resolved, indent=2))
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.deadline_s
     resolved = plan(args)
-    if args.dry_run:
-        print(json.dumps(resolved, indent=2))
+    if not record_plan(args, resolved):
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "plan.json").write_text(json.dumps(resolved, indent=2))
     model_id = resolved["engine"]["model_loading_config"]["model_id"]
     engines = {}
     try:
