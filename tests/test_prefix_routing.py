@@ -27,6 +27,7 @@ from infra.serving import prefix_routing
 from infra.serving.code_package import ZIP_TOP
 from infra.serving.serve_config import deployment_config
 from infra.settings.config import ServeSide
+from tests.conftest import start_local_ray
 from tools.project import PROJECT_DIR
 
 STACK_APP, RAY_APP = "stack-router", "ray-router"
@@ -77,7 +78,7 @@ def apps() -> Iterator[Apps]:
     config = {"applications": [application(STACK_APP, code), application(RAY_APP, code, RAY_ROUTER)]}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONPATH", str(PROJECT_DIR))  # the stand-in's module; the router comes from the zip
-        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(workdir / "ray"))
+        start_local_ray(workdir / "ray")
     # serve.status() below rebuilds each deployment's RequestRouterConfig, which imports the router (see
     # test_serve_status_imports_the_router): from inside the zip, as an operator would.
     sys.path.insert(0, str(router_path(code)))

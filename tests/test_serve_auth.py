@@ -23,6 +23,7 @@ import pytest
 
 from infra.serving import serve_auth
 from infra.serving.code_package import package_zip
+from tests.conftest import start_local_ray
 from tools.project import PROJECT_DIR
 
 KEYS = ["sk-rotate-in-0123456789abcdefghij", "sk-rotate-out-9876543210zyxwvutsrq"]
@@ -63,7 +64,7 @@ def serve_app() -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         # The repo root, for the stand-in's module; ray_llm_eks_auth is not under it (serve_ext/ is no package).
         patch.setenv("PYTHONPATH", str(PROJECT_DIR))
-        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(workdir / "ray"))
+        start_local_ray(workdir / "ray")
     try:
         client = serve_start(http_options={"host": "127.0.0.1", "port": PORT})
         client.deploy_apps(ServeDeploySchema.model_validate(config))
