@@ -156,8 +156,6 @@ class Resource:
     # The `replaceOnChanges` and `deleteBeforeReplace` resource options.
     replace_on_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
-    # The URNs of the `aliases` option: what the engine would take for this resource's old URN.
-    alias_urns: tuple[str, ...] = ()
     # The `retain_on_delete` option: `pulumi destroy` drops it from the state and leaves it in the cloud.
     retain_on_delete: bool = False
 
@@ -882,20 +880,11 @@ class CapturingMonitor(mocks.MockMonitor):
                     plugin_version=request.version,
                     replace_on_changes=tuple(request.replaceOnChanges),
                     delete_before_replace=request.deleteBeforeReplace,
-                    alias_urns=tuple(self._alias_urn(request, alias) for alias in request.aliases),
                     retain_on_delete=bool(request.retainOnDelete),
                 )
             )
             self.aws.registering = (self.captured[-1].urn, tuple(request.replaceOnChanges))
         return super().RegisterResource(request)
-
-    def _alias_urn(self, request: Any, alias: Any) -> str:
-        """An alias spec's URN: a field it leaves empty is the resource's own (pulumi alias.proto, Alias.Spec)."""
-        if alias.WhichOneof("alias") == "urn":
-            return str(alias.urn)
-        spec = alias.spec
-        parent = "" if spec.noParent else (spec.parentUrn or request.parent)
-        return self.make_urn(parent, spec.type or request.type, spec.name or request.name)
 
     def Call(self, request: Any) -> Any:
         # Component methods (eks.Cluster.get_kubeconfig) are calls; the stock monitor has no Call.

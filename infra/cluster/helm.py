@@ -42,7 +42,7 @@ def pinned_release(
         # Wait for the workloads to be ready, so what depends on the release finds it working.
         skip_await=False,
         atomic=True,
-        opts=children.opts(name, provider=provider, depends_on=depends_on or []),
+        opts=children.opts(provider=provider, depends_on=depends_on or []),
     )
 
 
@@ -55,5 +55,5 @@ def pod_security_patch(
     return k8s.core.v1.NamespacePatch(
         children.name(f"namespace-{namespace}-pod-security"),
         metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=namespace, labels=pod_security_labels(level)),
-        opts=children.new_opts(provider=provider, depends_on=[release]),
+        opts=children.opts(provider=provider, depends_on=[release]),
     )

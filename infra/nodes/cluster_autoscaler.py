@@ -96,8 +96,6 @@ def cluster_autoscaler_values(args: ClusterAutoscalerArgs, role_arn: pulumi.Inpu
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
-    STACK_NAME = "cluster-autoscaler"  # the name infra/stack.py gives it; under it the release keeps its old name
-
     def __init__(
         self,
         name: str,
@@ -108,7 +106,6 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("ClusterAutoscaler", cluster_autoscaler_args_errors(args))
         super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
-        # The role and its policy were named after the component from the start.
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
             lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
@@ -118,7 +115,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy(args.cluster_name)), opts=child
         )
         self.release = pinned_release(
-            Children(self, name, self.STACK_NAME),
+            Children(self, name),
             "cluster-autoscaler",
             Chart("cluster-autoscaler", CLUSTER_AUTOSCALER_REPO, args.version),
             NAMESPACE,

@@ -143,10 +143,9 @@ def _managed_node_group(
         ignore_scaling_changes=most > count,
         labels=labels,
         tags=tags,
-        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside (named after this one,
-        # "<name>-nodeGroup", so the engine's inherited alias keeps the old one too).
+        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside ("<name>-nodeGroup").
         opts=pulumi.ResourceOptions.merge(
-            children.opts(role), pulumi.ResourceOptions(transforms=[node_group_options(update_strategy)])
+            children.opts(), pulumi.ResourceOptions(transforms=[node_group_options(update_strategy)])
         ),
         **extra,
     )
@@ -246,7 +245,7 @@ def _launch_template(
             for kind in ("instance", "volume", "network-interface")
         ],
         tags=tags,
-        opts=children.opts(role),
+        opts=children.opts(),
         **extra,
     )
     return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
@@ -287,7 +286,6 @@ def system_nodes_args_errors(args: SystemNodesArgs) -> list[InputPropertyErrorDe
 
 
 class SystemNodes(pulumi.ComponentResource):
-    STACK_NAME = "system-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     coredns: aws.eks.Addon
     # A group only the system nodes carry: what a service reached by the Ray head alone (the GCS store) admits.
@@ -298,7 +296,7 @@ class SystemNodes(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("SystemNodes", system_nodes_args_errors(args))
         super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         # No rules of its own: it names the system nodes to other groups. An instance's rules are the union of its
         # groups' (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-security-groups.html), so the cluster group
         # beside it keeps every path the nodes had.
@@ -307,7 +305,7 @@ class SystemNodes(pulumi.ComponentResource):
             description=f"{SYSTEM_NODEGROUP_NAME}: the system nodes, admitted where only the Ray head may go",
             vpc_id=args.vpc_id,
             tags={**args.tags, "Name": f"{cluster.cluster_name}-system-nodes"},
-            opts=children.new_opts(),
+            opts=children.opts(),
         )
         self.security_group_id = own_group.id
         self.node_group = _managed_node_group(
@@ -347,7 +345,7 @@ class SystemNodes(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=children.opts("coredns", depends_on=[self.node_group]),
+            opts=children.opts(depends_on=[self.node_group]),
         )
         self.register_outputs({})
 
@@ -437,7 +435,6 @@ def uses_own_placement_group(args: GpuNodesArgs) -> bool:
 
 
 class GpuNodes(pulumi.ComponentResource):
-    STACK_NAME = "gpu-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     node_group_name: str
     shape: InstanceShape  # EC2's facts about args.instance_type
@@ -449,7 +446,7 @@ class GpuNodes(pulumi.ComponentResource):
         raise_input_errors("GpuNodes", gpu_nodes_args_errors(args, shape))
         assert shape is not None  # an unknown type is one of the errors above
         super().__init__("ray-llm-eks:nodes:GpuNodes", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         self.shape = shape
 
         launch_template = _gpu_launch_template(children, args, cluster, shape)
@@ -493,15 +490,13 @@ def _gpu_launch_template(
         ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
         egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
         tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
-        opts=children.opts("efa"),
+        opts=children.opts(),
     )
     # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
     # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
     # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
     placement_group = (
-        aws.ec2.PlacementGroup(
-            children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts("gpu-placement")
-        )
+        aws.ec2.PlacementGroup(children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts())
         if uses_own_placement_group(args)
         else None
     )

@@ -262,8 +262,6 @@ def observability_outputs() -> dict[str, str]:
 
 
 class Observability(pulumi.ComponentResource):
-    STACK_NAME = "observability"  # the name infra/stack.py gives it; under it the children keep their old names
-
     def __init__(
         self,
         name: str,
@@ -275,7 +273,7 @@ class Observability(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("Observability", observability_args_errors(args))
         super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         remote_write = None
         if args.remote_write is not None:
             remote_write = remote_write_values(args.remote_write, self._remote_write_role(name, args, cluster).arn)
@@ -299,7 +297,7 @@ class Observability(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=SECRET_NAME, namespace=NAMESPACE),
                 type="Opaque",
                 string_data=args.receivers.secret_files(),
-                opts=children.opts(SECRET_NAME, provider=cluster.provider, depends_on=[stack]),
+                opts=children.opts(provider=cluster.provider, depends_on=[stack]),
             )
         # After the stack: the exporter's ServiceMonitor needs the CRDs the stack installs.
         pinned_release(
@@ -321,7 +319,7 @@ class Observability(pulumi.ComponentResource):
                 children.name(f"network-policy-{policy['metadata']['name']}"),
                 metadata=policy["metadata"],
                 spec=policy["spec"],
-                opts=children.new_opts(provider=cluster.provider, depends_on=[stack]),
+                opts=children.opts(provider=cluster.provider, depends_on=[stack]),
             )
         self.register_outputs({})
 
@@ -360,7 +358,7 @@ class Observability(pulumi.ComponentResource):
 
 def _declare(manifest: dict[str, Any], children: Children, **options: Any) -> pulumi.Resource:
     role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
-    name, opts = children.name(role), children.opts(role, **options)
+    name, opts = children.name(role), children.opts(**options)
     if manifest["kind"] == "ConfigMap":
         return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
     return k8s.apiextensions.CustomResource(
