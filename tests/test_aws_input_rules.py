@@ -48,7 +48,7 @@ EVERY_FEATURE = {
     "adminPrincipalArns": ["arn:aws:iam::123456789012:role/platform-admins"],
 }
 # GPU nodes in a Capacity Block: the launch template's market options and reservation target (the offline account's
-# block, which the preflight looks up: tools/offline.py CAPACITY_BLOCKS).
+# block, which the preflight looks up: tools/offline_aws.py CAPACITY_BLOCKS).
 CAPACITY_BLOCK = {
     "gpuCapacityType": "capacity-block",
     "capacityReservationId": "cr-02168da1478b509e0",

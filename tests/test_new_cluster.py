@@ -220,7 +220,7 @@ def test_an_in_place_upgrade_without_the_digest_is_refused_by_the_component(mani
 
 
 def test_a_cluster_shape_change_is_an_update_of_the_same_object(stack):
-    """The mock keeps an object's uid across updates and gives a replaced one a new uid (tools/offline.py)."""
+    """The mock keeps an object's uid across updates and gives a replaced one a new uid (tools/offline_aws.py)."""
     changed = run_stack({**NEW_CLUSTER, "decodeReplicas": 2}, existing=stack)
     urn = changed.get(RAYSERVICE, "serving-rayservice").urn
     assert changed.uids[urn].uid == stack.uids[urn].uid

@@ -892,8 +892,8 @@ def test_a_rollback_after_a_failed_replacement_waits_again(dev):
 
 
 def test_the_rollout_names_the_rayservice_object_the_api_server_created(dev):
-    """The rollout's uid input is the RayService's own metadata.uid, as the API server (here tools/offline.py's mock)
-    gave it on creation."""
+    """The rollout's uid input is the RayService's own metadata.uid, as the API server (here tools/offline_aws.py's
+    mock) gave it on creation."""
     rayservice_urn = dev.get(RAYSERVICE, "serving-rayservice").urn
     assert dev.get(ROLLOUT, "serving-rollout").inputs["rayserviceUid"] == dev.uids[rayservice_urn][1]
 
