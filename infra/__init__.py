@@ -12,7 +12,7 @@ held by tests/test_layout.py):
 - `observability/`: metrics, dashboards and alerts.
 - `preflight/`: the deploy-time lookups, run before any resource.
 - `stack.py`: the whole stack, top-down; `__main__.py` runs it.
-- `rollout.py`: an old module path that stacks' state still names (its docstring says why).
+- `preview_notes.py`: what `pulumi preview` and `pulumi up` say about the stack before they change it.
 """
 
 from pathlib import Path

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from infra.nodes.node_groups import GpuNodesArgs, gpu_nodes_args_errors
+from infra.preview_notes import cluster_change_path
 from infra.serving import rayservice as rayservice_module
 from infra.serving import rollout_status
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION, RAY_CLUSTER_LABEL, build_rayservice, cluster_spec_digest
@@ -32,7 +33,6 @@ from infra.settings.changes import (
     SURGE_MINUTES_PER_GPU_NODE,
 )
 from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
-from infra.stack import cluster_change_path
 from tests.conftest import (
     API_KEYS,
     EXPOSED_SECRET_KEYS,
