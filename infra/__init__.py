@@ -3,6 +3,7 @@
 The packages follow the architecture, and each imports only the ones below it (its docstring's `Imports:` line,
 held by tests/test_layout.py):
 
+- `kube/`: Kubernetes facts every part shares (node labels and taints, pod labels, namespaces, Pod Security).
 - `settings/`: the stack config, its table of keys and their rules, the facts they are checked against.
 - `components.py`: what every ComponentResource shares (children, input errors).
 - `network/`: the VPC.

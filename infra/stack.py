@@ -14,6 +14,7 @@ import pulumi
 from pulumi.errors import InputPropertiesError
 
 from infra.cluster.eks import Cluster, ClusterArgs, update_kubeconfig_command
+from infra.kube.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.network.vpc import Network, NetworkArgs
 from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -50,7 +51,6 @@ from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import application_name
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
 from infra.settings.model_sources import is_s3_uri
-from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.settings.table import settings_by_effect
 
 T = TypeVar("T")

@@ -23,8 +23,8 @@ from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, REGION, Children, cluster_name_errors, raise_input_errors, unmatched
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.config import REGION_PATTERN
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import CHART_VERSION_PATTERN
 
 CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"

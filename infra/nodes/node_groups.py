@@ -20,8 +20,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import Children, problem, raise_input_errors
-from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
-from infra.settings.scheduling import (
+from infra.kube.scheduling import (
     GPU_NODE_LABELS,
     GPU_TAINT,
     SYSTEM_NODE_LABELS,
@@ -31,6 +30,7 @@ from infra.settings.scheduling import (
     VLLM_CACHE_MODE,
     accelerator_label,
 )
+from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
 from infra.settings.table import (
     ADDON_VERSION_PATTERN,
     INSTANCE_TYPE_PATTERN,
@@ -166,7 +166,7 @@ GPU_ROOT_IOPS = 4000
 # gp3's baseline 3000 IOPS allows 750 MiB/s, so the IOPS stay at their default.
 SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only
-# (infra/settings/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
+# (infra/kube/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
 GPU_NODE_DIRECTORY_COMMANDS = (f"install -d -o root -g {VLLM_CACHE_GID} -m {VLLM_CACHE_MODE} {VLLM_CACHE_HOST_PATH}",)
 USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
 # IMDSv2's token answers one hop only: the node's own processes and hostNetwork pods (aws-node, kube-proxy) reach

@@ -22,6 +22,15 @@ from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
+from infra.kube.namespaces import MONITORING_NAMESPACE as NAMESPACE
+from infra.kube.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    RAY_METRICS_PORT,
+    RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
+)
+from infra.kube.pod_security import MONITORING_LEVEL
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
 from infra.observability.dashboards import dashboard_config_maps
 from infra.observability.network_policy import monitoring_network_policies
@@ -33,15 +42,6 @@ from infra.settings.footprint import (
     PROMETHEUS_OPERATOR_RESOURCES,
     PROMETHEUS_RESOURCES,
 )
-from infra.settings.namespaces import MONITORING_NAMESPACE as NAMESPACE
-from infra.settings.pod_labels import (
-    KUBERAY_OPERATOR_SELECTOR,
-    RAY_METRICS_PORT,
-    RAY_NODE_TYPE_LABEL,
-    head_metrics_ports,
-)
-from infra.settings.pod_security import MONITORING_LEVEL
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"

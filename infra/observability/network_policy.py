@@ -33,8 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 from infra.components import ingress_policy, tcp_ports
-from infra.settings.namespaces import MONITORING_NAMESPACE
-from infra.settings.pod_labels import PROMETHEUS_POD_SELECTOR
+from infra.kube.namespaces import MONITORING_NAMESPACE
+from infra.kube.pod_labels import PROMETHEUS_POD_SELECTOR
 
 ALERTMANAGER_POD_SELECTOR = {"app.kubernetes.io/name": "alertmanager"}
 GRAFANA_POD_SELECTOR = {"app.kubernetes.io/name": "grafana"}

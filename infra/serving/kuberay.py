@@ -10,9 +10,9 @@ import pulumi
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.components import Children, raise_input_errors, unmatched
+from infra.kube.pod_security import OPERATOR_LEVEL
+from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
-from infra.settings.pod_security import OPERATOR_LEVEL
-from infra.settings.scheduling import OPERATOR_NAMESPACE
 from infra.settings.table import SEMVER_PATTERN
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"

@@ -34,12 +34,12 @@ from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.kube.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
+from infra.kube.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
 from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
-from infra.settings.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
-from infra.settings.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
 MIRROR_SERVICE_ACCOUNT = "model-mirror"
@@ -153,7 +153,7 @@ def build_mirror_job(
                             "command": ["python", f"{SCRIPT_MOUNT}/{SCRIPT.name}"],
                             "env": env,
                             "resources": MIRROR_RESOURCES,
-                            # The image's own user (infra/settings/pod_security.py MODEL_CACHE_LEVEL), nothing more.
+                            # The image's own user (infra/kube/pod_security.py MODEL_CACHE_LEVEL), nothing more.
                             "securityContext": dict(CONTAINER_SECURITY),
                             # No volume to work in: the script streams each file from the Hub to S3.
                             "volumeMounts": [{"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True}],

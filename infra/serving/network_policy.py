@@ -44,6 +44,15 @@ from __future__ import annotations
 from typing import Any
 
 from infra.components import ingress_policy, tcp_ports
+from infra.kube.namespaces import MONITORING_NAMESPACE
+from infra.kube.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    PROMETHEUS_POD_SELECTOR,
+    RAY_METRICS_PORT_NUMBER,
+    RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
+)
+from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.serving.rayservice import (
     DASHBOARD_AGENT_GRPC_PORT,
     DASHBOARD_AGENT_PORT,
@@ -57,15 +66,6 @@ from infra.serving.rayservice import (
     WORKER_PORTS,
 )
 from infra.serving.serve_config import NIXL_SIDE_CHANNEL_BASES
-from infra.settings.namespaces import MONITORING_NAMESPACE
-from infra.settings.pod_labels import (
-    KUBERAY_OPERATOR_SELECTOR,
-    PROMETHEUS_POD_SELECTOR,
-    RAY_METRICS_PORT_NUMBER,
-    RAY_NODE_TYPE_LABEL,
-    head_metrics_ports,
-)
-from infra.settings.scheduling import OPERATOR_NAMESPACE
 
 # Kubernetes labels every namespace with its own name (https://kubernetes.io/docs/reference/labels-annotations-taints/
 # #kubernetes-io-metadata-name), the only label a namespace is sure to carry.

@@ -9,6 +9,14 @@ from typing import Any
 import yaml
 
 from infra import PROJECT_DIR
+from infra.kube.pod_security import CONTAINER_SECURITY
+from infra.kube.scheduling import (
+    GPU_TOLERATION,
+    SYSTEM_NODE_SELECTOR,
+    VLLM_CACHE_GID,
+    VLLM_CACHE_HOST_PATH,
+    gpu_node_scheduling,
+)
 from infra.serving import edge, serve_auth
 from infra.serving.serve_config import (
     build_serve_config,
@@ -19,14 +27,6 @@ from infra.serving.serve_config import (
 )
 from infra.settings.config import StackConfig, sets_cluster_deletion_delay
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
-from infra.settings.pod_security import CONTAINER_SECURITY
-from infra.settings.scheduling import (
-    GPU_TOLERATION,
-    SYSTEM_NODE_SELECTOR,
-    VLLM_CACHE_GID,
-    VLLM_CACHE_HOST_PATH,
-    gpu_node_scheduling,
-)
 from infra.settings.topology import ray_worker_cpu, ray_worker_memory_gib
 
 SERVE_PORT = edge.EDGE_PORT  # the edge's, in front of Serve's proxy (infra/serving/edge.py)
@@ -217,7 +217,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 # The model cache's reader (infra/serving/model_cache.py): IRSA credentials for the model's S3 prefix
                 # only.
                 **({"serviceAccountName": service_account} if service_account else {}),
-                # The group that may write the compile cache (infra/settings/scheduling.py VLLM_CACHE_GID).
+                # The group that may write the compile cache (infra/kube/scheduling.py VLLM_CACHE_GID).
                 "securityContext": {"supplementalGroups": [VLLM_CACHE_GID]},
                 # No Kubernetes API call; the model cache's S3 credentials come from EKS's IRSA webhook, which mounts
                 # a token of its own (aws-iam-token), not the service account's default one.

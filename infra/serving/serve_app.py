@@ -16,6 +16,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.kube.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
 from infra.serving.edge import Edge
@@ -37,7 +38,6 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
-from infra.settings.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.settings.table import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
