@@ -67,13 +67,9 @@ def describe_instance_type(instance_type: str) -> InstanceShape | None:
     return instance_shape(result)
 
 
-# How EKS replaces nodes on an AMI, launch template or Kubernetes version update (NodegroupUpdateConfig,
-# https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html): DEFAULT "launches the new
-# instances first, before terminating the old instances"; MINIMAL "terminates the old instances before launching
-# the new instances", for groups "constrained to resources or costs (for example, with hardware accelerators such
-# as GPUs)". The GPU group takes MINIMAL: a DEFAULT update first adds nodes beyond the group (up to two per AZ,
-# managed-node-update-behavior), which a GPU quota, a capacity reservation or a full placement group cannot give,
-# and the update fails half-way. One node at a time.
+# How EKS replaces nodes on an update (API_NodegroupUpdateConfig): the GPU group terminates the old node first, one
+# at a time, since the extra nodes a DEFAULT update adds need quota and placement the group may not have
+# (docs/changes.md, Node updates fit).
 SYSTEM_UPDATE_STRATEGY = "DEFAULT"
 GPU_UPDATE_STRATEGY = "MINIMAL"
 MAX_UNAVAILABLE_NODES = 1
@@ -151,32 +147,17 @@ def _managed_node_group(
     )
 
 
-# The GPU node pulls the DLC image (tens of GB) before the engines can start. nodeadm's FastImagePull feature
-# gate makes containerd pull and unpack layers in parallel through the SOCI snapshotter's parallel pull mode
-# (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go UseSOCISnapshotter: on with the gate, for nodes of
-# at least 4 vCPUs and 7 GiB; snapshotter/soci-snapshotter.config.toml: 16 MB chunks, 20 downloads and 12
-# unpacks per image). Its guide asks for at least 600 MiB/s of root-volume throughput, up to 1000 MiB/s and 16k
-# IOPS for more (nodeadm/doc/examples.md, "Enabling fast image pull"); gp3 gives 125 MiB/s and 3000 IOPS unless
-# set, and at most 0.25 MiB/s per provisioned IOPS (https://docs.aws.amazon.com/ebs/latest/userguide/
-# general-purpose.html#gp3-ebs-volume-type), so 1000 MiB/s needs 4000 IOPS.
+# Root volumes fast enough for nodeadm's FastImagePull of the DLC image: the GPU nodes at the guide's top rate, the
+# system nodes at its least (docs/model-cache.md, The image on the node faster).
 GPU_ROOT_THROUGHPUT_MIBPS = 1000
 GPU_ROOT_IOPS = 4000
-# The system nodes pull the same image for the Ray head (and the mirror Job) with the same feature gate, on the guide's
-# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (lab/cold_start.py).
-# gp3's baseline 3000 IOPS allows 750 MiB/s, so the IOPS stay at their default.
 SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only
 # (infra/kube/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
 GPU_NODE_DIRECTORY_COMMANDS = (f"install -d -o root -g {VLLM_CACHE_GID} -m {VLLM_CACHE_MODE} {VLLM_CACHE_HOST_PATH}",)
 USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
-# IMDSv2's token answers one hop only: the node's own processes and hostNetwork pods (aws-node, kube-proxy) reach
-# IMDS, a pod in its own network namespace (one hop more) does not, so no pod can take the node role's credentials
-# (https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html, "Restrict access to the
-# instance profile assigned to the worker node": hop limit 1). No pod of the stack needs IMDS: those that call AWS take
-# credentials through IRSA (the Cluster Autoscaler, Prometheus's remote write, the model cache's mirror and readers),
-# and their region from their settings (awsRegion, sigv4.region) or not at all: boto3's S3 client, in the mirror and in
-# Ray's reader, asks IMDS for a region only in defaults_mode "auto" (botocore 1.44 session.py
-# _register_smart_defaults_factory), and S3 answers a client without one.
+# IMDSv2's token answers one hop only, so no pod takes the node role's credentials, and none needs IMDS
+# (docs/security.md#inside-the-cluster, 2. IMDS).
 IMDS_HOP_LIMIT = 1
 
 
