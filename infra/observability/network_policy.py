@@ -18,7 +18,7 @@ Kubernetes API, and each pod's config-reloader sidecar reloads its own server ov
 deployment.yaml passes the operator `--localhost=127.0.0.1` for that URL). node-exporter runs on the host's network,
 where NetworkPolicies do not apply; the admission patch Jobs take no connections. The kubelet's probes and `kubectl
 port-forward` (Grafana's and Prometheus' outputs) come from the node or inside the pod and are never refused
-(infra/serving/network_policy.py says why).
+(docs/security.md#inside-the-cluster says why).
 
 The pods' labels are the ones their operators and charts give them and do not let values override: Prometheus and
 Alertmanager pods carry app.kubernetes.io/name `prometheus` / `alertmanager` (prometheus-operator
