@@ -44,14 +44,8 @@ DESCRIBE_ACTIONS = (
     "eks:DescribeNodegroup",
 )
 SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
-# The guide "strongly recommend[s]" restricting the scaling actions to the groups the autoscaler owns, by their ARNs or
-# "using tag based conditionals"; this policy's scaling statement is the block it says to restrict. The condition is
-# the key auto-discovery itself matches (autoDiscovery.clusterName: `k8s.io/cluster-autoscaler/<cluster>`, a key
-# whose value "does not matter", README "Auto-Discovery Setup"), which EKS puts on every managed node group's Auto
-# Scaling group (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html: "automatically tagged for
-# auto-discovery by the Kubernetes Cluster Autoscaler"): `Null: false` is "the key is present"
-# (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html#Conditions_Null),
-# so no value the sources leave open can stop the scaling, and no other cluster's group can be scaled.
+# The scaling actions reach only the Auto Scaling groups that carry this cluster's auto-discovery tag key, which EKS
+# puts on every managed node group's (docs/security.md#the-cluster-autoscalers-scope).
 CLUSTER_TAG_PREFIX = "k8s.io/cluster-autoscaler/"
 
 
