@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
 
-from infra.settings.table import EKS_NAME_PATTERN
+from infra.settings.kinds import EKS_NAME_PATTERN
 
 
 class Children:

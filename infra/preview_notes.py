@@ -16,8 +16,8 @@ from infra.settings.changes import (
     SURGE_MINUTES_PER_GPU_NODE,
 )
 from infra.settings.config import StackConfig
+from infra.settings.kinds import UNPROTECT_COMMAND
 from infra.settings.prefix_caching import cache_rule
-from infra.settings.table import UNPROTECT_COMMAND
 
 
 def serving_notes(cfg: StackConfig) -> list[str]:

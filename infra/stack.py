@@ -68,7 +68,6 @@ CONFIG_KEYS = {
     "GpuNodes": {
         "node_group_name": "gpuNodegroupName",
         "instance_type": "gpuNodeType",
-        "count": "gpuNodeCount",
         "root_volume_gib": "gpuRootVolumeGiB",
         "capacity_type": "gpuCapacityType",
         "capacity_reservation_id": "capacityReservationId",
@@ -404,6 +403,7 @@ def stack_outputs(
         "gpuAz": facts.placement.gpu_az,
         "systemNodeGroupName": SYSTEM_NODEGROUP_NAME,
         "gpuNodeGroupName": nodes.gpu.node_group_name,
+        "gpuNodeCount": cfg.gpu_node_count,
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,
         **endpoint_outputs(cfg),

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from infra.settings.table import UNPROTECT_COMMAND
+from infra.settings.kinds import UNPROTECT_COMMAND
 from tests.conftest import OPERATOR_CIDRS, rejection
 from tests.deploy_graph import waits_for
 from tools.offline import run_stack

@@ -36,7 +36,7 @@ LIFE = [
     Step("serve-only change", {"modelSource": OTHER_MODEL, "maxModelLen": 8192}),
     Step(
         "cluster-shape change",
-        {"modelSource": OTHER_MODEL, "maxModelLen": 8192, "decodeReplicas": 2, "gpuNodeCount": 3},
+        {"modelSource": OTHER_MODEL, "maxModelLen": 8192, "decodeReplicas": 2},
     ),
     Step("observability off", {"modelSource": OTHER_MODEL, "observability": False}),
     Step("observability on again, model back", {}, mirrors=True),

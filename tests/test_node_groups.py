@@ -49,8 +49,8 @@ def test_gpu_nodes_are_a_fixed_size_group_of_the_gpu_type(dev):
 
 
 def test_gpu_node_overrides():
-    # 4 prefill + 8 decode single-GPU replicas on 4-GPU nodes: 3 nodes, which gpuNodeCount confirms.
-    layout = {"prefillReplicas": 4, "decodeReplicas": 8, "gpuNodeCount": 3}
+    # 4 prefill + 8 decode single-GPU replicas on 4-GPU nodes: 3 nodes, (the gpuNodeCount output).
+    layout = {"prefillReplicas": 4, "decodeReplicas": 8}
     gpu = gpu_group(run_stack({"gpuNodeType": "g6e.12xlarge", "gpuNodegroupName": "l40s", **layout}))
     assert gpu["instanceTypes"] == ["g6e.12xlarge"]
     assert gpu["scalingConfig"] == {"minSize": 3, "maxSize": 3, "desiredSize": 3}

@@ -25,8 +25,8 @@ from infra.settings.config import (
     StackConfig,
     covers_the_internet,
 )
+from infra.settings.kinds import KUBERNETES_VERSION_PATTERN, ipv4_network
 from infra.settings.regions import Partition, partition_problems
-from infra.settings.table import KUBERNETES_VERSION_PATTERN, ipv4_network
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"

@@ -24,7 +24,7 @@ from infra.network.subnets import (
     subnet_blocks,
 )
 from infra.settings.config import REGION_PATTERN
-from infra.settings.table import ipv4_network
+from infra.settings.kinds import ipv4_network
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from infra.kube.scheduling import (
     accelerator_label,
 )
 from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
-from infra.settings.table import (
+from infra.settings.kinds import (
     ADDON_VERSION_PATTERN,
     INSTANCE_TYPE_PATTERN,
     MAX_GP3_GIB,

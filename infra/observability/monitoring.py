@@ -42,7 +42,7 @@ from infra.settings.footprint import (
     PROMETHEUS_OPERATOR_RESOURCES,
     PROMETHEUS_RESOURCES,
 )
-from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
+from infra.settings.kinds import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
 # NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").

@@ -34,7 +34,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import Children, problem, raise_input_errors
 from infra.serving.rayservice import GCS_REDIS_PORT
-from infra.settings.table import (
+from infra.settings.kinds import (
     CACHE_NODE_TYPE_PATTERN,
     MAINTENANCE_WINDOW_ALLOWED,
     MAINTENANCE_WINDOW_PATTERN,

@@ -13,7 +13,7 @@ from infra.components import Children, raise_input_errors, unmatched
 from infra.kube.pod_security import OPERATOR_LEVEL
 from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
-from infra.settings.table import SEMVER_PATTERN
+from infra.settings.kinds import SEMVER_PATTERN
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
 

@@ -39,8 +39,8 @@ from infra.kube.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_s
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
+from infra.settings.kinds import DNS_LABEL_PATTERN, IMAGE_PATTERN
 from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
-from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
 MIRROR_SERVICE_ACCOUNT = "model-mirror"
 # The GPU workers' service account, in the serving namespace: read-only on the model's prefix.

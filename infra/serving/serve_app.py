@@ -38,7 +38,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
-from infra.settings.table import DNS_LABEL_PATTERN
+from infra.settings.kinds import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
 # engine
