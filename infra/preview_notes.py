@@ -15,9 +15,9 @@ from infra.settings.changes import (
     SERVE_NEW_CLUSTER,
     SURGE_MINUTES_PER_GPU_NODE,
 )
-from infra.settings.config import StackConfig
 from infra.settings.kinds import UNPROTECT_COMMAND
 from infra.settings.prefix_caching import cache_rule
+from infra.settings.stack_config import StackConfig
 
 
 def serving_notes(cfg: StackConfig) -> list[str]:

@@ -49,8 +49,9 @@ from infra.serving.rayservice import (
 )
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
 from infra.serving.serve_config import application_name
-from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
 from infra.settings.model_sources import is_s3_uri
+from infra.settings.rules_observability import amp_workspace_region
+from infra.settings.stack_config import ConfigError, StackConfig
 from infra.settings.table import settings_by_effect
 
 T = TypeVar("T")

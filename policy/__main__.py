@@ -5,6 +5,6 @@ else and nothing imports it; the policies live in `ray_llm_policies`, where the 
 """
 
 from pulumi_policy import PolicyPack
-from ray_llm_policies import PACK_NAME, POLICIES
+from ray_llm_policies.pack import PACK_NAME, POLICIES
 
 PolicyPack(name=PACK_NAME, policies=POLICIES)

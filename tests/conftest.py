@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from infra.settings.config import VALIDATED_KUBERAY_VERSIONS, ConfigError
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.stack_config import ConfigError
 from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack

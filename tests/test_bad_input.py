@@ -13,7 +13,8 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from infra.settings.config import API_ALLOW_LIST_COMMAND, SECRET_SETTINGS
+from infra.settings.kinds import API_ALLOW_LIST_COMMAND
+from infra.settings.reader import SECRET_SETTINGS
 from tests.conftest import (
     API_KEYS,
     EXPOSED_SECRET_KEYS,

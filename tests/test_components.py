@@ -11,7 +11,7 @@ from pulumi.errors import InputPropertiesError
 from infra.cluster.eks import ClusterArgs
 from infra.components import raise_input_errors
 from infra.network.vpc import NetworkArgs, network_args_errors
-from infra.settings.config import ConfigError
+from infra.settings.stack_config import ConfigError
 from infra.stack import in_config_terms
 from tools.offline import StackRun, run_stack
 

@@ -8,16 +8,12 @@ import pulumi
 import pytest
 
 from infra.nodes.node_groups import describe_instance_type
-from infra.settings.config import (
-    API_ALLOW_LIST_COMMAND,
-    VALIDATED_KUBERAY_VERSIONS,
-    ConfigError,
-    ServeSide,
-    covers_the_internet,
-    load_config,
-)
+from infra.settings.config import load_config
 from infra.settings.config_keys import aws_provider_keys, kubernetes_provider_keys
+from infra.settings.kinds import API_ALLOW_LIST_COMMAND, VALIDATED_KUBERAY_VERSIONS
 from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION
+from infra.settings.rules_network import covers_the_internet
+from infra.settings.stack_config import ConfigError, ServeSide
 from tests.conftest import rejection
 from tests.schemas import kuberay_dir
 from tools.offline import load_stack_config

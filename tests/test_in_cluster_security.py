@@ -38,7 +38,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.serve_app import dropped_auth_options
 from infra.serving.serve_config import NIXL_SIDE_CHANNEL_BASES
-from infra.settings.config import has_ray_token_auth
+from infra.settings.rules_serving import has_ray_token_auth
 from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows, port_entries
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group

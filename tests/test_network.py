@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from infra.network.subnets import MAX_SUBNET_PREFIX, MIN_VPC_PREFIX, PUBLIC_PREFIX_DELTA, plan_subnets, subnet_blocks
-from infra.settings.config import ConfigError
+from infra.settings.stack_config import ConfigError
 from tools.offline import StackRun, run_stack
 
 SUBNET = "aws:ec2/subnet:Subnet"

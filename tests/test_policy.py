@@ -24,11 +24,12 @@ import yaml
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
-from infra.settings import config as program_config
-from policy.ray_llm_policies import PACK_NAME, POLICIES
+from infra.settings import kinds as program_kinds
+from infra.settings import rules_network as program_rules
 from policy.ray_llm_policies import governance as pack_governance
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
+from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
@@ -1241,29 +1242,10 @@ def test_breaking_the_stack_fires_the_policy(
 # --- the pack's own judgement of "open to the internet" ---
 
 
-@pytest.mark.parametrize(
-    "cidrs",
-    [
-        ["0.0.0.0/0"],
-        SPLIT_INTERNET,
-        ["0.0.0.0/1"],
-        ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"],
-        ["100.24.20.0/24"],
-        # Everyone but 10.0.0.0/8, which is private: still everyone on the internet.
-        ["0.0.0.0/5", "8.0.0.0/7", "11.0.0.0/8", "12.0.0.0/6", "16.0.0.0/4", "32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/1"],
-        # ... and without 11.0.0.0/8, which is public: not everyone.
-        ["0.0.0.0/5", "8.0.0.0/7", "12.0.0.0/6", "16.0.0.0/4", "32.0.0.0/3", "64.0.0.0/2", "128.0.0.0/1"],
-    ],
-    ids=["all", "two-halves", "one-half", "rfc1918", "one-block", "all-but-private", "all-but-a-public-block"],
-)
-def test_pack_and_program_agree_on_covering_the_internet(cidrs: list[str]) -> None:
-    """The pack cannot import infra/, so it keeps its own check: both must judge every set alike."""
-    assert pack_internet.covers_the_internet(cidrs) is program_config.covers_the_internet(tuple(cidrs))
-
-
-def test_pack_and_program_know_the_same_non_internet_blocks() -> None:
-    """RFC 6890's not-globally-reachable IPv4 blocks, kept twice (pack and program): one list of facts."""
-    assert pack_internet.IPV4_NOT_ON_THE_INTERNET == program_config.NOT_ON_THE_INTERNET
+def test_the_program_refuses_an_open_set_with_the_packs_own_rule() -> None:
+    """One home for "open to the internet": the settings import the pack's stdlib-only rule, not a copy of it."""
+    assert program_rules.covers_the_internet is pack_internet.covers_the_internet
+    assert program_kinds.IPV4_NOT_ON_THE_INTERNET is pack_internet.IPV4_NOT_ON_THE_INTERNET
 
 
 @pytest.mark.parametrize(

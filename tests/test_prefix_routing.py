@@ -26,7 +26,7 @@ import pytest
 from infra.serving import prefix_routing
 from infra.serving.code_package import ZIP_TOP
 from infra.serving.serve_config import deployment_config
-from infra.settings.config import ServeSide
+from infra.settings.stack_config import ServeSide
 from tests.conftest import start_local_ray
 from tools.project import PROJECT_DIR
 

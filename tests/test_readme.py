@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.settings.config import API_ALLOW_LIST_COMMAND
-from infra.settings.kinds import UNPROTECT_COMMAND
+from infra.settings.kinds import API_ALLOW_LIST_COMMAND, UNPROTECT_COMMAND
 from tools.config_reference import REFERENCE_PAGE, WRITE_COMMAND, markdown_table
 from tools.offline import load_stack_config
 from tools.project import PROJECT_DIR, replace_generated_block

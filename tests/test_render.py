@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from infra.serving import edge, model_cache, serve_auth
-from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS
+from infra.settings.kinds import API_ALLOW_LIST_COMMAND
+from infra.settings.reader import SECRET_SETTINGS
+from infra.settings.rules_network import OFFLINE_ALLOW_LIST_OPTION
 from tests.conftest import (
     API_ALLOW_LIST_KEY,
     API_KEYS,

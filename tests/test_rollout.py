@@ -48,7 +48,7 @@ from infra.serving.rollout_status import (
     serve_verdict,
     unschedulable_pods,
 )
-from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import (
     pod_list,

@@ -20,11 +20,13 @@ from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.quota import gpu_vcpu_need
 from infra.serving.serve_config import longest_stream_s
-from infra.settings.config import CLUSTER_AUTOSCALER_KUBERNETES_MINOR, VALIDATED_KUBERAY_VERSIONS, ConfigError
 from infra.settings.instance_types import InstanceShape
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.rules_network import CLUSTER_AUTOSCALER_KUBERNETES_MINOR
+from infra.settings.stack_config import ConfigError
 from infra.settings.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
-from policy.ray_llm_policies import PACK_NAME, POLICIES
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
+from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.conftest import rejection
 from tests.rayservice_parts import pd_args, ray_container, rayservice, serve_config, worker_group

@@ -14,7 +14,7 @@ from infra.serving import serve_auth
 from infra.serving.code_package import ZIP_TOP
 from infra.serving.rayservice import TLS_CERT_ANNOTATION, TLS_POLICY_ANNOTATION, TLS_PORTS_ANNOTATION
 from infra.settings.changes import KEYS_RELOADED
-from infra.settings.config import ConfigError
+from infra.settings.stack_config import ConfigError
 from infra.settings.table import CHANGE_EFFECTS
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, OPERATOR_CERTIFICATE, exposed
 from tests.rayservice_parts import configmap_zip, mounted_volume, pod_specs, serve_config

@@ -7,7 +7,7 @@ import copy
 import pytest
 import yaml
 
-from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
 from tests.chart_values import kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed, kuberay_run
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group

@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 
-from infra.settings.config import STACK_FIELDS, StackConfig
+from infra.settings.config import STACK_FIELDS
 from infra.settings.kinds import Integer, Text
+from infra.settings.stack_config import StackConfig
 from infra.settings.table import SETTINGS
 from tests.conftest import rejection
 from tools.config_reference import WRITE_COMMAND, project_file_text

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
 from tests.schemas import VENDORED_SCHEMAS_DIR
-from tools.project import config_default
+from tools.project import declared_defaults
 
 # Pulumi.yaml key pinning a chart version -> (vendored folder name before the version, its Chart.yaml).
 VENDORED_CHARTS = {
@@ -31,7 +31,7 @@ VALIDATED_KUBERAY_FOLDERS = {f"kuberay-v{version}" for version in VALIDATED_KUBE
 
 
 def pinned_version(key: str) -> str:
-    return config_default(key)
+    return declared_defaults()[key]
 
 
 def vendored_folder(key: str) -> str:

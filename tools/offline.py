@@ -26,7 +26,10 @@ from pulumi.runtime.stack import Stack
 
 from infra.nodes import node_groups
 from infra.serving import model_source
-from infra.settings.config import API_KEYS_SETTING, SECRET_SETTINGS, StackConfig, load_config
+from infra.settings.config import load_config
+from infra.settings.reader import SECRET_SETTINGS
+from infra.settings.rules_serving import API_KEYS_SETTING
+from infra.settings.stack_config import StackConfig
 from tools.offline_aws import DEFAULT_VCPU_QUOTA, DEPLOYER_ARN, AwsMocks, OfflineNote, StoredObject
 from tools.project import PROJECT, PROJECT_DIR, declared_defaults
 from tools.stack_yaml import StackFileError, cli_string, read_stack_file

@@ -35,7 +35,10 @@ from typing import Any
 
 import yaml
 
-from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS, ConfigError
+from infra.settings.kinds import API_ALLOW_LIST_COMMAND
+from infra.settings.reader import SECRET_SETTINGS
+from infra.settings.rules_network import OFFLINE_ALLOW_LIST_OPTION
+from infra.settings.stack_config import ConfigError
 from tools.offline import (
     ALLOW_LIST_PLACEHOLDER,
     EngineMessage,

@@ -18,15 +18,10 @@ import pulumi_kubernetes as k8s
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import Children, cluster_name_errors, problem, raise_input_errors
-from infra.settings.config import (
-    MAX_API_PUBLIC_ACCESS_CIDRS,
-    MIN_KUBERNETES_MINOR,
-    ConfigError,
-    StackConfig,
-    covers_the_internet,
-)
 from infra.settings.kinds import KUBERNETES_VERSION_PATTERN, ipv4_network
 from infra.settings.regions import Partition, partition_problems
+from infra.settings.rules_network import MAX_API_PUBLIC_ACCESS_CIDRS, MIN_KUBERNETES_MINOR, covers_the_internet
+from infra.settings.stack_config import ConfigError, StackConfig
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pulumi_aws as aws
 
-from infra.settings.config import ConfigError, StackConfig
+from infra.settings.stack_config import ConfigError, StackConfig
 
 # A cluster needs "at least two subnets that are in different Availability Zones"
 # (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).

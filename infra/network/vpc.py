@@ -23,8 +23,8 @@ from infra.network.subnets import (
     plan_subnets,
     subnet_blocks,
 )
-from infra.settings.config import REGION_PATTERN
 from infra.settings.kinds import ipv4_network
+from infra.settings.rules_network import REGION_PATTERN
 
 
 @dataclass(frozen=True)

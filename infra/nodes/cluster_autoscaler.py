@@ -24,8 +24,8 @@ from infra.cluster.helm import Chart, pinned_release
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, REGION, Children, cluster_name_errors, raise_input_errors, unmatched
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
-from infra.settings.config import REGION_PATTERN
 from infra.settings.kinds import CHART_VERSION_PATTERN
+from infra.settings.rules_network import REGION_PATTERN
 
 CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
 NAMESPACE = "kube-system"

@@ -17,9 +17,9 @@ from infra.cluster.helm import Chart, pinned_release
 from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
 from infra.kube.scheduling import gpu_node_scheduling
 from infra.nodes.node_groups import GpuNodes
-from infra.settings.config import REGION_PATTERN
 from infra.settings.kinds import CHART_VERSION_PATTERN
 from infra.settings.regions import efa_plugin_repository
+from infra.settings.rules_network import REGION_PATTERN
 
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"
 EKS_CHARTS_REPO = "https://aws.github.io/eks-charts"

@@ -35,11 +35,11 @@ from infra.settings.capacity import (
     kv_layout,
     vllm_default_gpu_memory_utilization,
 )
-from infra.settings.config import ConfigError, StackConfig
 from infra.settings.kv_offload import prefix_caching_problem
 from infra.settings.model_sources import is_hub_repo
 from infra.settings.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
 from infra.settings.regions import Partition
+from infra.settings.stack_config import ConfigError, StackConfig
 
 T = TypeVar("T")
 

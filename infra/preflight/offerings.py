@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pulumi_aws as aws
 
-from infra.settings.config import ConfigError, StackConfig
+from infra.settings.stack_config import ConfigError, StackConfig
 
 # DescribeClusterVersions statuses of the versions a new cluster can use: "You can create new Amazon EKS
 # clusters on any version offered in standard or extended support"

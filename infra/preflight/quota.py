@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pulumi_aws as aws
 
-from infra.settings.config import StackConfig
+from infra.settings.stack_config import StackConfig
 
 # Service Quotas codes of the EC2 "Running On-Demand ... instances" quotas, by instance family letter
 # (the EFA-capable GPU types the stack accepts are all G or P).

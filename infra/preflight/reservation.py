@@ -17,7 +17,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from infra.settings.config import ConfigError, StackConfig
+from infra.settings.stack_config import ConfigError, StackConfig
 
 # EC2's error code for a reservation id it does not know (DescribeCapacityReservations).
 NOT_FOUND = "InvalidCapacityReservationId.NotFound"

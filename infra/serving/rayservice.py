@@ -25,8 +25,9 @@ from infra.serving.serve_config import (
     longest_stream_s,
     serve_app_args,
 )
-from infra.settings.config import StackConfig, sets_cluster_deletion_delay
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
+from infra.settings.rules_serving import sets_cluster_deletion_delay
+from infra.settings.stack_config import StackConfig
 from infra.settings.topology import ray_worker_cpu, ray_worker_memory_gib
 
 SERVE_PORT = edge.EDGE_PORT  # the edge's, in front of Serve's proxy (infra/serving/edge.py)

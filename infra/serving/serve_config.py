@@ -18,7 +18,7 @@ from infra.settings.kv_offload import with_host_tier
 from infra.settings.prefix_caching import PD_MAMBA_CACHE_MODE
 
 if TYPE_CHECKING:
-    from infra.settings.config import ServeSide, StackConfig
+    from infra.settings.stack_config import ServeSide, StackConfig
 
 PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
 KV_CONNECTOR = "NixlConnector"

@@ -16,6 +16,7 @@ from infra.settings.changes import (
     SERVE_IN_PLACE,
     Effect,
 )
+from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 
 # Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
 # input redirection).
@@ -147,27 +148,6 @@ TAG_VALUE_ALLOWED = "at most 256 letters, digits, spaces and _ . : / = + - @ (AW
 
 # RFC 5737's documentation ranges: no real client has one of these addresses.
 DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
-# Addresses never seen as a source on the internet (RFC 6890 special-purpose blocks that are not
-# globally reachable); a set of CIDRs covering every other address is open to the whole internet.
-NOT_ON_THE_INTERNET = tuple(
-    ipaddress.IPv4Network(c)
-    for c in (
-        "0.0.0.0/8",
-        "10.0.0.0/8",
-        "100.64.0.0/10",
-        "127.0.0.0/8",
-        "169.254.0.0/16",
-        "172.16.0.0/12",
-        "192.0.0.0/24",
-        "192.0.2.0/24",
-        "192.168.0.0/16",
-        "198.18.0.0/15",
-        "198.51.100.0/24",
-        "203.0.113.0/24",
-        "224.0.0.0/4",
-        "240.0.0.0/4",
-    )
-)
 IPV4_CIDR_PATTERN = re.compile(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}")
 # The example address of the two lists' messages: one the checks accept (tests/test_bad_input.py), unlike
 # `<your-ip>/32` or an RFC 5737 documentation address.
@@ -205,7 +185,7 @@ def internet_client_cidr(text: str) -> str:
     network = ipv4_network(text)
     if network.prefixlen == 0:
         raise ValueError("it is the whole internet")
-    for block in NOT_ON_THE_INTERNET:
+    for block in IPV4_NOT_ON_THE_INTERNET:
         if network.subnet_of(block):
             raise ValueError(f"it lies in {block}, space no internet client comes from (RFC 6890)")
     return str(network)

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from infra.serving.code_package import ZIP_TOP
 from infra.serving.serve_config import PD_IMPORT_PATH, build_serve_config, code_packages, serve_app_args
-from infra.settings.config import API_KEYS_SETTING
+from infra.settings.rules_serving import API_KEYS_SETTING
 from tools.offline import load_stack_config, stack_file
 from tools.project import PROJECT
 
 if TYPE_CHECKING:
-    from infra.settings.config import StackConfig
+    from infra.settings.stack_config import StackConfig
 from lab.smoke.document import Override, engine_configs, format_path, has_path
 from lab.smoke.host import HostFacts
 from lab.smoke.overrides import (

@@ -10,8 +10,7 @@ import re
 import pytest
 
 from infra.serving.edge import EDGE_PORT
-from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
-from infra.settings.kinds import RAY_TOKEN_AUTH_SINCE
+from infra.settings.kinds import RAY_TOKEN_AUTH_SINCE, VALIDATED_KUBERAY_VERSIONS
 from lab.tests.kuberay_source import go_function, kuberay_source
 
 

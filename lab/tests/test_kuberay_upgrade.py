@@ -13,7 +13,7 @@ import re
 import pytest
 import yaml
 
-from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
 from infra.settings.table import SETTINGS_BY_KEY
 from lab.tests.kuberay_source import go_function, kuberay_source
 from tests.schemas import kuberay_dir, rayservice_crd_schema

@@ -1,9 +1,8 @@
 """Whether a set of CIDRs admits the whole internet: judged on their union, not on a literal 0.0.0.0/0.
 
-`0.0.0.0/1` + `128.0.0.0/1` is as open as `0.0.0.0/0`. This is a near-copy of
-`covers_the_internet` in infra/settings/config.py, which rejects such a set at config time: the pack runs
-from its own virtualenv (policy/requirements.txt) and cannot import the program, so it keeps its
-own stdlib-only check. tests/test_policy.py holds the two lists of non-internet blocks equal.
+`0.0.0.0/1` + `128.0.0.0/1` is as open as `0.0.0.0/0`. The one home of this rule: the pack judges a preview's
+resources with it, and the program's settings refuse such a set at config time with it (infra/settings/kinds.py,
+rules_network.py). Standard library only, since the pack cannot import the program and the program has no pack SDK.
 """
 
 from __future__ import annotations

@@ -1,0 +1,280 @@
+"""The rules that relate network, cluster and node keys: the VPC and API allow-list CIDRs, versions that must agree,
+the GPU AZ, names that must not collide, the system node's room and Capacity Blocks.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+
+from infra.kube.namespaces import CREATED_NAMESPACES
+from infra.kube.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
+from infra.settings.footprint import system_node_load, system_node_problem
+from infra.settings.instance_types import (
+    NODE_ARCHITECTURE,
+    InstanceShape,
+    architecture_reason,
+)
+from infra.settings.kinds import (
+    API_ALLOW_LIST_COMMAND,
+    CHECKIP,
+    INSTANCE_TYPE_PATTERN,
+    KUBERNETES_VERSION_PATTERN,
+    NEW_CLUSTER,
+    ipv4_network,
+)
+from infra.settings.regions import (
+    region_problem,
+)
+from infra.settings.stack_config import (
+    StackConfig,
+)
+from policy.ray_llm_policies.internet import covers_the_internet
+
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
+
+
+MIN_KUBERNETES_MINOR = 29
+
+
+# The Kubernetes minor each known cluster-autoscaler chart's Cluster Autoscaler is built for (the chart's
+# appVersion: 9.59.0 runs 1.35.0). Upstream tests a Cluster Autoscaler only on the Kubernetes minor it was
+# meant for, "there is always a chance that it won't work as expected" on another (kubernetes/autoscaler
+# cluster-autoscaler/README.md, Releases). Another chart version is the user's word.
+CLUSTER_AUTOSCALER_KUBERNETES_MINOR = {"9.59.0": "1.35"}
+
+
+# IPv4 blocks no VPC can use: not unicast, or reserved for the host itself (RFC 6890), or, for
+# 172.17.0.0/16, a range the VPC user guide says not to use because Docker and AWS services take it
+# (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html).
+NON_VPC_RANGES = {
+    "0.0.0.0/8": "'this network' (RFC 1122)",
+    "127.0.0.0/8": "loopback",
+    "169.254.0.0/16": "link-local, where the instance metadata service lives",
+    "172.17.0.0/16": "used by Docker and some AWS services; the VPC user guide says not to use it",
+    "224.0.0.0/4": "multicast",
+    "240.0.0.0/4": "reserved (RFC 1112)",
+}
+
+
+# EKS quota "Public endpoint access CIDR ranges per cluster": 40, not adjustable
+# (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+MAX_API_PUBLIC_ACCESS_CIDRS = 40
+
+
+# The same for the offline render, which reads the stack file without the Pulumi CLI.
+OFFLINE_ALLOW_LIST_OPTION = f'--config "apiPublicAccessCidrs=[\\"{CHECKIP}/32\\"]"'
+
+
+def vpc_cidr_problem(value: str) -> str | None:
+    allowed = (
+        "an IPv4 network address with a /16 to /20 prefix and no host bits set, in RFC 1918 private space "
+        "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
+    )
+    try:
+        network = ipv4_network(value)
+    except ValueError as error:
+        return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
+    if not 16 <= network.prefixlen <= 20:
+        return f"vpcCidr={value!r} is invalid: allowed is {allowed}"
+    for block, why in NON_VPC_RANGES.items():
+        if network.overlaps(ipaddress.IPv4Network(block)):
+            return f"vpcCidr={value!r} is invalid: it overlaps {block}, {why}; allowed is {allowed}"
+    return None
+
+
+def kubernetes_version_problem(value: str) -> str | None:
+    match = KUBERNETES_VERSION_PATTERN.match(value)
+    if match and int(match.group(1)) >= MIN_KUBERNETES_MINOR:
+        return None
+    return (
+        f"kubernetesVersion={value!r} is invalid: allowed is MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer (e.g. 1.35)"
+    )
+
+
+def kube_proxy_version_problem(kube_proxy_version: str | None, kubernetes_version: str) -> str | None:
+    """EKS publishes one kube-proxy add-on line per Kubernetes version; another minor is refused."""
+    proxy = re.match(r"^v(\d+\.\d+)\.", kube_proxy_version or "")
+    if (
+        proxy is None
+        or not KUBERNETES_VERSION_PATTERN.match(kubernetes_version)
+        or proxy.group(1) == kubernetes_version
+    ):
+        return None
+    return (
+        f"kubeProxyVersion={kube_proxy_version!r} is invalid: kube-proxy must match kubernetesVersion "
+        f"{kubernetes_version}; allowed is a v{kubernetes_version}.x-eksbuild.N version "
+        f"(aws eks describe-addon-versions --addon-name kube-proxy --kubernetes-version {kubernetes_version})"
+    )
+
+
+def gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
+    if gpu_az is None or not REGION_PATTERN.match(region):
+        return None
+    if re.fullmatch(re.escape(region) + r"[a-z]", gpu_az):
+        return None
+    return (
+        f"gpuAz={gpu_az!r} is invalid: it is not an Availability Zone of region {region!r} (e.g. {region}a), or empty"
+    )
+
+
+def cluster_autoscaler_problem(cfg: StackConfig) -> str | None:
+    chart_version, kubernetes_version = cfg.cluster_autoscaler_version, cfg.kubernetes_version
+    built_for = CLUSTER_AUTOSCALER_KUBERNETES_MINOR.get(chart_version)
+    if not cfg.cluster_autoscaler or built_for in (None, kubernetes_version):
+        return None
+    why = "serveAutoscaling=true" if cfg.serve_autoscaling else f"clusterUpgradeStrategy={NEW_CLUSTER!r}"
+    return (
+        f"kubernetesVersion={kubernetes_version!r} is invalid with {why}: clusterAutoscalerVersion="
+        f"{chart_version!r} runs Cluster Autoscaler {built_for}, which is built and tested for Kubernetes {built_for} "
+        f"only; allowed is kubernetesVersion {built_for!r}, or a clusterAutoscalerVersion whose Cluster Autoscaler is "
+        f"{kubernetes_version}.x"
+    )
+
+
+def api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+    if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
+        return (
+            f"apiPublicAccessCidrs has {len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS} "
+            "(quota 'Public endpoint access CIDR ranges per cluster', not adjustable) and would refuse the cluster "
+            "mid-deploy; allowed is at most 40: list fixed egress addresses (a NAT gateway's, a self-hosted CI "
+            "runner's), not a CI provider's published ranges (docs/policy.md, Deploying from CI)"
+        )
+    if covers_the_internet(cidrs):
+        return (
+            f"apiPublicAccessCidrs={list(cidrs)} is invalid: together they admit every internet address; allowed "
+            "is the public CIDRs `pulumi up`, kubectl and CI connect from"
+        )
+    if cidrs or raw not in ("", "[]"):
+        return None
+    # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+    return (
+        "apiPublicAccessCidrs is empty: EKS would then open the public API endpoint to 0.0.0.0/0. "
+        "Allowed is a list of the public CIDRs `pulumi up`, kubectl and CI connect from; add yours with "
+        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`); offline, without the "
+        f"Pulumi CLI, pass `python -m tools.render ... {OFFLINE_ALLOW_LIST_OPTION}`"
+    )
+
+
+def serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
+    """The load balancer's sources are also whom its NodePort answers on every node, in plain HTTP: cloud-provider-aws
+    opens the nodes' security group on the NodePort to loadBalancerSourceRanges, or to 0.0.0.0/0 when there are none
+    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go EnsureLoadBalancer, updateInstanceSecurityGroupsForNLB),
+    for an internal load balancer too."""
+    if exposure == "none" or (cidrs and not covers_the_internet(cidrs)):
+        return None
+    if exposure == "internal" and not cidrs:
+        return (
+            "serveExposure='internal' needs serveSourceCidrs: without them the cloud provider opens the load "
+            "balancer's NodePort on every node to 0.0.0.0/0, and the NodePort answers in plain HTTP, past the TLS "
+            "listener; allowed is the private CIDRs the clients connect from (e.g. the VPC's or 10.0.0.0/8)"
+        )
+    return (
+        f"serveExposure={exposure!r} needs serveSourceCidrs narrower than the whole internet "
+        f"(got {list(cidrs)}, which together admit every internet address): an open inference endpoint is not allowed"
+    )
+
+
+# Namespaces every cluster already has; Kubernetes reserves the `kube-` prefix for its own
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/).
+EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
+    """Names this program creates that another object already holds."""
+    problems = []
+    if namespace in EXISTING_NAMESPACES or namespace.startswith("kube-"):
+        problems.append(
+            f"namespace={namespace!r} is invalid: every cluster already has it or Kubernetes reserves its kube- "
+            "prefix, and the program creates (and on destroy deletes) the namespace it names; allowed is a "
+            "namespace of its own such as 'inference'"
+        )
+    elif namespace == OPERATOR_NAMESPACE:
+        problems.append(
+            f"namespace={namespace!r} is invalid: it is the KubeRay operator's, which its Helm release creates; "
+            "allowed is a namespace of its own such as 'inference'"
+        )
+    if gpu_nodegroup_name == SYSTEM_NODEGROUP_NAME:
+        problems.append(
+            f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
+            "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
+        )
+    return problems
+
+
+def system_node_problems(
+    cfg: StackConfig, describe_instance_type: Callable[[str], InstanceShape | None]
+) -> list[str | None]:
+    """The system node type as EC2 describes it, asked once (a type EC2 does not know is left to the region's
+    offerings check): an x86_64 CPU type, with room for what runs there."""
+    if region_problem(cfg.region) or not INSTANCE_TYPE_PATTERN.fullmatch(cfg.system_node_type):
+        return []
+    shape = describe_instance_type(cfg.system_node_type)
+    if shape is None:
+        return []
+    if NODE_ARCHITECTURE not in shape.architectures:
+        return [
+            f"systemNodeType={cfg.system_node_type!r} is invalid: {architecture_reason(shape)} (EC2's answer, asked "
+            f"before any resource); allowed is an {NODE_ARCHITECTURE} instance type such as m7i.xlarge"
+        ]
+    if shape.gpus:
+        return [_system_node_type_problem(cfg.system_node_type, shape)]
+    return [_system_node_room_problem(cfg, shape)]
+
+
+def _system_node_type_problem(system_node_type: str, shape: InstanceShape) -> str:
+    """A GPU type for the CPU system nodes: EC2's answer says so."""
+    return (
+        f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
+        "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
+        "instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
+    )
+
+
+def _system_node_room_problem(cfg: StackConfig, shape: InstanceShape) -> str | None:
+    """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them."""
+    load = system_node_load(
+        observability=cfg.observability,
+        serve_autoscaling=cfg.serve_autoscaling,
+        model_cache=cfg.model_cache,
+        new_cluster=cfg.new_cluster,
+    )
+    return system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)
+
+
+def capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
+    if capacity_type != "capacity-block" or not serve_autoscaling:
+        return None
+    return (
+        "serveAutoscaling=true is invalid with gpuCapacityType='capacity-block': a Capacity Block holds a fixed "
+        "number of instances for its window, so the Cluster Autoscaler could add no node beyond it; allowed is "
+        "serveAutoscaling=false with replicas that fill the block"
+    )
+
+
+def capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_az: str | None) -> str | None:
+    """A Capacity Block is one reservation in one Availability Zone: the node group targets both."""
+    if capacity_type != "capacity-block" or (reservation_id and gpu_az):
+        return None
+    return (
+        "gpuCapacityType='capacity-block' needs capacityReservationId (the Capacity Block's cr-... id) and "
+        f"gpuAz (the Availability Zone it was bought in); got capacityReservationId={reservation_id or ''!r}, "
+        f"gpuAz={gpu_az or ''!r}"
+    )
+
+
+def created_namespace_problem(namespace: str) -> str | None:
+    """The RayService's namespace is a Namespace object of the program's, deleted on destroy with all it holds; a
+    namespace the stack also creates would be created twice (the second create fails: a name is unique per kind,
+    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/) or, created first, take the other
+    part's objects with it on destroy. Refused whether or not that part is on now: turning it on later would fail
+    mid-deploy, and moving the RayService then replaces it."""
+    owner = CREATED_NAMESPACES.get(namespace)
+    if owner is None:
+        return None
+    return (
+        f"namespace={namespace!r} is invalid: it is {owner}, and the program creates (and on destroy deletes) the "
+        "namespace it names; allowed is a namespace of its own such as 'inference'"
+    )
