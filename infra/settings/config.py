@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
+from infra.settings.autoscaling import SIDE_OBJECTIVES, ScalingPace, objective_problem
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.footprint import system_node_load, system_node_problem
 from infra.settings.instance_types import (
@@ -185,6 +186,9 @@ class ServeSide:
     # Ray Serve autoscaling (serveAutoscaling): up to max_replicas, aiming at target_ongoing_requests each.
     max_replicas: int | None = None
     target_ongoing_requests: int | None = None
+    # The side's latency objective in ms (prefillTtftObjectiveMs, decodeItlObjectiveMs); None scales on ongoing
+    # requests alone (infra/settings/autoscaling.py).
+    latency_objective_ms: int | None = None
     # vLLM `enable_prefix_caching` (infra/settings/prefix_caching.py); None leaves vLLM's default.
     prefix_caching: bool | None = None
     # Whether the side's callers route to it by prefix (prefixAwareRouting where it can do something).
@@ -245,6 +249,7 @@ class StackConfig:
     decode: ServeSide
     topology: Topology
     serve_autoscaling: bool
+    scaling_pace: ScalingPace  # Serve's upscale/downscale delays and the objectives' percentile
     cluster_autoscaler_version: str
     kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
     # vLLM `kv_cache_dtype` of both sides ("auto": the model dtype); NIXL needs it the same on both.
@@ -690,11 +695,23 @@ def _serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
     return problems
 
 
+def _objective_problems(side: str, objective_ms: int, percentile: str, autoscaling: bool) -> list[str]:
+    if objective_ms and not autoscaling:
+        return [
+            f"{SIDE_OBJECTIVES[side]}={objective_ms} is invalid with serveAutoscaling=false: allowed is 0 (set "
+            "serveAutoscaling to true to let Ray Serve scale the side on it)"
+        ]
+    problem = objective_problem(side, objective_ms, percentile)
+    return [problem] if problem else []
+
+
 def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autoscaling: bool) -> ServeSide:
     """One side's settings; the autoscaling keys must agree with serveAutoscaling."""
     replicas = values[f"{side}Replicas"]
     max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
     max_replicas, target = values[max_key], values[target_key]
+    objective = values[SIDE_OBJECTIVES[side]]
+    problems.extend(_objective_problems(side, objective, values["latencyObjectivePercentile"], autoscaling))
     if autoscaling and max_replicas < replicas:
         problems.append(
             f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
@@ -725,6 +742,7 @@ def _serve_side(values: Mapping[str, Any], problems: list[str], side: str, autos
         quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
+        latency_objective_ms=objective if autoscaling and objective else None,
         prefix_caching=prefix_caching,
         prefix_routing=routes_by_prefix(values["prefixAwareRouting"], prefix_caching, most_replicas),
         kv_offload_gib=values[f"{side}KvOffloadGiB"],
@@ -1255,6 +1273,11 @@ def _stack_config(
         dlc_image=dlc_image or (default_dlc_image(region) if not region_problem(region) else ""),
         prefill=prefill,
         decode=decode,
+        scaling_pace=ScalingPace(
+            upscale_delay_s=values["serveUpscaleDelaySeconds"],
+            downscale_delay_s=values["serveDownscaleDelaySeconds"],
+            percentile=values["latencyObjectivePercentile"],
+        ),
         # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
         # other checks (which skip what needs the layout) have added theirs.
         topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
