@@ -28,7 +28,7 @@ from infra.observability.monitoring import (
 )
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
-from infra.serving.gcs_store import GcsStore, GcsStoreArgs
+from infra.serving.gcs_store import CACHE_CLUSTERS, GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
     MIRROR_TIMEOUT_SECONDS,
@@ -55,6 +55,7 @@ from infra.settings.changes import (
     SURGE_MINUTES_PER_GPU_NODE,
 )
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
+from infra.settings.cost import StackCost, cost_note, stack_cost
 from infra.settings.model_sources import is_s3_uri
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
@@ -106,6 +107,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
+    pulumi.log.info(stack_cost_note(cfg, len(facts.placement.azs)))
     if cfg.protect_resources:
         pulumi.log.info(protection_note())
     network = declare_network(cfg, facts)
@@ -298,6 +300,20 @@ def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsSt
             ),
         ),
     )
+
+
+def stack_cost_note(cfg: StackConfig, azs: int) -> str:
+    """What the stack costs an hour, a month and a million output tokens, at its fewest GPU nodes and, with
+    serveAutoscaling, its most (infra/settings/cost.py)."""
+
+    def cost(gpu_nodes: int) -> StackCost:
+        store = (cfg.gcs_redis_node_type, CACHE_CLUSTERS if cfg.gcs_redis else 0)
+        system = (cfg.system_node_type, cfg.system_node_count)
+        nat = azs if cfg.nat_gateway_per_az else 1
+        return stack_cost(cfg.region, (cfg.gpu_node_type, gpu_nodes), system, nat, store)
+
+    most = cost(cfg.topology.most_gpu_nodes) if cfg.serve_autoscaling else None
+    return cost_note(cost(cfg.topology.gpu_nodes), most, cfg.decode.replicas)
 
 
 def protection_note() -> str:
