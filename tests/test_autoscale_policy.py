@@ -5,18 +5,13 @@ hands the policy an AutoscalingContext as the controller builds it (ray/serve/_p
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from ray.serve._private.common import DeploymentID, ReplicaID
 from ray.serve.autoscaling_policy import _apply_autoscaling_config
 from ray.serve.config import AutoscalingConfig, AutoscalingContext
 
-from infra.serving.serve_config import AUTOSCALE_CODE
 from infra.settings.autoscaling import latency_curve, policy_kwargs
-
-sys.path.insert(0, str(AUTOSCALE_CODE.directory.parent))
-from ray_llm_eks_autoscale.policy import (  # noqa: E402  (serve_ext is the cluster's, on its path only there)
+from serve_ext.ray_llm_eks_autoscale.policy import (
     LatencyObjectivePolicy,
     desired_replicas,
     measured_latency,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.settings.autoscaling import NEW_NODE_ENGINE_START_S, PERCENTILES, WARM_ENGINE_START_S
 from infra.settings.changes import (
     ADDON_ROLLED,
     ALL_EFFECTS,
@@ -44,7 +45,6 @@ from infra.settings.changes import (
     SYSTEM_NODES_SCALED,
     Effect,
 )
-from infra.settings.autoscaling import NEW_NODE_ENGINE_START_S, PERCENTILES, WARM_ENGINE_START_S
 from infra.settings.prefix_caching import PREFIX_CACHING_MODES
 from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 
