@@ -47,6 +47,10 @@ def test_a_met_objective_never_grows_the_side_but_lets_it_shrink_to_its_queue():
     assert desired_replicas(ongoing_requests=5, replicas=3, measured_s=0.05, per_replica=10, objective_s=0.08) == 0.5
 
 
+def test_with_nothing_in_flight_a_reported_latency_keeps_no_replica():
+    assert desired_replicas(ongoing_requests=0, replicas=3, measured_s=0.5, per_replica=10, objective_s=0.08) == 0
+
+
 def test_the_measured_latency_is_the_mean_of_the_replicas_reports():
     replicas = {ReplicaID("a", DEPLOYMENT): 0.1, ReplicaID("b", DEPLOYMENT): 0.3}
     assert measured_latency({"itl_s": replicas}, "itl_s") == pytest.approx(0.2)

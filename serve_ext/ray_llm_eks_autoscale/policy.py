@@ -13,8 +13,8 @@ Two readings of the side's latency, the measured one first:
 - otherwise (Ray Serve LLM's engines report none) the latency at the side's ongoing requests per replica
   (`total_num_requests`, queued ones included) read off the side's latency curve.
 Measured above the objective, the side grows in proportion; met, it never grows, and shrinks to what its queue
-needs. With no measurement, the queue alone: the fewest replicas whose share of the ongoing requests the curve keeps
-within the objective.
+needs. With no measurement, or nothing in flight, the queue alone: the fewest replicas whose share of the ongoing
+requests the curve keeps within the objective.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def desired_replicas(
 ) -> float:
     """The replicas the side's latency asks for, before Serve's delays and bounds."""
     by_queue = ongoing_requests / per_replica
-    if measured_s is None or replicas == 0:
+    # With nothing in flight a reported latency is of requests gone: it says nothing of what the side must serve.
+    if measured_s is None or replicas == 0 or ongoing_requests == 0:
         return by_queue
     if measured_s > objective_s:
         return max(by_queue, replicas * measured_s / objective_s)
