@@ -62,9 +62,7 @@ def latency_curve(side: str, percentile: str) -> tuple[tuple[float, float], ...]
             for c, ms in zip(SWEEP_CONCURRENCY, SWEEP_TPOT_MS[percentile], strict=True)
         )
     points = zip(SWEEP_CONCURRENCY, SWEEP_MEAN_TTFT_MS, SWEEP_MEAN_E2E_MS, SWEEP_TTFT_MS[percentile], strict=True)
-    return tuple(
-        (round(c * ttft / e2e, 3), ms * L4_PREFILL_SLOWDOWN / 1000) for c, ttft, e2e, ms in points
-    )
+    return tuple((round(c * ttft / e2e, 3), ms * L4_PREFILL_SLOWDOWN / 1000) for c, ttft, e2e, ms in points)
 
 
 def lightest_latency_ms(side: str, percentile: str) -> int:
