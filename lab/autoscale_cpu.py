@@ -98,7 +98,8 @@ def build_app() -> Any:
         """A replica's load now and the latency of its requests of the last LOOK_BACK_S seconds."""
 
         def __init__(self, metric: str) -> None:
-            self.metric, self.holding, self.recent = metric, 0, deque(maxlen=RECENT)
+            self.metric, self.holding = metric, 0
+            self.recent: deque[tuple[float, float]] = deque(maxlen=RECENT)
 
         def measured(self, seconds: float) -> None:
             self.recent.append((time.monotonic(), seconds))
@@ -108,7 +109,6 @@ def build_app() -> Any:
             latest = [seconds for at, seconds in self.recent if at >= since]
             return {self.metric: p99(latest)} if latest else {}
 
-    @serve.deployment(name="Prefill", **side_options("prefill"))
     class Prefill(Measured):
         def __init__(self) -> None:
             super().__init__("ttft_s")
@@ -123,7 +123,6 @@ def build_app() -> Any:
             finally:
                 self.holding -= 1
 
-    @serve.deployment(name="Decode", **side_options("decode"))
     class Decode(Measured):
         def __init__(self, prefill: Any) -> None:
             super().__init__("itl_s")
@@ -141,7 +140,8 @@ def build_app() -> Any:
             finally:
                 self.holding -= 1
 
-    return Decode.bind(Prefill.bind())
+    prefill = serve.deployment(name="Prefill", **side_options("prefill"))(Prefill).bind()
+    return serve.deployment(name="Decode", **side_options("decode"))(Decode).bind(prefill)
 
 
 @dataclass
@@ -163,9 +163,10 @@ class Run:
 
 def running_replicas() -> dict[str, int]:
     from ray import serve
+    from ray.serve._private.common import ReplicaState
 
     deployments = serve.status().applications[APP].deployments
-    return {name.lower(): status.replica_states.get("RUNNING", 0) for name, status in deployments.items()}
+    return {name.lower(): status.replica_states.get(ReplicaState.RUNNING, 0) for name, status in deployments.items()}
 
 
 async def hold_load(handle: Any, until: float) -> int:
@@ -187,9 +188,9 @@ async def drive(handle: Any, run: Run) -> None:
     """The load phase, then the idle phase, sampling the replicas throughout."""
     start = time.monotonic()
     load_end = start + LOAD_S
-    clients = [hold_load(handle, load_end) for _ in range(LOAD_CONCURRENCY)]
-    finished = await asyncio.gather(sample_until(run, "load", start, load_end), *clients)
-    run.completed = sum(finished[1:])
+    sampler = asyncio.create_task(sample_until(run, "load", start, load_end))
+    run.completed = sum(await asyncio.gather(*(hold_load(handle, load_end) for _ in range(LOAD_CONCURRENCY))))
+    await sampler
     await sample_until(run, "idle", start, load_end + IDLE_S)
 
 

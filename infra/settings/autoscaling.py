@@ -21,6 +21,7 @@ model on g6; another model or GPU keeps its own objectives but the curve's shape
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # What a replica costs to start (docs/model-cache.md, "What a new node waits for", after the caches): an engine on a
 # node that has the image and compile caches 215 s (measured), on a new GPU node 528 s (342 s measured, 187 estimated).
@@ -85,7 +86,7 @@ def objective_problem(side: str, objective_ms: int, percentile: str) -> str | No
     )
 
 
-def policy_kwargs(side: str, objective_ms: int, percentile: str) -> dict[str, object]:
+def policy_kwargs(side: str, objective_ms: int, percentile: str) -> dict[str, Any]:
     """What the cluster's policy is built with (AutoscalingPolicy.policy_kwargs, which must be JSON)."""
     return {
         "objective_s": objective_ms / 1000,
