@@ -443,6 +443,7 @@ def declare_serving(
             if gcs_store
             else None,
             prefix_routing=cfg.prefix_routing,
+            latency_policy=cfg.scales_on_latency,
             edge=serve_edge(cfg),
         ),
         cluster,

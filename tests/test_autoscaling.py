@@ -13,7 +13,7 @@ from ray.serve.config import AutoscalingConfig
 from infra.serving.serve_config import AUTOSCALE_CODE, AUTOSCALE_POLICY
 from infra.settings.autoscaling import WARM_ENGINE_START_S, latency_curve
 from tests.conftest import SERVE_AUTOSCALING, rejection
-from tests.rayservice_parts import pd_args, serve_config, worker_group
+from tests.rayservice_parts import pd_args, pod_specs, serve_config, worker_group
 from tools.offline import StackRun, run_stack
 
 OBJECTIVES = {**SERVE_AUTOSCALING, "prefillTtftObjectiveMs": 3000, "decodeItlObjectiveMs": 100}
@@ -60,6 +60,21 @@ def test_the_policys_code_reaches_the_app_and_the_pods():
     assert any(AUTOSCALE_CODE.zip_name() in uri for uri in application["runtime_env"]["py_modules"])
     volumes = [volume["name"] for volume in worker_group(run)["template"]["spec"]["volumes"]]
     assert AUTOSCALE_CODE.configmap_prefix in volumes
+
+
+def test_every_configmap_the_ray_pods_mount_is_declared():
+    """A pod whose ConfigMap volume names no ConfigMap never starts (ContainerCreating): the zip the app's py_modules
+    names must be declared beside the volume that mounts it."""
+    run = objectives_run()
+    declared = {r.inputs["metadata"]["name"] for r in run.of_type("kubernetes:core/v1:ConfigMap")}
+    mounted = {
+        volume["configMap"]["name"]
+        for spec in pod_specs(run)
+        for volume in spec.get("volumes", [])
+        if "configMap" in volume
+    }
+    assert AUTOSCALE_CODE.configmap_name() in mounted
+    assert mounted <= declared
 
 
 def test_without_objectives_serve_scales_on_ongoing_requests_with_its_own_delays():

@@ -241,7 +241,7 @@ def code_packages(args: ServeAppArgs) -> list[CodePackage]:
 
 
 def scales_on_latency(args: ServeAppArgs) -> bool:
-    return any(_side(args, side).latency_objective_ms and _side(args, side).max_replicas for side in PD_SIDES)
+    return any(_side(args, side).latency_objective_ms for side in PD_SIDES)
 
 
 def routes_by_prefix(args: ServeAppArgs) -> bool:

@@ -299,6 +299,11 @@ class StackConfig:
     settings: Mapping[str, str]
 
     @property
+    def scales_on_latency(self) -> bool:
+        """Some side scales on a latency objective: the pods load the policy's code."""
+        return bool(self.prefill.latency_objective_ms or self.decode.latency_objective_ms)
+
+    @property
     def prefix_routing(self) -> bool:
         """Some side routes by prefix: the pods load the router's code."""
         return self.prefill.prefix_routing or self.decode.prefix_routing

@@ -169,6 +169,10 @@ MAX_MODEL_LEN = 1_048_576
 MAX_SERVE_READY_MINUTES = 720
 NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
 AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
+LATENCY_POLICY_NOTE = (
+    "the RayService is replaced when the first side starts, or the last stops, scaling on a latency objective: the "
+    "pods mount the policy's code; another objective changes only the serve config"
+)
 VLLM_DEFAULT = " (0 leaves vLLM's default)"
 
 # AWS tag values: up to 256 Unicode characters; letters, numbers, spaces and _ . : / = + - @
@@ -967,7 +971,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "off its ongoing requests through the default model's L4 curve) passes it; 0 scales on "
             "prefillTargetOngoingRequests alone (see Scaling).",
             feeds="prefill.latency_objective_ms",
-            effects=SERVE_ONLY,
+            effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note=LATENCY_POLICY_NOTE,
         ),
         Setting(
             "decodeItlObjectiveMs",
@@ -976,7 +981,8 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "Inter-token latency (time per output token), in ms at latencyObjectivePercentile, that the decode side "
             "scales to keep, as prefillTtftObjectiveMs; 0 scales on decodeTargetOngoingRequests alone.",
             feeds="decode.latency_objective_ms",
-            effects=SERVE_ONLY,
+            effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note=LATENCY_POLICY_NOTE,
         ),
         Setting(
             "latencyObjectivePercentile",
