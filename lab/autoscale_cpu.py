@@ -203,12 +203,13 @@ def controller_decisions(workdir: Path) -> list[str]:
 
 
 def start_ray(workdir: Path) -> None:
-    """A local Ray whose workers import the project (the stand-ins) and serve_ext (the policy, as the cluster does),
-    pushing their metrics every second."""
+    """A local Ray whose workers import the project (the stand-ins), pushing their metrics every second. The policy's
+    package is not on their path: Serve pickles the policy by value where the config is built (ray/serve/config.py
+    AutoscalingPolicy.serialize_policy), the driver here, the app's build task in the cluster."""
     from tests.conftest import start_local_ray
 
     os.environ.update(PUSH_INTERVAL_ENV)
-    paths = [str(PROJECT_DIR), str(SERVE_EXT), os.environ.get("PYTHONPATH", "")]
+    paths = [str(PROJECT_DIR), os.environ.get("PYTHONPATH", "")]
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     start_local_ray(workdir, num_cpus=2)
 
