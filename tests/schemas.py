@@ -23,7 +23,7 @@ import kubernetes_validate
 import yaml
 from referencing import Registry, Resource
 
-from infra.settings.table import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
 
 SCHEMAS_ENV = "RAY_LLM_EKS_SCHEMAS"
 # The KubeRay release Pulumi.yaml's kuberayVersion defaults to; the others validated are vendored beside it.

@@ -451,7 +451,7 @@ def test_the_elasticache_table_is_the_api_references_current_generation_without_
     clusters on T2 instances)."""
     import botocore.session
 
-    from infra.settings.table import ELASTICACHE_NODE_TYPES
+    from infra.settings.kinds import ELASTICACHE_NODE_TYPES
 
     model = botocore.session.get_session().get_service_model("elasticache")
     documentation = model.shape_for("CacheNode").documentation

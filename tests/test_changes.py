@@ -11,7 +11,8 @@ from infra.observability.network_policy import monitoring_network_policies
 from infra.serving.serve_app import cluster_spec_sha256
 from infra.settings import changes
 from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
-from infra.settings.table import CHANGE_EFFECTS, NEW_CLUSTER, effects_of, settings_by_effect
+from infra.settings.kinds import NEW_CLUSTER
+from infra.settings.table import CHANGE_EFFECTS, effects_of, settings_by_effect
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, SERVE_AUTOSCALING, exposed
 from tests.conftest import NEW_CLUSTER as NEW_CLUSTER_STACK
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
@@ -150,7 +151,6 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "modelPreflight": {"modelPreflight": False},
     "modelCache": {"modelCache": False},
     "modelCacheRetainOnDestroy": {"modelCacheRetainOnDestroy": True},
-    "gpuNodeCount": {"gpuNodeCount": 2},
     "observability": {"observability": False},
     "ttftP99ObjectiveMs": {"ttftP99ObjectiveMs": 1500},
     "ampWorkspaceUrl": {"ampWorkspaceUrl": "https://aps-workspaces.sa-east-1.amazonaws.com/workspaces/ws-1a2b3c4d/"},
@@ -363,7 +363,7 @@ def test_routing_by_prefix_moves_what_its_effects_allow_and_replaces_the_rayserv
     """A side that starts routing by prefix names the stack's router, whose code the pods mount
     (infra/serving/prefix_routing.py): the serve config and the cluster spec change, and the router's ConfigMap
     comes."""
-    cached = {"prefixCaching": "on", "prefillReplicas": 2, "gpuNodeCount": 3}
+    cached = {"prefixCaching": "on", "prefillReplicas": 2}
     before, after = run_stack(cached), run_stack({**cached, "prefixAwareRouting": True})
     allowed = {(ROLLOUT, "serving-rollout")}.union(
         *(MOVES[effect.name] for effect in CHANGE_EFFECTS["prefixAwareRouting"])

@@ -167,10 +167,6 @@ def test_kube_proxy_of_another_kubernetes_minor_is_rejected():
 # (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html); assumed-role credentials last at
 # most 12 h (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html).
 BAD_VALUES = [
-    ("gpuNodeCount", 1, "the layout needs exactly 2"),
-    ("gpuNodeCount", 3, "the layout needs exactly 2"),
-    ("gpuNodeCount", "two", "an integer from 0 to 450"),
-    ("gpuNodeCount", 451, "EKS allows 450 per node group"),
     ("gpuNodeType", "g6.xlarge", "no EFA network interface"),
     ("gpuNodeType", "c5n.18xlarge", "supports EFA but has no NVIDIA GPU"),
     ("gpuNodeType", "m7i.xlarge", "has neither NVIDIA GPUs nor EFA"),
@@ -271,8 +267,8 @@ REJECTED_COMBINATIONS = {
         ["narrower than the whole internet", "every internet address"],
     ),
     "project-typo": (
-        {"gpuNodeCont": 3},
-        ["ray-llm-eks:gpuNodeCont='3' is not a setting", "did you mean 'gpuNodeCount'?"],
+        {"gpuNodeTyp": "g6.8xlarge"},
+        ["ray-llm-eks:gpuNodeTyp='g6.8xlarge' is not a setting", "did you mean 'gpuNodeType'?"],
     ),
     "aws-typo": (
         {"aws:regoin": "us-west-2"},
@@ -397,7 +393,7 @@ def test_covering_the_internet_is_judged_on_the_union(cidrs, covered):
 
 def test_all_problems_are_reported_together():
     with pytest.raises(ConfigError) as rejected:
-        load_stack_config({"gpuNodeCount": 1, "maxModelLen": 0, "kubernetesVersion": "2"})
+        load_stack_config({"prefillReplicas": 0, "maxModelLen": 0, "kubernetesVersion": "2"})
     assert len(rejected.value.problems) == 3
 
 

@@ -29,14 +29,14 @@ from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_details
 from tools.offline import run_stack
 
-OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
+OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline_models.py HUB_CONFIGS)
 LIFE = [
     Step("first deploy", {}, head_running=False, mirrors=True),
     Step("model change", {"modelSource": OTHER_MODEL}, mirrors=True),
     Step("serve-only change", {"modelSource": OTHER_MODEL, "maxModelLen": 8192}),
     Step(
         "cluster-shape change",
-        {"modelSource": OTHER_MODEL, "maxModelLen": 8192, "decodeReplicas": 2, "gpuNodeCount": 3},
+        {"modelSource": OTHER_MODEL, "maxModelLen": 8192, "decodeReplicas": 2},
     ),
     Step("observability off", {"modelSource": OTHER_MODEL, "observability": False}),
     Step("observability on again, model back", {}, mirrors=True),

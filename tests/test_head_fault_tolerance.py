@@ -27,7 +27,8 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import DrainRefused, DrainTimeout, await_drained, remaining
 from infra.serving.rollout_status import WAITING, ClusterRefused, current_verdict, head_state
-from infra.settings.table import MAINTENANCE_WINDOW_PATTERN, SETTINGS_BY_KEY, maintenance_window_minutes
+from infra.settings.kinds import MAINTENANCE_WINDOW_PATTERN, maintenance_window_minutes
+from infra.settings.table import SETTINGS_BY_KEY
 from tests.conftest import rejection
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tests.rollout_states import rayservice_status, restarting_head, running_head
@@ -442,9 +443,9 @@ HEAD = "ray-llm-abcde-head-x7k2p"
 
 
 def test_the_waits_labels_are_the_stacks():
+    from infra.kube.pod_labels import RAY_NODE_TYPE_LABEL
     from infra.serving import rayservice as stack_rayservice
     from infra.serving import rollout_status
-    from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
 
     assert rollout_status.RAY_CLUSTER_LABEL == stack_rayservice.RAY_CLUSTER_LABEL
     assert rollout_status.NODE_TYPE_LABEL == RAY_NODE_TYPE_LABEL

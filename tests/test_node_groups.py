@@ -49,8 +49,8 @@ def test_gpu_nodes_are_a_fixed_size_group_of_the_gpu_type(dev):
 
 
 def test_gpu_node_overrides():
-    # 4 prefill + 8 decode single-GPU replicas on 4-GPU nodes: 3 nodes, which gpuNodeCount confirms.
-    layout = {"prefillReplicas": 4, "decodeReplicas": 8, "gpuNodeCount": 3}
+    # 4 prefill + 8 decode single-GPU replicas on 4-GPU nodes: 3 nodes, (the gpuNodeCount output).
+    layout = {"prefillReplicas": 4, "decodeReplicas": 8}
     gpu = gpu_group(run_stack({"gpuNodeType": "g6e.12xlarge", "gpuNodegroupName": "l40s", **layout}))
     assert gpu["instanceTypes"] == ["g6e.12xlarge"]
     assert gpu["scalingConfig"] == {"minSize": 3, "maxSize": 3, "desiredSize": 3}
@@ -131,7 +131,7 @@ def test_gpu_nodes_share_a_cluster_placement_group(dev):
     assert gpu_template(dev)["placement"] == {"groupName": "gpu-nodes-gpu-placement-pg"}
 
 
-# The offline account's Capacity Block (tools/offline.py CAPACITY_BLOCKS), which the preflight looks up.
+# The offline account's Capacity Block (tools/offline_aws.py CAPACITY_BLOCKS), which the preflight looks up.
 CAPACITY_BLOCK = {
     "gpuCapacityType": "capacity-block",
     "capacityReservationId": "cr-02168da1478b509e0",

@@ -16,13 +16,14 @@ from infra.serving.code_package import SERVE_EXT, ZIP_TOP
 from infra.settings.capacity import kv_layout
 from tests.conftest import rejection
 from tests.rayservice_parts import configmap_zip, mounted_volume, pd_args, pod_specs, serve_config
-from tools.offline import HUB_CONFIGS, StackRun, run_stack
+from tools.offline import StackRun, run_stack
+from tools.offline_models import HUB_CONFIGS
 
 SIDES = ("prefill", "decode")
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 # A model the project has not measured (not in KNOWN_MODELS): its kind is vLLM's to find out.
 UNKNOWN_MODEL = {"modelSource": "Qwen/Qwen3-8B", "modelId": "qwen3-8b"}
-TWO_PREFILL_REPLICAS = {"prefillReplicas": 2, "gpuNodeCount": 3}
+TWO_PREFILL_REPLICAS = {"prefillReplicas": 2}
 ROUTED = {"prefixCaching": "on", "prefixAwareRouting": True, **TWO_PREFILL_REPLICAS}
 DEFAULT_MODEL = HUB_CONFIGS["Qwen/Qwen3.5-9B"]
 
@@ -162,7 +163,7 @@ def test_a_side_of_two_replicas_names_the_stacks_router(routed):
 
 def test_a_side_that_keeps_no_prefix_cache_keeps_serves_default_router():
     """The hybrid model's decode side keeps no cache, so prefix routing there would choose by nothing."""
-    run = run_stack({**ROUTED, "decodeReplicas": 2, "gpuNodeCount": 4})
+    run = run_stack({**ROUTED, "decodeReplicas": 2})
     assert "request_router_config" not in deployment_config(run, "decode")
 
 

@@ -221,22 +221,6 @@ def test_rays_placement_schema_rejects_an_unknown_strategy(dev):
 
 REJECTED = [
     pytest.param(
-        {"gpuNodeCount": 3},
-        ["gpuNodeCount=3", "needs exactly 2", "(1 prefill + 1 decode replicas)"],
-        id="3-nodes-for-1P1D",
-    ),
-    pytest.param(
-        {
-            "gpuNodeType": "g6.12xlarge",
-            "prefillReplicas": 1,
-            "decodeReplicas": 3,
-            "tensorParallelSize": 2,
-            "gpuNodeCount": 4,
-        },
-        ["gpuNodeCount=4", "needs exactly 2", "2 replica(s) per g6.12xlarge of 4 GPU(s)"],
-        id="4-nodes-for-1P3D-tp2",
-    ),
-    pytest.param(
         {"gpuNodeType": "g6.12xlarge", "tensorParallelSize": 8},
         ["tensorParallelSize=8", "= 8 GPUs per replica", "has 4 GPU(s)"],
         id="tp8-on-4-gpus",
@@ -282,9 +266,17 @@ def test_pipeline_parallel_recipe_is_rejected_with_the_reason():
     assert "NixlConnector" in message
 
 
-def test_gpu_node_count_may_confirm_the_derived_value():
-    assert load_stack_config({"gpuNodeCount": 2}).gpu_node_count == 2
+def test_the_gpu_node_count_is_derived_from_the_layout():
+    """1 prefill + 3 decode single-GPU replicas on 1-GPU g6.8xlarge nodes; 1 prefill + 3 decode TP2 replicas, two a
+    4-GPU g6.12xlarge."""
     assert load_stack_config({"decodeReplicas": 3}).gpu_node_count == 4
+    layout = {"gpuNodeType": "g6.12xlarge", "decodeReplicas": 3, "tensorParallelSize": 2}
+    assert load_stack_config(layout).gpu_node_count == 2
+
+
+def test_the_gpu_node_count_is_an_output_not_a_setting():
+    assert run_stack({"decodeReplicas": 3}).outputs["gpuNodeCount"] == 4
+    assert "gpuNodeCount" in str(rejection({"gpuNodeCount": 4}))
 
 
 # --- what a worker pod may request ---
@@ -454,7 +446,8 @@ def test_cluster_autoscaler_acts_through_a_role_for_its_service_account():
     role = run.get("aws:iam/role:Role", "cluster-autoscaler-role").inputs
     assert values["rbac"]["serviceAccount"]["name"] == "cluster-autoscaler"
     role_arn = values["rbac"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]
-    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name: tools/offline.py).
+    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name:
+    # tools/offline_aws.py).
     assert role_arn.startswith("arn:aws:iam::") and role_arn.endswith(":role/cluster-autoscaler-role-role")
     (statement,) = json.loads(role["assumeRolePolicy"])["Statement"]
     issuer = "oidc.eks.sa-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"

@@ -196,7 +196,7 @@ def test_one_replica_a_side_keeps_the_builders_one_ingress_replica(args):
 
 @pytest.fixture(scope="module")
 def two_a_side() -> dict:
-    return pd_args(run_stack({"prefillReplicas": 2, "decodeReplicas": 2, "gpuNodeCount": 4}))
+    return pd_args(run_stack({"prefillReplicas": 2, "decodeReplicas": 2}))
 
 
 def test_two_replicas_a_side_get_two_ingress_replicas(two_a_side):
@@ -282,7 +282,7 @@ def test_the_ingress_takes_the_timeout_beside_the_builders_defaults(replicas):
     from ray import serve
     from ray.llm._internal.common.dict_utils import maybe_apply_llm_deployment_config_defaults
 
-    overrides = {"prefillReplicas": replicas, "decodeReplicas": replicas, "gpuNodeCount": 2 * replicas}
+    overrides = {"prefillReplicas": replicas, "decodeReplicas": replicas}
     ingress = pd_args(run_stack(overrides))["ingress_deployment_config"]
     builders_default = {"max_ongoing_requests": 1_000_000_000, "autoscaling_config": {"target_ongoing_requests": 10**9}}
     options = maybe_apply_llm_deployment_config_defaults(builders_default, ingress)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pulumi
 
-from infra.settings.table import SNS_TOPIC_ARN_PATTERN
+from infra.settings.kinds import SNS_TOPIC_ARN_PATTERN
 
 RECEIVER = "ray-llm-eks"
 # The chart's own receiver, which takes everything else (values.yaml alertmanager.config.route.receiver).

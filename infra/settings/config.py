@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
+from infra.kube.namespaces import CREATED_NAMESPACES
+from infra.kube.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.autoscaling import SIDE_OBJECTIVES, ScalingPace, objective_problem
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.footprint import system_node_load, system_node_problem
@@ -30,21 +32,7 @@ from infra.settings.instance_types import (
     gpu_node_type_problem,
     resolve_kv_buffer_device,
 )
-from infra.settings.kv_offload import node_memory_problem, prefix_caching_problem
-from infra.settings.model_sources import model_source_problem
-from infra.settings.namespaces import CREATED_NAMESPACES
-from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
-from infra.settings.quantization import fp8_problems
-from infra.settings.regions import (
-    DEFAULT_IMAGE_RAY_VERSION,
-    SUPPORTED_DNS_SUFFIX,
-    SUPPORTED_PARTITION,
-    default_dlc_image,
-    region_partition,
-    region_problem,
-)
-from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
-from infra.settings.table import (
+from infra.settings.kinds import (
     AMP_WORKSPACE_PATTERN,
     API_ALLOW_LIST_COMMAND,
     CACHE_NODE_TYPE_PATTERN,
@@ -63,11 +51,8 @@ from infra.settings.table import (
     MIN_MAINTENANCE_WINDOW_MINUTES,
     NEW_CLUSTER,
     NOT_ON_THE_INTERNET,
-    PROJECT_KEYS,
     RAY_TOKEN_AUTH_SINCE,
     SEMVER_PATTERN,
-    SETTINGS,
-    SETTINGS_BY_KEY,
     SNS_TOPIC_ARN_PATTERN,
     VALIDATED_KUBERAY_VERSIONS,
     Boolean,
@@ -83,7 +68,20 @@ from infra.settings.table import (
     ipv4_network,
     maintenance_window_minutes,
 )
-from infra.settings.topology import Topology, node_count_problem, topology_problems
+from infra.settings.kv_offload import node_memory_problem, prefix_caching_problem
+from infra.settings.model_sources import model_source_problem
+from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
+from infra.settings.quantization import fp8_problems
+from infra.settings.regions import (
+    DEFAULT_IMAGE_RAY_VERSION,
+    SUPPORTED_DNS_SUFFIX,
+    SUPPORTED_PARTITION,
+    default_dlc_image,
+    region_partition,
+    region_problem,
+)
+from infra.settings.table import PROJECT_KEYS, SETTINGS, SETTINGS_BY_KEY
+from infra.settings.topology import Topology, topology_problems
 
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
 MIN_KUBERNETES_MINOR = 29
@@ -314,7 +312,7 @@ class StackConfig:
 
     @property
     def gpu_node_count(self) -> int:
-        """Derived from the prefill/decode layout (gpuNodeCount may only confirm it)."""
+        """Derived from the prefill/decode layout (a stack output, docs/scaling.md)."""
         return self.topology.gpu_nodes
 
     @property
@@ -776,7 +774,7 @@ def _batched_tokens_problem(side: str, max_num_seqs: int, max_num_batched_tokens
 def _topology(
     values: Mapping[str, Any], problems: list[str], shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide
 ) -> Topology | None:
-    """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
+    """The layout on GPU nodes; its problems are recorded."""
     # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
     if shape is None:
         return None
@@ -791,9 +789,6 @@ def _topology(
     layout_problems = topology_problems(topology)
     problems.extend(layout_problems)
     if not layout_problems:
-        problem = node_count_problem(values["gpuNodeCount"], topology)
-        if problem:
-            problems.append(problem)
         if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
             problems.append(
                 f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "

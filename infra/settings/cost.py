@@ -1,5 +1,5 @@
 """What the stack costs: its parts' On-Demand prices by region, the hourly and monthly cost by part, and the cost per
-million output tokens at the measured capacity. Said in the preview (infra/stack.py `cost_note`) and in
+million output tokens at the measured capacity. Said in the preview (infra/preview_notes.py `cost_note`) and in
 docs/cost.md.
 
 Every price is Linux On-Demand, in USD, read on PRICES_READ. The AWS pricing pages (each part's SOURCE URL) render
@@ -103,7 +103,7 @@ def cost_per_million_output_tokens(hourly: float, decode_replicas: int) -> float
     return hourly / tokens_per_hour * 1_000_000
 
 
-def cost_note(cost: StackCost, most: StackCost | None, decode_replicas: int) -> str:
+def stack_cost_note(cost: StackCost, most: StackCost | None, decode_replicas: int) -> str:
     """What `pulumi preview` says of the cost: by part, the hour and the month, the most with autoscaling, and the
     cost per million output tokens."""
     if not cost.hourly:

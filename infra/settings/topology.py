@@ -116,17 +116,6 @@ def topology_problems(topology: Topology) -> list[str]:
     return problems
 
 
-def node_count_problem(requested: int, topology: Topology) -> str | None:
-    """gpuNodeCount is derived; a value set by hand must agree with the layout."""
-    if requested in (0, topology.gpu_nodes):
-        return None
-    return (
-        f"gpuNodeCount={requested} is invalid: the layout needs exactly {topology.gpu_nodes} "
-        f"({topology.arithmetic}); set gpuNodeCount to {topology.gpu_nodes} or 0 (derived), or change "
-        "prefillReplicas/decodeReplicas/tensorParallelSize"
-    )
-
-
 def kube_reserved_cpu_millis(vcpus: int) -> int:
     total = vcpus * 1000
     reserved = 0

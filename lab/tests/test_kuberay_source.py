@@ -11,7 +11,7 @@ import pytest
 
 from infra.serving.edge import EDGE_PORT
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS
-from infra.settings.table import RAY_TOKEN_AUTH_SINCE
+from infra.settings.kinds import RAY_TOKEN_AUTH_SINCE
 from lab.tests.kuberay_source import go_function, kuberay_source
 
 

@@ -16,9 +16,9 @@ SAMPLER=$!
 # resident memory of each engine's processes (vllm serve's API server and its engine core), and the host's
 ( while true; do date -u +%T; free -m | sed -n 2p; ps -eo pid,rss,args --sort=-rss | grep -E 'vllm|VLLM' | grep -v grep | head -8 | cut -c1-160; sleep 20; done ) > $O/host-mem.txt 2>&1 &
 MEM=$!
-# the first call started the model (tools.tiny_model --shape full, from the checkout); again here if that failed
+# the first call started the model (lab.tiny_model --shape full, from the checkout); again here if that failed
 while [ ! -f /tmp/full.rc ]; do sleep 2; done
-[ "$(cat /tmp/full.rc)" = 0 ] || python3 -m tools.tiny_model /tmp/full --shape full --device cuda > $O/tiny-again.log 2>&1
+[ "$(cat /tmp/full.rc)" = 0 ] || python3 -m lab.tiny_model /tmp/full --shape full --device cuda > $O/tiny-again.log 2>&1
 cp /tmp/tiny.log $O/tiny.log 2>/dev/null
 echo "run start $(date -u +%T)" >> $O/progress.txt
 python3 -m lab.kv_offload_gpu run --default-config cfg/default.json --tiered-config cfg/tiered.json \
