@@ -1,5 +1,6 @@
 """What `pulumi preview` and `pulumi up` say about the stack before it changes anything (the engine's diagnostics,
-which tools.render prints): what a change costs, what guards Ray, where the alerts go, how to tear down.
+which tools.render prints): what the stack costs, what a change costs, what guards Ray, where the alerts go,
+how to tear down.
 
 Imports: infra.observability, infra.serving, infra.settings.
 """
@@ -7,6 +8,7 @@ Imports: infra.observability, infra.serving, infra.settings.
 from __future__ import annotations
 
 from infra.observability.receivers import Receivers
+from infra.serving.gcs_store import CACHE_CLUSTERS
 from infra.serving.serve_config import PD_SIDES
 from infra.settings.changes import (
     RAYSERVICE_NEW_CLUSTER,
@@ -15,6 +17,7 @@ from infra.settings.changes import (
     SERVE_NEW_CLUSTER,
     SURGE_MINUTES_PER_GPU_NODE,
 )
+from infra.settings.cost import StackCost, stack_cost, stack_cost_note
 from infra.settings.kinds import UNPROTECT_COMMAND
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.stack_config import StackConfig
@@ -26,6 +29,20 @@ def serving_notes(cfg: StackConfig) -> list[str]:
     notes = [cluster_change_path(cfg), ray_auth_note(cfg), head_fault_tolerance_note(cfg), prefix_caching_note(cfg)]
     routing_note = prefix_routing_note(cfg)
     return [*notes, routing_note] if routing_note else notes
+
+
+def cost_note(cfg: StackConfig, azs: int) -> str:
+    """What the stack costs an hour, a month and a million output tokens, at its fewest GPU nodes and, with
+    serveAutoscaling, its most (infra/settings/cost.py)."""
+
+    def cost(gpu_nodes: int) -> StackCost:
+        store = (cfg.gcs_redis_node_type, CACHE_CLUSTERS if cfg.gcs_redis else 0)
+        system = (cfg.system_node_type, cfg.system_node_count)
+        nat = azs if cfg.nat_gateway_per_az else 1
+        return stack_cost(cfg.region, (cfg.gpu_node_type, gpu_nodes), system, nat, store)
+
+    most = cost(cfg.topology.most_gpu_nodes) if cfg.serve_autoscaling else None
+    return stack_cost_note(cost(cfg.topology.gpu_nodes), most, cfg.decode.replicas)
 
 
 def protection_note() -> str:

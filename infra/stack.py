@@ -29,7 +29,7 @@ from infra.observability.monitoring import (
 )
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
-from infra.preview_notes import alerting_note, protection_note, serving_notes
+from infra.preview_notes import alerting_note, cost_note, protection_note, serving_notes
 from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
@@ -99,6 +99,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     """
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
+    pulumi.log.info(cost_note(cfg, len(facts.placement.azs)))
     if cfg.protect_resources:
         pulumi.log.info(protection_note())
     network = declare_network(cfg, facts)
@@ -326,6 +327,7 @@ def declare_serving(
             if gcs_store
             else None,
             prefix_routing=cfg.prefix_routing,
+            latency_policy=cfg.scales_on_latency,
             edge=serve_edge(cfg),
         ),
         cluster,

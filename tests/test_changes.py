@@ -13,7 +13,7 @@ from infra.settings import changes
 from infra.settings.changes import RAYSERVICE_REPLACED, SERVE_IN_PLACE
 from infra.settings.kinds import NEW_CLUSTER
 from infra.settings.table import CHANGE_EFFECTS, effects_of, settings_by_effect
-from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, exposed
+from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, SERVE_AUTOSCALING, exposed
 from tests.conftest import NEW_CLUSTER as NEW_CLUSTER_STACK
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice
 from tools.change_reference import BEGIN_MARKER, END_MARKER, REFERENCE_PAGE, WRITE_COMMAND, markdown_table
@@ -39,6 +39,7 @@ MOVES = {
         (SECRET, "serving-serve-api-keys"),
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
+        ("kubernetes:core/v1:ConfigMap", "serving-autoscale-policy-code"),
     },
     changes.SECRET_UPDATED.name: {(SECRET, "serving-hf-token")},
     # Updated in place (tests/test_new_cluster.py: the same uid), the same objects as a replacement.
@@ -49,6 +50,7 @@ MOVES = {
         (SECRET, "serving-serve-api-keys"),
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
+        ("kubernetes:core/v1:ConfigMap", "serving-autoscale-policy-code"),
     },
     # The setting tried here (clusterUpgradeStrategy) installs the Cluster Autoscaler's chart, with its IAM role.
     changes.CHART_ROLLED.name: {
@@ -369,6 +371,20 @@ def test_routing_by_prefix_moves_what_its_effects_allow_and_replaces_the_rayserv
     assert moved({(r.type, r.name): r.inputs for r in before.resources}, after) <= allowed
     assert rayservice(after)["spec"]["rayClusterConfig"] != rayservice(before)["spec"]["rayClusterConfig"]
     assert rayservice(after)["spec"]["serveConfigV2"] != rayservice(before)["spec"]["serveConfigV2"]
+
+
+@pytest.mark.parametrize("key", ["prefillTtftObjectiveMs", "decodeItlObjectiveMs"])
+def test_a_first_latency_objective_moves_what_its_effects_allow_and_replaces_the_rayservice(key):
+    """A side that starts scaling on a latency objective names the stack's policy, whose code the pods mount
+    (infra/serving/serve_config.py AUTOSCALE_CODE): the serve config and the cluster spec change, and the policy's
+    ConfigMap comes; another objective then changes the serve config alone."""
+    before, after = run_stack(SERVE_AUTOSCALING), run_stack({**SERVE_AUTOSCALING, key: 5000})
+    allowed = {(ROLLOUT, "serving-rollout")}.union(*(MOVES[effect.name] for effect in CHANGE_EFFECTS[key]))
+    assert moved({(r.type, r.name): r.inputs for r in before.resources}, after) <= allowed
+    assert rayservice(after)["spec"]["rayClusterConfig"] != rayservice(before)["spec"]["rayClusterConfig"]
+    again = run_stack({**SERVE_AUTOSCALING, key: 6000})
+    assert rayservice(again)["spec"]["rayClusterConfig"] == rayservice(after)["spec"]["rayClusterConfig"]
+    assert rayservice(again)["spec"]["serveConfigV2"] != rayservice(after)["spec"]["serveConfigV2"]
 
 
 @pytest.mark.parametrize(

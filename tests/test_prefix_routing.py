@@ -26,6 +26,7 @@ import pytest
 from infra.serving import prefix_routing
 from infra.serving.code_package import ZIP_TOP
 from infra.serving.serve_config import deployment_config
+from infra.settings.autoscaling import ScalingPace
 from infra.settings.stack_config import ServeSide
 from tests.conftest import start_local_ray
 from tools.project import PROJECT_DIR
@@ -52,7 +53,7 @@ class Apps:
 
 
 def application(name: str, code_dir: Path, router_class: str | None = None) -> dict[str, Any]:
-    engine_options = deployment_config(ROUTED_SIDE)
+    engine_options = deployment_config(ROUTED_SIDE, ScalingPace(30, 600, "p99"), "prefill")
     if router_class:
         engine_options["request_router_config"]["request_router_class"] = router_class
     return {

@@ -19,6 +19,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.quota import gpu_vcpu_need
+from infra.serving.code_package import SERVE_EXT
 from infra.serving.serve_config import longest_stream_s
 from infra.settings.instance_types import InstanceShape
 from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
@@ -82,6 +83,7 @@ EXPECTED = {
     "on-demand": Expected(4, "g6.12xlarge", 4, 1, (4, 4), 2),
     "capacity-block": Expected(2, "p5.48xlarge", 8, 32, (1, 1), 8),
     "autoscaling": Expected(1, "g6.12xlarge", 4, 1, (1, 1), 2, most_nodes=4),
+    "latency": Expected(2, "g6.8xlarge", 1, 1, (1, 1), 1, most_nodes=9),
 }
 
 
@@ -123,7 +125,10 @@ def test_recipe_serve_config_validates_with_rays_serve_schema(recipe):
 
 
 @pytest.mark.parametrize("side", ["prefill", "decode"])
-def test_recipe_sides_validate_with_ray_serve_llms_classes(recipe, side):
+def test_recipe_sides_validate_with_ray_serve_llms_classes(recipe, side, monkeypatch):
+    """With the stack's code on the path, as the app's py_modules put it in the cluster (a latency objective's
+    policy is imported by Serve's AutoscalingConfig)."""
+    monkeypatch.syspath_prepend(str(SERVE_EXT))
     _, run = recipe
     llm_config = LLMConfig.model_validate(pd_args(run)[f"{side}_config"])
     PlacementGroupConfig.model_validate(llm_config.placement_group_config)

@@ -38,6 +38,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
+from infra.serving.serve_config import AUTOSCALE_CODE
 from infra.settings.kinds import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
@@ -122,6 +123,8 @@ class ServingArgs:
     gcs_store: GcsStoreAccess | None = None
     # A side routes by prefix: the router's code as a ConfigMap the pods mount (infra/serving/prefix_routing.py).
     prefix_routing: bool = False
+    # A side scales on a latency objective: the policy's code as a ConfigMap the pods mount (serve_config.py).
+    latency_policy: bool = False
     # The serve edge's configuration, as the ConfigMap the worker pods mount (infra/serving/edge.py).
     edge: Edge | None = None
 
@@ -371,6 +374,9 @@ def _rayservice_inputs(
     if args.prefix_routing:
         opts = children.opts(provider=cluster.provider, depends_on=[namespace])
         inputs.append(code_config_map(prefix_routing.CODE, children, args.namespace, opts))
+    if args.latency_policy:
+        opts = children.opts(provider=cluster.provider, depends_on=[namespace])
+        inputs.append(code_config_map(AUTOSCALE_CODE, children, args.namespace, opts))
     if args.edge is not None:
         inputs.append(
             k8s.core.v1.ConfigMap(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
+from infra.settings.autoscaling import ScalingPace, policy_kwargs
 from infra.settings.kv_offload import with_host_tier
 from infra.settings.prefix_caching import PD_MAMBA_CACHE_MODE
 
@@ -44,6 +45,13 @@ ROLLING_INGRESS_REPLICAS = 2
 # being replaced may finish (docs/serve-updates.md#what-the-stack-sets-for-two-replicas-to-keep-serving, item 3).
 DECODE_SECONDS_PER_TOKEN = 0.060
 # The engine arguments of prefix caching (prefix_caching_kwargs).
+# The stack's latency-objective autoscaling policy (serve_ext/ray_llm_eks_autoscale), which Serve 2.58 imports by
+# `policy_function` and builds with `policy_kwargs` (ray/serve/config.py AutoscalingPolicy).
+AUTOSCALE_CODE = CodePackage("ray_llm_eks_autoscale", "autoscale-policy-code", "/opt/ray-llm-eks/autoscale-policy")
+AUTOSCALE_POLICY = f"{AUTOSCALE_CODE.package}.policy:LatencyObjectivePolicy"
+# Serve 2.58's own delays (ray/serve/config.py AutoscalingConfig: upscale_delay_s 30.0, downscale_delay_s 600.0): a
+# config that states them anew would change the app's args and so restart every engine for nothing.
+SERVE_DEFAULT_DELAYS = {"upscale_delay_s": 30, "downscale_delay_s": 600}
 PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
 
 
@@ -65,6 +73,7 @@ class ServeAppArgs:
     kv_buffer_device: str  # "cuda" or "cpu" (resolve_kv_buffer_device)
     kv_cache_dtype: str  # "auto" or an FP8 dtype, both sides alike
     api_key_auth: bool  # our ingress asks for a key (infra/serving/serve_auth.py)
+    scaling_pace: ScalingPace  # Serve's delays and the objectives' percentile, with serveAutoscaling
     model_hybrid: bool | None = None  # the model has Mamba-type state; None where the project does not know
 
 
@@ -83,6 +92,7 @@ def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> Serv
         kv_buffer_device=cfg.kv_buffer_device,
         kv_cache_dtype=cfg.kv_cache_dtype,
         api_key_auth=cfg.serve_api_key_auth,
+        scaling_pace=cfg.scaling_pace,
         model_hybrid=cfg.model_hybrid,
     )
 
@@ -91,20 +101,29 @@ def _side(args: ServeAppArgs, side: str) -> ServeSide:
     return {"prefill": args.prefill, "decode": args.decode}[side]
 
 
-def deployment_config(side: ServeSide) -> dict[str, Any]:
+def deployment_config(side: ServeSide, pace: ScalingPace, name: str) -> dict[str, Any]:
     """A fixed replica count, or Ray Serve's autoscaling between the side's minimum and maximum; the prefix-aware
     router where the side routes by prefix (infra/serving/prefix_routing.py)."""
     router = {"request_router_config": prefix_routing.request_router_config()} if side.prefix_routing else {}
     if side.max_replicas is None:
         return {"num_replicas": side.replicas, **router}
-    return {
-        "autoscaling_config": {
-            "min_replicas": side.replicas,
-            "max_replicas": side.max_replicas,
-            "target_ongoing_requests": side.target_ongoing_requests,
-        },
-        **router,
+    return {"autoscaling_config": autoscaling_config(side, pace, name), **router}
+
+
+def autoscaling_config(side: ServeSide, pace: ScalingPace, name: str) -> dict[str, Any]:
+    """Serve's autoscaling between the side's minimum and maximum, at its target of ongoing requests; with a latency
+    objective, the stack's policy on it (infra/settings/autoscaling.py); the delays where they differ from Serve's."""
+    config: dict[str, Any] = {
+        "min_replicas": side.replicas,
+        "max_replicas": side.max_replicas,
+        "target_ongoing_requests": side.target_ongoing_requests,
     }
+    delays = {"upscale_delay_s": pace.upscale_delay_s, "downscale_delay_s": pace.downscale_delay_s}
+    config.update({key: value for key, value in delays.items() if value != SERVE_DEFAULT_DELAYS[key]})
+    if side.latency_objective_ms:
+        kwargs = policy_kwargs(name, side.latency_objective_ms, pace.percentile)
+        config["policy"] = {"policy_function": AUTOSCALE_POLICY, "policy_kwargs": kwargs}
+    return config
 
 
 def longest_stream_s(max_model_len: int) -> int:
@@ -181,7 +200,7 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
         },
         "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
         "deployment_config": {
-            **deployment_config(serve_side),
+            **deployment_config(serve_side, args.scaling_pace, side),
             "graceful_shutdown_timeout_s": longest_stream_s(args.max_model_len),
         },
         "runtime_env": {"env_vars": dict(PD_ENGINE_ENV)},
@@ -189,9 +208,18 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
 
 
 def code_packages(args: ServeAppArgs) -> list[CodePackage]:
-    """The stack code the app loads (infra/serving/code_package.py): the API-key ingress, the prefix router."""
-    wanted = {serve_auth.CODE: args.api_key_auth, prefix_routing.CODE: routes_by_prefix(args)}
+    """The stack code the app loads (infra/serving/code_package.py): the API-key ingress, the prefix router, the
+    latency-objective policy."""
+    wanted = {
+        serve_auth.CODE: args.api_key_auth,
+        prefix_routing.CODE: routes_by_prefix(args),
+        AUTOSCALE_CODE: scales_on_latency(args),
+    }
     return [package for package, used in wanted.items() if used]
+
+
+def scales_on_latency(args: ServeAppArgs) -> bool:
+    return any(_side(args, side).latency_objective_ms for side in PD_SIDES)
 
 
 def routes_by_prefix(args: ServeAppArgs) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pulumi
 
+from infra.settings.autoscaling import ScalingPace
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.config_warnings import (
     ignored_setting_warnings,
@@ -209,6 +210,11 @@ def _stack_config(
         dlc_image=dlc_image or (default_dlc_image(region) if not region_problem(region) else ""),
         prefill=prefill,
         decode=decode,
+        scaling_pace=ScalingPace(
+            upscale_delay_s=values["serveUpscaleDelaySeconds"],
+            downscale_delay_s=values["serveDownscaleDelaySeconds"],
+            percentile=values["latencyObjectivePercentile"],
+        ),
         # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
         # other checks (which skip what needs the layout) have added theirs.
         topology=layout_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]

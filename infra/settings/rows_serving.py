@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from infra.settings.autoscaling import NEW_NODE_ENGINE_START_S, PERCENTILES, WARM_ENGINE_START_S
 from infra.settings.changes import (
     AWS_IN_PLACE,
     CHART_ROLLED,
@@ -57,6 +58,11 @@ from infra.settings.kinds import (
 )
 from infra.settings.prefix_caching import PREFIX_CACHING_MODES
 from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
+
+LATENCY_POLICY_NOTE = (
+    "the RayService is replaced when the first side starts, or the last stops, scaling on a latency objective: the "
+    "pods mount the policy's code; another objective changes only the serve config"
+)
 
 SERVING: Mapping[str, tuple[Setting, ...]] = {
     "serving": (
@@ -433,6 +439,55 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Ongoing requests per decode replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
             "otherwise.",
             feeds="decode.target_ongoing_requests",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "prefillTtftObjectiveMs",
+            Integer(0, AUTOSCALING_ONLY),
+            0,
+            "Time to first token, in ms at latencyObjectivePercentile, that the prefill side scales to keep: the "
+            "stack's policy adds replicas where the side's latency (measured where its replicas report it, else read "
+            "off its ongoing requests through the default model's L4 curve) passes it; 0 scales on "
+            "prefillTargetOngoingRequests alone (see Scaling).",
+            feeds="prefill.latency_objective_ms",
+            effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note=LATENCY_POLICY_NOTE,
+        ),
+        Setting(
+            "decodeItlObjectiveMs",
+            Integer(0, AUTOSCALING_ONLY),
+            0,
+            "Inter-token latency (time per output token), in ms at latencyObjectivePercentile, that the decode side "
+            "scales to keep, as prefillTtftObjectiveMs; 0 scales on decodeTargetOngoingRequests alone.",
+            feeds="decode.latency_objective_ms",
+            effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
+            change_note=LATENCY_POLICY_NOTE,
+        ),
+        Setting(
+            "latencyObjectivePercentile",
+            Choice(PERCENTILES),
+            "p99",
+            "The percentile both latency objectives are at (the recorded sweeps hold p50 and p99).",
+            feeds="scaling_pace.percentile",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "serveUpscaleDelaySeconds",
+            Integer(0, maximum=WARM_ENGINE_START_S),
+            30,
+            "How long a side must want more replicas before Ray Serve adds them (Serve's default 30 s): short, since "
+            f"a replica already takes {WARM_ENGINE_START_S} s to start on a warm node (docs/model-cache.md).",
+            feeds="scaling_pace.upscale_delay_s",
+            effects=SERVE_ONLY,
+        ),
+        Setting(
+            "serveDownscaleDelaySeconds",
+            Integer(WARM_ENGINE_START_S, " (an engine's start on a warm node, measured: docs/model-cache.md)"),
+            600,
+            "How long a side must want fewer replicas before Ray Serve removes them (Serve's default 600 s): longer "
+            f"than the {NEW_NODE_ENGINE_START_S} s a replica on a new GPU node takes to start (docs/model-cache.md), "
+            "so a lull shorter than a start keeps the replicas it would have to start again.",
+            feeds="scaling_pace.downscale_delay_s",
             effects=SERVE_ONLY,
         ),
         Setting(

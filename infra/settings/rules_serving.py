@@ -11,6 +11,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime.config import is_config_secret
 
+from infra.settings.autoscaling import SIDE_OBJECTIVES, objective_problem
 from infra.settings.instance_types import (
     InstanceShape,
 )
@@ -151,11 +152,23 @@ def serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
     return problems
 
 
+def _objective_problems(side: str, objective_ms: int, percentile: str, autoscaling: bool) -> list[str]:
+    if objective_ms and not autoscaling:
+        return [
+            f"{SIDE_OBJECTIVES[side]}={objective_ms} is invalid with serveAutoscaling=false: allowed is 0 (set "
+            "serveAutoscaling to true to let Ray Serve scale the side on it)"
+        ]
+    problem = objective_problem(side, objective_ms, percentile)
+    return [problem] if problem else []
+
+
 def serve_side(values: Mapping[str, Any], problems: list[str], side: str, autoscaling: bool) -> ServeSide:
     """One side's settings; the autoscaling keys must agree with serveAutoscaling."""
     replicas = values[f"{side}Replicas"]
     max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
     max_replicas, target = values[max_key], values[target_key]
+    objective = values[SIDE_OBJECTIVES[side]]
+    problems.extend(_objective_problems(side, objective, values["latencyObjectivePercentile"], autoscaling))
     if autoscaling and max_replicas < replicas:
         problems.append(
             f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
@@ -186,6 +199,7 @@ def serve_side(values: Mapping[str, Any], problems: list[str], side: str, autosc
         quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
+        latency_objective_ms=objective if autoscaling and objective else None,
         prefix_caching=prefix_caching,
         prefix_routing=routes_by_prefix(values["prefixAwareRouting"], prefix_caching, most_replicas),
         kv_offload_gib=values[f"{side}KvOffloadGiB"],

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 
+from infra.settings.autoscaling import ScalingPace
 from infra.settings.kinds import (
     GCS_REDIS,
     NEW_CLUSTER,
@@ -61,6 +62,9 @@ class ServeSide:
     # Ray Serve autoscaling (serveAutoscaling): up to max_replicas, aiming at target_ongoing_requests each.
     max_replicas: int | None = None
     target_ongoing_requests: int | None = None
+    # The side's latency objective in ms (prefillTtftObjectiveMs, decodeItlObjectiveMs); None scales on ongoing
+    # requests alone (infra/settings/autoscaling.py).
+    latency_objective_ms: int | None = None
     # vLLM `enable_prefix_caching` (infra/settings/prefix_caching.py); None leaves vLLM's default.
     prefix_caching: bool | None = None
     # Whether the side's callers route to it by prefix (prefixAwareRouting where it can do something).
@@ -121,6 +125,7 @@ class StackConfig:
     decode: ServeSide
     topology: Topology
     serve_autoscaling: bool
+    scaling_pace: ScalingPace  # Serve's upscale/downscale delays and the objectives' percentile
     cluster_autoscaler_version: str
     kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
     # vLLM `kv_cache_dtype` of both sides ("auto": the model dtype); NIXL needs it the same on both.
@@ -168,6 +173,11 @@ class StackConfig:
     protect_resources: bool
     # Every setting as it was read, by key (secrets only as set or not): what `infra.settings.changes` groups.
     settings: Mapping[str, str]
+
+    @property
+    def scales_on_latency(self) -> bool:
+        """Some side scales on a latency objective: the pods load the policy's code."""
+        return bool(self.prefill.latency_objective_ms or self.decode.latency_objective_ms)
 
     @property
     def prefix_routing(self) -> bool:

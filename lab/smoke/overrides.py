@@ -372,8 +372,8 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
 
 
 def code_overrides(packages: list[CodePackage], opts: SmokeOptions) -> list[Override]:
-    """The stack code the app loads (the API-key ingress, the prefix router), from zips on this host, where the
-    cluster mounts them from ConfigMaps."""
+    """The stack code the app loads (the API-key ingress, the prefix router, the autoscaling policy), from zips on this
+    host, where the cluster mounts them from ConfigMaps."""
     if not packages:
         return []
     if opts.code_dir is None:

@@ -965,3 +965,28 @@ def test_a_routed_app_loads_the_stacks_router_from_this_host(tmp_path, aggregate
     routed = [engine["deployment_config"].get("request_router_config") for engine in smoke_engines(config)]
     assert prefix_routing.request_router_config() in routed
     smoke_app.validate_with_ray(config)
+
+
+LATENCY_OBJECTIVES = {
+    "serveAutoscaling": "true",
+    "prefillMaxReplicas": "2",
+    "decodeMaxReplicas": "2",
+    "prefillTargetOngoingRequests": "2",
+    "decodeTargetOngoingRequests": "12",
+    "prefillTtftObjectiveMs": "3000",
+    "decodeItlObjectiveMs": "100",
+}
+
+
+@pytest.mark.parametrize("aggregated", [False, True])
+def test_latency_objectives_reach_the_smoke_engines_and_ray_builds_their_policy(tmp_path, aggregated):
+    """The aggregated baseline takes decode's deployment_config, its policy (decode's objective and curve) with it;
+    the policy's code rides the app's code zips as in the cluster, and Ray's AutoscalingConfig imports it from them."""
+    cfg = smoke_app.serve_stack_config("dev", LATENCY_OBJECTIVES)
+    smoke_app.write_code_packages(cfg, tmp_path)
+    _, config, _ = smoke_app.smoke_serve_config(cfg, options(tmp_path, aggregated=aggregated), NO_EFA)
+    policies = [engine["deployment_config"]["autoscaling_config"]["policy"] for engine in smoke_engines(config)]
+    assert [policy["policy_kwargs"]["metric"] for policy in policies] == (
+        ["itl_s"] if aggregated else ["ttft_s", "itl_s"]
+    )
+    smoke_app.validate_with_ray(config)
