@@ -427,6 +427,7 @@ def declare_serving(
             if gcs_store
             else None,
             prefix_routing=cfg.prefix_routing,
+            models_builder=bool(cfg.aggregated_models),
             edge=serve_edge(cfg),
         ),
         cluster,

@@ -37,6 +37,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
+from infra.serving.serve_config import MODELS_CODE
 from infra.settings.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.settings.table import DNS_LABEL_PATTERN
 
@@ -122,6 +123,9 @@ class ServingArgs:
     gcs_store: GcsStoreAccess | None = None
     # A side routes by prefix: the router's code as a ConfigMap the pods mount (infra/serving/prefix_routing.py).
     prefix_routing: bool = False
+    # Aggregated models beside the PD pair: the stack's app builder as a ConfigMap the pods mount
+    # (infra/serving/serve_config.py MODELS_CODE).
+    models_builder: bool = False
     # The serve edge's configuration, as the ConfigMap the worker pods mount (infra/serving/edge.py).
     edge: Edge | None = None
 
@@ -369,9 +373,10 @@ def _rayservice_inputs(
         inputs.extend(serve_auth_objects(args, children, cluster.provider, namespace))
     if args.gcs_store is not None:
         inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, cluster.provider, namespace))
-    if args.prefix_routing:
-        opts = children.new_opts(provider=cluster.provider, depends_on=[namespace])
-        inputs.append(code_config_map(prefix_routing.CODE, children, args.namespace, opts))
+    for package, used in ((prefix_routing.CODE, args.prefix_routing), (MODELS_CODE, args.models_builder)):
+        if used:
+            opts = children.new_opts(provider=cluster.provider, depends_on=[namespace])
+            inputs.append(code_config_map(package, children, args.namespace, opts))
     if args.edge is not None:
         inputs.append(
             k8s.core.v1.ConfigMap(

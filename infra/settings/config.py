@@ -31,6 +31,16 @@ from infra.settings.instance_types import (
 )
 from infra.settings.kv_offload import node_memory_problem, prefix_caching_problem
 from infra.settings.model_sources import model_source_problem
+from infra.settings.models import (
+    AGGREGATED,
+    OWN_NODES,
+    ModelSpec,
+    model_layout_problems,
+    one_way_problems,
+    parse_models,
+    pd_model_values,
+    stack_models,
+)
 from infra.settings.namespaces import CREATED_NAMESPACES
 from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
 from infra.settings.quantization import fp8_problems
@@ -58,6 +68,7 @@ from infra.settings.table import (
     KUBERNETES_VERSION_PATTERN,
     MAINTENANCE_WINDOW_ALLOWED,
     MAINTENANCE_WINDOW_PATTERN,
+    MAX_MODEL_LEN,
     MAX_NODES_PER_NODE_GROUP,
     MIN_MAINTENANCE_WINDOW_MINUTES,
     NEW_CLUSTER,
@@ -237,10 +248,13 @@ class StackConfig:
     ray_version: str
     ray_service_name: str
     namespace: str
+    # The PD model: modelId/modelSource, or the `models` list's pd entry.
     model_id: str
     model_source: str
     max_model_len: int
     language_model_only: bool  # vLLM language_model_only: no vision tower, no image inputs
+    # Every model behind the endpoint (infra/settings/models.py), the PD one first.
+    models: tuple[ModelSpec, ...]
     prefill: ServeSide
     decode: ServeSide
     topology: Topology
@@ -301,6 +315,11 @@ class StackConfig:
     @property
     def model_hybrid(self) -> bool | None:
         return model_hybrid(self.model_source)
+
+    @property
+    def aggregated_models(self) -> tuple[ModelSpec, ...]:
+        """The models served by an engine each, beside the PD pair."""
+        return tuple(model for model in self.models if model.serving == AGGREGATED)
 
     @property
     def gpu_node_count(self) -> int:
@@ -751,7 +770,12 @@ def _batched_tokens_problem(side: str, max_num_seqs: int, max_num_batched_tokens
 
 
 def _topology(
-    values: Mapping[str, Any], problems: list[str], shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide
+    values: Mapping[str, Any],
+    problems: list[str],
+    shape: InstanceShape | None,
+    prefill: ServeSide,
+    decode: ServeSide,
+    models: tuple[ModelSpec, ...] = (),
 ) -> Topology | None:
     """The layout on GPU nodes; its problems (and a gpuNodeCount that disagrees) are recorded."""
     # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
@@ -764,8 +788,9 @@ def _topology(
         values["pipelineParallelSize"],
         shape,
         most_replicas=prefill.most_replicas + decode.most_replicas,
+        model_gpus=sum(model.gpus for model in models if model.serving == AGGREGATED and model.placement == OWN_NODES),
     )
-    layout_problems = topology_problems(topology)
+    layout_problems = topology_problems(topology) + model_layout_problems(topology, models)
     problems.extend(layout_problems)
     if not layout_problems:
         problem = node_count_problem(values["gpuNodeCount"], topology)
@@ -1153,6 +1178,7 @@ COMPOSED_FIELDS = frozenset(
         "ray_token_auth",
         "alert_slack_webhook_url",
         "alert_pagerduty_routing_key",
+        "models",
     }
 )
 
@@ -1171,12 +1197,17 @@ def load_config(
     config = config or pulumi.Config()
     read = _Reader(config, aws_config or pulumi.Config("aws"))
     values = {setting.key: read.read(setting) for setting in SETTINGS}
+    listed, model_problems = parse_models(values["models"], MAX_MODEL_LEN)
+    defaults = {setting.key: setting.default for setting in SETTINGS}
+    read.problems.extend([*model_problems, *one_way_problems(values, listed, defaults)])
+    values.update(pd_model_values(listed))
+    models = stack_models(values, listed)
     api_keys = _api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
     prefill = _serve_side(values, read.problems, "prefill", values["serveAutoscaling"])
     decode = _serve_side(values, read.problems, "decode", values["serveAutoscaling"])
     shape = _gpu_shape(values, read.problems, describe_instance_type)
-    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys)
+    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys, models)
     read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
     read.problems.extend(_encrypted_setting_problems(config))
     settings = _every_setting()
@@ -1237,6 +1268,7 @@ def _stack_config(
     prefill: ServeSide,
     decode: ServeSide,
     api_keys: tuple[str, ...],
+    models: tuple[ModelSpec, ...],
 ) -> StackConfig:
     """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
     keyword arguments, so that mypy checks their types."""
@@ -1257,7 +1289,8 @@ def _stack_config(
         decode=decode,
         # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
         # other checks (which skip what needs the layout) have added theirs.
-        topology=_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
+        topology=_topology(values, read.problems, shape, prefill, decode, models),  # type: ignore[arg-type]
+        models=models,
         kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], values["gpuNodeType"]),
         ray_token_auth=values["rayAuthMode"] == "token"
         or (values["rayAuthMode"] == "auto" and has_ray_token_auth(values["kuberayVersion"])),

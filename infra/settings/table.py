@@ -735,6 +735,25 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "read as it is; between the two the alerts' first-deploy deadline gains or loses the mirror's timeout",
         ),
         Setting(
+            "models",
+            Text(),
+            "[]",
+            "Several models behind the one endpoint, as a JSON list (docs/models.md): each with id, source, "
+            "serving (pd or aggregated), and for an aggregated model replicas, tensorParallelSize, maxNumSeqs, "
+            "placement (own-nodes or spare-gpus) and LoRA adapters kept under adapterPrefix in the model cache "
+            "bucket. Empty: the one model of modelId/modelSource; a list names every model, one of them pd, and "
+            "leaves those keys at their defaults.",
+            feeds="models",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+            change_note=(
+                "adding or removing an aggregated model adds or drops its deployments beside the running ones (the "
+                "ingress restarts with the new list; on own-nodes the GPU node group and the worker pods resize, which "
+                "replaces the RayService); a new adapter is a folder uploaded under adapterPrefix, loaded on its first "
+                "request without any restart; the adapters list, maxAdaptersPerReplica or maxAdapterRank restart that "
+                "model's engines"
+            ),
+        ),
+        Setting(
             "maxModelLen",
             Integer(
                 1,
