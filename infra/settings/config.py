@@ -35,6 +35,7 @@ from infra.settings.models import (
     AGGREGATED,
     OWN_NODES,
     ModelSpec,
+    adapter_bucket_problems,
     model_layout_problems,
     one_way_problems,
     parse_models,
@@ -1202,6 +1203,7 @@ def load_config(
     read.problems.extend([*model_problems, *one_way_problems(values, listed, defaults)])
     values.update(pd_model_values(listed))
     models = stack_models(values, listed)
+    read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
     api_keys = _api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
     prefill = _serve_side(values, read.problems, "prefill", values["serveAutoscaling"])

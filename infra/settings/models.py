@@ -308,6 +308,20 @@ def one_way_problems(
     return problems
 
 
+def adapter_bucket_problems(models: tuple[ModelSpec, ...], model_cache: bool, pd_source: str) -> list[str]:
+    """Adapters live in the stack's model cache bucket, which the stack makes only where it mirrors the PD model: with
+    modelCache on and a Hub repo as its source (infra/preflight/checks.py mirrors_model)."""
+    if model_cache and is_hub_repo(pd_source):
+        return []
+    return [
+        f"{MODELS_KEY}[id={model.id!r}].adapters={list(model.adapters)!r} is invalid with modelCache={model_cache} and "
+        f"the PD model's source {pd_source!r}: adapters load from the stack's model cache bucket, made only with "
+        "modelCache true and a Hugging Face PD source; allowed is no adapters, or those settings"
+        for model in models
+        if model.adapters
+    ]
+
+
 def pd_model_values(listed: tuple[ModelSpec, ...]) -> dict[str, Any]:
     """The one-model keys' values the list's PD model gives (what every PD consumer reads); none without a list."""
     pd = next((model for model in listed if model.serving == PD), None)
