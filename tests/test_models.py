@@ -255,3 +255,22 @@ def test_the_pods_mount_the_builder_the_app_names(with_models):
     zip_name, entries = configmap_zip(with_models, f"serving-{MODELS_CODE.configmap_prefix}")
     assert any(zip_name in uri for uri in app(with_models)["runtime_env"]["py_modules"])
     assert "serve_ext/ray_llm_eks_models/builder.py" in entries
+
+
+def test_ids_ray_would_give_one_deployment_name_are_refused():
+    """Ray Serve LLM 2.58 names a model's deployment after its id with '/' made '--' and '.' made '_'
+    (ray/llm/_internal/serve/core/server/builder.py _get_deployment_name)."""
+    source = ray_source("ray.llm._internal.serve.core.server.builder").read_text()
+    assert 'return llm_config.model_id.replace("/", "--").replace(".", "_")' in source
+    error = rejection(models(PD_MODEL, {**SMALL, "id": "small.v2"}, {**SMALL, "id": "small_v2"}))
+    assert any(
+        p.startswith("models[2].id='small_v2' is invalid: Ray Serve LLM names its deployment") for p in error.problems
+    )
+
+
+def test_the_workers_may_read_the_adapters_prefix(with_models):
+    """Ray lists the adapters' folders and downloads each (lora_utils.py get_lora_model_ids, download_lora_adapter)."""
+    policy = json.loads(with_models.get("aws:iam/rolePolicy:RolePolicy", "model-cache-reader").inputs["policy"])
+    get, listing = policy["Statement"]
+    assert any(resource.endswith("/adapters/qwen-tuned/*") for resource in get["Resource"])
+    assert "adapters/qwen-tuned/*" in listing["Condition"]["StringLike"]["s3:prefix"]

@@ -251,6 +251,11 @@ def _adapter_problems(index: int, spec: ModelSpec) -> list[str]:
     return problems
 
 
+def deployment_name(model_id: str) -> str:
+    """The name Ray Serve LLM 2.58 gives a model's deployment, before its class prefix (core/server/builder.py)."""
+    return model_id.replace("/", "--").replace(".", "_")
+
+
 def list_problems(specs: tuple[ModelSpec, ...]) -> list[str]:
     """Rules across the list: ids unique among models and adapters, one PD model at most."""
     problems = []
@@ -267,6 +272,16 @@ def list_problems(specs: tuple[ModelSpec, ...]) -> list[str]:
                 f"{MODELS_KEY}[{index}].adapters={list(spec.adapters)!r} is invalid: {clashes} is also a model id; "
                 "allowed is an adapter name that names no model (clients ask for an adapter as '<model>:<adapter>', "
                 "and one named like a model reads as that model to a client that drops the prefix)"
+            )
+    names = [deployment_name(spec.id) for spec in specs]
+    for index, name in enumerate(names):
+        first = names.index(name)
+        if first != index and model_ids[first] != specs[index].id:
+            problems.append(
+                f"{MODELS_KEY}[{index}].id={specs[index].id!r} is invalid: Ray Serve LLM names its deployment {name!r} "
+                f"as it does {MODELS_KEY}[{first}]'s ('/' made '--', '.' made '_': ray/llm/_internal/serve/core/server/"
+                "builder.py _get_deployment_name), and Serve takes a deployment name once; allowed is an id that "
+                "differs in more than '.' and '_'"
             )
     pd_models = [index for index, spec in enumerate(specs) if spec.serving == PD]
     if len(pd_models) > 1:
