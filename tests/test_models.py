@@ -13,6 +13,7 @@ import pytest
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
+from infra.preflight.checks import PreflightError
 from infra.serving.serve_config import MODELS_CODE, MODELS_IMPORT_PATH, PD_IMPORT_PATH
 from infra.settings.models import LORA_RANKS
 from tests.conftest import rejection
@@ -21,7 +22,8 @@ from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR
 
 PD_MODEL = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"}
-SMALL = {"id": "small", "source": "meta-llama/Llama-3.2-1B-Instruct", "serving": "aggregated"}
+# The offline Hub's dense model: a config.json, no weights (tools/offline.py HUB_CONFIGS).
+SMALL = {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated"}
 TUNED = {
     "id": "qwen-tuned",
     "source": "Qwen/Qwen3.5-9B",
@@ -150,6 +152,28 @@ def test_adapters_on_a_pd_model_are_refused_because_ray_prefills_without_the_ada
 def test_adapters_without_the_stacks_bucket_are_refused():
     error = rejection({**models(PD_MODEL, TUNED), "modelCache": False})
     assert any(p.startswith("models[id='qwen-tuned'].adapters=") for p in error.problems)
+
+
+# --- the preflight, per model ---
+
+
+def test_each_models_source_is_checked_by_the_preflight():
+    with pytest.raises(PreflightError) as refused:
+        run_stack(models(PD_MODEL, {**SMALL, "source": "Qwen/Qwen3-8B-typo"}))
+    assert any(p.startswith("models[id='small']: modelSource='Qwen/Qwen3-8B-typo'") for p in refused.value.problems)
+
+
+def test_each_model_whose_weights_are_known_gets_its_engines_capacity(with_models):
+    """The offline Hub has the default model's weights, not Qwen3-8B's (tools/offline.py HUB_TENSORS)."""
+    capacity = with_models.outputs["engineCapacity"]["models"]
+    assert capacity["small"] is None
+    assert capacity["qwen-tuned"]["requestsOfMaxModelLen"] >= 1
+
+
+def test_a_model_whose_context_does_not_fit_its_gpu_is_refused():
+    with pytest.raises(PreflightError) as refused:
+        run_stack(models(PD_MODEL, {**TUNED, "maxModelLen": 262144}))
+    assert any(p.startswith("models[id='qwen-tuned']: maxModelLen=262144 does not fit") for p in refused.value.problems)
 
 
 # --- GPU nodes ---
