@@ -370,7 +370,7 @@ def model_layout_problems(topology: Topology, models: tuple[ModelSpec, ...]) -> 
                 f"divisor of {node.gpus}"
             )
     wanted = sum(model.gpus for model in models if model.serving == AGGREGATED and model.placement == SPARE_GPUS)
-    if wanted > topology.spare_gpus:
+    if wanted and wanted > topology.spare_gpus:
         problems.append(
             f"{MODELS_KEY}: the models with placement {SPARE_GPUS!r} need {wanted} GPU(s), and the PD layout leaves "
             f"{topology.spare_gpus} idle on its {topology.pd_nodes} node(s) at its most ({topology.peak_replicas} "

@@ -78,8 +78,9 @@ class Topology:
 
     @property
     def spare_gpus(self) -> int:
-        """GPUs the PD replicas leave idle on their nodes even at their most (what a model on spare GPUs may take)."""
-        return self.pd_nodes * self.node.gpus - self.peak_replicas * self.gpus_per_replica
+        """GPUs the PD replicas leave idle on their nodes even at their most (what a model on spare GPUs may take);
+        none where Ray Serve may scale the pair past them."""
+        return max(0, self.pd_nodes * self.node.gpus - self.peak_replicas * self.gpus_per_replica)
 
     @property
     def gpu_nodes(self) -> int:
