@@ -164,7 +164,7 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
         "models": json.dumps(
             [
                 {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd", "maxModelLen": 2048},
-                {"id": "small", "source": "meta-llama/Llama-3.2-1B-Instruct", "serving": "aggregated"},
+                {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated"},
             ]
         ),
         "maxModelLen": 4096,
