@@ -100,8 +100,11 @@ class ServeAppArgs:
     adapter_bucket: str | None = None
 
 
-def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> ServeAppArgs:
-    """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set."""
+def serve_app_args(
+    cfg: StackConfig, model_cache_uri: str | None = None, adapter_bucket: str | None = None
+) -> ServeAppArgs:
+    """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set; its
+    bucket holds the adapters, unless `adapter_bucket` names another (the GPU smoke's local S3 server)."""
     return ServeAppArgs(
         name=application_name(cfg),
         model_id=cfg.model_id,
@@ -117,7 +120,7 @@ def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> Serv
         api_key_auth=cfg.serve_api_key_auth,
         model_hybrid=cfg.model_hybrid,
         aggregated_models=cfg.aggregated_models,
-        adapter_bucket=split_s3_uri(model_cache_uri)[0] if model_cache_uri else None,
+        adapter_bucket=adapter_bucket or (split_s3_uri(model_cache_uri)[0] if model_cache_uri else None),
     )
 
 

@@ -42,8 +42,9 @@ PLACEMENTS = (OWN_NODES, SPARE_GPUS)
 # vLLM 0.26's LoRAConfig.max_lora_rank: Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] (vllm/config/lora.py).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 DEFAULT_LORA_RANK = 16
-# Ray Serve LLM's LoraConfig.max_num_adapters_per_replica default (ray/llm/_internal/serve/core/configs/llm_config.py).
-RAY_DEFAULT_ADAPTERS_PER_REPLICA = 16
+# vLLM 0.26's LoRAConfig.max_loras default (vllm/config/lora.py), the adapters an engine holds at once unless
+# maxAdaptersPerReplica says more; fixed, so that one more adapter in the list leaves the engines as they are.
+DEFAULT_ADAPTERS_PER_REPLICA = 1
 # vLLM 0.26's max_num_seqs below 70 GiB of GPU memory (the table's prefillMaxNumSeqs description).
 VLLM_DEFAULT_MAX_NUM_SEQS = 256
 DEFAULT_MAX_MODEL_LEN = 4096
@@ -104,7 +105,7 @@ class ModelSpec:
     placement: str = OWN_NODES
     adapters: tuple[str, ...] = ()
     adapter_prefix: str = ""
-    max_adapters_per_replica: int = RAY_DEFAULT_ADAPTERS_PER_REPLICA
+    max_adapters_per_replica: int = DEFAULT_ADAPTERS_PER_REPLICA
     max_adapter_rank: int = DEFAULT_LORA_RANK
 
     @property
@@ -223,7 +224,7 @@ def _aggregated_model(entry: _Entry, common: dict[str, Any]) -> ModelSpec:
         placement=entry.get("placement", lambda v: v in PLACEMENTS, f"one of {', '.join(PLACEMENTS)}", OWN_NODES),
         adapters=tuple(adapters),
         adapter_prefix=prefix or (f"adapters/{common['id']}" if adapters else ""),
-        max_adapters_per_replica=entry.integer("maxAdaptersPerReplica", 1, min(len(adapters) or 1, 16)),
+        max_adapters_per_replica=entry.integer("maxAdaptersPerReplica", 1, DEFAULT_ADAPTERS_PER_REPLICA),
         max_adapter_rank=entry.get(
             "maxAdapterRank", lambda v: _is_int(v) and v in LORA_RANKS, f"one of {LORA_RANKS}", DEFAULT_LORA_RANK
         ),

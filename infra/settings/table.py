@@ -746,11 +746,10 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             feeds="models",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
             change_note=(
-                "adding or removing an aggregated model adds or drops its deployments beside the running ones (the "
-                "ingress restarts with the new list; on own-nodes the GPU node group and the worker pods resize, which "
-                "replaces the RayService); a new adapter is a folder uploaded under adapterPrefix, loaded on its first "
-                "request without any restart; the adapters list, maxAdaptersPerReplica or maxAdapterRank restart that "
-                "model's engines"
+                "the models are one Serve application, whose args Serve 2.58 restarts every replica for: adding, "
+                "removing or changing a model restarts every engine, the PD pair's too (on own-nodes the GPU node "
+                "group and the worker pods resize, which replaces the RayService); an adapter uploaded under "
+                "adapterPrefix, or one more name in adapters, changes no serve config and restarts nothing"
             ),
         ),
         Setting(
