@@ -30,15 +30,7 @@ RANK = 8  # one of vLLM 0.26's max_lora_rank values, below the stack's default m
 # enable_tower_connector_lora, vllm/config/lora.py).
 TOWER = "model.visual."
 LLAMA_ARCHITECTURE = "LlamaForCausalLM"
-LLAMA_SHAPE = {
-    "hidden_size": 256,
-    "intermediate_size": 512,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 1,
-    "head_dim": 64,
-    "max_position_embeddings": 4096,
-}
+LLAMA_MAX_POSITIONS = 4096
 
 
 def target_linears(model_dir: Path) -> dict[str, tuple[int, int]]:
@@ -109,7 +101,13 @@ def write_llama(out_dir: Path, seed: int = 0) -> Path:
     tokenizer.save(str(out_dir / "tokenizer.json"))
     ids = {token: tokenizer.token_to_id(token) for token in tiny_model.SPECIAL_TOKENS}
     config = LlamaConfig(
-        **LLAMA_SHAPE,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=64,
+        max_position_embeddings=LLAMA_MAX_POSITIONS,
         vocab_size=tiny_model.BPE_VOCAB_SIZE,
         eos_token_id=ids[tiny_model.EOS_TOKEN],
         pad_token_id=ids[tiny_model.PAD_TOKEN],
@@ -117,13 +115,13 @@ def write_llama(out_dir: Path, seed: int = 0) -> Path:
         architectures=[LLAMA_ARCHITECTURE],
     )
     torch.manual_seed(seed)
-    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(out_dir)
+    LlamaForCausalLM(config).bfloat16().save_pretrained(out_dir)
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "eos_token": tiny_model.EOS_TOKEN,
         "pad_token": tiny_model.PAD_TOKEN,
         "chat_template": tiny_model.CHAT_TEMPLATE,
-        "model_max_length": LLAMA_SHAPE["max_position_embeddings"],
+        "model_max_length": LLAMA_MAX_POSITIONS,
         "clean_up_tokenization_spaces": False,
     }
     (out_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")

@@ -99,7 +99,8 @@ def pair_path(cfg_doc: dict[str, Any]) -> Path_:
 
 def pair_args(cfg_doc: dict[str, Any]) -> dict[str, Any]:
     args: dict[str, Any] = cfg_doc["applications"][0]["args"]
-    return args.get("pd_config", args)
+    pair: dict[str, Any] = args.get("pd_config", args)
+    return pair
 
 
 def side_config(cfg_doc: dict[str, Any], side: str) -> dict[str, Any]:
