@@ -159,15 +159,14 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "runbookUrl": {"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"},
     "headFaultTolerance": {"headFaultTolerance": "off"},
     "gcsRedisNodeType": {"gcsRedisNodeType": "cache.t4g.small"},
-    # dev's model as the list's PD entry (its maxModelLen moves into the entry) and a second model on its own node.
+    # dev's model as the list's PD entry and a second model on its own node.
     "models": {
         "models": json.dumps(
             [
-                {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd", "maxModelLen": 2048},
+                {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"},
                 {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated"},
             ]
         ),
-        "maxModelLen": 4096,
     },
 }
 

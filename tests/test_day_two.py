@@ -30,14 +30,14 @@ from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_
 from tools.offline import run_stack
 
 OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
-# The dev stack's model as the pd entry of a `models` list (docs/models.md; its maxModelLen moves into the entry), and a
-# second model beside it, later with LoRA adapters.
-DEV_PD_MODEL = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd", "maxModelLen": 2048}
+# The dev stack's model as the pd entry of a `models` list (docs/models.md), and a second model beside it, later with
+# LoRA adapters.
+DEV_PD_MODEL = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"}
 SECOND_MODEL = {"id": "small", "source": OTHER_MODEL, "serving": "aggregated", "maxNumSeqs": 32}
 
 
 def with_models(*models: dict) -> dict:
-    return {"models": json.dumps([DEV_PD_MODEL, *models]), "maxModelLen": 4096}
+    return {"models": json.dumps([DEV_PD_MODEL, *models])}
 
 
 LIFE = [

@@ -34,9 +34,8 @@ TUNED = {
 }
 
 
-def models(*entries: dict[str, Any]) -> dict[str, Any]:
-    """The list, with maxModelLen back at its default (the dev stack sets it; with a list the pd entry says it)."""
-    return {"models": json.dumps(list(entries)), "maxModelLen": 4096}
+def models(*entries: dict[str, Any]) -> dict[str, str]:
+    return {"models": json.dumps(list(entries))}
 
 
 def ray_source(module: str) -> Path:
@@ -61,9 +60,23 @@ def test_the_one_model_keys_are_the_one_pd_model():
 
 
 def test_a_listed_pd_model_feeds_what_the_pd_pair_reads():
-    cfg = load_stack_config(models({**PD_MODEL, "id": "chat", "maxModelLen": 8192}, SMALL))
-    assert (cfg.model_id, cfg.max_model_len) == ("chat", 8192)
+    cfg = load_stack_config(models({**PD_MODEL, "id": "chat"}, SMALL))
+    assert (cfg.model_id, cfg.model_source) == ("chat", PD_MODEL["source"])
     assert [model.id for model in cfg.aggregated_models] == ["small"]
+
+
+def test_the_pd_models_engine_settings_stay_the_keys():
+    """The pair's context, like its replicas, is the keys' (maxModelLen, prefillReplicas, ...): one way to say it."""
+    error = rejection(models({**PD_MODEL, "maxModelLen": 8192}, SMALL))
+    assert any(
+        p.startswith("models[0].maxModelLen=8192 is invalid: allowed is no value for a PD model")
+        for p in error.problems
+    )
+
+
+def test_a_list_with_surrounding_whitespace_is_refused():
+    error = rejection({"models": json.dumps([PD_MODEL]) + "\n"})
+    assert any(p.startswith("models=") and "is invalid" in p for p in error.problems)
 
 
 def test_a_list_beside_a_one_model_key_is_refused_naming_both():

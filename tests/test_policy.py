@@ -1473,8 +1473,8 @@ def test_a_stack_of_several_models_with_adapters_passes(engine: OfflinePolicyEng
     """The pair nested under the several-model builder's pd_config is still checked side by side, and the workers'
     role reading the adapters' prefix reads what the serve config names (docs/models.md)."""
     listed = [
-        {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd", "maxModelLen": 2048},
+        {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"},
         {"id": "tuned", "source": "Qwen/Qwen3.5-9B", "serving": "aggregated", "adapters": ["sql"], "maxNumSeqs": 32},
     ]
-    run = run_stack({"models": json.dumps(listed), "maxModelLen": 4096})
+    run = run_stack({"models": json.dumps(listed)})
     assert preview(engine, CapturedStack.of(run, "dev")) == []

@@ -77,6 +77,8 @@ MODEL_FIELDS = (
 )
 # The fields a PD model takes from the per-side and layout keys instead (one way to say each thing).
 PD_FROM_KEYS = {
+    "maxModelLen": "maxModelLen",
+    "languageModelOnly": "languageModelOnly",
     "replicas": "prefillReplicas/decodeReplicas",
     "tensorParallelSize": "tensorParallelSize",
     "maxNumSeqs": "prefillMaxNumSeqs/decodeMaxNumSeqs",
@@ -162,7 +164,7 @@ def parse_models(raw: str, max_model_len_limit: int) -> tuple[tuple[ModelSpec, .
         entries = json.loads(raw or "[]")
     except json.JSONDecodeError:
         entries = None
-    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+    if raw != raw.strip() or not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         return (), [f"{MODELS_KEY}={raw!r} is invalid: allowed is {ALLOWED_MODELS}"]
     specs = tuple(_model(_Entry(index, entry, problems), max_model_len_limit) for index, entry in enumerate(entries))
     return specs, problems + list_problems(specs)
@@ -295,12 +297,7 @@ def list_problems(specs: tuple[ModelSpec, ...]) -> list[str]:
 
 
 # The one-model keys a `models` entry says instead, by the entry's field: a list and one of these set is two ways.
-ONE_MODEL_KEYS = {
-    "modelId": "id",
-    "modelSource": "source",
-    "maxModelLen": "maxModelLen",
-    "languageModelOnly": "languageModelOnly",
-}
+ONE_MODEL_KEYS = {"modelId": "id", "modelSource": "source"}
 
 
 def one_way_problems(
@@ -339,16 +336,12 @@ def adapter_bucket_problems(models: tuple[ModelSpec, ...], model_cache: bool, pd
 
 
 def pd_model_values(listed: tuple[ModelSpec, ...]) -> dict[str, Any]:
-    """The one-model keys' values the list's PD model gives (what every PD consumer reads); none without a list."""
+    """The one-model keys' values the list's PD model gives (what every PD consumer reads); none without a list. Its
+    context and the rest of its engine settings are the keys' (PD_FROM_KEYS)."""
     pd = next((model for model in listed if model.serving == PD), None)
     if pd is None:
         return {}
-    return {
-        "modelId": pd.id,
-        "modelSource": pd.source,
-        "maxModelLen": pd.max_model_len,
-        "languageModelOnly": pd.language_model_only,
-    }
+    return {"modelId": pd.id, "modelSource": pd.source}
 
 
 def stack_models(values: Mapping[str, Any], listed: tuple[ModelSpec, ...]) -> tuple[ModelSpec, ...]:

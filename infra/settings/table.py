@@ -742,7 +742,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "serving (pd or aggregated), and for an aggregated model replicas, tensorParallelSize, maxNumSeqs, "
             "placement (own-nodes or spare-gpus) and LoRA adapters kept under adapterPrefix in the model cache "
             "bucket. Empty: the one model of modelId/modelSource; a list names every model, one of them pd, and "
-            "leaves those keys at their defaults.",
+            "leaves modelId and modelSource at their defaults (the pd model's engines stay the keys').",
             feeds="models",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
             change_note=(

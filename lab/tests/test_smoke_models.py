@@ -34,7 +34,7 @@ MODELS = [
     },
     {"id": "llama", "source": "Qwen/Qwen3-8B", "serving": "aggregated"},
 ]
-CONFIG = [f"models={json.dumps(MODELS)}", "maxModelLen=4096"]
+CONFIG = [f"models={json.dumps(MODELS)}"]
 
 
 def argv(tiny: Path, llama: Path) -> list[str]:
