@@ -3,6 +3,7 @@
 The packages follow the architecture, and each imports only the ones below it (its docstring's `Imports:` line,
 held by tests/test_layout.py):
 
+- `kube/`: Kubernetes facts every part shares (node labels and taints, pod labels, namespaces, Pod Security).
 - `settings/`: the stack config, its table of keys and their rules, the facts they are checked against.
 - `components.py`: what every ComponentResource shares (children, input errors).
 - `network/`: the VPC.
@@ -12,7 +13,7 @@ held by tests/test_layout.py):
 - `observability/`: metrics, dashboards and alerts.
 - `preflight/`: the deploy-time lookups, run before any resource.
 - `stack.py`: the whole stack, top-down; `__main__.py` runs it.
-- `rollout.py`: an old module path that stacks' state still names (its docstring says why).
+- `preview_notes.py`: what `pulumi preview` and `pulumi up` say about the stack before they change it.
 """
 
 from pathlib import Path

@@ -2,10 +2,7 @@
 
 Children are named `<component name>-<role>`, as pulumi-eks (`${name}-eksCluster`) and awsx name theirs, so two
 instances of one component in a stack do not collide: a URN holds the parent's type, not its name, so two children
-named alike under two components of one type would be the same URN. Stacks made before children were so named
-hold them under the bare role (`vpc`, `eks`, `gpu`, ...); under the name this project's stack gives the component
-(its `STACK_NAME`), every child carries `pulumi.Alias(name=<role>)`, so those stacks keep their resources. Only
-that instance does: a second one has no old resources, and two resources may not claim one alias.
+named alike under two components of one type would be the same URN.
 
 Bad args raise Pulumi's `InputPropertiesError` (pulumi/errors.py) with one `InputPropertyErrorDetails` (a property
 path and a reason) per problem, all at once, as pulumi-eks's node group does (nodejs/eks/nodes/nodegroup.ts
@@ -28,23 +25,15 @@ from infra.settings.table import EKS_NAME_PATTERN
 class Children:
     """Names and options of one component's children."""
 
-    def __init__(self, component: pulumi.Resource, name: str, stack_name: str | None) -> None:
-        """`stack_name`: the name the stack gives the component, under which its children keep their old names;
-        None for a component that came after children were named so, which has no old names to keep."""
+    def __init__(self, component: pulumi.Resource, name: str) -> None:
         self.component = component
         self.prefix = name
-        self.keeps_old_names = name == stack_name
 
     def name(self, role: str) -> str:
         return f"{self.prefix}-{role}"
 
-    def opts(self, role: str, **options: Any) -> pulumi.ResourceOptions:
-        """The child's options: parented to the component, and under the stack's name aliased to its old name."""
-        aliases = [pulumi.Alias(name=role)] if self.keeps_old_names else None
-        return pulumi.ResourceOptions(parent=self.component, aliases=aliases, **options)
-
-    def new_opts(self, **options: Any) -> pulumi.ResourceOptions:
-        """A child that came after children were named after their component: no stack has it under an old name."""
+    def opts(self, **options: Any) -> pulumi.ResourceOptions:
+        """The child's options: parented to the component."""
         return pulumi.ResourceOptions(parent=self.component, **options)
 
 

@@ -14,6 +14,7 @@ import pulumi
 from pulumi.errors import InputPropertiesError
 
 from infra.cluster.eks import Cluster, ClusterArgs, update_kubeconfig_command
+from infra.kube.scheduling import SYSTEM_NODEGROUP_NAME
 from infra.network.vpc import Network, NetworkArgs
 from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -28,6 +29,7 @@ from infra.observability.monitoring import (
 )
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
+from infra.preview_notes import alerting_note, protection_note, serving_notes
 from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
@@ -46,19 +48,10 @@ from infra.serving.rayservice import (
     serve_edge,
 )
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
-from infra.serving.serve_config import PD_SIDES, application_name
-from infra.settings.changes import (
-    RAYSERVICE_NEW_CLUSTER,
-    RAYSERVICE_REPLACED,
-    SERVE_IN_PLACE,
-    SERVE_NEW_CLUSTER,
-    SURGE_MINUTES_PER_GPU_NODE,
-)
+from infra.serving.serve_config import application_name
 from infra.settings.config import ConfigError, StackConfig, amp_workspace_region
 from infra.settings.model_sources import is_s3_uri
-from infra.settings.prefix_caching import cache_rule
-from infra.settings.scheduling import SYSTEM_NODEGROUP_NAME
-from infra.settings.table import UNPROTECT_COMMAND, settings_by_effect
+from infra.settings.table import settings_by_effect
 
 T = TypeVar("T")
 # The stack key each component args field is set from: a component reports its args' property paths, and the
@@ -301,105 +294,11 @@ def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsSt
     )
 
 
-def protection_note() -> str:
-    """How a protected stack is torn down, said by `pulumi preview` and `pulumi up` while protectResources is on."""
-    return (
-        "protectResources=true: Pulumi protects the VPC and the cluster, and EKS deletion protection is on, so "
-        f"`pulumi destroy` is refused; to tear down run `{UNPROTECT_COMMAND}` first (it lifts both; `pulumi state "
-        "unprotect` lifts only Pulumi's), then `pulumi destroy`"
-    )
-
-
-def head_fault_tolerance_note(cfg: StackConfig) -> str:
-    """What a Ray head restart costs this stack, said by `pulumi preview` and `pulumi up`."""
-    if cfg.gcs_redis:
-        return (
-            f"headFaultTolerance='redis': the Ray head keeps the cluster's tables in an ElastiCache for Valkey primary "
-            f"and replica ({cfg.gcs_redis_node_type}); a restarted head reloads them and the GPU workers keep serving "
-            "through it, within their 600 s reconnect timeout (docs/head-fault-tolerance.md)"
-        )
-    return (
-        "headFaultTolerance='off': a Ray head restart (its pod, its node, a system node roll) restarts every GPU "
-        "worker, which loads the model again: minutes without answers (docs/head-fault-tolerance.md)"
-    )
-
-
-def cluster_change_path(cfg: StackConfig) -> str:
-    """What a cluster-spec change costs this stack, said by `pulumi preview` and `pulumi up` (its diagnostics) beside
-    the settings `pulumi preview --diff` shows under the effect's name."""
-    if not cfg.new_cluster:
-        return (
-            "clusterUpgradeStrategy 'replace': a cluster-spec change (the settings under "
-            f"`{RAYSERVICE_REPLACED.name}`) replaces the RayService, a full outage until the new cluster has loaded "
-            f"the model; no extra nodes. An engine change (`{SERVE_IN_PLACE.name}`) rolls the running engines; a "
-            "broken one is rolled back by the rollout itself, an outage of one engine start, and `pulumi up` fails "
-            "naming it (docs/changes.md)"
-        )
-    hours = cfg.surge_gpu_nodes * SURGE_MINUTES_PER_GPU_NODE / 60
-    return (
-        f"clusterUpgradeStrategy 'newCluster': a cluster-spec or engine change (the settings under "
-        f"`{RAYSERVICE_NEW_CLUSTER.name}` and `{SERVE_NEW_CLUSTER.name}`) keeps serving and runs a second RayCluster "
-        f"beside the active one: a second Ray head and {cfg.surge_gpu_nodes} more {cfg.gpu_node_type} GPU node(s), "
-        f"about {SURGE_MINUTES_PER_GPU_NODE} minutes each, about {hours:.1f} extra GPU node-hours (modelled, "
-        f"docs/changes.md)"
-    )
-
-
-def ray_auth_note(cfg: StackConfig) -> str:
-    """What guards Ray's own ports, said by `pulumi preview` and `pulumi up`."""
-    if cfg.ray_token_auth:
-        return (
-            "Ray's dashboard, Ray client and GCS ask for Ray's token (KubeRay authOptions, a generated Secret per "
-            "RayCluster), inside the serving namespace's NetworkPolicies"
-        )
-    return (
-        f"rayAuthMode={cfg.settings['rayAuthMode']!r}: Ray's token authentication is off with kuberayVersion="
-        f"{cfg.kuberay_version!r} (KubeRay takes authOptions from 1.5.1 on), so Ray's dashboard, Ray client and GCS "
-        "are guarded by the serving namespace's NetworkPolicies alone; kuberayVersion 1.7.0 turns the token on"
-    )
-
-
-def prefix_caching_note(cfg: StackConfig) -> str:
-    """Which engines keep a prefix cache and why, said by `pulumi preview` and `pulumi up`."""
-    mode = cfg.settings["prefixCaching"]
-    sides = [
-        f"{side} {_cache_state(getattr(cfg, side).prefix_caching)} ({cache_rule(mode, side, cfg.model_hybrid)})"
-        for side in PD_SIDES
-    ]
-    return f"prefixCaching={mode!r}: {'; '.join(sides)} (docs/prefix-caching.md)"
-
-
-def _cache_state(enabled: bool | None) -> str:
-    return {True: "on", False: "off", None: "as vLLM's default"}[enabled]
-
-
-def prefix_routing_note(cfg: StackConfig) -> str | None:
-    """Where prefixAwareRouting acts, and where it changes nothing; None when it is off."""
-    if cfg.settings["prefixAwareRouting"] != "true":
-        return None
-    sides = []
-    for name in PD_SIDES:
-        side = getattr(cfg, name)
-        if side.prefix_routing:
-            sides.append(f"{name} routes by prefix over up to {side.most_replicas} replicas")
-        elif side.prefix_caching is False:
-            sides.append(f"{name} keeps no prefix cache: Serve's default router")
-        else:
-            sides.append(f"{name} has one replica: nothing to choose between, Serve's default router")
-    changes = "" if cfg.prefix_routing else " changes nothing"
-    return f"prefixAwareRouting=true{changes}: {'; '.join(sides)}"
-
-
 def declare_serving(
     cfg: StackConfig, cluster: Cluster, nodes: Nodes, model: Model, gcs_store: GcsStore | None
 ) -> Serving:
-    pulumi.log.info(cluster_change_path(cfg))
-    pulumi.log.info(ray_auth_note(cfg))
-    pulumi.log.info(head_fault_tolerance_note(cfg))
-    pulumi.log.info(prefix_caching_note(cfg))
-    routing_note = prefix_routing_note(cfg)
-    if routing_note:
-        pulumi.log.info(routing_note)
+    for note in serving_notes(cfg):
+        pulumi.log.info(note)
     cache = model.cache
     # The token only where the Hub is read: the workers, when they load from it; with the model in S3 only the mirror
     # Job has it, from a Secret in its own namespace (infra/serving/model_cache.py).
@@ -441,31 +340,6 @@ def deploy_deadline_seconds(cfg: StackConfig, mirrored: bool) -> int:
     """The longest `pulumi up` waits for the app after it creates the serving namespace: the mirror Job's timeout
     where the stack mirrors the model (the RayService waits for it), then the rollout's serveReadyTimeoutMinutes."""
     return (MIRROR_TIMEOUT_SECONDS if mirrored else 0) + cfg.serve_ready_timeout_minutes * 60
-
-
-def alerting_note(cfg: StackConfig, receivers: Receivers) -> str:
-    """Where the alerts go and where their rules run, said by `pulumi preview` and `pulumi up`."""
-    where = [
-        name
-        for name, value in (
-            (f"SNS topic {cfg.alert_sns_topic_arn}", receivers.sns_topic_arn),
-            ("Slack (alertSlackWebhookUrl)", receivers.slack_webhook_url),
-            ("PagerDuty (alertPagerDutyRoutingKey)", receivers.pagerduty_routing_key),
-        )
-        if value is not None
-    ]
-    rules = "the alert rules run in the in-cluster Prometheus"
-    if cfg.amp_workspace_url:
-        rules += (
-            ", not in the Amazon Managed Service for Prometheus workspace it remote-writes to "
-            f"({cfg.amp_workspace_url}), which stores the metrics only"
-        )
-    if not where:
-        return (
-            f"{rules}; the alerts go nowhere: Alertmanager has only the chart's `null` receiver. Set alertSnsTopicArn, "
-            "alertSlackWebhookUrl or alertPagerDutyRoutingKey (docs/observability.md)"
-        )
-    return f"{rules}; the alerts go to {', '.join(where)}"
 
 
 def declare_observability(

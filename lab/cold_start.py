@@ -24,7 +24,7 @@ from infra.nodes.node_groups import GPU_ROOT_THROUGHPUT_MIBPS, SYSTEM_ROOT_THROU
 from infra.serving.rollout import POLL_SECONDS
 from infra.settings.changes import SURGE_MINUTES_PER_GPU_NODE
 from serve_ext.model_mirror import PARALLEL_FILES
-from tools.offline import MAX_SHARD_BYTES
+from tools.offline_models import MAX_SHARD_BYTES
 from tools.project import PROJECT_DIR, replace_generated_block
 
 GB = 1e9
@@ -57,8 +57,8 @@ FIGURES = {
         MAX_SHARD_BYTES / GB,
         "GB",
         ESTIMATE,
-        "the largest file of the checkpoint: transformers' 5 GB shards (tools/offline.py MAX_SHARD_BYTES); the Hub "
-        "repo's own shards were not listed here",
+        "the largest file of the checkpoint: transformers' 5 GB shards (tools/offline_models.py MAX_SHARD_BYTES); "
+        "the Hub repo's own shards were not listed here",
     ),
     "image": Figure(
         20, "GB", ESTIMATE, "the Ray Serve LLM DLC image, compressed; not measured here (issue 23: 'tens of GB')"

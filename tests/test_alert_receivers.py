@@ -170,7 +170,8 @@ def test_alertmanager_publishes_through_a_role_only_its_service_account_assumes(
     assert 'serviceAccountName: {{ template "kube-prometheus-stack.alertmanager.serviceAccountName" . }}' in template
     account = stack_values(receivers_run)["alertmanager"]["serviceAccount"]
     role = receivers_run.get("aws:iam/role:Role", "observability-alertmanager").inputs
-    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name: tools/offline.py).
+    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name:
+    # tools/offline_aws.py).
     assert account["annotations"]["eks.amazonaws.com/role-arn"].endswith(":role/observability-alertmanager-role")
     (statement,) = json.loads(role["assumeRolePolicy"])["Statement"]
     (sub,) = [value for key, value in statement["Condition"]["StringEquals"].items() if key.endswith(":sub")]

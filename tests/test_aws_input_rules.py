@@ -1,4 +1,5 @@
-"""Every AWS property the program sets meets the rule AWS enforces on it (policy/ray_llm_policies/aws_input_rules.py).
+"""Every AWS property the program sets meets the rule AWS enforces on it (policy/ray_llm_policies/aws_input_rules.py,
+the rules in aws_rules.py).
 
 The offline mocks take any string, so a description with an apostrophe passed every other test while EC2 refused it
 in `pulumi up` (issue 49). Here every AWS resource of every shipped stack, of a stack with every feature on, of a
@@ -18,6 +19,7 @@ import pytest
 
 from infra.settings.regions import SUPPORTED_REGIONS
 from policy.ray_llm_policies import aws_input_rules as table
+from policy.ray_llm_policies import aws_rules
 from tests.conftest import (
     EXPOSED_SECRET_KEYS,
     NEW_CLUSTER,
@@ -48,7 +50,7 @@ EVERY_FEATURE = {
     "adminPrincipalArns": ["arn:aws:iam::123456789012:role/platform-admins"],
 }
 # GPU nodes in a Capacity Block: the launch template's market options and reservation target (the offline account's
-# block, which the preflight looks up: tools/offline.py CAPACITY_BLOCKS).
+# block, which the preflight looks up: tools/offline_aws.py CAPACITY_BLOCKS).
 CAPACITY_BLOCK = {
     "gpuCapacityType": "capacity-block",
     "capacityReservationId": "cr-02168da1478b509e0",
@@ -175,7 +177,7 @@ def test_each_rule_refuses_the_value_its_source_refuses(rule):
 
 def test_the_security_group_rule_refuses_the_apostrophe_of_terraform_provider_aws_18874():
     """hashicorp/terraform-provider-aws#18874: an inline rule description with an apostrophe fails validation."""
-    refusal = table.SECURITY_GROUP_RULE_DESCRIPTION.refusal("the Ray head's GCS")
+    refusal = aws_rules.SECURITY_GROUP_RULE_DESCRIPTION.refusal("the Ray head's GCS")
     assert refusal is not None and "does not match" in refusal
 
 
@@ -187,8 +189,8 @@ def test_an_autonamed_property_is_the_logical_name_and_seven_characters():
 
 
 def test_a_tag_key_with_the_reserved_aws_prefix_is_refused():
-    assert table.TAG_KEY.refusal("aws:owner") is not None
-    assert table.TAG_KEY.refusal("kubernetes.io/cluster/ray-llm-multinode") is None
+    assert aws_rules.TAG_KEY.refusal("aws:owner") is not None
+    assert aws_rules.TAG_KEY.refusal("kubernetes.io/cluster/ray-llm-multinode") is None
 
 
 def test_the_rules_page_is_generated_from_the_table():

@@ -16,7 +16,8 @@ from infra.settings.capacity import (
     vllm_default_gpu_memory_utilization,
 )
 from infra.settings.quantization import loaded_weight_bytes
-from tools.offline import HUB_CONFIGS, hub_fetch, load_stack_config, run_stack
+from tools.offline import load_stack_config, run_stack
+from tools.offline_models import HUB_CONFIGS, hub_fetch
 
 DEFAULT_MODEL = HUB_CONFIGS["Qwen/Qwen3.5-9B"]
 MEASURED_GPU_MIB = 23034  # nvidia-smi on an L4, the run's --gpu-memory-of

@@ -9,7 +9,8 @@ import pytest
 from infra.settings.table import UNPROTECT_COMMAND
 from tests.conftest import OPERATOR_CIDRS, rejection
 from tests.deploy_graph import waits_for
-from tools.offline import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN, run_stack
+from tools.offline import run_stack
+from tools.offline_aws import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN
 
 CLUSTER = "eks:index:Cluster"
 ROLLOUT = "pulumi-python:dynamic/ray-llm-eks:ServeRollout"

@@ -29,7 +29,7 @@ from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_details
 from tools.offline import run_stack
 
-OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline.py HUB_CONFIGS)
+OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline_models.py HUB_CONFIGS)
 # The dev stack's model as the pd entry of a `models` list (docs/models.md), and a second model beside it, later with
 # LoRA adapters.
 DEV_PD_MODEL = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"}

@@ -442,9 +442,9 @@ HEAD = "ray-llm-abcde-head-x7k2p"
 
 
 def test_the_waits_labels_are_the_stacks():
+    from infra.kube.pod_labels import RAY_NODE_TYPE_LABEL
     from infra.serving import rayservice as stack_rayservice
     from infra.serving import rollout_status
-    from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
 
     assert rollout_status.RAY_CLUSTER_LABEL == stack_rayservice.RAY_CLUSTER_LABEL
     assert rollout_status.NODE_TYPE_LABEL == RAY_NODE_TYPE_LABEL

@@ -3,8 +3,8 @@ Ray pod waits for it."""
 
 from __future__ import annotations
 
+from infra.kube.scheduling import GPU_TAINT
 from infra.serving.rayservice import build_prepull_daemonset
-from infra.settings.scheduling import GPU_TAINT
 from tests.deploy_graph import waits_for
 from tests.rayservice_parts import RAYSERVICE, worker_group
 from tests.schemas import core_object_errors

@@ -22,6 +22,8 @@ import yaml
 from ray.autoscaler._private.constants import AUTOSCALER_METRIC_PORT
 from ray.dashboard.consts import DASHBOARD_METRIC_PORT
 
+from infra.kube.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
+from infra.preview_notes import ray_auth_note
 from infra.serving.network_policy import nixl_side_channel_ranges
 from infra.serving.rayservice import (
     DASHBOARD_AGENT_GRPC_PORT,
@@ -37,8 +39,6 @@ from infra.serving.rayservice import (
 from infra.serving.serve_app import dropped_auth_options
 from infra.serving.serve_config import NIXL_SIDE_CHANNEL_BASES
 from infra.settings.config import has_ray_token_auth
-from infra.settings.scheduling import VLLM_CACHE_GID, VLLM_CACHE_HOST_PATH
-from infra.stack import ray_auth_note
 from tests.conftest import SERVE_AUTOSCALING, exposed, rejection
 from tests.network_policy_engine import NAMESPACE_NAME_LABEL, Pod, allows, port_entries
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group

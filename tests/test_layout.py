@@ -102,12 +102,22 @@ def test_the_scan_sees_the_stacks_own_imports():
 
 
 def test_the_scan_sees_a_part_import_another():
-    assert parts_imported(INFRA / "serving" / "rayservice.py") == {"settings"}
+    assert parts_imported(INFRA / "serving" / "rayservice.py") == {"kube", "settings"}
 
 
 def test_infra_is_its_architectures_parts():
     """Each box of the README's architecture has its package; infra/__init__.py names them all."""
-    assert PARTS == ["cluster", "components", "network", "nodes", "observability", "preflight", "serving", "settings"]
+    assert PARTS == [
+        "cluster",
+        "components",
+        "kube",
+        "network",
+        "nodes",
+        "observability",
+        "preflight",
+        "serving",
+        "settings",
+    ]
     listed = ast.get_docstring(ast.parse((INFRA / "__init__.py").read_text())) or ""
     assert [part for part in [*PARTS, TOP] if f"`{part}" not in listed] == []
 
@@ -118,10 +128,12 @@ def test_a_part_may_import_only_parts(part):
 
 
 def test_the_parts_import_one_way():
-    """The allowed imports form no cycle: settings at the bottom, the stack at the top, each part above what it uses."""
+    """The allowed imports form no cycle: the Kubernetes facts at the bottom, the settings on them, the stack at the
+    top, each part above what it uses."""
     order = list(graphlib.TopologicalSorter({part: declared_imports(part) for part in PARTS}).static_order())
-    assert order[0] == "settings"
-    assert declared_imports("settings") == set()
+    assert order[:2] == ["kube", "settings"]
+    assert declared_imports("kube") == set()
+    assert declared_imports("settings") == {"kube"}
 
 
 @pytest.mark.parametrize(
@@ -135,10 +147,10 @@ def test_a_module_imports_only_what_its_part_allows(path):
 
 
 def test_the_pure_builders_load_without_the_cloud_sdks():
-    """The RayService and serve-config builders take their scheduling facts from infra.settings.scheduling, not from the
+    """The RayService and serve-config builders take their scheduling facts from infra.kube.scheduling, not from the
     node groups, so they load (in tools, in a GitOps pipeline) without pulumi_aws or pulumi_eks."""
     probe = (
-        "import sys, infra.serving.rayservice, infra.serving.serve_config, infra.settings.scheduling; "
+        "import sys, infra.serving.rayservice, infra.serving.serve_config, infra.kube.scheduling; "
         "print(sorted(m for m in ('pulumi_aws', 'pulumi_eks', 'pulumi_kubernetes') if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)

@@ -23,7 +23,8 @@ from serve_ext import model_mirror
 from serve_ext.model_mirror import RepoFile
 from tests.rayservice_parts import RAYSERVICE, pd_args, worker_group
 from tests.schemas import core_object_errors
-from tools.offline import ACCOUNT_ID, run_stack
+from tools.offline import run_stack
+from tools.offline_aws import ACCOUNT_ID
 
 JOB = "kubernetes:batch/v1:Job"
 BUCKET = "aws:s3/bucket:Bucket"

@@ -18,7 +18,8 @@ from infra.serving.model_source import (
     vllm_architectures,
 )
 from tests.rayservice_parts import RAYSERVICE
-from tools.offline import HUB_CONFIGS, hub_fetch, run_stack
+from tools.offline import run_stack
+from tools.offline_models import HUB_CONFIGS, hub_fetch
 
 CONVERTOR = REGISTRY.parent / "model_arch_config_convertor.py"
 

@@ -22,7 +22,7 @@ from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR
 
 PD_MODEL = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"}
-# The offline Hub's dense model: a config.json, no weights (tools/offline.py HUB_CONFIGS).
+# The offline Hub's dense model: a config.json, no weights (tools/offline_models.py HUB_CONFIGS).
 SMALL = {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated"}
 TUNED = {
     "id": "qwen-tuned",
@@ -177,7 +177,7 @@ def test_each_models_source_is_checked_by_the_preflight():
 
 
 def test_each_model_whose_weights_are_known_gets_its_engines_capacity(with_models):
-    """The offline Hub has the default model's weights, not Qwen3-8B's (tools/offline.py HUB_TENSORS)."""
+    """The offline Hub has the default model's weights, not Qwen3-8B's (tools/offline_models.py HUB_TENSORS)."""
     capacity = with_models.outputs["engineCapacity"]["models"]
     assert capacity["small"] is None
     assert capacity["qwen-tuned"]["requestsOfMaxModelLen"] >= 1

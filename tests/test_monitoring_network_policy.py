@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.kube.namespaces import MONITORING_NAMESPACE
 from infra.observability.network_policy import (
     ALERTMANAGER_POD_SELECTOR,
     ALERTMANAGER_PORT,
@@ -22,7 +23,6 @@ from infra.observability.network_policy import (
     PROMETHEUS_OPERATOR_POD_SELECTOR,
     PROMETHEUS_WEB_PORT,
 )
-from infra.settings.namespaces import MONITORING_NAMESPACE
 from tests.network_policy_engine import Pod, allows
 from tests.test_in_cluster_security import analyzer_connectivity, policies, prometheus_pod, ray_pod
 from tools.offline import StackRun

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from infra.nodes.node_groups import GpuNodesArgs, gpu_nodes_args_errors
+from infra.preview_notes import cluster_change_path
 from infra.serving import rayservice as rayservice_module
 from infra.serving import rollout_status
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION, RAY_CLUSTER_LABEL, build_rayservice, cluster_spec_digest
@@ -32,7 +33,6 @@ from infra.settings.changes import (
     SURGE_MINUTES_PER_GPU_NODE,
 )
 from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
-from infra.stack import cluster_change_path
 from tests.conftest import (
     API_KEYS,
     EXPOSED_SECRET_KEYS,
@@ -220,7 +220,7 @@ def test_an_in_place_upgrade_without_the_digest_is_refused_by_the_component(mani
 
 
 def test_a_cluster_shape_change_is_an_update_of_the_same_object(stack):
-    """The mock keeps an object's uid across updates and gives a replaced one a new uid (tools/offline.py)."""
+    """The mock keeps an object's uid across updates and gives a replaced one a new uid (tools/offline_aws.py)."""
     changed = run_stack({**NEW_CLUSTER, "decodeReplicas": 2}, existing=stack)
     urn = changed.get(RAYSERVICE, "serving-rayservice").urn
     assert changed.uids[urn].uid == stack.uids[urn].uid

@@ -131,7 +131,7 @@ def test_gpu_nodes_share_a_cluster_placement_group(dev):
     assert gpu_template(dev)["placement"] == {"groupName": "gpu-nodes-gpu-placement-pg"}
 
 
-# The offline account's Capacity Block (tools/offline.py CAPACITY_BLOCKS), which the preflight looks up.
+# The offline account's Capacity Block (tools/offline_aws.py CAPACITY_BLOCKS), which the preflight looks up.
 CAPACITY_BLOCK = {
     "gpuCapacityType": "capacity-block",
     "capacityReservationId": "cr-02168da1478b509e0",

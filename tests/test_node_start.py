@@ -8,9 +8,9 @@ import email
 
 import yaml
 
+from infra.kube.scheduling import VLLM_CACHE_HOST_PATH
 from infra.nodes.node_groups import GPU_ROOT_IOPS, GPU_ROOT_THROUGHPUT_MIBPS, SYSTEM_ROOT_THROUGHPUT_MIBPS
 from infra.serving.rayservice import TRITON_CACHE_DIR, VLLM_CACHE_ROOT
-from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
 from tests.rayservice_parts import ray_container, worker_group
 
 

@@ -408,7 +408,8 @@ def test_prometheus_writes_through_a_role_only_its_service_account_assumes():
     run = _amp_run()
     prometheus = _stack_values(run)["prometheus"]
     role_arn = prometheus["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]
-    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name: tools/offline.py).
+    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name:
+    # tools/offline_aws.py).
     assert role_arn.startswith("arn:aws:iam::") and role_arn.endswith(":role/observability-remote-write-role")
     role = run.get("aws:iam/role:Role", "observability-remote-write").inputs
     (statement,) = json.loads(role["assumeRolePolicy"])["Statement"]

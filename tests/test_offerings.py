@@ -6,7 +6,8 @@ import pytest
 
 from infra.preflight import offerings
 from tests.conftest import rejection
-from tools.offline import EKS_CLUSTER_VERSIONS, run_stack
+from tools.offline import run_stack
+from tools.offline_aws import EKS_CLUSTER_VERSIONS
 
 OFFERED = ", ".join(sorted(version for version, *_ in EKS_CLUSTER_VERSIONS))
 

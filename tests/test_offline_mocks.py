@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tools.offline import PROJECT_DIR, AwsMocks
+from tools.offline_aws import AwsMocks
+from tools.project import PROJECT_DIR
 
 # token -> (package, result class) of pulumi-aws 7.51.1, with the arguments the program passes. The
 # result classes are read from the package: importing a function's own module (pulumi_aws.ec2.get_x)

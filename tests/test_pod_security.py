@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.settings.namespaces import MODEL_CACHE_NAMESPACE, MONITORING_NAMESPACE
-from infra.settings.pod_security import (
+from infra.kube.namespaces import MODEL_CACHE_NAMESPACE, MONITORING_NAMESPACE
+from infra.kube.pod_security import (
     AUDIT_LABEL,
     BASELINE,
     ENFORCE_LABEL,
@@ -22,7 +22,7 @@ from infra.settings.pod_security import (
     RESTRICTED,
     SERVING_LEVEL,
 )
-from infra.settings.scheduling import OPERATOR_NAMESPACE
+from infra.kube.scheduling import OPERATOR_NAMESPACE
 from tests.conftest import SERVE_AUTOSCALING
 from tests.pod_security import violations
 from tests.rayservice_parts import rayservice

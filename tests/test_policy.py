@@ -1460,7 +1460,7 @@ def test_the_stacks_tls_policy_is_one_the_pack_allows() -> None:
 def test_pack_and_program_agree_on_the_one_host_path_and_capability() -> None:
     """The pack cannot import infra/: its copies of the compile cache's host path and EFA's capability are the
     ones the workers' template carries."""
-    from infra.settings.scheduling import VLLM_CACHE_HOST_PATH
+    from infra.kube.scheduling import VLLM_CACHE_HOST_PATH
     from policy.ray_llm_policies import least_privilege
     from tests.rayservice_parts import ray_container, worker_group
 

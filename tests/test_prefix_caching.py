@@ -16,7 +16,8 @@ from infra.serving.code_package import SERVE_EXT, ZIP_TOP
 from infra.settings.capacity import kv_layout
 from tests.conftest import rejection
 from tests.rayservice_parts import configmap_zip, mounted_volume, pd_args, pod_specs, serve_config
-from tools.offline import HUB_CONFIGS, StackRun, run_stack
+from tools.offline import StackRun, run_stack
+from tools.offline_models import HUB_CONFIGS
 
 SIDES = ("prefill", "decode")
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"

@@ -7,8 +7,9 @@ import pytest
 
 from infra.preflight.checks import PreflightError
 from tests.conftest import rejection
-from tools import offline
-from tools.offline import AwsMocks, run_stack
+from tools import offline_aws
+from tools.offline import run_stack
+from tools.offline_aws import AwsMocks
 
 # Each value passes load_config (well-formed, known nowhere yet) and only an AWS answer refuses it: the offline
 # runner's EC2 offers g6.8xlarge in sa-east-1a and sa-east-1b, its EKS offers no 1.99, and no m7i.huge exists.
@@ -56,7 +57,7 @@ def test_a_lookup_aws_refuses_outright_keeps_the_problems_found_before_it(monkey
     assert "not authorized to perform servicequotas:GetServiceQuota" in problems[-1]
 
 
-# The offline account's Capacity Block (tools/offline.py CAPACITY_BLOCKS): two p5.48xlarge in sa-east-1a, active.
+# The offline account's Capacity Block (tools/offline_aws.py CAPACITY_BLOCKS): two p5.48xlarge in sa-east-1a, active.
 CAPACITY_BLOCK = {
     "gpuCapacityType": "capacity-block",
     "capacityReservationId": "cr-02168da1478b509e0",
@@ -106,7 +107,7 @@ def test_a_capacity_block_smaller_than_the_gpu_nodes_is_refused():
 def test_a_capacity_block_that_has_ended_is_refused(monkeypatch):
     """CapacityReservation.State (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html):
     no instance launches into an expired block."""
-    monkeypatch.setitem(offline.CAPACITY_BLOCKS, "cr-0bbbbbbbbbbbbbbbb", ("p5.48xlarge", "a", 2, "expired"))
+    monkeypatch.setitem(offline_aws.CAPACITY_BLOCKS, "cr-0bbbbbbbbbbbbbbbb", ("p5.48xlarge", "a", 2, "expired"))
     (problem,) = rejection({**CAPACITY_BLOCK, "capacityReservationId": "cr-0bbbbbbbbbbbbbbbb"}).problems
     assert problem.startswith(
         f"capacityReservationId='cr-0bbbbbbbbbbbbbbbb' is invalid: {LOOKED_UP} that its state is 'expired'"

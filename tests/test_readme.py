@@ -30,9 +30,9 @@ def test_first_deploy_gives_the_api_allow_list_command_the_program_asks_for():
 
 
 def test_the_teardown_gives_the_unprotect_step_the_program_names():
-    """A protected stack's preview names the step that lifts both protections (infra/stack.py protection_note); the
-    first deploy's (docs/getting-started.md) and docs/operations.md's teardown give that step word for word, before
-    `pulumi destroy`."""
+    """A protected stack's preview names the step that lifts both protections (infra/preview_notes.py
+    protection_note); the first deploy's (docs/getting-started.md) and docs/operations.md's teardown give that step
+    word for word, before `pulumi destroy`."""
     teardown = FIRST_DEPLOY[FIRST_DEPLOY.index("Tear down with") :].split("\n\n", 1)[0]
     assert UNPROTECT_COMMAND in teardown
     operations = (PROJECT_DIR / "docs" / "operations.md").read_text().split("\n## Tear down\n", 1)[1]

@@ -12,7 +12,7 @@ from infra.settings.regions import (
     Partition,
 )
 from tests.conftest import rejection
-from tools import offline
+from tools import offline_aws
 from tools.offline import load_stack_config
 
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
@@ -136,7 +136,7 @@ def test_a_partition_other_than_the_registries_assume_stops_the_program(monkeypa
     """`aws.get_partition` (pulumi-aws `aws:index/getPartition:getPartition`) is the deploy-time
     judge: if the provider reports another partition or DNS suffix than the registries and ARNs were
     built for, nothing is declared."""
-    answer = offline.AwsMocks.call
+    answer = offline_aws.AwsMocks.call
 
     def china(self, args):
         if args.token == "aws:index/getPartition:getPartition":
@@ -148,7 +148,7 @@ def test_a_partition_other_than_the_registries_assume_stops_the_program(monkeypa
             }
         return answer(self, args)
 
-    monkeypatch.setattr(offline.AwsMocks, "call", china)
+    monkeypatch.setattr(offline_aws.AwsMocks, "call", china)
     (problem,) = rejection({}).problems
     assert "resolves to partition 'aws-cn' (DNS suffix 'amazonaws.com.cn')" in problem
 

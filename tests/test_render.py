@@ -23,7 +23,7 @@ from tests.conftest import (
 from tests.rayservice_parts import worker_group
 from tests.schemas import core_object_errors, custom_resource_validator, rayservice_errors, schema_errors, schemas_dir
 from tests.test_bad_input import run_as_copied
-from tools import offline, render
+from tools import offline, offline_aws, render
 from tools.offline import ALLOW_LIST_PLACEHOLDER, StackRun, load_stack_config
 from tools.project import PROJECT_DIR, SHIPPED_STACKS
 from tools.render import REDACTED, main
@@ -471,22 +471,22 @@ OFFLINE_TABLE_REFUSALS = {
     ),
     "type-not-offered": (
         ["--config", "systemNodeType=m6a.xlarge"],
-        "m6a.xlarge: not among the types the offline region offers (tools/offline.py OFFERED_INSTANCE_TYPES); "
+        "m6a.xlarge: not among the types the offline region offers (tools/offline_aws.py OFFERED_INSTANCE_TYPES); "
         "`pulumi preview` asks EC2",
     ),
     "unknown-model": (
         ["--config", "modelSource=acme/unreleased-7b"],
-        "acme/unreleased-7b: not in the offline Hugging Face table (tools/offline.py HUB_CONFIGS); `pulumi preview` "
-        "asks huggingface.co",
+        "acme/unreleased-7b: not in the offline Hugging Face table (tools/offline_models.py HUB_CONFIGS); "
+        "`pulumi preview` asks huggingface.co",
     ),
     "gated-model": (
         ["--config", "modelSource=meta-llama/Llama-3.1-8B"],
-        "meta-llama/Llama-3.1-8B: gated in the offline Hugging Face table (tools/offline.py GATED_REPOS); "
+        "meta-llama/Llama-3.1-8B: gated in the offline Hugging Face table (tools/offline_models.py GATED_REPOS); "
         "`pulumi preview` asks huggingface.co",
     ),
     "s3-object": (
         ["--config", "modelSource=s3://example-models/unmirrored/"],
-        "s3://example-models/unmirrored/config.json: not in the offline S3 table (tools/offline.py S3_OBJECTS); "
+        "s3://example-models/unmirrored/config.json: not in the offline S3 table (tools/offline_models.py S3_OBJECTS); "
         "`pulumi preview` reads the bucket",
     ),
     "capacity-block": (
@@ -494,7 +494,7 @@ OFFLINE_TABLE_REFUSALS = {
             *("--config", "gpuCapacityType=capacity-block", "--config", "capacityReservationId=cr-0aaaaaaaaaaaaaaaa"),
             *("--config", "gpuAz=sa-east-1a", "--config", "gpuNodeType=p5.48xlarge"),
         ],
-        "cr-0aaaaaaaaaaaaaaaa: not among the offline account's Capacity Blocks (tools/offline.py CAPACITY_BLOCKS); "
+        "cr-0aaaaaaaaaaaaaaaa: not among the offline account's Capacity Blocks (tools/offline_aws.py CAPACITY_BLOCKS); "
         "`pulumi preview` asks EC2",
     ),
     "quota": (
@@ -503,7 +503,7 @@ OFFLINE_TABLE_REFUSALS = {
             *("--config", "gpuNodeType=p5.48xlarge", "--config", "tensorParallelSize=8"),
             *("--config", "prefillReplicas=3", "--config", "decodeReplicas=2"),
         ],
-        "L-417A185B: 768 vCPUs is the offline account's quota (tools/offline.py DEFAULT_VCPU_QUOTA); "
+        "L-417A185B: 768 vCPUs is the offline account's quota (tools/offline_aws.py DEFAULT_VCPU_QUOTA); "
         "`pulumi preview` asks Service Quotas for yours",
     ),
 }
@@ -574,8 +574,9 @@ def test_the_previews_notes_reach_stderr_and_the_plan(note, tmp_path, capsys):
 
 
 def offline_values(text: str) -> set[str]:
-    """The words of `text` that hold a value only the offline answers give (tools.offline OFFLINE_PLACEHOLDERS)."""
-    return {word.strip("'\",") for word in text.split() for marker, _ in offline.OFFLINE_PLACEHOLDERS if marker in word}
+    """The words of `text` that hold a value only the offline answers give (tools.offline_aws OFFLINE_PLACEHOLDERS)."""
+    markers = [marker for marker, _ in offline_aws.OFFLINE_PLACEHOLDERS]
+    return {word.strip("'\",") for word in text.split() for marker in markers if marker in word}
 
 
 def test_every_rendered_file_names_the_offline_values_it_holds_in_a_header(full_render):

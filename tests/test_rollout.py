@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-import dill
 import pytest
 import yaml
 from kubernetes.client import rest
@@ -29,7 +28,6 @@ from infra.serving.rollout import (
     ROLLED_BACK_ANNOTATION,
     KubernetesReader,
     ServeRolloutProvider,
-    kubernetes_reader,
     plain_numbers,
     refuse_rolled_back,
     rolls_back_in_place,
@@ -475,24 +473,6 @@ def test_the_provider_loads_where_the_dynamic_provider_host_runs():
 # --- the program ---
 
 
-# The `__provider` a ServeRollout holds in the state of a stack deployed before infra/ had packages: the dev
-# stack's, as tools.offline.run_stack declared it at commit 399bc85 (dill, by reference to `infra.rollout`).
-PROVIDER_IN_OLDER_STATE = (
-    "gASVbQAAAAAAAACMDWluZnJhLnJvbGxvdXSUjBRTZXJ2ZVJvbGxvdXRQcm92aWRlcpSTlCmBlH2UKIwNX3BvbGxfc2Vjb25kc5RHQCQAAAAAAACMB1"
-    "9yZWFkZXKUaACMEWt1YmVybmV0ZXNfcmVhZGVylJOUdWIu"
-)
-
-
-def test_an_older_stacks_rollout_provider_still_loads():
-    """`pulumi destroy`, a replacement's delete and `pulumi refresh` of such a stack unpickle the provider stored
-    in its state, not the program's (pulumi/dynamic/__main__.py: Delete and Read call `get_provider` on the stored
-    properties, which `dill.loads` the base64 of `__provider`); the old module path (infra/rollout.py) keeps it
-    loading into today's provider."""
-    provider = dill.loads(base64.b64decode(PROVIDER_IN_OLDER_STATE))
-    assert type(provider) is ServeRolloutProvider
-    assert provider._reader is kubernetes_reader
-
-
 def test_the_rollout_follows_the_rayservice(dev):
     rollout = dev.get(ROLLOUT, "serving-rollout")
     assert dev.get(RAYSERVICE, "serving-rayservice").urn in rollout.dependencies
@@ -912,8 +892,8 @@ def test_a_rollback_after_a_failed_replacement_waits_again(dev):
 
 
 def test_the_rollout_names_the_rayservice_object_the_api_server_created(dev):
-    """The rollout's uid input is the RayService's own metadata.uid, as the API server (here tools/offline.py's mock)
-    gave it on creation."""
+    """The rollout's uid input is the RayService's own metadata.uid, as the API server (here tools/offline_aws.py's
+    mock) gave it on creation."""
     rayservice_urn = dev.get(RAYSERVICE, "serving-rayservice").urn
     assert dev.get(ROLLOUT, "serving-rollout").inputs["rayserviceUid"] == dev.uids[rayservice_urn][1]
 

@@ -449,7 +449,8 @@ def test_cluster_autoscaler_acts_through_a_role_for_its_service_account():
     role = run.get("aws:iam/role:Role", "cluster-autoscaler-role").inputs
     assert values["rbac"]["serviceAccount"]["name"] == "cluster-autoscaler"
     role_arn = values["rbac"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"]
-    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name: tools/offline.py).
+    # The role's ARN as IAM gives it, `arn:aws:iam::<account>:role/<name>` (the offline role name:
+    # tools/offline_aws.py).
     assert role_arn.startswith("arn:aws:iam::") and role_arn.endswith(":role/cluster-autoscaler-role-role")
     (statement,) = json.loads(role["assumeRolePolicy"])["Statement"]
     issuer = "oidc.eks.sa-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"

@@ -21,7 +21,8 @@ import pytest
 
 from tests.openai_server import MODEL
 from tests.schemas import core_object_errors, rayservice_errors
-from tools.verify import KubernetesCluster, StackOutputs, main
+from tools.verify import main
+from tools.verify_access import KubernetesCluster, StackOutputs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "verify"
 OUTPUTS_FILE = FIXTURES / "outputs.json"
@@ -32,7 +33,7 @@ def load(name: str) -> Any:
 
 
 class RecordedCluster:
-    """The verify.Cluster interface answered from the fixtures; selectors are matched like the API server."""
+    """The verify_access.Cluster interface answered from the fixtures; selectors are matched like the API server."""
 
     def __init__(self) -> None:
         self.nodes = load("nodes.json")["items"]

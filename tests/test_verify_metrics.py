@@ -18,7 +18,8 @@ from tests.openai_server import send_json
 from tests.promql import known_metrics, metrics_read, parse
 from tests.test_verify import OUTPUTS_FILE, RecordedCluster, load
 from tools.pd_metrics import FIGURES
-from tools.verify import StackOutputs, main
+from tools.verify import main
+from tools.verify_access import StackOutputs
 
 APP = "ray-llm"
 DEPLOYMENTS = {"prefill": "Prefill:qwen3_5-9b", "decode": "Decode:qwen3_5-9b"}

@@ -37,10 +37,6 @@ def declared_defaults() -> dict[str, Any]:
     return {key: spec["default"] if isinstance(spec, dict) else spec for key, spec in declared_config().items()}
 
 
-def config_default(key: str) -> Any:
-    return declared_defaults()[key]
-
-
 PROJECT = project_file()["name"]
 
 

@@ -38,9 +38,7 @@ import yaml
 from infra.settings.config import API_ALLOW_LIST_COMMAND, OFFLINE_ALLOW_LIST_OPTION, SECRET_SETTINGS, ConfigError
 from tools.offline import (
     ALLOW_LIST_PLACEHOLDER,
-    OFFLINE_PLACEHOLDERS,
     EngineMessage,
-    OfflineNote,
     Resource,
     StackFileError,
     StackRun,
@@ -48,6 +46,7 @@ from tools.offline import (
     run_stack,
     stack_file,
 )
+from tools.offline_aws import OFFLINE_PLACEHOLDERS, OfflineNote
 from tools.project import PROJECT, SHIPPED_STACKS, key_value_pairs
 
 REDACTED = "<redacted>"

@@ -2,5 +2,5 @@
 through (`eks`), and what the parts above declare on it: Helm releases (`helm`) and IAM roles for service accounts
 (`irsa`).
 
-Imports: infra.settings, infra.components.
+Imports: infra.kube, infra.settings, infra.components.
 """

@@ -192,7 +192,6 @@ def cluster_args_errors(args: ClusterArgs) -> list[InputPropertyErrorDetails]:
 
 
 class Cluster(pulumi.ComponentResource):
-    STACK_NAME = "cluster"  # the name infra/stack.py gives it; under it the children keep their old names
     eks_cluster: eks.Cluster
     node_role: aws.iam.Role
     kubeconfig: pulumi.Output[str]
@@ -204,16 +203,14 @@ class Cluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         raise_input_errors("Cluster", cluster_args_errors(args))
         super().__init__("ray-llm-eks:cluster:Cluster", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
 
         self.node_role = _node_role(children, args)
         secrets_key = _secrets_key(children, args) if args.secrets_encryption else None
         self.eks_cluster = _eks_cluster(children, args, secrets_key)
 
         self.kubeconfig = pulumi.Output.secret(self.eks_cluster.kubeconfig_json)
-        self.provider = k8s.Provider(
-            children.name("kubernetes"), kubeconfig=self.kubeconfig, opts=children.opts("kubernetes")
-        )
+        self.provider = k8s.Provider(children.name("kubernetes"), kubeconfig=self.kubeconfig, opts=children.opts())
         # Nodes launched from a launch template with network interfaces of its own (the GPU group) must
         # carry the security group EKS creates for the cluster, or they cannot reach the control plane
         # and the other nodes. Without pulumi-eks's default groups this output is that group.
@@ -240,14 +237,14 @@ def _node_role(children: Children, args: ClusterArgs) -> aws.iam.Role:
             }
         ),
         tags=args.tags,
-        opts=children.opts("node-role"),
+        opts=children.opts(),
     )
     for short_name, policy in NODE_MANAGED_POLICIES.items():
         aws.iam.RolePolicyAttachment(
             children.name(f"node-role-{short_name}"),
             role=role.name,
             policy_arn=args.partition.managed_policy_arn(policy),
-            opts=children.opts(f"node-role-{short_name}"),
+            opts=children.opts(),
         )
     return role
 
@@ -260,7 +257,7 @@ def _secrets_key(children: Children, args: ClusterArgs) -> aws.kms.Key:
         enable_key_rotation=True,
         deletion_window_in_days=30,
         tags=args.tags,
-        opts=children.opts("secrets-key"),
+        opts=children.opts(),
     )
 
 
@@ -296,11 +293,7 @@ def _eks_cluster(children: Children, args: ClusterArgs, secrets_key: aws.kms.Key
         kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=args.kube_proxy_version),
         deletion_protection=args.protect,
         tags=args.tags,
-        # pulumi-eks names its children after this one ("<name>-eksCluster", ...); under the alias the engine
-        # gives each of them the old name's prefix as well (pulumi/pulumi
-        # tests/integration/aliases/python/rename_component: "the implicit alias inherited from the parent
-        # alias will include replacing the name prefix"). Network's public subnet ids carry their internet
-        # routes, so everything in the cluster, load balancers included, comes after the internet path and is
-        # gone before it is torn down.
-        opts=children.opts("eks", protect=args.protect),
+        # Network's public subnet ids carry their internet routes, so everything in the cluster, load balancers
+        # included, comes after the internet path and is gone before it is torn down.
+        opts=children.opts(protect=args.protect),
     )

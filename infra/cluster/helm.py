@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.components import Children
-from infra.settings.pod_security import pod_security_labels
+from infra.kube.pod_security import pod_security_labels
 
 
 @dataclass(frozen=True)
@@ -42,18 +42,18 @@ def pinned_release(
         # Wait for the workloads to be ready, so what depends on the release finds it working.
         skip_await=False,
         atomic=True,
-        opts=children.opts(name, provider=provider, depends_on=depends_on or []),
+        opts=children.opts(provider=provider, depends_on=depends_on or []),
     )
 
 
 def pod_security_patch(
     children: Children, namespace: str, level: str, provider: k8s.Provider, release: pulumi.Resource
 ) -> k8s.core.v1.NamespacePatch:
-    """The Pod Security Admission labels (infra/settings/pod_security.py) on a namespace a release created: a patch,
+    """The Pod Security Admission labels (infra/kube/pod_security.py) on a namespace a release created: a patch,
     since the namespace is Helm's and pulumi-kubernetes refuses to create an object that exists (4.29.0 release notes:
     "use Patch resources (e.g. NamespacePatch)")."""
     return k8s.core.v1.NamespacePatch(
         children.name(f"namespace-{namespace}-pod-security"),
         metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=namespace, labels=pod_security_labels(level)),
-        opts=children.new_opts(provider=provider, depends_on=[release]),
+        opts=children.opts(provider=provider, depends_on=[release]),
     )

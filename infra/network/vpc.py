@@ -94,7 +94,6 @@ class Network(pulumi.ComponentResource):
     subnet but not its egress: the EKS control plane's network interfaces, which carry traffic inside the VPC only
     (the route table's local route), so the control plane is created while the NAT gateway is."""
 
-    STACK_NAME = "network"  # the name infra/stack.py gives it; under it the children keep their old names
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its NAT route is associated
     private_subnets_unrouted: dict[str, pulumi.Output[str]]  # by AZ, each as soon as the subnet exists
@@ -103,7 +102,7 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         raise_input_errors("Network", network_args_errors(args))
         super().__init__("ray-llm-eks:network:Network", name, None, opts)
-        self._children = children = Children(self, name, self.STACK_NAME)
+        self._children = children = Children(self, name)
 
         vpc = aws.ec2.Vpc(
             children.name("vpc"),
@@ -111,13 +110,13 @@ class Network(pulumi.ComponentResource):
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**args.tags, "Name": f"{args.cluster_name}-vpc"},
-            opts=children.opts("vpc", protect=args.protect),
+            opts=children.opts(protect=args.protect),
         )
         gateway = aws.ec2.InternetGateway(
             children.name("internet-gateway"),
             vpc_id=vpc.id,
             tags={**args.tags, "Name": f"{args.cluster_name}-igw"},
-            opts=children.opts("internet-gateway"),
+            opts=children.opts(),
         )
         plans = plan_subnets(args.vpc_cidr, args.azs)
         nat_gateway_ids = self._public_subnets(args, vpc, gateway, plans)
@@ -138,7 +137,7 @@ class Network(pulumi.ComponentResource):
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
             tags={**args.tags, "Name": f"{args.cluster_name}-public"},
-            opts=children.opts("public-routes"),
+            opts=children.opts(),
         )
         self.public_subnet_ids = {}
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
@@ -148,7 +147,7 @@ class Network(pulumi.ComponentResource):
                 children.name(f"public-{plan.az}"),
                 subnet_id=public.id,
                 route_table_id=public_routes.id,
-                opts=children.opts(f"public-{plan.az}"),
+                opts=children.opts(),
             )
             self.public_subnet_ids[plan.az] = _once_routed(public, gateway, public_routes, association)
             if args.nat_gateway_per_az or not nat_gateway_ids:
@@ -177,13 +176,13 @@ class Network(pulumi.ComponentResource):
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
                 tags={**args.tags, "Name": f"{args.cluster_name}-private-{plan.az}"},
-                opts=children.opts(f"private-routes-{plan.az}"),
+                opts=children.opts(),
             )
             association = aws.ec2.RouteTableAssociation(
                 children.name(f"private-{plan.az}"),
                 subnet_id=private.id,
                 route_table_id=routes.id,
-                opts=children.opts(f"private-{plan.az}"),
+                opts=children.opts(),
             )
             self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
             self.private_subnets_unrouted[plan.az] = private.id
@@ -208,7 +207,7 @@ class Network(pulumi.ComponentResource):
             vpc_endpoint_type="Gateway",
             route_table_ids=[routes.id for routes in route_tables],
             tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
-            opts=children.new_opts(),
+            opts=children.opts(),
         )
 
     def _subnet(
@@ -233,7 +232,7 @@ class Network(pulumi.ComponentResource):
                 "Name": f"{args.cluster_name}-{tier}-{az}",
                 load_balancer_role_tag: "1",
             },
-            opts=self._children.opts(f"{tier}-{az}"),
+            opts=self._children.opts(),
         )
 
     def _nat_gateway(
@@ -247,14 +246,14 @@ class Network(pulumi.ComponentResource):
             self._children.name(f"nat-{az}"),
             domain="vpc",
             tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
-            opts=self._children.opts(f"nat-{az}"),
+            opts=self._children.opts(),
         )
         nat = aws.ec2.NatGateway(
             self._children.name(f"nat-{az}"),
             subnet_id=public_subnet.id,
             allocation_id=address.id,
             tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
-            opts=self._children.opts(f"nat-{az}", depends_on=[gateway]),
+            opts=self._children.opts(depends_on=[gateway]),
         )
         return nat.id
 

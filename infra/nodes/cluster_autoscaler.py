@@ -23,8 +23,8 @@ from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, REGION, Children, cluster_name_errors, raise_input_errors, unmatched
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.config import REGION_PATTERN
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import CHART_VERSION_PATTERN
 
 CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
@@ -44,14 +44,8 @@ DESCRIBE_ACTIONS = (
     "eks:DescribeNodegroup",
 )
 SCALING_ACTIONS = ("autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup")
-# The guide "strongly recommend[s]" restricting the scaling actions to the groups the autoscaler owns, by their ARNs or
-# "using tag based conditionals"; this policy's scaling statement is the block it says to restrict. The condition is
-# the key auto-discovery itself matches (autoDiscovery.clusterName: `k8s.io/cluster-autoscaler/<cluster>`, a key
-# whose value "does not matter", README "Auto-Discovery Setup"), which EKS puts on every managed node group's Auto
-# Scaling group (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html: "automatically tagged for
-# auto-discovery by the Kubernetes Cluster Autoscaler"): `Null: false` is "the key is present"
-# (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html#Conditions_Null),
-# so no value the sources leave open can stop the scaling, and no other cluster's group can be scaled.
+# The scaling actions reach only the Auto Scaling groups that carry this cluster's auto-discovery tag key, which EKS
+# puts on every managed node group's (docs/security.md#the-cluster-autoscalers-scope).
 CLUSTER_TAG_PREFIX = "k8s.io/cluster-autoscaler/"
 
 
@@ -96,8 +90,6 @@ def cluster_autoscaler_values(args: ClusterAutoscalerArgs, role_arn: pulumi.Inpu
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
-    STACK_NAME = "cluster-autoscaler"  # the name infra/stack.py gives it; under it the release keeps its old name
-
     def __init__(
         self,
         name: str,
@@ -108,7 +100,6 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("ClusterAutoscaler", cluster_autoscaler_args_errors(args))
         super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
-        # The role and its policy were named after the component from the start.
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
             lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
@@ -118,7 +109,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy(args.cluster_name)), opts=child
         )
         self.release = pinned_release(
-            Children(self, name, self.STACK_NAME),
+            Children(self, name),
             "cluster-autoscaler",
             Chart("cluster-autoscaler", CLUSTER_AUTOSCALER_REPO, args.version),
             NAMESPACE,

@@ -15,10 +15,10 @@ from pulumi.errors import InputPropertyErrorDetails
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
 from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
+from infra.kube.scheduling import gpu_node_scheduling
 from infra.nodes.node_groups import GpuNodes
 from infra.settings.config import REGION_PATTERN
 from infra.settings.regions import efa_plugin_repository
-from infra.settings.scheduling import gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN
 
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"
@@ -61,8 +61,6 @@ def efa_plugin_values(region: str, gpu_node_type: str) -> dict[str, Any]:
 
 
 class DevicePlugins(pulumi.ComponentResource):
-    STACK_NAME = "device-plugins"  # the name infra/stack.py gives it; under it the children keep their old names
-
     def __init__(
         self,
         name: str,
@@ -73,7 +71,7 @@ class DevicePlugins(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("DevicePlugins", device_plugins_args_errors(args))
         super().__init__("ray-llm-eks:nodes:DevicePlugins", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.
         after_nodes = [gpu_nodes.node_group]
         pinned_release(

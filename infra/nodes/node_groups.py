@@ -20,8 +20,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import Children, problem, raise_input_errors
-from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
-from infra.settings.scheduling import (
+from infra.kube.scheduling import (
     GPU_NODE_LABELS,
     GPU_TAINT,
     SYSTEM_NODE_LABELS,
@@ -31,6 +30,7 @@ from infra.settings.scheduling import (
     VLLM_CACHE_MODE,
     accelerator_label,
 )
+from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
 from infra.settings.table import (
     ADDON_VERSION_PATTERN,
     INSTANCE_TYPE_PATTERN,
@@ -67,13 +67,9 @@ def describe_instance_type(instance_type: str) -> InstanceShape | None:
     return instance_shape(result)
 
 
-# How EKS replaces nodes on an AMI, launch template or Kubernetes version update (NodegroupUpdateConfig,
-# https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html): DEFAULT "launches the new
-# instances first, before terminating the old instances"; MINIMAL "terminates the old instances before launching
-# the new instances", for groups "constrained to resources or costs (for example, with hardware accelerators such
-# as GPUs)". The GPU group takes MINIMAL: a DEFAULT update first adds nodes beyond the group (up to two per AZ,
-# managed-node-update-behavior), which a GPU quota, a capacity reservation or a full placement group cannot give,
-# and the update fails half-way. One node at a time.
+# How EKS replaces nodes on an update (API_NodegroupUpdateConfig): the GPU group terminates the old node first, one
+# at a time, since the extra nodes a DEFAULT update adds need quota and placement the group may not have
+# (docs/changes.md, Node updates fit).
 SYSTEM_UPDATE_STRATEGY = "DEFAULT"
 GPU_UPDATE_STRATEGY = "MINIMAL"
 MAX_UNAVAILABLE_NODES = 1
@@ -143,41 +139,25 @@ def _managed_node_group(
         ignore_scaling_changes=most > count,
         labels=labels,
         tags=tags,
-        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside (named after this one,
-        # "<name>-nodeGroup", so the engine's inherited alias keeps the old one too).
+        # The transform reaches the aws:eks/nodeGroup:NodeGroup that pulumi-eks creates inside ("<name>-nodeGroup").
         opts=pulumi.ResourceOptions.merge(
-            children.opts(role), pulumi.ResourceOptions(transforms=[node_group_options(update_strategy)])
+            children.opts(), pulumi.ResourceOptions(transforms=[node_group_options(update_strategy)])
         ),
         **extra,
     )
 
 
-# The GPU node pulls the DLC image (tens of GB) before the engines can start. nodeadm's FastImagePull feature
-# gate makes containerd pull and unpack layers in parallel through the SOCI snapshotter's parallel pull mode
-# (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go UseSOCISnapshotter: on with the gate, for nodes of
-# at least 4 vCPUs and 7 GiB; snapshotter/soci-snapshotter.config.toml: 16 MB chunks, 20 downloads and 12
-# unpacks per image). Its guide asks for at least 600 MiB/s of root-volume throughput, up to 1000 MiB/s and 16k
-# IOPS for more (nodeadm/doc/examples.md, "Enabling fast image pull"); gp3 gives 125 MiB/s and 3000 IOPS unless
-# set, and at most 0.25 MiB/s per provisioned IOPS (https://docs.aws.amazon.com/ebs/latest/userguide/
-# general-purpose.html#gp3-ebs-volume-type), so 1000 MiB/s needs 4000 IOPS.
+# Root volumes fast enough for nodeadm's FastImagePull of the DLC image: the GPU nodes at the guide's top rate, the
+# system nodes at its least (docs/model-cache.md, The image on the node faster).
 GPU_ROOT_THROUGHPUT_MIBPS = 1000
 GPU_ROOT_IOPS = 4000
-# The system nodes pull the same image for the Ray head (and the mirror Job) with the same feature gate, on the guide's
-# least throughput: on 4 vCPUs (m7i.xlarge) decompression, not the volume, bounds the unpack (lab/cold_start.py).
-# gp3's baseline 3000 IOPS allows 750 MiB/s, so the IOPS stay at their default.
 SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # Made before the kubelet places a Ray worker there: the hostPath of vLLM's compile cache, writable by its group only
-# (infra/settings/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
+# (infra/kube/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
 GPU_NODE_DIRECTORY_COMMANDS = (f"install -d -o root -g {VLLM_CACHE_GID} -m {VLLM_CACHE_MODE} {VLLM_CACHE_HOST_PATH}",)
 USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
-# IMDSv2's token answers one hop only: the node's own processes and hostNetwork pods (aws-node, kube-proxy) reach
-# IMDS, a pod in its own network namespace (one hop more) does not, so no pod can take the node role's credentials
-# (https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html, "Restrict access to the
-# instance profile assigned to the worker node": hop limit 1). No pod of the stack needs IMDS: those that call AWS take
-# credentials through IRSA (the Cluster Autoscaler, Prometheus's remote write, the model cache's mirror and readers),
-# and their region from their settings (awsRegion, sigv4.region) or not at all: boto3's S3 client, in the mirror and in
-# Ray's reader, asks IMDS for a region only in defaults_mode "auto" (botocore 1.44 session.py
-# _register_smart_defaults_factory), and S3 answers a client without one.
+# IMDSv2's token answers one hop only, so no pod takes the node role's credentials, and none needs IMDS
+# (docs/security.md#inside-the-cluster, 2. IMDS).
 IMDS_HOP_LIMIT = 1
 
 
@@ -246,7 +226,7 @@ def _launch_template(
             for kind in ("instance", "volume", "network-interface")
         ],
         tags=tags,
-        opts=children.opts(role),
+        opts=children.opts(),
         **extra,
     )
     return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
@@ -287,7 +267,6 @@ def system_nodes_args_errors(args: SystemNodesArgs) -> list[InputPropertyErrorDe
 
 
 class SystemNodes(pulumi.ComponentResource):
-    STACK_NAME = "system-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     coredns: aws.eks.Addon
     # A group only the system nodes carry: what a service reached by the Ray head alone (the GCS store) admits.
@@ -298,7 +277,7 @@ class SystemNodes(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("SystemNodes", system_nodes_args_errors(args))
         super().__init__("ray-llm-eks:nodes:SystemNodes", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         # No rules of its own: it names the system nodes to other groups. An instance's rules are the union of its
         # groups' (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-security-groups.html), so the cluster group
         # beside it keeps every path the nodes had.
@@ -307,7 +286,7 @@ class SystemNodes(pulumi.ComponentResource):
             description=f"{SYSTEM_NODEGROUP_NAME}: the system nodes, admitted where only the Ray head may go",
             vpc_id=args.vpc_id,
             tags={**args.tags, "Name": f"{cluster.cluster_name}-system-nodes"},
-            opts=children.new_opts(),
+            opts=children.opts(),
         )
         self.security_group_id = own_group.id
         self.node_group = _managed_node_group(
@@ -347,7 +326,7 @@ class SystemNodes(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=children.opts("coredns", depends_on=[self.node_group]),
+            opts=children.opts(depends_on=[self.node_group]),
         )
         self.register_outputs({})
 
@@ -437,7 +416,6 @@ def uses_own_placement_group(args: GpuNodesArgs) -> bool:
 
 
 class GpuNodes(pulumi.ComponentResource):
-    STACK_NAME = "gpu-nodes"  # the name infra/stack.py gives it; under it the children keep their old names
     node_group: eks.ManagedNodeGroup
     node_group_name: str
     shape: InstanceShape  # EC2's facts about args.instance_type
@@ -449,7 +427,7 @@ class GpuNodes(pulumi.ComponentResource):
         raise_input_errors("GpuNodes", gpu_nodes_args_errors(args, shape))
         assert shape is not None  # an unknown type is one of the errors above
         super().__init__("ray-llm-eks:nodes:GpuNodes", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         self.shape = shape
 
         launch_template = _gpu_launch_template(children, args, cluster, shape)
@@ -493,15 +471,13 @@ def _gpu_launch_template(
         ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
         egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
         tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
-        opts=children.opts("efa"),
+        opts=children.opts(),
     )
     # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
     # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
     # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
     placement_group = (
-        aws.ec2.PlacementGroup(
-            children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts("gpu-placement")
-        )
+        aws.ec2.PlacementGroup(children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts())
         if uses_own_placement_group(args)
         else None
     )

@@ -2,5 +2,5 @@
 dashboards (`dashboards`, with Ray's own in `dashboards/`), the alerts (`alerts`), where they go (`receivers`) and the
 PromQL both use (`pd_queries`).
 
-Imports: infra.settings, infra.components, infra.cluster.
+Imports: infra.kube, infra.settings, infra.components, infra.cluster.
 """

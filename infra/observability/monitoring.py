@@ -22,6 +22,15 @@ from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.cluster.irsa import service_account_trust
 from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
+from infra.kube.namespaces import MONITORING_NAMESPACE as NAMESPACE
+from infra.kube.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    RAY_METRICS_PORT,
+    RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
+)
+from infra.kube.pod_security import MONITORING_LEVEL
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
 from infra.observability.dashboards import dashboard_config_maps
 from infra.observability.network_policy import monitoring_network_policies
@@ -33,15 +42,6 @@ from infra.settings.footprint import (
     PROMETHEUS_OPERATOR_RESOURCES,
     PROMETHEUS_RESOURCES,
 )
-from infra.settings.namespaces import MONITORING_NAMESPACE as NAMESPACE
-from infra.settings.pod_labels import (
-    KUBERAY_OPERATOR_SELECTOR,
-    RAY_METRICS_PORT,
-    RAY_NODE_TYPE_LABEL,
-    head_metrics_ports,
-)
-from infra.settings.pod_security import MONITORING_LEVEL
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
 from infra.settings.table import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
@@ -262,8 +262,6 @@ def observability_outputs() -> dict[str, str]:
 
 
 class Observability(pulumi.ComponentResource):
-    STACK_NAME = "observability"  # the name infra/stack.py gives it; under it the children keep their old names
-
     def __init__(
         self,
         name: str,
@@ -275,7 +273,7 @@ class Observability(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("Observability", observability_args_errors(args))
         super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         remote_write = None
         if args.remote_write is not None:
             remote_write = remote_write_values(args.remote_write, self._remote_write_role(name, args, cluster).arn)
@@ -299,7 +297,7 @@ class Observability(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=SECRET_NAME, namespace=NAMESPACE),
                 type="Opaque",
                 string_data=args.receivers.secret_files(),
-                opts=children.opts(SECRET_NAME, provider=cluster.provider, depends_on=[stack]),
+                opts=children.opts(provider=cluster.provider, depends_on=[stack]),
             )
         # After the stack: the exporter's ServiceMonitor needs the CRDs the stack installs.
         pinned_release(
@@ -321,7 +319,7 @@ class Observability(pulumi.ComponentResource):
                 children.name(f"network-policy-{policy['metadata']['name']}"),
                 metadata=policy["metadata"],
                 spec=policy["spec"],
-                opts=children.new_opts(provider=cluster.provider, depends_on=[stack]),
+                opts=children.opts(provider=cluster.provider, depends_on=[stack]),
             )
         self.register_outputs({})
 
@@ -360,7 +358,7 @@ class Observability(pulumi.ComponentResource):
 
 def _declare(manifest: dict[str, Any], children: Children, **options: Any) -> pulumi.Resource:
     role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
-    name, opts = children.name(role), children.opts(role, **options)
+    name, opts = children.name(role), children.opts(**options)
     if manifest["kind"] == "ConfigMap":
         return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
     return k8s.apiextensions.CustomResource(

@@ -13,19 +13,9 @@ and so mute every alert, or read every series Prometheus holds (issue 51). Allow
   its admission webhooks: the control plane reaches pods from its own network interfaces in the cluster's subnets,
   which no pod selector names.
 
-The operator itself calls neither Prometheus nor Alertmanager: it renders their configuration into Secrets through the
-Kubernetes API, and each pod's config-reloader sidecar reloads its own server over localhost (the chart's
-deployment.yaml passes the operator `--localhost=127.0.0.1` for that URL). node-exporter runs on the host's network,
-where NetworkPolicies do not apply; the admission patch Jobs take no connections. The kubelet's probes and `kubectl
-port-forward` (Grafana's and Prometheus' outputs) come from the node or inside the pod and are never refused
-(infra/serving/network_policy.py says why).
-
-The pods' labels are the ones their operators and charts give them and do not let values override: Prometheus and
-Alertmanager pods carry app.kubernetes.io/name `prometheus` / `alertmanager` (prometheus-operator
-pkg/apis/monitoring/v1 prometheus_types.go and alertmanager_types.go, podMetadata: "reserved and cannot be
-overridden"); Grafana, kube-state-metrics and dcgm-exporter their chart's name as app.kubernetes.io/name (each
-chart's _helpers.tpl selectorLabels); the operator `app: kube-prometheus-stack-operator` (kube-prometheus-stack
-templates/prometheus-operator/deployment.yaml, `{{ template "kube-prometheus-stack.name" . }}-operator`).
+Not admitted: the operator, which calls neither server, node-exporter on the host's network and the admission patch
+Jobs; the kubelet's probes and `kubectl port-forward` are never refused. Why, and the sources of the pods' labels:
+docs/security.md#port-by-port.
 """
 
 from __future__ import annotations
@@ -33,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from infra.components import ingress_policy, tcp_ports
-from infra.settings.namespaces import MONITORING_NAMESPACE
-from infra.settings.pod_labels import PROMETHEUS_POD_SELECTOR
+from infra.kube.namespaces import MONITORING_NAMESPACE
+from infra.kube.pod_labels import PROMETHEUS_POD_SELECTOR
 
 ALERTMANAGER_POD_SELECTOR = {"app.kubernetes.io/name": "alertmanager"}
 GRAFANA_POD_SELECTOR = {"app.kubernetes.io/name": "grafana"}

@@ -3,5 +3,5 @@
 balancer (`rayservice`), the component that declares them (`serve_app`), the wait for the live app (`rollout`,
 `rollout_status`), and the model: where it comes from (`model_source`) and its S3 cache (`model_cache`).
 
-Imports: infra.settings, infra.components, infra.cluster.
+Imports: infra.kube, infra.settings, infra.components, infra.cluster.
 """

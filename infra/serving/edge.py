@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from infra.settings.pod_security import CONTAINER_SECURITY
+from infra.kube.pod_security import CONTAINER_SECURITY
 from infra.settings.topology import EDGE_CPU, EDGE_MEMORY_GIB
 
 EDGE_PORT = 8000

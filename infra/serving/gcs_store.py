@@ -101,7 +101,7 @@ class GcsStore(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcsStoreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         raise_input_errors("GcsStore", gcs_store_args_errors(args))
         super().__init__("ray-llm-eks:serving:GcsStore", name, None, opts)
-        children = Children(self, name, None)
+        children = Children(self, name)
         security_group = aws.ec2.SecurityGroup(
             children.name("clients"),
             description="Ray GCS store: TLS Redis protocol from the system nodes only",
@@ -116,17 +116,17 @@ class GcsStore(pulumi.ComponentResource):
                 )
             ],
             tags=dict(args.tags),
-            opts=children.new_opts(),
+            opts=children.opts(),
         )
         subnet_group = aws.elasticache.SubnetGroup(
             children.name("subnets"),
             description="Ray GCS store: the private subnets",
             subnet_ids=list(args.subnet_ids),
             tags=dict(args.tags),
-            opts=children.new_opts(),
+            opts=children.opts(),
         )
         token = random.RandomPassword(
-            children.name("auth-token"), length=AUTH_TOKEN_LENGTH, special=False, opts=children.new_opts()
+            children.name("auth-token"), length=AUTH_TOKEN_LENGTH, special=False, opts=children.opts()
         )
         group = aws.elasticache.ReplicationGroup(
             children.name("valkey"),
@@ -147,7 +147,7 @@ class GcsStore(pulumi.ComponentResource):
             maintenance_window=args.maintenance_window,
             apply_immediately=True,
             tags=dict(args.tags),
-            opts=children.new_opts(),
+            opts=children.opts(),
         )
         self.primary_endpoint = group.primary_endpoint_address
         # Secret already: pulumi-random marks `result` so (random_password.py additional_secret_outputs).

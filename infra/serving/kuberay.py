@@ -10,9 +10,9 @@ import pulumi
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.components import Children, raise_input_errors, unmatched
+from infra.kube.pod_security import OPERATOR_LEVEL
+from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
-from infra.settings.pod_security import OPERATOR_LEVEL
-from infra.settings.scheduling import OPERATOR_NAMESPACE
 from infra.settings.table import SEMVER_PATTERN
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
@@ -31,9 +31,6 @@ def kuberay_values() -> dict[str, Any]:
 
 
 class KubeRayOperator(pulumi.ComponentResource):
-    # The name Serving gives it in this project's stack ("<serving>-kuberay"); under it the release keeps its old name.
-    STACK_NAME = "serving-kuberay"
-
     def __init__(
         self,
         name: str,
@@ -46,7 +43,7 @@ class KubeRayOperator(pulumi.ComponentResource):
             "KubeRayOperator", unmatched({"version": args.version}, SEMVER_PATTERN, "a version such as 1.4.0")
         )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
         self.release = pinned_release(
             children,
             "kuberay-operator",

@@ -34,12 +34,12 @@ from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.kube.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
+from infra.kube.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
 from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
-from infra.settings.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
-from infra.settings.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
-from infra.settings.scheduling import SYSTEM_NODE_SELECTOR
 from infra.settings.table import DNS_LABEL_PATTERN, IMAGE_PATTERN
 
 MIRROR_SERVICE_ACCOUNT = "model-mirror"
@@ -160,7 +160,7 @@ def build_mirror_job(
                             "command": ["python", f"{SCRIPT_MOUNT}/{SCRIPT.name}"],
                             "env": env,
                             "resources": MIRROR_RESOURCES,
-                            # The image's own user (infra/settings/pod_security.py MODEL_CACHE_LEVEL), nothing more.
+                            # The image's own user (infra/kube/pod_security.py MODEL_CACHE_LEVEL), nothing more.
                             "securityContext": dict(CONTAINER_SECURITY),
                             # No volume to work in: the script streams each file from the Hub to S3.
                             "volumeMounts": [{"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True}],
@@ -228,7 +228,7 @@ class ModelCache(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("ModelCache", model_cache_args_errors(args))
         super().__init__("ray-llm-eks:serving:ModelCache", name, None, opts)
-        self._children = Children(self, name, None)
+        self._children = Children(self, name)
         bucket_name, prefix = split_s3_uri(args.uri)
         self._oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
         reader = self._role(
@@ -251,9 +251,9 @@ class ModelCache(pulumi.ComponentResource):
         children = self._children
         trust = self._oidc.apply(lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], namespace, account)))
         iam_role = aws.iam.Role(
-            children.name(role), assume_role_policy=trust, tags=dict(args.tags), opts=children.new_opts()
+            children.name(role), assume_role_policy=trust, tags=dict(args.tags), opts=children.opts()
         )
-        aws.iam.RolePolicy(children.name(role), role=iam_role.id, policy=json.dumps(policy), opts=children.new_opts())
+        aws.iam.RolePolicy(children.name(role), role=iam_role.id, policy=json.dumps(policy), opts=children.opts())
         return iam_role
 
     def _mirror(
@@ -273,9 +273,9 @@ class ModelCache(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=args.mirror_namespace, labels=pod_security_labels(MODEL_CACHE_LEVEL)
             ),
-            opts=children.new_opts(provider=cluster.provider),
+            opts=children.opts(provider=cluster.provider),
         )
-        in_namespace = children.new_opts(provider=cluster.provider, depends_on=[namespace])
+        in_namespace = children.opts(provider=cluster.provider, depends_on=[namespace])
         deps: list[pulumi.Resource] = [
             bucket,
             k8s.core.v1.ServiceAccount(
@@ -313,7 +313,7 @@ class ModelCache(pulumi.ComponentResource):
             children.name("mirror"),
             metadata=job["metadata"],
             spec=job["spec"],
-            opts=children.new_opts(provider=cluster.provider, depends_on=deps, delete_before_replace=True),
+            opts=children.opts(provider=cluster.provider, depends_on=deps, delete_before_replace=True),
         )
 
     def _bucket(self, args: ModelCacheArgs, bucket_name: str) -> aws.s3.Bucket:
@@ -324,7 +324,7 @@ class ModelCache(pulumi.ComponentResource):
             bucket=bucket_name,
             force_destroy=not args.retain_bucket_on_destroy,
             tags=dict(args.tags),
-            opts=children.new_opts(retain_on_delete=args.retain_bucket_on_destroy),
+            opts=children.opts(retain_on_delete=args.retain_bucket_on_destroy),
         )
         in_bucket = pulumi.ResourceOptions(parent=bucket)
         aws.s3.BucketPublicAccessBlock(

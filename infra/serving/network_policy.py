@@ -1,42 +1,9 @@
 """The serving namespace's NetworkPolicies (networking.k8s.io/v1), as plain dicts: every ingress to a pod there is
-denied but the paths serving needs.
+denied but the paths serving needs, each port open to the pods that dial it and to no one else.
 
-Enforced by the VPC CNI's network policy agent, which the cluster's vpc-cni add-on turns on (infra/cluster/eks.py,
-`enableNetworkPolicy`). Policies are additive: a pod selected by any policy with an Ingress type takes only what the
-union of their rules allows (https://kubernetes.io/docs/concepts/services-networking/network-policies/, "The two
-sorts of pod isolation"). What answers on a Ray pod: GCS 6379 (head), the dashboard 8265 (job submission, Serve's
-REST API) and the Ray client 10001 (head), the raylet, object manager, dashboard and runtime env agents and the
-workers' gRPC range (every pod, pinned in infra/serving/rayservice.py), NIXL's side channel (GPU workers), the metrics
-8080, Serve's proxy 8000. Allowed:
-
-- the Ray pods to the raylets, the object managers and the workers' gRPC range of each other, and to the head's GCS:
-  what a node dials on another in Ray 2.58 (a raylet registers with GCS, GCS leases and health-checks raylets, objects
-  move between object managers, actors call each other's core workers);
-- the head to the workers' dashboard and runtime env agents (its dashboard asks every node's agents);
-- the GPU workers to each other's NIXL side channel, where prefill and decode exchange their KV caches' metadata;
-- anyone to Serve's proxy (8000): the load balancer's nodes (kube-proxy takes the NodePort's traffic to the pod from
-  the node's address), in-cluster clients of `serveEndpoint`, and KubeRay 1.7.0's proxy health check on the head
-  (rayservice_controller.go updateHeadPodServeLabel); the API keys guard it (infra/serving/serve_auth.py);
-- Prometheus to the metrics port (8080), and to the head's dashboard and autoscaler metrics ports (44227; 44217 with
-  Ray's autoscaler);
-- the KubeRay operator to the head's dashboard (8265): it submits the serve config and reads its status there.
-
-So no worker reaches the head's dashboard, Ray client or dashboard agent, and nothing outside the Ray pods reaches
-GCS. A pod's own processes talk to each other inside its network namespace, where no policy applies (a Ray node's
-raylet and its agents).
-
-The pod's own node is never refused: the agent allows all traffic to and from the node's IP, so the kubelet's
-probes (KubeRay 1.7.0's HTTP ones on the dashboard agent and Serve's port included) and hostNetwork pods there pass
-(aws/aws-network-policy-agent issue #56, pull request #65 "Ignore policy restrictions against Node IP"; Kubernetes:
-"Pods cannot currently ... block access from their resident node",
-https://kubernetes.io/docs/concepts/services-networking/network-policies/#what-you-can-t-do-with-network-policies-at-least-not-yet).
-
-`pulumi up`'s rollout reads the dashboard through a port-forward to the head pod, which the kubelet connects inside
-the pod's own network namespace, not through its network interface where the policies apply
-(infra/serving/rollout.py). Ports are numbers, not names: the agent matches a named port only where the Service names
-it too (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html, Considerations). Ranges are `endPort`
-(the agent's eBPF program matches start_port..end_port: aws/aws-network-policy-agent pkg/ebpf/c/tc.v4ingress.bpf.c),
-and no source is given more than the eight port entries that program keeps per address (its lpm_trie_val[8]).
+Enforced by the VPC CNI's network policy agent (infra/cluster/eks.py `enableNetworkPolicy`). What each path is for,
+the agent's limits (numbered ports, `endPort` ranges, eight port entries per source, a pod's own node never refused)
+and their sources: docs/security.md#inside-the-cluster and docs/security.md#port-by-port.
 """
 
 from __future__ import annotations
@@ -44,6 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from infra.components import ingress_policy, tcp_ports
+from infra.kube.namespaces import MONITORING_NAMESPACE
+from infra.kube.pod_labels import (
+    KUBERAY_OPERATOR_SELECTOR,
+    PROMETHEUS_POD_SELECTOR,
+    RAY_METRICS_PORT_NUMBER,
+    RAY_NODE_TYPE_LABEL,
+    head_metrics_ports,
+)
+from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.serving.rayservice import (
     DASHBOARD_AGENT_GRPC_PORT,
     DASHBOARD_AGENT_PORT,
@@ -57,15 +33,6 @@ from infra.serving.rayservice import (
     WORKER_PORTS,
 )
 from infra.serving.serve_config import NIXL_SIDE_CHANNEL_BASES
-from infra.settings.namespaces import MONITORING_NAMESPACE
-from infra.settings.pod_labels import (
-    KUBERAY_OPERATOR_SELECTOR,
-    PROMETHEUS_POD_SELECTOR,
-    RAY_METRICS_PORT_NUMBER,
-    RAY_NODE_TYPE_LABEL,
-    head_metrics_ports,
-)
-from infra.settings.scheduling import OPERATOR_NAMESPACE
 
 # Kubernetes labels every namespace with its own name (https://kubernetes.io/docs/reference/labels-annotations-taints/
 # #kubernetes-io-metadata-name), the only label a namespace is sure to carry.

@@ -9,6 +9,14 @@ from typing import Any
 import yaml
 
 from infra import PROJECT_DIR
+from infra.kube.pod_security import CONTAINER_SECURITY
+from infra.kube.scheduling import (
+    GPU_TOLERATION,
+    SYSTEM_NODE_SELECTOR,
+    VLLM_CACHE_GID,
+    VLLM_CACHE_HOST_PATH,
+    gpu_node_scheduling,
+)
 from infra.serving import edge, serve_auth
 from infra.serving.serve_config import (
     build_serve_config,
@@ -19,14 +27,6 @@ from infra.serving.serve_config import (
 )
 from infra.settings.config import StackConfig, sets_cluster_deletion_delay
 from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
-from infra.settings.pod_security import CONTAINER_SECURITY
-from infra.settings.scheduling import (
-    GPU_TOLERATION,
-    SYSTEM_NODE_SELECTOR,
-    VLLM_CACHE_GID,
-    VLLM_CACHE_HOST_PATH,
-    gpu_node_scheduling,
-)
 from infra.settings.topology import ray_worker_cpu, ray_worker_memory_gib
 
 SERVE_PORT = edge.EDGE_PORT  # the edge's, in front of Serve's proxy (infra/serving/edge.py)
@@ -39,15 +39,8 @@ TLS_POLICY_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-ssl-negoti
 # still takes TLS 1.0 (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/describe-ssl-policies.html).
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 DASHBOARD_PORT = 8265
-# What Ray's pods dial on each other (Ray 2.58 `ray start`, ray/scripts/scripts.py and ray/_private/parameter.py
-# update_pre_selected_port): GCS on the head's --port (6379, ray_constants.DEFAULT_PORT; KubeRay's
-# DefaultGcsServerPort); on every node the raylet (--node-manager-port, default 0: random), the object manager
-# (--object-manager-port, default None: random) and the workers' own gRPC servers (--min-worker-port..
-# --max-worker-port, 10002..19999 by default); and the agents the head's dashboard calls on every node: the dashboard
-# agent's HTTP (--dashboard-agent-listen-port, 52365, which KubeRay sets: common/pod.go setMissingRayStartParams) and
-# gRPC (--dashboard-agent-grpc-port, random; dashboard/head.py reads each agent's address from GCS) and the runtime
-# env agent (--runtime-env-agent-port, random; dashboard/state_aggregator.py). Pinned, so the NetworkPolicies can
-# name each one (infra/serving/network_policy.py); none of them is in the worker range or NIXL's.
+# What Ray's pods dial on each other, pinned where Ray would pick at random so the NetworkPolicies can name each one
+# (docs/security.md#port-by-port).
 GCS_PORT = 6379
 NODE_MANAGER_PORT = 8076
 OBJECT_MANAGER_PORT = 8077
@@ -68,23 +61,13 @@ RAY_PORT_PARAMS = {
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "HF_TOKEN"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
-# KubeRay labels every pod of a RayCluster with the cluster's name, and a RayService's worker pods with ray.io/serve
-# "true" from their creation on (their readiness probe then checks Serve's proxy), the head's only once its proxy is
-# healthy (kuberay v1.4.0 ray-operator/controllers/ray/utils/constant.go RayClusterLabelKey,
-# RayClusterServingServiceLabelKey; common/pod.go BuildPod, initLivenessAndReadinessProbe;
-# rayservice_controller.go updateHeadPodServeLabel, for the pending cluster's head too).
+# The labels KubeRay puts on a RayService's clusters and pods (docs/changes.md#the-labels-kuberay-sets).
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 SERVE_LABEL = "ray.io/serve"
-# And every RayCluster of a RayService with the RayService's name (constructRayClusterForRayService).
 RAY_ORIGINATED_FROM_CR_NAME_LABEL = "ray.io/originated-from-cr-name"
-# With upgradeStrategy NewCluster, a digest of the whole rayClusterConfig as applied and of the serve config's engine-
-# restarting part (serve_config.engine_restart_digest), on the head's pod template: a change of either changes what
-# KubeRay hashes, so it builds a new cluster beside the serving one (KubeRay 1.4.0 and 1.7.0 hash the spec less each
-# worker group's replicas, minReplicas, maxReplicas and workersToDelete, 1.7.0 less tolerations and scheduling gates
-# too, the pod templates' annotations kept: generateHashWithoutReplicasAndWorkersToDelete, shouldPrepareNewCluster; so a
-# replicas change alone would leave the running cluster as it is, and a serve config alone would be sent to it in place,
-# where a broken one leaves nothing serving), and the RayCluster it builds carries the digest it was built from, which
-# the rollout compares (infra/serving/rollout_status.py).
+# With newCluster, a digest of the applied cluster spec and of the engine-restarting serve config, so that any such
+# change makes KubeRay build a new cluster and the rollout can tell it from the old
+# (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster).
 CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 UPGRADE_REPLACE, UPGRADE_NEW_CLUSTER = "None", "NewCluster"
 WORKER_GROUP = "gpu-workers"
@@ -100,17 +83,9 @@ RAY_AUTOSCALER = {
 }
 # vLLM moves tensors between processes through /dev/shm; the container default of 64 MiB is too small.
 SHM_SIZE = "16Gi"
-# vLLM's compile caches (torch.compile's artifacts and its AOT graphs) live under VLLM_CACHE_ROOT, in a directory
-# named by a hash of the config, the code and the compiler (vLLM 0.26 vllm/compilation/backends.py: factors
-# env_hash, config_hash, code_hash, compiler_hash -> VLLM_CACHE_ROOT/torch_compile_cache/<hash>), so a cache left
-# by another model or version is never reused by mistake. On the node's disk (hostPath), it outlives the pod: an
-# engine restarted on the same node skips torch.compile and, with TRITON_CACHE_DIR beside it, the kernel builds of
-# the first profiling run: vLLM's engine init 11 s against 118 s cold (docs/cold-start.md); a new node compiles once.
+# vLLM's and Triton's compile caches on the node's disk: an engine restarted there skips torch.compile and the kernel
+# builds (docs/cold-start.md#the-compile-caches).
 VLLM_CACHE_ROOT = "/var/cache/vllm"
-# Triton's own kernels (the Gated DeltaNet ones, vLLM's Triton ops) and their autotuning results go to Triton's cache,
-# ~/.triton/cache in the container unless TRITON_CACHE_DIR says otherwise: vLLM 0.26 points only Inductor's cache
-# under VLLM_CACHE_ROOT on its default path (vllm/compilation/decorators.py sets TORCHINDUCTOR_CACHE_DIR; the
-# TRITON_CACHE_DIR of compiler_interface.py InductorAdaptor is skipped, VLLM_USE_STANDALONE_COMPILE defaulting to 1).
 TRITON_CACHE_DIR = f"{VLLM_CACHE_ROOT}/triton"
 # NIXL's LIBFABRIC backend and the DLC's NCCL plugin take the EFA provider; Ray forks its workers.
 EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1"}
@@ -121,14 +96,8 @@ GCS_REDIS_SERVICE = "gcs-redis"
 GCS_REDIS_SECRET = "gcs-redis"
 GCS_REDIS_PASSWORD_KEY = "password"
 GCS_REDIS_PORT = 6379
-# The CAs the head trusts for the store's TLS, shipped by the stack rather than assumed in the image: Ray 2.58's GCS
-# checks the server's chain (not its name), fails closed, and reads a bundle file only where RAY_REDIS_CA_CERT names one
-# (ray-project/ray#41161, ElastiCache's CERTIFICATE_VERIFY_FAILED; measured: lab/tests/test_redis_tls.py); a file that
-# is not there stops the head with "Failed to load CA Certificate". ElastiCache's in-transit certificates chain to
-# Amazon's root CAs (docs/head-fault-tolerance.md, "The store's CA"): Amazon Trust Services' roots, vendored verbatim
-# (vendor/amazon-trust-services/), in a ConfigMap mounted on the head. KubeRay's Redis cleanup Job is built from the
-# head pod and keeps its volumes and its Ray container whole (lab/tests/test_kuberay_redis_cleanup.py), mount and
-# variable with it.
+# The CAs the head trusts for the store's TLS, shipped by the stack (Ray 2.58 trusts only the file RAY_REDIS_CA_CERT
+# names) rather than assumed in the image (docs/head-fault-tolerance.md#elasticache-facts, The store's CA).
 GCS_REDIS_CA_CONFIG_MAP = "gcs-redis-ca"
 GCS_REDIS_CA_KEY = "amazon-trust-services.pem"
 GCS_REDIS_CA_MOUNT = "/etc/ray-llm-eks/gcs-redis-ca"
@@ -248,7 +217,7 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
                 # The model cache's reader (infra/serving/model_cache.py): IRSA credentials for the model's S3 prefix
                 # only.
                 **({"serviceAccountName": service_account} if service_account else {}),
-                # The group that may write the compile cache (infra/settings/scheduling.py VLLM_CACHE_GID).
+                # The group that may write the compile cache (infra/kube/scheduling.py VLLM_CACHE_GID).
                 "securityContext": {"supplementalGroups": [VLLM_CACHE_GID]},
                 # No Kubernetes API call; the model cache's S3 credentials come from EKS's IRSA webhook, which mounts
                 # a token of its own (aws-iam-token), not the service account's default one.
@@ -353,9 +322,7 @@ def build_rayservice(
     (infra/serving/model_cache.py), when the workers load from S3."""
     cluster_config = {
         "rayVersion": cfg.ray_version,
-        # Ray's token on its dashboard, Ray client and GCS: KubeRay generates it into a Secret per RayCluster and sets
-        # it in every Ray container, and its dashboard client sends it (kuberay v1.7.0 raycluster_controller.go
-        # reconcileAuthSecret, common/pod.go SetContainerTokenAuthEnvVars; lab/tests/test_ray_token_auth.py).
+        # Ray's token on its dashboard, Ray client and GCS, generated by KubeRay (docs/ray-token-auth.md#kuberay-170).
         **({"authOptions": {"mode": "token"}} if cfg.ray_token_auth else {}),
         **(gcs_fault_tolerance(cfg) if cfg.gcs_redis else {}),
         **(RAY_AUTOSCALER if runs_ray_autoscaler(cfg) else {}),
@@ -374,12 +341,8 @@ def build_rayservice(
                 # and 1.7.0) stays true over a failed or still-old serve config, so the provider's own wait would
                 # report success (lab/tests/test_kuberay_upgrade.py).
                 "pulumi.com/skipAwait": "true",
-                # Gone at once when replaced or destroyed, its RayCluster and pods deleted after it by the garbage
-                # collector: KubeRay 1.4.0 reconciles a RayService being deleted like any other, and once a foreground
-                # delete has removed its RayCluster it builds a new one (shouldPrepareNewCluster with no cluster left),
-                # which the delete then waits on in turn. KubeRay 1.7.0 (and 1.6.2) holds it with a finalizer until it
-                # has deleted its RayClusters and builds none: background is right for both
-                # (lab/tests/test_kuberay_delete.py).
+                # Gone at once, its cluster deleted after it: a foreground delete waits on the cluster KubeRay 1.4.0
+                # builds anew (docs/kuberay-versions.md#c-deleting-a-rayservice).
                 "pulumi.com/deletionPropagationPolicy": "background",
                 # A serve config the rollout put back after a failed one (infra/serving/rollout.py roll_back) is the
                 # rollout's field; Pulumi's next apply of serveConfigV2 takes it back instead of failing on the field
@@ -388,17 +351,12 @@ def build_rayservice(
             },
         },
         "spec": {
-            # replace (clusterUpgradeStrategy): a rayClusterConfig change replaces the RayService
-            # (infra/serving/serve_app.py), and KubeRay must never start a second cluster beside the active one, which
-            # the GPU node group is not sized for (NewCluster is KubeRay's default: isZeroDowntimeUpgradeEnabled).
-            # newCluster: the RayService is updated in place, and KubeRay builds the new cluster beside the active one,
-            # switches to it once its apps run and deletes the old one (rayservice_controller.go).
+            # replace: KubeRay never starts a second cluster, which the GPU node group is not sized for; newCluster: it
+            # builds the new one beside the active one (docs/changes.md).
             "upgradeStrategy": {"type": UPGRADE_NEW_CLUSTER if cfg.new_cluster else UPGRADE_REPLACE},
             **old_cluster_deletion_delay(cfg),
-            # The head's Serve proxy dies with the head and comes back only after the restarted controller (measured:
-            # 29.6 s), while each GPU worker's own proxy keeps answering through a head restart (docs/
-            # head-fault-tolerance.md): KubeRay then keeps the head out of the serve Service (its ray.io/serve label
-            # false: rayservice_controller.go updateHeadPodServeLabel), and so out of the load balancer too.
+            # The head's proxy dies with the head, the workers' answer through its restart: serve from the workers only
+            # (docs/head-fault-tolerance.md#kuberay-140-and-170).
             "excludeHeadPodFromServeSvc": True,
             "serveConfigV2": yaml.safe_dump(serve_config, sort_keys=False),
             "rayClusterConfig": with_cluster_spec_digest(cluster_config, serve_config)

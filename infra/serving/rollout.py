@@ -33,6 +33,7 @@ import pulumi
 import pulumi.dynamic
 import yaml
 
+from infra.kube.pod_labels import RAY_NODE_TYPE_LABEL
 from infra.serving.dashboard_forward import forwarded_get
 from infra.serving.rayservice import DASHBOARD_PORT, RAY_CLUSTER_LABEL, RAY_ORIGINATED_FROM_CR_NAME_LABEL
 from infra.serving.rollout_status import (
@@ -43,7 +44,6 @@ from infra.serving.rollout_status import (
     ray_token_headers,
     ray_token_secret,
 )
-from infra.settings.pod_labels import RAY_NODE_TYPE_LABEL
 
 # Never compared: the credential (it rotates) and the dynamic provider's own serialized code.
 UNCOMPARED_INPUTS = frozenset({"kubeconfig", "__provider"})

@@ -335,7 +335,7 @@ def current_verdict(
 
 # KubeRay labels a RayCluster's pods with its name and their node type (kuberay v1.4.0 common/pod.go labelPod), and
 # puts the Ray container first (utils.RayContainerIndex). The stack's own names for the labels are
-# infra/serving/rayservice.py RAY_CLUSTER_LABEL and infra/settings/pod_labels.py RAY_NODE_TYPE_LABEL (this module
+# infra/serving/rayservice.py RAY_CLUSTER_LABEL and infra/kube/pod_labels.py RAY_NODE_TYPE_LABEL (this module
 # imports nothing of the stack; a test holds them equal, as CLUSTER_SPEC_ANNOTATION).
 RAY_CLUSTER_LABEL, NODE_TYPE_LABEL = "ray.io/cluster", "ray.io/node-type"
 

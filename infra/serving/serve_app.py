@@ -16,6 +16,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.kube.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
 from infra.serving.edge import Edge
@@ -38,7 +39,6 @@ from infra.serving.rayservice import (
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.serving.serve_config import MODELS_CODE
-from infra.settings.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.settings.table import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
@@ -214,7 +214,7 @@ def serve_auth_objects(
         serve_auth.CODE,
         children,
         args.namespace,
-        children.opts(serve_auth.CODE.configmap_prefix, provider=provider, depends_on=[namespace]),
+        children.opts(provider=provider, depends_on=[namespace]),
     )
     keys = k8s.core.v1.Secret(
         children.name("serve-api-keys"),
@@ -223,7 +223,7 @@ def serve_auth_objects(
         string_data={
             serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)
         },
-        opts=children.opts("serve-api-keys", provider=provider, depends_on=[namespace]),
+        opts=children.opts(provider=provider, depends_on=[namespace]),
     )
     return [code, keys]
 
@@ -244,26 +244,25 @@ def gcs_store_objects(
         metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SECRET, namespace=namespace_name),
         type="Opaque",
         string_data={GCS_REDIS_PASSWORD_KEY: pulumi.Output.secret(store.auth_token)},
-        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+        opts=children.opts(provider=provider, depends_on=[namespace]),
     )
     # The CAs the head trusts for the store's TLS (infra/serving/rayservice.py GCS_REDIS_CA_ENV).
     ca = k8s.core.v1.ConfigMap(
         children.name("gcs-redis-ca"),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_CA_CONFIG_MAP, namespace=namespace_name),
         data={GCS_REDIS_CA_KEY: gcs_redis_ca_bundle()},
-        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+        opts=children.opts(provider=provider, depends_on=[namespace]),
     )
     alias = k8s.core.v1.Service(
         children.name("gcs-redis-address"),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SERVICE, namespace=namespace_name),
         spec=k8s.core.v1.ServiceSpecArgs(type="ExternalName", external_name=store.endpoint),
-        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+        opts=children.opts(provider=provider, depends_on=[namespace]),
     )
     return [secret, ca, alias]
 
 
 class Serving(pulumi.ComponentResource):
-    STACK_NAME = "serving"  # the name infra/stack.py gives it; under it the children keep their old names
     load_balancer_hostname: pulumi.Output[str] | None
 
     def __init__(
@@ -277,15 +276,15 @@ class Serving(pulumi.ComponentResource):
     ) -> None:
         raise_input_errors("Serving", serving_args_errors(args))
         super().__init__("ray-llm-eks:serving:Serving", name, None, opts)
-        children = Children(self, name, self.STACK_NAME)
+        children = Children(self, name)
 
         operator = KubeRayOperator(
-            children.name("kuberay"), args.operator, cluster, depends_on=[system_nodes], opts=children.opts("kuberay")
+            children.name("kuberay"), args.operator, cluster, depends_on=[system_nodes], opts=children.opts()
         )
         namespace = k8s.core.v1.Namespace(
             children.name("namespace"),
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=pod_security_labels(SERVING_LEVEL)),
-            opts=children.opts("namespace", provider=cluster.provider),
+            opts=children.opts(provider=cluster.provider),
         )
         if args.prepull_image:
             _image_prepull(args.prepull_image, args.namespace, children, cluster.provider, namespace)
@@ -309,7 +308,7 @@ class Serving(pulumi.ComponentResource):
         rollout = ServeRollout(
             children.name("rollout"),
             rollout_args(args, cluster.kubeconfig, applied_generation, created_uid),
-            opts=children.opts("rollout", depends_on=[rayservice]),
+            opts=children.opts(depends_on=[rayservice]),
         )
         self.load_balancer_hostname = (
             _load_balancer_hostname(
@@ -334,7 +333,7 @@ def _image_prepull(
         children.name("image-prepull"),
         metadata=prepull["metadata"],
         spec=prepull["spec"],
-        opts=children.new_opts(provider=provider, depends_on=[namespace]),
+        opts=children.opts(provider=provider, depends_on=[namespace]),
     )
 
 
@@ -356,7 +355,7 @@ def _rayservice_inputs(
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
                 type="Opaque",
                 string_data={HF_TOKEN_KEY: args.hf_token},
-                opts=children.opts("hf-token", provider=cluster.provider, depends_on=[namespace]),
+                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
             )
         )
     for policy in args.network_policies:
@@ -366,7 +365,7 @@ def _rayservice_inputs(
                 children.name(name),
                 metadata=policy["metadata"],
                 spec=policy["spec"],
-                opts=children.opts(name, provider=cluster.provider, depends_on=[namespace]),
+                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
             )
         )
     if args.api_keys is not None:
@@ -375,7 +374,7 @@ def _rayservice_inputs(
         inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, cluster.provider, namespace))
     for package, used in ((prefix_routing.CODE, args.prefix_routing), (MODELS_CODE, args.models_builder)):
         if used:
-            opts = children.new_opts(provider=cluster.provider, depends_on=[namespace])
+            opts = children.opts(provider=cluster.provider, depends_on=[namespace])
             inputs.append(code_config_map(package, children, args.namespace, opts))
     if args.edge is not None:
         inputs.append(
@@ -383,7 +382,7 @@ def _rayservice_inputs(
                 children.name(edge.CONFIGMAP_PREFIX),
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=args.edge.configmap_name(), namespace=args.namespace),
                 data=args.edge.configmap_data(),
-                opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
+                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
             )
         )
     if args.worker_service_account is not None:
@@ -394,7 +393,7 @@ def _rayservice_inputs(
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
                 ),
-                opts=children.new_opts(provider=cluster.provider, depends_on=[namespace]),
+                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
             )
         )
     return [*inputs, *args.waits_for]
@@ -409,7 +408,7 @@ def _rayservice(
     drain = RayServiceDrain(
         children.name("rayservice-drain"),
         RayServiceDrainArgs(kubeconfig=cluster.kubeconfig, namespace=args.namespace, name=manifest["metadata"]["name"]),
-        opts=children.new_opts(depends_on=prerequisites),
+        opts=children.opts(depends_on=prerequisites),
     )
     return k8s.apiextensions.CustomResource(
         children.name("rayservice"),
@@ -421,7 +420,6 @@ def _rayservice(
         # fixed, so a replacement deletes the old RayService (and its cluster's GPUs) before creating the new. With
         # an in-place cluster upgrade (NewCluster) a rayClusterConfig change is an update, which KubeRay carries out.
         opts=children.opts(
-            "rayservice",
             provider=cluster.provider,
             depends_on=[*prerequisites, drain],
             **(
@@ -461,6 +459,6 @@ def _load_balancer_hostname(
         children.name("serve-load-balancer"),
         metadata=service["metadata"],
         spec=spec,
-        opts=children.opts("serve-load-balancer", provider=cluster.provider, depends_on=depends_on),
+        opts=children.opts(provider=cluster.provider, depends_on=depends_on),
     )
     return load_balancer.status.load_balancer.ingress[0].hostname

@@ -31,45 +31,23 @@ KV_CONNECTOR = "NixlConnector"
 # NIXL picks UCX by default, which runs at TCP speed on EKS without an error. LIBFABRIC rides EFA.
 NIXL_EFA_BACKEND = "LIBFABRIC"
 PD_SIDES = ("prefill", "decode")
-# Where each side's NIXL handshake listener answers the other's (a ZMQ socket on the pod's IP): Ray 2.58 sets
-# VLLM_NIXL_SIDE_CHANNEL_PORT to the side's base plus the replica's rank times its GPUs (ray/llm/_internal/serve/
-# engines/vllm/kv_transfer/nixl.py _set_side_channel_port, base.py _compute_port_offset; prefill's base 20000, decode's
-# 22000 from serving_patterns/prefill_decode/builder.py), and vLLM 0.26 listens there plus the engine's data-parallel
-# index (distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py). So a side's ports lie between its base and
-# its base plus the GPUs it holds, below the next side's base (infra/serving/network_policy.py).
+# Ray Serve LLM's base port of each side's NIXL handshake listener; a replica's lies at its base plus rank times GPUs
+# (docs/security.md#port-by-port).
 NIXL_SIDE_CHANNEL_BASES = {"prefill": 20000, "decode": 22000}
 # vLLM 0.26 deprecates kv_both for NixlConnector; Ray 2.58's PD builder passes the roles through, and
 # prefill as kv_producer / decode as kv_consumer booted and served (lab/records/gpu-end-to-end.md).
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
-# vLLM 0.26's NIXL worker refuses a model with Mamba-type state (hybrid models such as Qwen3.5's Gated
-# DeltaNet layers) unless its conv state is laid out "DS"; vLLM's default is "SD". The variable only
-# changes the layout of Mamba conv state, so pure-attention models are unaffected. Ray Serve LLM hands
-# an LLMConfig's runtime_env to the replica and to the engine's workers.
-# Nothing else: engines that share a pod (several replicas per GPU node) keep vLLM 0.26's default Ray executor,
-# RayExecutorV2, although it starts every non-data-parallel engine's TCPStore port search at one port (by its source a
-# collision fails that engine's start and Serve starts the replica again; not measured). With vLLM's classic Ray
-# executor two engines on one host died on their first request, twice, where RayExecutorV2 served and rolled
-# (lab/records/gpu-end-to-end.md, "Two replicas through an update").
+# vLLM 0.26's NIXL worker refuses a model with Mamba-type state unless its conv state is laid out "DS" (its default
+# is "SD"); pure-attention models are unaffected (lab/records/gpu-end-to-end.md). The engines keep vLLM's default
+# Ray executor (docs/scaling.md).
 PD_ENGINE_ENV = {"VLLM_SSM_CONV_STATE_LAYOUT": "DS"}
-# One bundle per GPU of the replica (Ray Serve LLM repeats bundle_per_worker tensor x pipeline times);
-# STRICT_PACK keeps a replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe. A bundle
-# holds a whole GPU, so prefill and decode replicas never share one.
+# A replica's GPUs on one node, where tensor parallelism rides NVLink/PCIe (docs/scaling.md).
 PLACEMENT_STRATEGY = "STRICT_PACK"
-# Every serve-config change is a new code version for the ingress too (its args hold the engines' configs), and
-# Serve 2.58 rolls a deployment by stopping an old replica as it starts a new one: OpenAiIngress's one replica by
-# default (ray/llm/_internal/serve/core/ingress/ingress.py DEFAULT_INGRESS_OPTIONS) leaves nothing to answer while
-# its successor starts. Two keep one answering (docs/serve-updates.md, measured); set only where both sides have two
-# replicas, the least that keeps the engines answering through a rollout too.
+# Two ingress replicas keep one answering while a serve-config change restarts the other; set only where both sides
+# have two replicas (docs/serve-updates.md#what-the-stack-sets-for-two-replicas-to-keep-serving).
 ROLLING_INGRESS_REPLICAS = 2
-# How long a replica being replaced may keep serving its streams: Serve 2.58 gives a stopping replica
-# graceful_shutdown_timeout_s (default 20 s: ray/serve/_private/constants.py DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_S) to
-# finish its ongoing requests, checking every graceful_shutdown_wait_loop_s (2 s, kept), then kills it (replica.py
-# perform_graceful_shutdown, _drain_ongoing_requests). The longest stream the config allows is a whole context: the
-# stack bounds none shorter, and the prompt's share, counted at decode pace, leaves room for the wait for the first
-# token. The pace is the slowest the project has a figure for: an L4 reads the default model's weights in about 60 ms a
-# decode step (estimated from its 300 GB/s, lab/records/gpu-end-to-end.md "An H200's speed, an L4's memory"); on an H200
-# the slowest measured was 19.9 ms (TPOT p99, 128 at once, same page). A stopping replica takes no new requests (the
-# router drops it at once), so the time is spent only while streams run.
+# The slowest decode pace the project has a figure for (an L4, estimated), which times the longest stream a replica
+# being replaced may finish (docs/serve-updates.md#what-the-stack-sets-for-two-replicas-to-keep-serving, item 3).
 DECODE_SECONDS_PER_TOKEN = 0.060
 # The engine arguments of prefix caching (prefix_caching_kwargs).
 PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
@@ -294,10 +272,8 @@ def aggregated_llm_config(args: ServeAppArgs, model: ModelSpec) -> dict[str, Any
     return config
 
 
-# What Serve 2.58 hashes into an application's code version (ray/serve/_private/deploy_utils.py get_app_code_version;
-# the stack sets none of its other inputs: autoscaling policies, request router configs as deployment overrides,
-# deployment actors). A new code version rebuilds the app and restarts every replica of it, the engines with it
-# (application_state.py ApplicationState.apply_app_config); an equal one reconfigures the running replicas.
+# What Serve 2.58 hashes into an application's code version, whose change restarts every replica of it
+# (docs/serve-updates.md#what-serve-258-does-read-in-its-source).
 CODE_VERSION_KEYS = ("import_path", "runtime_env", "args")
 
 

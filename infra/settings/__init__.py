@@ -1,8 +1,8 @@
 """The settings: the stack config (`config.load_config` builds the one frozen `StackConfig` from `pulumi.Config`), the
 table of its keys (`table`), their rules (`topology`, `capacity`, `quantization`, `prefix_caching`, `config_keys`),
 what a change of each costs (`changes`), and the facts they are checked against: EC2 instance types, regions and
-partitions, the names and labels that place the pods (`scheduling`), and what each system pod asks of its node
-(`footprint`). Plain Python: no resource is declared here.
+partitions, and what each system pod asks of its node (`footprint`, the rule behind systemNodeType); the Kubernetes
+facts they check names against are infra/kube's. Plain Python: no resource is declared here.
 
-Imports: nothing else of infra/.
+Imports: infra.kube.
 """

@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
+from infra.kube.namespaces import CREATED_NAMESPACES
+from infra.kube.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
 from infra.settings.footprint import system_node_load, system_node_problem
 from infra.settings.instance_types import (
@@ -42,7 +44,6 @@ from infra.settings.models import (
     pd_model_values,
     stack_models,
 )
-from infra.settings.namespaces import CREATED_NAMESPACES
 from infra.settings.prefix_caching import engine_prefix_caching, prefix_routing_problem, routes_by_prefix
 from infra.settings.quantization import fp8_problems
 from infra.settings.regions import (
@@ -53,7 +54,6 @@ from infra.settings.regions import (
     region_partition,
     region_problem,
 )
-from infra.settings.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.table import (
     AMP_WORKSPACE_PATTERN,
     API_ALLOW_LIST_COMMAND,

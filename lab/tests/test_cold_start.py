@@ -12,7 +12,7 @@ import pytest
 from infra.settings.changes import SURGE_MINUTES_PER_GPU_NODE
 from lab import cold_start
 from tests.test_alert_rules import MODELLED_FIRST_DEPLOY_MINUTES, MODELLED_MIRROR_MINUTES
-from tools.offline import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
+from tools.offline_models import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
 
 PAGE = cold_start.REFERENCE_PAGE.read_text()
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lab import tiny_model
-from tools.offline import HUB_CONFIGS
+from tools.offline_models import HUB_CONFIGS
 
 
 def test_files_and_size(tiny_model_dir):
@@ -168,6 +168,6 @@ def _ids() -> dict[str, int]:
 
 
 def test_the_offline_hubs_default_model_config_is_the_full_shapes():
-    """tools/offline.py serves the default model's config.json from a file; it is this model's, full size."""
+    """tools/offline_models.py serves the default model's config.json from a file; it is this model's, full size."""
     token_ids = {token: 248044 + i for i, token in enumerate(tiny_model.SPECIAL_TOKENS)}
     assert HUB_CONFIGS["Qwen/Qwen3.5-9B"] == tiny_model.model_config(tiny_model.SHAPES["full"], token_ids)

@@ -14,7 +14,7 @@ from .props import as_bool, get, is_sequence, known, mappings
 from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, RAY_SERVICE, SUBNET
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
-# The one host path a pod of the stack mounts: vLLM's compile cache on the GPU node (infra/settings/scheduling.py
+# The one host path a pod of the stack mounts: vLLM's compile cache on the GPU node (infra/kube/scheduling.py
 # VLLM_CACHE_HOST_PATH; a test holds the two equal), and the one capability one adds: IPC_LOCK, for EFA's pinned
 # memory (infra/serving/rayservice.py).
 ALLOWED_HOST_PATHS = frozenset({"/var/lib/ray-llm-eks/vllm-cache"})

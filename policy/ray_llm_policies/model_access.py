@@ -42,7 +42,6 @@ IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:
 EKS_POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 # A trust with no `:sub` condition: any service account the OIDC provider vouches for.
 ANY_SUBJECT = "*"
-READ_ACTIONS = {"s3:GetObject", "s3:ListBucket"}
 FIX = "Fix: no stack config widens it; the reader's policy is infra/serving/model_cache.py reader_policy."
 
 

@@ -14,7 +14,7 @@ MONITORING_NAMESPACE = "monitoring"
 # ModelCache component creates it as a Namespace object of its own.
 MODEL_CACHE_NAMESPACE = "model-cache"
 
-# Whose each is and what creates it, as a refusal names it. The KubeRay operator's (infra/settings/scheduling.py
+# Whose each is and what creates it, as a refusal names it. The KubeRay operator's (infra/kube/scheduling.py
 # OPERATOR_NAMESPACE) and the kube-system namespace the device plugins and the Cluster Autoscaler go in are refused
 # by their own rules.
 CREATED_NAMESPACES: Mapping[str, str] = {

@@ -3,7 +3,7 @@
 https://kubernetes.io/docs/concepts/security/pod-security-standards/).
 
 Every namespace also audits against restricted, so the API server's audit log names each pod that needs more.
-Plain data in the bottom layer, beside the namespaces' names (infra/settings/namespaces.py).
+Plain data in the bottom layer, beside the namespaces' names (infra/kube/namespaces.py).
 """
 
 from __future__ import annotations
