@@ -43,6 +43,7 @@ FOR = {
     "ServeAppNotRunning": 15,
     "PrefillNoHealthyReplica": 10,
     "DecodeNoHealthyReplica": 10,
+    "ModelNoHealthyReplica": 10,
     "KvTransferFailures": 0,
     "TtftP99OverObjective": 10,
     "GpuMemoryExhausted": 10,
@@ -384,6 +385,17 @@ def side_lost(side: str, reported: bool) -> Callable[[Stack], Case]:
     return build
 
 
+def aggregated_model_lost(stack: Stack) -> Case:
+    """An aggregated model beside the pair (docs/models.md) serving, then its replicas unhealthy: the alert names its
+    deployment, LLMServer:<model> (ray/llm/_internal/serve/core/server/builder.py build_llm_deployment)."""
+    s, total, lost = Series(stack), 60, 20
+    series = steady(s, total)
+    model = {"application": stack.application, "deployment": "LLMServer:small"}
+    series[selector("ray_serve_deployment_replica_healthy", model)] = steps(total, (0, 1), (lost, 0))
+    case = Case("aggregated_model_lost", total, series).silent([lost + FOR["ModelNoHealthyReplica"] - 1])
+    return case.fires(lost + FOR["ModelNoHealthyReplica"], "ModelNoHealthyReplica", {"deployment": "LLMServer:small"})
+
+
 def kv_first_burst(counter: str) -> Callable[[Stack], Case]:
     """A quiet engine's first failures: Ray exports the counter from its first increment, at 3 here, flat after."""
 
@@ -508,6 +520,7 @@ CASES: tuple[Callable[[Stack], Case], ...] = (
     stuck_deploying,
     head_gone,
     *(side_lost(side, reported) for side in WORKERS for reported in (True, False)),
+    aggregated_model_lost,
     *(kv_first_burst(counter) for counter in KV_FAILURE_COUNTERS),
     kv_burst_on_a_new_engine,
     kv_failing,

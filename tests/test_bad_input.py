@@ -190,6 +190,12 @@ def test_the_allow_list_command_the_refusal_names_runs_as_copied(tmp_path):
 
 # A valid value for each string key whose default is empty; a key with a default uses the default.
 EXAMPLES = {
+    "models": json.dumps(
+        [
+            {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"},
+            {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated"},
+        ]
+    ),
     "vpcCniVersion": "v1.21.1-eksbuild.1",
     "corednsVersion": "v1.13.2-eksbuild.1",
     "kubeProxyVersion": "v1.35.0-eksbuild.2",

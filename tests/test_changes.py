@@ -3,6 +3,7 @@ setting's effects allow exactly the resources that move, and docs/changes.md's t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -40,6 +41,7 @@ MOVES = {
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-autoscale-policy-code"),
+        ("kubernetes:core/v1:ConfigMap", "serving-models-builder-code"),
     },
     changes.SECRET_UPDATED.name: {(SECRET, "serving-hf-token")},
     # Updated in place (tests/test_new_cluster.py: the same uid), the same objects as a replacement.
@@ -51,6 +53,7 @@ MOVES = {
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-autoscale-policy-code"),
+        ("kubernetes:core/v1:ConfigMap", "serving-models-builder-code"),
     },
     # The setting tried here (clusterUpgradeStrategy) installs the Cluster Autoscaler's chart, with its IAM role.
     changes.CHART_ROLLED.name: {
@@ -158,6 +161,15 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "runbookUrl": {"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"},
     "headFaultTolerance": {"headFaultTolerance": "off"},
     "gcsRedisNodeType": {"gcsRedisNodeType": "cache.t4g.small"},
+    # dev's model as the list's PD entry and a second model on its own node.
+    "models": {
+        "models": json.dumps(
+            [
+                {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"},
+                {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated"},
+            ]
+        ),
+    },
 }
 
 

@@ -30,6 +30,16 @@ from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_
 from tools.offline import run_stack
 
 OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline_models.py HUB_CONFIGS)
+# The dev stack's model as the pd entry of a `models` list (docs/models.md), and a second model beside it, later with
+# LoRA adapters.
+DEV_PD_MODEL = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"}
+SECOND_MODEL = {"id": "small", "source": OTHER_MODEL, "serving": "aggregated", "maxNumSeqs": 32}
+
+
+def with_models(*models: dict) -> dict:
+    return {"models": json.dumps([DEV_PD_MODEL, *models])}
+
+
 LIFE = [
     Step("first deploy", {}, head_running=False, mirrors=True),
     Step("model change", {"modelSource": OTHER_MODEL}, mirrors=True),
@@ -53,6 +63,9 @@ LIFE = [
     Step("a model change that fails", {"decodeReplicas": 2, "modelSource": OTHER_MODEL}, mirrors=True, fails=True),
     Step("its rollback", {"decodeReplicas": 2}, mirrors=True),
     Step("scale down", {}),
+    Step("a second model beside the pair", with_models(SECOND_MODEL)),
+    Step("an adapter for it", with_models({**SECOND_MODEL, "adapters": ["sql"]})),
+    Step("back to one model", {}),
 ]
 
 
@@ -113,6 +126,16 @@ def test_the_gpu_nodes_daemonsets_fit_what_the_worker_leaves_them(overrides):
     asked = sum(gpu_node_daemonsets(run).values(), NOTHING)
     assert "device-plugins-nvidia-device-plugin" in gpu_node_daemonsets(run)
     assert asked.fits(Requests(DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB))
+
+
+def test_a_new_adapter_beside_a_served_one_changes_nothing_running():
+    """An adapter is a folder under its model's prefix, loaded on its first request (docs/models.md): listing one more
+    leaves the RayService and the workers' read access as they were, so nothing restarts."""
+    one = run_stack(with_models({**SECOND_MODEL, "adapters": ["sql"]}))
+    two = run_stack(with_models({**SECOND_MODEL, "adapters": ["sql", "legal"]}))
+    assert rayservice(two)["spec"] == rayservice(one)["spec"]
+    reader = ("aws:iam/rolePolicy:RolePolicy", "model-cache-reader")
+    assert two.get(*reader).inputs["policy"] == one.get(*reader).inputs["policy"]
 
 
 def test_every_step_that_changes_the_rayservice_waits_for_the_app():

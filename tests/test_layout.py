@@ -19,7 +19,7 @@ from tools.offline import run_stack
 from tools.project import PROJECT_DIR
 
 INFRA = PROJECT_DIR / "infra"
-STACK_MODULES = sorted([*INFRA.rglob("*.py"), PROJECT_DIR / "__main__.py"])
+PROGRAM_MODULES = [*INFRA.rglob("*.py"), PROJECT_DIR / "__main__.py"]
 NOT_FOR_THE_STACK = ("tools", "tests")
 # The parts of infra/: its packages, and the one module beside them that the components share.
 PARTS = sorted([*(path.parent.name for path in INFRA.glob("*/__init__.py")), "components"])
@@ -36,6 +36,19 @@ def imported_modules(path: Path) -> set[str]:
             if node.module == "infra":  # `from infra import x`: x may be a package of infra/ (or PROJECT_DIR)
                 modules.update(f"infra.{alias.name}" for alias in node.names)
     return modules
+
+
+# The policy pack's standard-library rules the program shares with it (one home for each rule: docs/policy.md).
+SHARED_RULES = sorted(
+    {PROJECT_DIR / "policy" / "ray_llm_policies" / "__init__.py"}
+    | {
+        PROJECT_DIR / Path(*module.split(".")).with_suffix(".py")
+        for path in PROGRAM_MODULES
+        for module in imported_modules(path)
+        if module.startswith("policy.ray_llm_policies.")
+    }
+)
+STACK_MODULES = sorted([*PROGRAM_MODULES, *SHARED_RULES])
 
 
 def part_of(module: str) -> str | None:

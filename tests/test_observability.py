@@ -242,6 +242,7 @@ def test_the_alerts_an_operator_must_act_on(dev):
             "ServeAppNotRunning",
             "PrefillNoHealthyReplica",
             "DecodeNoHealthyReplica",
+            "ModelNoHealthyReplica",
             "KvTransferFailures",
             "TtftP99OverObjective",
             "GpuMemoryExhausted",

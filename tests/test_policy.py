@@ -1449,3 +1449,14 @@ def test_pack_and_program_agree_on_the_one_host_path_and_capability() -> None:
     assert least_privilege.ALLOWED_HOST_PATHS == {VLLM_CACHE_HOST_PATH}
     container = ray_container(worker_group(run_stack())["template"]["spec"])
     assert set(container["securityContext"]["capabilities"]["add"]) == least_privilege.ALLOWED_ADDED_CAPABILITIES
+
+
+def test_a_stack_of_several_models_with_adapters_passes(engine: OfflinePolicyEngine) -> None:
+    """The pair nested under the several-model builder's pd_config is still checked side by side, and the workers'
+    role reading the adapters' prefix reads what the serve config names (docs/models.md)."""
+    listed = [
+        {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"},
+        {"id": "tuned", "source": "Qwen/Qwen3.5-9B", "serving": "aggregated", "adapters": ["sql"], "maxNumSeqs": 32},
+    ]
+    run = run_stack({"models": json.dumps(listed)})
+    assert preview(engine, CapturedStack.of(run, "dev")) == []

@@ -39,7 +39,7 @@ def distribution(requirement: str) -> str:
 
 def third_party_imports(path: Path) -> set[str]:
     packages = {module.split(".")[0] for module in imported_modules(path)}
-    return {package for package in packages if package not in sys.stdlib_module_names and package != "infra"}
+    return {package for package in packages if package not in sys.stdlib_module_names | {"infra", "policy"}}
 
 
 @pytest.mark.parametrize("name", CI_INSTALLED)

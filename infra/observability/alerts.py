@@ -148,6 +148,15 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
         *side_alerts,
         _alert(
             args,
+            "ModelNoHealthyReplica",
+            f"(sum by (deployment) ({q.HEALTHY_REPLICAS}{{{q.app_selector(app, q.MODEL_DEPLOYMENTS)}}}) < 1) "
+            f"and on () {gate}",
+            "10m",
+            "critical",
+            f"An aggregated model of Serve app {app} has no healthy replica: requests for it and its adapters fail.",
+        ),
+        _alert(
+            args,
             "KvTransferFailures",
             f"{kv_failures(KV_WINDOW)} > 0",
             "0m",
@@ -157,10 +166,12 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
         _alert(
             args,
             "TtftP99OverObjective",
-            f"{q.quantile_per_side(q.TTFT, 0.99, app)} > {args.ttft_p99_objective_seconds:g}",
+            f"{q.quantile_per_side(q.TTFT, 0.99, app, deployments=q.ENGINE_DEPLOYMENTS)} > "
+            f"{args.ttft_p99_objective_seconds:g}",
             "10m",
             "warning",
-            f"p99 time to first token of a side is over the {args.ttft_p99_objective_seconds:g} s objective.",
+            f"p99 time to first token of a side or a model is over the {args.ttft_p99_objective_seconds:g} s "
+            "objective.",
         ),
         _alert(
             args,

@@ -54,6 +54,30 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
             ],
         ),
         (
+            "Models beside the pair",
+            [
+                _panel(
+                    "Requests per model",
+                    "reqps",
+                    [(q.requests_per_model(app), side)],
+                    "Requests each aggregated model's deployment (LLMServer:<model>) handles, its adapters' with it "
+                    "(docs/models.md).",
+                ),
+                _panel(
+                    "Healthy replicas per model",
+                    "short",
+                    [(q.healthy_replicas(app, q.MODEL_DEPLOYMENTS), side)],
+                    "Replicas Serve's controller counts healthy for each aggregated model.",
+                ),
+                _panel(
+                    "Time to first token per model",
+                    "s",
+                    [(q.quantile_per_side(q.TTFT, 0.99, app, deployments=q.MODEL_DEPLOYMENTS), f"p99 {side}")],
+                    "vLLM's TTFT of each aggregated model's engines, prompt and first token on one engine.",
+                ),
+            ],
+        ),
+        (
             "Latency",
             [
                 _panel(

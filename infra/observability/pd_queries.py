@@ -15,6 +15,12 @@ from collections.abc import Mapping
 # (ray/llm/_internal/serve/serving_patterns/prefill_decode/builder.py, name_prefix).
 SIDE_DEPLOYMENTS: Mapping[str, str] = {"prefill": "Prefill:.*", "decode": "Decode:.*"}
 PD_DEPLOYMENTS = "|".join(SIDE_DEPLOYMENTS.values())
+# The aggregated models beside the pair (infra/settings/models.py): Ray Serve LLM names such a deployment
+# "<server class>:<model>", LLMServer by default (ray/llm/_internal/serve/core/server/builder.py build_llm_deployment,
+# name_prefix), so each series' deployment label names its model.
+MODEL_DEPLOYMENTS = "LLMServer:.*"
+# Every vLLM engine: both sides of the pair and each aggregated model.
+ENGINE_DEPLOYMENTS = f"{PD_DEPLOYMENTS}|{MODEL_DEPLOYMENTS}"
 # Serve's application status gauge: 0=UNKNOWN, 1=DEPLOY_FAILED, 2=UNHEALTHY, 3=NOT_STARTED, 4=DELETING,
 # 5=DEPLOYING, 6=RUNNING (ray/serve/_private/application_state.py, serve_application_status).
 APP_STATUS = "ray_serve_application_status"
@@ -48,14 +54,14 @@ def app_selector(app: str, deployments: str = PD_DEPLOYMENTS) -> str:
     return f'application="{app}", deployment=~"{deployments}"'
 
 
-def with_deployment(expr: str, app: str, labels: str = "deployment") -> str:
+def with_deployment(expr: str, app: str, labels: str = "deployment", deployments: str = PD_DEPLOYMENTS) -> str:
     """`expr` (a vLLM engine series) labelled with the Serve deployment of its replica (`labels`: and the replica).
 
     vLLM's series carry the Ray worker of the replica that runs the engine, not the deployment; the replica's
     request counter carries both. Ray's own Serve LLM dashboard joins them the same way
     (ray/dashboard/modules/metrics/dashboards/serve_llm_dashboard_panels.py, `* on(WorkerId) group_left`).
     """
-    replicas = f"max by (WorkerId, {labels}) ({REQUESTS}{{{app_selector(app)}}} * 0 + 1)"
+    replicas = f"max by (WorkerId, {labels}) ({REQUESTS}{{{app_selector(app, deployments)}}} * 0 + 1)"
     return f"({expr}) * on (WorkerId) group_left ({labels}) {replicas}"
 
 
@@ -69,8 +75,13 @@ def requests_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
     return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app)}}}', window)})"
 
 
-def healthy_replicas(app: str) -> str:
-    return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app)}}})"
+def healthy_replicas(app: str, deployments: str = PD_DEPLOYMENTS) -> str:
+    return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app, deployments)}}})"
+
+
+def requests_per_model(app: str, window: str = RATE_WINDOW) -> str:
+    """Requests each aggregated model's deployment handles (the PD model's are its sides')."""
+    return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app, MODEL_DEPLOYMENTS)}}}', window)})"
 
 
 def side_healthy_replicas(app: str, side: str) -> str:
@@ -79,8 +90,10 @@ def side_healthy_replicas(app: str, side: str) -> str:
     return f"(sum({HEALTHY_REPLICAS}{{{app_selector(app, SIDE_DEPLOYMENTS[side])}}}) or vector(0))"
 
 
-def quantile_per_side(histogram: str, quantile: float, app: str, window: str | None = RATE_WINDOW) -> str:
-    buckets = with_deployment(_over(f"{histogram}_bucket", window), app)
+def quantile_per_side(
+    histogram: str, quantile: float, app: str, window: str | None = RATE_WINDOW, deployments: str = PD_DEPLOYMENTS
+) -> str:
+    buckets = with_deployment(_over(f"{histogram}_bucket", window), app, deployments=deployments)
     return f"histogram_quantile({quantile}, sum by (le, deployment) ({buckets}))"
 
 

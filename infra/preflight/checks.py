@@ -37,6 +37,7 @@ from infra.settings.capacity import (
 )
 from infra.settings.kv_offload import prefix_caching_problem
 from infra.settings.model_sources import is_hub_repo
+from infra.settings.models import ModelSpec
 from infra.settings.quantization import checkpoint_problems, checkpoint_quantization, loaded_weight_bytes
 from infra.settings.regions import Partition
 from infra.settings.stack_config import ConfigError, StackConfig
@@ -123,6 +124,48 @@ def model_capacity(cfg: StackConfig) -> dict[str, Any] | None:
     return engine_capacity(cfg, model)
 
 
+def models_capacity(cfg: StackConfig) -> dict[str, Any]:
+    """The model preflight of each aggregated model (infra/settings/models.py): its source loads (ModelSourceError)
+    and one request of its maxModelLen fits one of its engines (CapacityError), each named by its id."""
+    summaries: dict[str, Any] = {}
+    problems = []
+    for spec in cfg.aggregated_models:
+        try:
+            model = read_model(spec.source, spec.max_model_len, cfg.hf_token_value, spec.language_model_only)
+            for warning in model.warnings:
+                pulumi.log.warn(f"models[id={spec.id!r}]: {warning}")
+            summaries[spec.id] = model_engine_capacity(cfg, spec, model)
+        except (ModelSourceError, CapacityError) as error:
+            problems.append(f"models[id={spec.id!r}]: {error}")
+    if problems:
+        raise ModelSourceError("; ".join(problems))
+    return summaries
+
+
+def model_engine_capacity(cfg: StackConfig, spec: ModelSpec, model: ModelFacts) -> dict[str, Any] | None:
+    """What one engine of an aggregated model holds on a GPU of gpuNodeType, as engine_capacity estimates a side's;
+    None, with a warning, where the model's layout or weights are not known. LoRA's adapter slots are not counted."""
+    layout = kv_layout(model.config, spec.tensor_parallel_size) if model.config else None
+    if model.config is None or layout is None or model.tensors is None:
+        if model.config:
+            pulumi.log.warn(f"models[id={spec.id!r}]: capacity not estimated (its layer kinds or weights are unknown)")
+        return None
+    capacity = EngineCapacity(
+        layout=layout,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        gpu_memory_mib=cfg.topology.node.gpu_memory_mib,
+        gpu_memory_utilization=vllm_default_gpu_memory_utilization(),
+        weight_bytes=loaded_weight_bytes(model.tensors, False),
+        max_model_len=spec.max_model_len,
+        prefix_caching=caches_prefixes(None, layout),
+    )
+    problem = capacity_problem(capacity)
+    if problem:
+        raise CapacityError(problem)
+    pulumi.log.info(f"capacity of models[id={spec.id!r}] {capacity.describe()}")
+    return capacity.summary()
+
+
 def mirrors_model(cfg: StackConfig) -> bool:
     """Whether the stack mirrors modelSource into its own bucket: only a Hub repo is (an s3:// source is read as it
     is, a path in the image needs nothing)."""
@@ -159,6 +202,8 @@ def preflight(cfg: StackConfig) -> DeployFacts:
     attempt(check_capacity_reservation)
     attempt(check_gpu_vcpu_quota)
     capacity = attempt(model_capacity) if cfg.model_preflight else None
+    if cfg.model_preflight and cfg.aggregated_models:
+        capacity = {**(capacity or {}), "models": attempt(models_capacity)}
     bucket = model_cache_bucket(cfg) if mirrors_model(cfg) else None
     if problems:
         raise PreflightError(problems)

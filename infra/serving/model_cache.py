@@ -71,21 +71,28 @@ def cache_uri(bucket: str, repo: str) -> str:
     return f"s3://{bucket}/{CACHE_PREFIX}/{repo}"
 
 
-def reader_policy(partition: str, bucket: str, prefix: str) -> dict[str, Any]:
+def reader_policy(partition: str, bucket: str, prefix: str, adapter_prefixes: tuple[str, ...] = ()) -> dict[str, Any]:
     """Read the objects under `prefix/` and list only that prefix: Ray's S3FileSystem reads `<prefix>/hash`, lists
     the folder with Prefix `<prefix>/` (ray/llm/_internal/common/utils/cloud_filesystem/s3_filesystem.py
     download_files: ListObjectsV2, which needs s3:ListBucket on the bucket, narrowed by the s3:prefix condition
     key) and downloads each object (GetObject) (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
-    amazon-s3-policy-keys.html, "Limit the list to a prefix")."""
+    amazon-s3-policy-keys.html, "Limit the list to a prefix"). The same for each model's LoRA adapters' prefix
+    (infra/settings/models.py): Ray lists its folders as the adapters and downloads one on its first request
+    (ray/llm/_internal/common/utils/lora_utils.py get_lora_model_ids, download_lora_adapter)."""
+    prefixes = (prefix, *adapter_prefixes)
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:{partition}:s3:::{bucket}/{prefix}/*"]},
+            {
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [f"arn:{partition}:s3:::{bucket}/{each}/*" for each in prefixes],
+            },
             {
                 "Effect": "Allow",
                 "Action": ["s3:ListBucket"],
                 "Resource": [f"arn:{partition}:s3:::{bucket}"],
-                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
+                "Condition": {"StringLike": {"s3:prefix": [form for each in prefixes for form in (f"{each}/*", each)]}},
             },
         ],
     }
@@ -184,6 +191,8 @@ class ModelCacheArgs:
     retain_bucket_on_destroy: bool = False
     hf_token: pulumi.Input[str] | None = None  # for a gated repo: the mirror reads it from its own Secret
     tags: Mapping[str, str] = field(default_factory=dict)  # on the bucket and the IAM roles
+    # Key prefixes in the bucket the workers also read: the LoRA adapters of the aggregated models.
+    adapter_prefixes: tuple[str, ...] = ()
 
 
 def model_cache_args_errors(args: ModelCacheArgs) -> list[InputPropertyErrorDetails]:
@@ -223,7 +232,11 @@ class ModelCache(pulumi.ComponentResource):
         bucket_name, prefix = split_s3_uri(args.uri)
         self._oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
         reader = self._role(
-            "reader", args, args.namespace, READER_SERVICE_ACCOUNT, reader_policy(args.partition, bucket_name, prefix)
+            "reader",
+            args,
+            args.namespace,
+            READER_SERVICE_ACCOUNT,
+            reader_policy(args.partition, bucket_name, prefix, args.adapter_prefixes),
         )
         self.reader_role_arn = reader.arn
         self.mirror = None

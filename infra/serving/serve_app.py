@@ -38,7 +38,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
-from infra.serving.serve_config import AUTOSCALE_CODE
+from infra.serving.serve_config import AUTOSCALE_CODE, MODELS_CODE
 from infra.settings.kinds import DNS_LABEL_PATTERN
 
 # What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
@@ -125,6 +125,9 @@ class ServingArgs:
     prefix_routing: bool = False
     # A side scales on a latency objective: the policy's code as a ConfigMap the pods mount (serve_config.py).
     latency_policy: bool = False
+    # Aggregated models beside the PD pair: the stack's app builder as a ConfigMap the pods mount
+    # (infra/serving/serve_config.py MODELS_CODE).
+    models_builder: bool = False
     # The serve edge's configuration, as the ConfigMap the worker pods mount (infra/serving/edge.py).
     edge: Edge | None = None
 
@@ -371,12 +374,14 @@ def _rayservice_inputs(
         inputs.extend(serve_auth_objects(args, children, cluster.provider, namespace))
     if args.gcs_store is not None:
         inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, cluster.provider, namespace))
-    if args.prefix_routing:
-        opts = children.opts(provider=cluster.provider, depends_on=[namespace])
-        inputs.append(code_config_map(prefix_routing.CODE, children, args.namespace, opts))
-    if args.latency_policy:
-        opts = children.opts(provider=cluster.provider, depends_on=[namespace])
-        inputs.append(code_config_map(AUTOSCALE_CODE, children, args.namespace, opts))
+    for package, used in (
+        (prefix_routing.CODE, args.prefix_routing),
+        (AUTOSCALE_CODE, args.latency_policy),
+        (MODELS_CODE, args.models_builder),
+    ):
+        if used:
+            opts = children.opts(provider=cluster.provider, depends_on=[namespace])
+            inputs.append(code_config_map(package, children, args.namespace, opts))
     if args.edge is not None:
         inputs.append(
             k8s.core.v1.ConfigMap(

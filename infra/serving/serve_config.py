@@ -16,12 +16,18 @@ from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
 from infra.settings.autoscaling import ScalingPace, policy_kwargs
 from infra.settings.kv_offload import with_host_tier
+from infra.settings.model_sources import split_s3_uri
+from infra.settings.models import ModelSpec
 from infra.settings.prefix_caching import PD_MAMBA_CACHE_MODE
 
 if TYPE_CHECKING:
     from infra.settings.stack_config import ServeSide, StackConfig
 
 PD_IMPORT_PATH = "ray.serve.llm:build_pd_openai_app"
+# Ray 2.58's PD builder binds one model to its ingress (prefill_decode/builder.py build_pd_openai_app: llm_deployments
+# of the decode config's model alone), and build_openai_app no PD pair: the stack's builder binds both to one ingress.
+MODELS_CODE = CodePackage("ray_llm_eks_models", "models-builder-code", "/opt/ray-llm-eks/models-builder")
+MODELS_IMPORT_PATH = f"{MODELS_CODE.package}.builder:build_models_app"
 KV_CONNECTOR = "NixlConnector"
 # NIXL picks UCX by default, which runs at TCP speed on EKS without an error. LIBFABRIC rides EFA.
 NIXL_EFA_BACKEND = "LIBFABRIC"
@@ -75,10 +81,17 @@ class ServeAppArgs:
     api_key_auth: bool  # our ingress asks for a key (infra/serving/serve_auth.py)
     scaling_pace: ScalingPace  # Serve's delays and the objectives' percentile, with serveAutoscaling
     model_hybrid: bool | None = None  # the model has Mamba-type state; None where the project does not know
+    # The models served by an engine each beside the PD pair (infra/settings/models.py), and the model cache bucket
+    # their adapters load from.
+    aggregated_models: tuple[ModelSpec, ...] = ()
+    adapter_bucket: str | None = None
 
 
-def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> ServeAppArgs:
-    """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set."""
+def serve_app_args(
+    cfg: StackConfig, model_cache_uri: str | None = None, adapter_bucket: str | None = None
+) -> ServeAppArgs:
+    """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set; its
+    bucket holds the adapters, unless `adapter_bucket` names another (the GPU smoke's local S3 server)."""
     return ServeAppArgs(
         name=application_name(cfg),
         model_id=cfg.model_id,
@@ -94,6 +107,8 @@ def serve_app_args(cfg: StackConfig, model_cache_uri: str | None = None) -> Serv
         api_key_auth=cfg.serve_api_key_auth,
         scaling_pace=cfg.scaling_pace,
         model_hybrid=cfg.model_hybrid,
+        aggregated_models=cfg.aggregated_models,
+        adapter_bucket=adapter_bucket or (split_s3_uri(model_cache_uri)[0] if model_cache_uri else None),
     )
 
 
@@ -136,7 +151,8 @@ def ingress_deployment_config(args: ServeAppArgs) -> dict[str, Any]:
     stream's time to finish (the builder merges these into its own options, ray/llm/_internal/common/dict_utils.py
     `maybe_apply_llm_deployment_config_defaults`). Two ingress replicas where both sides have two or more, else the
     builder's default; a `num_replicas` drops OpenAiIngress's autoscaling default, which Serve refuses beside it."""
-    options: dict[str, Any] = {"graceful_shutdown_timeout_s": longest_stream_s(args.max_model_len)}
+    longest_context = max([args.max_model_len, *(model.max_model_len for model in args.aggregated_models)])
+    options: dict[str, Any] = {"graceful_shutdown_timeout_s": longest_stream_s(longest_context)}
     if min(args.prefill.replicas, args.decode.replicas) >= ROLLING_INGRESS_REPLICAS:
         options["num_replicas"] = ROLLING_INGRESS_REPLICAS
     return {"ingress_deployment_config": options}
@@ -209,11 +225,12 @@ def llm_config(args: ServeAppArgs, side: str) -> dict[str, Any]:
 
 def code_packages(args: ServeAppArgs) -> list[CodePackage]:
     """The stack code the app loads (infra/serving/code_package.py): the API-key ingress, the prefix router, the
-    latency-objective policy."""
+    latency-objective policy, the several-model builder."""
     wanted = {
         serve_auth.CODE: args.api_key_auth,
         prefix_routing.CODE: routes_by_prefix(args),
         AUTOSCALE_CODE: scales_on_latency(args),
+        MODELS_CODE: bool(args.aggregated_models),
     }
     return [package for package, used in wanted.items() if used]
 
@@ -233,18 +250,51 @@ def application_name(cfg: StackConfig) -> str:
 def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
     """The app; with API keys on, the PD builder's ingress is ours (infra/serving/serve_auth.py), and a side that routes
     by prefix names the stack's router (infra/serving/prefix_routing.py), each loaded from a zip the app's runtime_env
-    names, on top of what the image has. Serve's proxy listens behind the edge, on each pod's loopback
+    names, on top of what the image has. With aggregated models beside the PD pair, the stack's builder binds them all
+    to the one ingress (serve_ext/ray_llm_eks_models). Serve's proxy listens behind the edge, on each pod's loopback
     (infra/serving/edge.py)."""
-    app: dict[str, Any] = {"name": args.name, "import_path": PD_IMPORT_PATH, "route_prefix": "/"}
+    import_path = MODELS_IMPORT_PATH if args.aggregated_models else PD_IMPORT_PATH
+    app: dict[str, Any] = {"name": args.name, "import_path": import_path, "route_prefix": "/"}
     code = [package.uri() for package in code_packages(args)]
     if code:
         app["runtime_env"] = {"py_modules": code}
+    pd_pair = {f"{side}_config": llm_config(args, side) for side in PD_SIDES}
+    models = {"llm_configs": [aggregated_llm_config(args, model) for model in args.aggregated_models]}
     app["args"] = {
-        **{f"{side}_config": llm_config(args, side) for side in PD_SIDES},
+        **(models | {"pd_config": pd_pair} if args.aggregated_models else pd_pair),
         **ingress_deployment_config(args),
         **(serve_auth.ingress_args() if args.api_key_auth else {}),
     }
     return {"http_options": edge.serve_http_options(), "applications": [app]}
+
+
+def aggregated_llm_config(args: ServeAppArgs, model: ModelSpec) -> dict[str, Any]:
+    """One engine of the model per replica (Ray Serve LLM's LLMServer); with adapters, vLLM's LoRA (enable_lora: a
+    batch of at most max_loras adapters of rank max_lora_rank or less) and Ray's dynamic loading of each adapter from
+    its folder under the model's prefix in the cache bucket, on the first request that names it."""
+    engine: dict[str, Any] = {
+        "max_model_len": model.max_model_len,
+        "language_model_only": model.language_model_only,
+        "tensor_parallel_size": model.tensor_parallel_size,
+    }
+    if model.max_num_seqs is not None:
+        engine["max_num_seqs"] = model.max_num_seqs
+    config: dict[str, Any] = {
+        "model_loading_config": model_loading_config(model.id, model.source),
+        "engine_kwargs": engine,
+        "placement_group_config": {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": PLACEMENT_STRATEGY},
+        "deployment_config": {
+            "num_replicas": model.replicas,
+            "graceful_shutdown_timeout_s": longest_stream_s(model.max_model_len),
+        },
+    }
+    if model.adapters:
+        engine.update(enable_lora=True, max_loras=model.max_adapters_per_replica, max_lora_rank=model.max_adapter_rank)
+        config["lora_config"] = {
+            "dynamic_lora_loading_path": f"s3://{args.adapter_bucket}/{model.adapter_prefix}",
+            "max_num_adapters_per_replica": model.max_adapters_per_replica,
+        }
+    return config
 
 
 # What Serve 2.58 hashes into an application's code version, whose change restarts every replica of it

@@ -30,8 +30,17 @@ from infra.settings.instance_types import (
 )
 from infra.settings.kinds import (
     INSTANCE_TYPE_PATTERN,
+    MAX_MODEL_LEN,
 )
 from infra.settings.model_sources import model_source_problem
+from infra.settings.models import (
+    ModelSpec,
+    adapter_bucket_problems,
+    one_way_problems,
+    parse_models,
+    pd_model_values,
+    stack_models,
+)
 from infra.settings.prefix_caching import prefix_routing_problem
 from infra.settings.reader import (
     Reader,
@@ -108,6 +117,7 @@ COMPOSED_FIELDS = frozenset(
         "ray_token_auth",
         "alert_slack_webhook_url",
         "alert_pagerduty_routing_key",
+        "models",
     }
 )
 
@@ -126,12 +136,18 @@ def load_config(
     config = config or pulumi.Config()
     read = Reader(config, aws_config or pulumi.Config("aws"))
     values = {setting.key: read.read(setting) for setting in SETTINGS}
+    listed, model_problems = parse_models(values["models"], MAX_MODEL_LEN)
+    defaults = {setting.key: setting.default for setting in SETTINGS}
+    read.problems.extend([*model_problems, *one_way_problems(values, listed, defaults)])
+    values.update(pd_model_values(listed))
+    models = stack_models(values, listed)
+    read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
     api_keys = read_api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
     prefill = serve_side(values, read.problems, "prefill", values["serveAutoscaling"])
     decode = serve_side(values, read.problems, "decode", values["serveAutoscaling"])
     shape = _gpu_shape(values, read.problems, describe_instance_type)
-    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys)
+    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys, models)
     read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
     read.problems.extend(encrypted_setting_problems(config))
     settings = every_setting()
@@ -192,6 +208,7 @@ def _stack_config(
     prefill: ServeSide,
     decode: ServeSide,
     api_keys: tuple[str, ...],
+    models: tuple[ModelSpec, ...],
 ) -> StackConfig:
     """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
     keyword arguments, so that mypy checks their types."""
@@ -217,7 +234,8 @@ def _stack_config(
         ),
         # None only where gpuNodeType is unfit, a problem already recorded: this config is refused below, after the
         # other checks (which skip what needs the layout) have added theirs.
-        topology=layout_topology(values, read.problems, shape, prefill, decode),  # type: ignore[arg-type]
+        topology=layout_topology(values, read.problems, shape, prefill, decode, models),  # type: ignore[arg-type]
+        models=models,
         kv_buffer_device=resolve_kv_buffer_device(values["kvBufferDevice"], values["gpuNodeType"]),
         ray_token_auth=values["rayAuthMode"] == "token"
         or (values["rayAuthMode"] == "auto" and has_ray_token_auth(values["kuberayVersion"])),

@@ -219,6 +219,24 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "read as it is; between the two the alerts' first-deploy deadline gains or loses the mirror's timeout",
         ),
         Setting(
+            "models",
+            Text(),
+            "[]",
+            "Several models behind the one endpoint, as a JSON list (docs/models.md): each with id, source, "
+            "serving (pd or aggregated), and for an aggregated model replicas, tensorParallelSize, maxNumSeqs, "
+            "placement (own-nodes or spare-gpus) and LoRA adapters kept under adapterPrefix in the model cache "
+            "bucket. Empty: the one model of modelId/modelSource; a list names every model, one of them pd, and "
+            "leaves modelId and modelSource at their defaults (the pd model's engines stay the keys').",
+            feeds="models",
+            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
+            change_note=(
+                "the models are one Serve application, whose args Serve 2.58 restarts every replica for: adding, "
+                "removing or changing a model restarts every engine, the PD pair's too (on own-nodes the GPU node "
+                "group and the worker pods resize, which replaces the RayService); an adapter uploaded under "
+                "adapterPrefix, or one more name in adapters, changes no serve config and restarts nothing"
+            ),
+        ),
+        Setting(
             "maxModelLen",
             Integer(
                 1,

@@ -34,6 +34,7 @@ from infra.settings.kinds import (
     maintenance_window_minutes,
 )
 from infra.settings.kv_offload import node_memory_problem, prefix_caching_problem
+from infra.settings.models import AGGREGATED, OWN_NODES, ModelSpec, model_layout_problems
 from infra.settings.prefix_caching import engine_prefix_caching, routes_by_prefix
 from infra.settings.quantization import fp8_problems
 from infra.settings.reader import (
@@ -226,7 +227,12 @@ def _batched_tokens_problem(side: str, max_num_seqs: int, max_num_batched_tokens
 
 
 def layout_topology(
-    values: Mapping[str, Any], problems: list[str], shape: InstanceShape | None, prefill: ServeSide, decode: ServeSide
+    values: Mapping[str, Any],
+    problems: list[str],
+    shape: InstanceShape | None,
+    prefill: ServeSide,
+    decode: ServeSide,
+    models: tuple[ModelSpec, ...] = (),
 ) -> Topology | None:
     """The layout on GPU nodes; its problems are recorded."""
     # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
@@ -239,8 +245,9 @@ def layout_topology(
         values["pipelineParallelSize"],
         shape,
         most_replicas=prefill.most_replicas + decode.most_replicas,
+        model_gpus=sum(model.gpus for model in models if model.serving == AGGREGATED and model.placement == OWN_NODES),
     )
-    layout_problems = topology_problems(topology)
+    layout_problems = topology_problems(topology) + model_layout_problems(topology, models)
     problems.extend(layout_problems)
     if not layout_problems:
         if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:

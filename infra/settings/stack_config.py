@@ -14,6 +14,7 @@ from infra.settings.kinds import (
     GCS_REDIS,
     NEW_CLUSTER,
 )
+from infra.settings.models import AGGREGATED, ModelSpec
 from infra.settings.topology import Topology
 
 
@@ -117,10 +118,13 @@ class StackConfig:
     ray_version: str
     ray_service_name: str
     namespace: str
+    # The PD model: modelId/modelSource, or the `models` list's pd entry.
     model_id: str
     model_source: str
     max_model_len: int
     language_model_only: bool  # vLLM language_model_only: no vision tower, no image inputs
+    # Every model behind the endpoint (infra/settings/models.py), the PD one first.
+    models: tuple[ModelSpec, ...]
     prefill: ServeSide
     decode: ServeSide
     topology: Topology
@@ -187,6 +191,11 @@ class StackConfig:
     @property
     def model_hybrid(self) -> bool | None:
         return model_hybrid(self.model_source)
+
+    @property
+    def aggregated_models(self) -> tuple[ModelSpec, ...]:
+        """The models served by an engine each, beside the PD pair."""
+        return tuple(model for model in self.models if model.serving == AGGREGATED)
 
     @property
     def gpu_node_count(self) -> int:

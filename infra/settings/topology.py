@@ -49,6 +49,10 @@ class Topology:
     node: InstanceShape
     # Prefill plus decode replicas at most, when Ray Serve autoscales (0: the fixed count).
     most_replicas: int = 0
+    # GPUs of the aggregated models placed on nodes of their own (infra/settings/models.py OWN_NODES). The node
+    # types' GPU counts (1, 4, 8) and the divisors a replica may take are powers of two, so whole replicas fill
+    # the nodes and the GPUs divided by a node's are the nodes they need.
+    model_gpus: int = 0
 
     @property
     def gpus_per_replica(self) -> int:
@@ -63,9 +67,25 @@ class Topology:
         return self.prefill_replicas + self.decode_replicas
 
     @property
+    def pd_nodes(self) -> int:
+        """Nodes of the prefill/decode replicas Ray Serve starts with."""
+        return math.ceil(self.replicas / self.replicas_per_node)
+
+    @property
+    def model_nodes(self) -> int:
+        """Nodes of the aggregated models placed on their own."""
+        return math.ceil(self.model_gpus / self.node.gpus)
+
+    @property
+    def spare_gpus(self) -> int:
+        """GPUs the PD replicas leave idle on their nodes even at their most (what a model on spare GPUs may take);
+        none where Ray Serve may scale the pair past them."""
+        return max(0, self.pd_nodes * self.node.gpus - self.peak_replicas * self.gpus_per_replica)
+
+    @property
     def gpu_nodes(self) -> int:
         """Nodes for the replicas Ray Serve starts with (and keeps, when it autoscales)."""
-        return math.ceil(self.replicas / self.replicas_per_node)
+        return self.pd_nodes + self.model_nodes
 
     @property
     def peak_replicas(self) -> int:
@@ -75,7 +95,7 @@ class Topology:
     @property
     def most_gpu_nodes(self) -> int:
         """Nodes for the most replicas Ray Serve may scale to."""
-        return math.ceil(self.peak_replicas / self.replicas_per_node)
+        return math.ceil(self.peak_replicas / self.replicas_per_node) + self.model_nodes
 
     @property
     def arithmetic(self) -> str:
@@ -84,7 +104,9 @@ class Topology:
             f"({self.prefill_replicas} prefill + {self.decode_replicas} decode replicas) x "
             f"{self.gpus_per_replica} GPU(s) each (tensorParallelSize={self.tensor_parallel_size} x "
             f"pipelineParallelSize={self.pipeline_parallel_size}), {self.replicas_per_node} replica(s) per "
-            f"{self.node.instance_type} of {self.node.gpus} GPU(s) -> {self.gpu_nodes} GPU node(s)"
+            f"{self.node.instance_type} of {self.node.gpus} GPU(s)"
+            + (f" + {self.model_gpus} GPU(s) of models on their own nodes" if self.model_gpus else "")
+            + f" -> {self.gpu_nodes} GPU node(s)"
         )
 
 

@@ -10,10 +10,13 @@ exits 0 only when every step passed. `--aggregated` serves the same model withou
 (`build_openai_app`, one replica, one GPU) as the baseline; `--share-gpu` puts prefill and decode on one
 GPU; `--update-scenario OUT.json` then replays KubeRay's in-place update (a good change, a broken one, the
 rollback) under traffic and judges each with the stack's rollout verdict (`infra.serving.rollout_status`);
-`--metrics-out FILE` scrapes Ray's metrics export; `--dry-run` only builds, prints and validates the
+`--metrics-out FILE` scrapes Ray's metrics export; with a `models` list (`--config models=...`) each model beside
+the pair loads from `--model-dir-of ID=DIR` and `--adapters-dir` serves their LoRA adapters from a local S3 server,
+then every model and adapter must answer (lab/smoke/models.py); `--dry-run` only builds, prints and validates the
 config. `python -m lab.tiny_model DIR` makes a model for it with no model hub.
 
 The package by job, each module importing only those before it: `host` and `document` (what the overrides read),
 `overrides`, `app` (the config this run serves), `deploy`, then the checks (`logs`, `checks`, `auth`, `metrics`,
-`bench`, `update`), `args` and `run`, which plays them in order; `__main__` runs it.
+`bench`, `update`, `models`: several models and their adapters, docs/models.md), `args` and `run`, which plays them
+in order; `__main__` runs it.
 """

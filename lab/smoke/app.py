@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.serving.code_package import ZIP_TOP
-from infra.serving.serve_config import PD_IMPORT_PATH, build_serve_config, code_packages, serve_app_args
+from infra.serving.serve_config import (
+    MODELS_IMPORT_PATH,
+    PD_IMPORT_PATH,
+    build_serve_config,
+    code_packages,
+    serve_app_args,
+)
 from infra.settings.rules_serving import API_KEYS_SETTING
 from tools.offline import load_stack_config, stack_file
 from tools.project import PROJECT
@@ -27,20 +33,28 @@ from lab.smoke.overrides import (
     aggregated_overrides,
     auth_overrides,
     code_overrides,
+    model_overrides,
     pd_overrides,
 )
+
+# The bucket of the smoke's local S3 server the adapters load from (lab/smoke/models.py stages them there).
+ADAPTER_BUCKET = "models-proof"
 
 
 def smoke_serve_config(
     cfg: StackConfig, opts: SmokeOptions, host: HostFacts
 ) -> tuple[dict[str, Any], dict[str, Any], list[Override]]:
     """(production config, smoke config, the overrides that turn one into the other)."""
-    production = build_serve_config(serve_app_args(cfg))
-    if production["applications"][0]["import_path"] != PD_IMPORT_PATH:
+    production = build_serve_config(serve_app_args(cfg, adapter_bucket=ADAPTER_BUCKET))
+    import_path = production["applications"][0]["import_path"]
+    if import_path not in (PD_IMPORT_PATH, MODELS_IMPORT_PATH):
         raise ValueError(f"expected the prefill/decode app ({PD_IMPORT_PATH}) from build_serve_config")
+    if opts.aggregated and import_path == MODELS_IMPORT_PATH:
+        raise ValueError("--aggregated is the one-model baseline; the stack serves several models (models)")
     build = aggregated_overrides if opts.aggregated else pd_overrides
     code = code_overrides(code_packages(serve_app_args(cfg)), opts)
-    overrides = build(production, opts, host) + code + auth_overrides(production, opts)
+    overrides = build(production, opts, host) + model_overrides(production, opts, host)
+    overrides += code + auth_overrides(production, opts)
     smoke = copy.deepcopy(production)
     for override in overrides:
         if override.remove and not has_path(production, override.path):

@@ -30,6 +30,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     _update_options(parser)
     args = parser.parse_args(argv)
     args.config = key_value_pairs(args.config, "--config", parser)
+    args.model_dir_of = {
+        key: Path(value) for key, value in key_value_pairs(args.model_dir_of, "--model-dir-of", parser).items()
+    }
     unknown_workloads = set(args.bench_workload) - set(BENCH_WORKLOADS)
     if unknown_workloads:
         parser.error(f"--bench-workload {','.join(sorted(unknown_workloads))}: allowed are {','.join(BENCH_WORKLOADS)}")
@@ -66,6 +69,19 @@ def _app_options(parser: argparse.ArgumentParser) -> None:
         help="serve the app as a stack with an exposed endpoint emits it, behind the API-key ingress, with two fresh "
         "keys; check that a request without one is refused, each key is served, a rotated keys file is honoured, and "
         "no key reaches Ray's logs",
+    )
+    group.add_argument(
+        "--model-dir-of",
+        action="append",
+        default=[],
+        metavar="ID=DIR",
+        help="local directory of a model the stack serves beside the pair (--config models=...; docs/models.md)",
+    )
+    group.add_argument(
+        "--adapters-dir",
+        type=Path,
+        help="folders of the listed LoRA adapters (python -m lab.lora_adapters adapters), served from a local S3 "
+        "server where the serve config loads them; then check every model and adapter answers",
     )
     group.add_argument("--dry-run", action="store_true", help="build, print and validate the config; start nothing")
 

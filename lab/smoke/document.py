@@ -90,8 +90,21 @@ def unexplained_changes(before: Any, after: Any, overrides: list[Override]) -> s
     }
 
 
+def pair_path(cfg_doc: dict[str, Any]) -> Path_:
+    """Where the PD pair's configs are: the app's args, or their `pd_config` where the stack's several-model builder
+    serves other models beside it (infra/serving/serve_config.py MODELS_IMPORT_PATH)."""
+    args = cfg_doc["applications"][0]["args"]
+    return ("applications", 0, "args", *(("pd_config",) if "pd_config" in args else ()))
+
+
+def pair_args(cfg_doc: dict[str, Any]) -> dict[str, Any]:
+    args: dict[str, Any] = cfg_doc["applications"][0]["args"]
+    pair: dict[str, Any] = args.get("pd_config", args)
+    return pair
+
+
 def side_config(cfg_doc: dict[str, Any], side: str) -> dict[str, Any]:
-    config: dict[str, Any] = cfg_doc["applications"][0]["args"][f"{side}_config"]
+    config: dict[str, Any] = pair_args(cfg_doc)[f"{side}_config"]
     return config
 
 
@@ -111,13 +124,16 @@ def engines_of(cfg_doc: dict[str, Any]) -> int:
 
 
 def engine_configs(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The LLMConfigs of a serve config: prefill and decode, or the baseline's one (the documents themselves)."""
+    """The LLMConfigs of a serve config: prefill and decode, or the baseline's one, and the models beside the pair
+    (the documents themselves)."""
     args = config["applications"][0]["args"]
-    return args["llm_configs"] if "llm_configs" in args else [args[f"{side}_config"] for side in PD_SIDES]
+    pair = pair_args(config)
+    sides = [pair[f"{side}_config"] for side in PD_SIDES] if "decode_config" in pair else []
+    return sides + list(args.get("llm_configs", []))
 
 
 def served_engine(smoke: dict[str, Any]) -> dict[str, Any]:
     """The engine config the ingress routes to: decode in the PD app, the one engine in the baseline."""
-    args = smoke["applications"][0]["args"]
-    engine: dict[str, Any] = args["decode_config"] if "decode_config" in args else args["llm_configs"][0]
+    pair = pair_args(smoke)
+    engine: dict[str, Any] = pair["decode_config"] if "decode_config" in pair else pair["llm_configs"][0]
     return engine

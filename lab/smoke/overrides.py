@@ -5,7 +5,7 @@ of the GPU, distinct ports for two engines, a transport this host can carry, the
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from lab.smoke.document import (
     engine_configs,
     engine_replicas,
     engines_of,
+    pair_path,
     side_config,
     side_replicas,
 )
@@ -32,6 +33,8 @@ AGGREGATED_IMPORT_PATH = "ray.serve.llm:build_openai_app"
 # vLLM 0.26 puts a TCPStore on VLLM_DP_MASTER_PORT + 100 in every engine: two engines on one host
 # collide on the default unless each side gets its own (on EKS they are on separate pods).
 DP_MASTER_PORTS = {"prefill": 29500, "decode": 31500}
+# The models beside the pair (docs/models.md) take the next ones, one every 2000 like the sides'.
+MODEL_DP_MASTER_PORT_BASE, DP_MASTER_PORT_STEP = 33500, 2000
 
 
 # Both engines on one GPU (measured: lab/records/gpu-end-to-end.md, "Updating a running app"): each replica's one
@@ -77,6 +80,8 @@ class SmokeOptions:
     shared_gpu_executor: str = "v2"  # a SHARED_GPU_EXECUTORS key: the Ray executor of replicas sharing the GPU
     auth_dir: Path | None = None  # --api-key-auth: the keys file, written here
     code_dir: Path | None = None  # the zips of the stack code the app loads (infra/serving/code_package.py)
+    # The local directory of each model beside the pair, by its id (docs/models.md): --model-dir-of ID=DIR.
+    model_dirs: tuple[tuple[str, Path], ...] = ()
 
 
 def _emulated_gpu_overrides(
@@ -193,7 +198,7 @@ def shared_gpu_bundles(fraction: float) -> dict[str, Any]:
 def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
     overrides: list[Override] = []
     for side in PD_SIDES:
-        llm: Path_ = ("applications", 0, "args", f"{side}_config")
+        llm: Path_ = (*pair_path(cfg_doc), f"{side}_config")
         env = (*llm, "runtime_env", "env_vars")
         engine_kwargs = side_config(cfg_doc, side)["engine_kwargs"]
         transfer = engine_kwargs["kv_transfer_config"]
@@ -228,7 +233,7 @@ def pd_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -
 
 def _share_gpu_overrides(cfg_doc: dict[str, Any], side: str, executor: str) -> list[Override]:
     """--share-gpu: every engine of the app on the one GPU, each replica's bundle an equal share of it."""
-    llm: Path_ = ("applications", 0, "args", f"{side}_config")
+    llm: Path_ = (*pair_path(cfg_doc), f"{side}_config")
     replicas = side_replicas(cfg_doc, side)
     return shared_gpu_overrides(llm, side, engines_of(cfg_doc), replicas, executor)
 
@@ -369,6 +374,32 @@ def aggregated_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: Host
             else []
         ),
     ]
+
+
+def model_overrides(cfg_doc: dict[str, Any], opts: SmokeOptions, host: HostFacts) -> list[Override]:
+    """Each model beside the pair (the several-model builder's llm_configs) as every engine on this host needs it, from
+    its own local directory, with a TCPStore port of its own."""
+    dirs = dict(opts.model_dirs)
+    overrides: list[Override] = []
+    for index, engine in enumerate(cfg_doc["applications"][0]["args"].get("llm_configs", [])):
+        model_id = engine["model_loading_config"]["model_id"]
+        if model_id not in dirs:
+            raise ValueError(f"the stack serves model {model_id!r} beside the pair: give --model-dir-of {model_id}=DIR")
+        llm: Path_ = ("applications", 0, "args", "llm_configs", index)
+        own = replace(opts, model_dir=dirs[model_id])
+        overrides += _engine_overrides(llm, model_id, engine["engine_kwargs"], own, host)
+        overrides.append(
+            Override(
+                "dp_master_port",
+                (*llm, "runtime_env", "env_vars", "VLLM_DP_MASTER_PORT"),
+                str(MODEL_DP_MASTER_PORT_BASE + DP_MASTER_PORT_STEP * index),
+                f"{model_id}: engines on one host need distinct TCPStore ports",
+            )
+        )
+        if opts.share_gpu:
+            replicas = engine_replicas(engine)
+            overrides += shared_gpu_overrides(llm, model_id, engines_of(cfg_doc), replicas, opts.shared_gpu_executor)
+    return overrides
 
 
 def code_overrides(packages: list[CodePackage], opts: SmokeOptions) -> list[Override]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.settings.kv_offload import nixl_config
+from lab.s3_load import local_s3
 from lab.smoke.app import serve_stack_config, smoke_serve_config, validate_with_ray, write_code_packages
 from lab.smoke.args import parse_args
 from lab.smoke.auth import AUTH_KEY_COUNT, check_auth, check_no_key_in_logs, write_auth_files
@@ -22,6 +23,7 @@ from lab.smoke.document import engines_of, format_path, served_engine, unexplain
 from lab.smoke.host import detect_host, gpu_count, gpu_memory_mib, model_has_mamba_state
 from lab.smoke.logs import ANSI_ESCAPE, NIXL_DEBUG_LOGGING, check_nixl_logs, report_engine_memory
 from lab.smoke.metrics import METRICS_PORT, METRICS_REPORT_WAIT_S, scrape_metrics, write_metrics
+from lab.smoke.models import check_models, stage_adapters
 from lab.smoke.overrides import AUTH_KEYS_FILE, VLLM_DEFAULT_GPU_MEMORY_UTILIZATION, SmokeOptions, gpus_needed
 from lab.smoke.update import missing_model_dir, run_update_scenario, update_steps
 from tools.probe import CheckResult, Report
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(json.dumps(smoke, indent=2))
         return 0
-    report = run_smoke(smoke, opts, args, api_keys)
+    report = run_with_adapters(smoke, opts, args, api_keys)
     print(report.verdict("SMOKE"), flush=True)
     return 0 if report.ok else 1
 
@@ -73,6 +75,7 @@ def smoke_options(args: argparse.Namespace, work_dir: Path, api_keys: tuple[str,
         shared_gpu_executor=args.shared_gpu_executor,
         auth_dir=work_dir if api_keys else None,
         code_dir=work_dir,
+        model_dirs=tuple((model_id, path.resolve()) for model_id, path in args.model_dir_of.items()),
     )
 
 
@@ -119,6 +122,22 @@ def build_app(
             validate_with_ray(step.config)
             print(f"update {step.name} ({step.change}): config valid, expected verdict {step.expected}")
     return smoke
+
+
+def run_with_adapters(
+    smoke: dict[str, Any], opts: SmokeOptions, args: argparse.Namespace, api_keys: tuple[str, ...]
+) -> Report:
+    """The run, inside a local S3 server holding the listed adapters where the serve config loads them
+    (lab/smoke/models.py) when --adapters-dir gives them."""
+    if args.adapters_dir is None:
+        return run_smoke(smoke, opts, args, api_keys)
+    cfg = serve_stack_config(args.stack, args.config, api_keys)
+    with tempfile.TemporaryDirectory(prefix="ray-llm-adapters-") as root:
+        for staged in stage_adapters(cfg, args.adapters_dir, Path(root)):
+            print(f"adapter staged at {staged}")
+        with local_s3(Path(root)) as endpoint:
+            print(f"adapters served by rclone's S3 server at {endpoint}")
+            return run_smoke(smoke, opts, args, api_keys)
 
 
 def run_smoke(
@@ -204,6 +223,8 @@ def check_serving(
     if api_keys and opts.auth_dir is not None:
         api_keys = (*api_keys, check_auth(report, model_id, api_keys, opts.auth_dir / AUTH_KEYS_FILE))
     run_requests(report, model_id, args.max_tokens, args.requests, api_key=api_key)
+    if "pd_config" in smoke["applications"][0]["args"]:
+        check_models(report, serve_stack_config(args.stack, args.config, api_keys), api_key)
     if not opts.aggregated:
         backend = nixl_config(served["engine_kwargs"]["kv_transfer_config"])["kv_connector_extra_config"]["backends"][0]
         check_nixl_logs(report, ray_temp_dir, backend)

@@ -13,7 +13,7 @@ import pytest
 from infra.settings.capacity import ALIGN_STATE_BLOCKS, UNCACHED_STATE_BLOCKS
 from infra.settings.prefix_caching import ATTENTION_ONLY, AUTO_PREFILL, DECODE, HYBRID, PD_MAMBA_CACHE_MODE
 from infra.settings.quantization import FP8_WEIGHTS_MIN_CAPABILITY, KV_CACHE_DTYPES
-from lab.tests.vllm_source import engine_args_fields, vllm_method, vllm_tree
+from lab.tests.vllm_source import engine_args_fields, vllm_class, vllm_method, vllm_tree
 
 # --- prefix caching ---
 
@@ -104,3 +104,31 @@ def test_fp8_weights_need_the_capability_fp8config_states():
     ]
     (statement,) = method.body
     assert statement.value.value == FP8_WEIGHTS_MIN_CAPABILITY[0] * 10 + FP8_WEIGHTS_MIN_CAPABILITY[1]
+
+
+def class_bases(name: str, class_name: str) -> set[str]:
+    return {ast.unparse(base) for base in vllm_class(name, class_name).bases}
+
+
+def test_the_default_architecture_takes_lora():
+    """vllm/model_executor/models/qwen3_5.py: Qwen3_5ForConditionalGeneration (the default model's and the tiny
+    model's architecture) is a Qwen3VLForConditionalGeneration, which declares SupportsLoRA (qwen3_vl.py):
+    docs/models.md serves its adapters on an aggregated model."""
+    assert "Qwen3VLForConditionalGeneration" in class_bases("qwen3_5.py", "Qwen3_5ForConditionalGeneration")
+    assert "SupportsLoRA" in class_bases("qwen3_vl.py", "Qwen3VLForConditionalGeneration")
+
+
+def test_the_gated_deltanet_projections_are_among_its_lora_modules():
+    """The hybrid layers' packed input projections are in Qwen3.5's packed_modules_mapping, beside Qwen3-VL's."""
+    (mapping,) = [
+        node.value
+        for node in vllm_class("qwen3_5.py", "Qwen3_5ForConditionalGeneration").body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "packed_modules_mapping"
+    ]
+    assert {"in_proj_qkvz", "in_proj_ba"} <= {ast.literal_eval(key) for key in mapping.right.keys if key is not None}
+
+
+def test_the_proofs_second_architecture_takes_lora_too():
+    """vllm/model_executor/models/llama.py: LlamaForCausalLM (lab/lora_adapters.py's tiny Llama) declares
+    SupportsLoRA."""
+    assert "SupportsLoRA" in class_bases("llama.py", "LlamaForCausalLM")

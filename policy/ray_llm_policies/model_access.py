@@ -1,11 +1,12 @@
-"""The GPU workers' cloud access: read the model's S3 prefix, and nothing else.
+"""The GPU workers' cloud access: read the models' S3 prefixes, and nothing else.
 
 The workers' pods run as a Kubernetes service account whose IAM role (IRSA: the role trusts
 `system:serviceaccount:<namespace>:<account>` through the cluster's OIDC provider) the stack grants read access to
-the prefix both sides' `model_source` names (infra/serving/model_cache.py reader_policy). Any other action, any object
-outside the prefix, a listing not narrowed to it (s3:ListBucket without an s3:prefix condition under it,
-https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html), or a managed policy attached
-to that role hands the engines (and whatever code a model ships) more than the weights.
+the prefix both sides' `model_source` names, and each model's beside the pair with its LoRA adapters'
+(`lora_config.dynamic_lora_loading_path`, docs/models.md) (infra/serving/model_cache.py reader_policy). Any other
+action, any object outside the prefix, a listing not narrowed to it (s3:ListBucket without an s3:prefix condition
+under it, https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html), or a managed policy
+attached to that role hands the engines (and whatever code a model ships) more than the weights.
 
 A role is the workers' when its trust lets their service account in: a `:sub` condition that names it, or a
 StringLike pattern that matches it (IAM's `*` and `?`,
@@ -31,7 +32,7 @@ from pulumi_policy.proxy import UnknownValueError
 from .props import get, is_sequence, known, known_children, mappings
 from .resource_types import RAY_SERVICE
 from .rules import of_type, stack_policy
-from .serving import ServeConfigError, pd_applications
+from .serving import ServeConfigError, aggregated_llm_configs, pd_applications
 
 IAM_ROLE = "aws:iam/role:Role"
 IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -51,14 +52,16 @@ def _strings(value: Any) -> list[str]:
 
 
 def _s3_prefixes(rayservice: PolicyResource) -> set[tuple[str, str]]:
-    """(bucket, prefix) of each side's s3:// model_source."""
+    """(bucket, prefix) of each s3:// model_source and LoRA adapter path the serve config names."""
+    configs = [config for app in pd_applications(rayservice.props) for _, config in app.sides()]
+    configs += aggregated_llm_configs(rayservice.props)
+    uris = [get(config, "model_loading_config", "model_source") for config in configs]
+    uris += [get(config, "lora_config", "dynamic_lora_loading_path") for config in configs]
     sources = set()
-    for app in pd_applications(rayservice.props):
-        for _, llm_config in app.sides():
-            source = get(llm_config, "model_loading_config", "model_source")
-            if isinstance(source, str) and source.startswith("s3://"):
-                bucket, _, prefix = source.removeprefix("s3://").partition("/")
-                sources.add((bucket, prefix.strip("/")))
+    for uri in uris:
+        if isinstance(uri, str) and uri.startswith("s3://"):
+            bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+            sources.add((bucket, prefix.strip("/")))
     return sources
 
 

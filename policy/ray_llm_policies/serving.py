@@ -98,9 +98,28 @@ def pd_applications(rayservice: Mapping[str, Any]) -> list[PdApplication]:
     apps = []
     for app in mappings(get(document, "applications")):
         args = get(app, "args", default={})
-        if isinstance(args, Mapping) and "prefill_config" in args and "decode_config" in args:
-            apps.append(PdApplication(str(get(app, "name", default="")), args["prefill_config"], args["decode_config"]))
+        # The stack's several-model builder nests the pair under pd_config (serve_ext/ray_llm_eks_models).
+        pair = get(args, "pd_config", default=args) if isinstance(args, Mapping) else None
+        if isinstance(pair, Mapping) and "prefill_config" in pair and "decode_config" in pair:
+            apps.append(PdApplication(str(get(app, "name", default="")), pair["prefill_config"], pair["decode_config"]))
     return apps
+
+
+def aggregated_llm_configs(rayservice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The LLM configs of the models served beside the pair (the several-model builder's `llm_configs`, docs/models.md);
+    none where serveConfigV2 is absent or unreadable (pd_applications reports that)."""
+    text = get(rayservice, "spec", "serveConfigV2")
+    try:
+        document = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return []
+    if not isinstance(document, Mapping):
+        return []
+    return [
+        config
+        for app in mappings(get(document, "applications"))
+        for config in mappings(get(app, "args", "llm_configs"))
+    ]
 
 
 def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
