@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from infra.settings.config import VALIDATED_KUBERAY_VERSIONS, ConfigError
+from infra.settings.table import DEFAULT_KUBERAY_VERSION
 from tests.openai_server import OpenAIServer
 from tools import offline
 from tools.offline import StackRun, run_stack
@@ -152,7 +153,7 @@ def kuberay_run(stack: str, version: str) -> StackRun:
     """A shipped stack evaluated once per session at one KubeRay release (the default one is the shipped run)."""
     return (
         shipped_run(stack)
-        if version == VALIDATED_KUBERAY_VERSIONS[0]
+        if version == DEFAULT_KUBERAY_VERSION
         else run_stack({"kuberayVersion": version}, stack=stack)
     )
 
@@ -163,7 +164,7 @@ def kuberay_run(stack: str, version: str) -> StackRun:
     ids=lambda param: f"{param[0]}-kuberay-{param[1]}",
 )
 def kuberay_stack(request: pytest.FixtureRequest) -> KubeRayStack:
-    """Each shipped stack at each KubeRay release the stack is validated against (1.4.0 is the default)."""
+    """Each shipped stack at each KubeRay release the stack is validated against (1.7.0 is the default)."""
     stack, version = request.param
     return KubeRayStack(stack, version, kuberay_run(stack, version))
 

@@ -61,9 +61,10 @@ KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
 # KubeRay releases whose CRDs and operator chart are vendored (vendor/kuberay-v<version>/) and the RayService and the
-# operator's Helm values are validated against (tests/test_kuberay_versions.py); docs/kuberay-versions.md says what
-# changed between them. The first is kuberayVersion's default.
+# operator's Helm values are validated against (the kuberay_stack fixture of tests/conftest.py); docs/kuberay-versions.md
+# says what changed between them. The default is the newest: the one with Ray's token (KUBERAY_AUTH_OPTIONS_SINCE).
 VALIDATED_KUBERAY_VERSIONS = ("1.4.0", "1.7.0")
+DEFAULT_KUBERAY_VERSION = "1.7.0"
 # Ray's token authentication through KubeRay: the RayCluster's authOptions arrive in KubeRay 1.5.1, and its operator
 # refuses them below Ray 2.52.0 (ray-operator/controllers/ray/utils/validation.go ValidateRayClusterSpec, vendored
 # at 1.7.0). With authOptions the operator's own dashboard client sends the token (utils/dashboardclient).
@@ -597,15 +598,20 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
         Setting(
             "kuberayVersion",
             Text(SEMVER_PATTERN, "a version such as 1.4.0"),
-            VALIDATED_KUBERAY_VERSIONS[0],
+            DEFAULT_KUBERAY_VERSION,
             "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored "
-            f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}).",
+            f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}). 1.4.0 has no Ray token: with rayAuthMode auto it turns the "
+            "token off.",
             feeds="kuberay_version",
-            effects=(CHART_ROLLED,),
+            effects=(CHART_ROLLED, RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
             change_note=(
-                "helm upgrade leaves the CRDs a first install put in (the chart ships them in crds/), so a running "
-                "stack moved to another release keeps the old RayService CRD until they are applied by hand "
-                "(docs/kuberay-versions.md)"
+                "the stack applies the release's RayService and RayCluster CRDs first (helm upgrade never upgrades a "
+                "chart's crds/), then the operator restarts on the new image (seconds with no operator; Ray keeps "
+                "serving) and updates the running RayCluster in place for its new version without touching its pods; "
+                "with rayAuthMode auto, 1.4.0 to 1.7.0 also turns Ray's token on, a cluster-spec change: the "
+                "RayService is replaced (an outage until the new cluster serves), or with newCluster a new cluster "
+                "is built beside it. To move without either, set rayAuthMode disabled first and turn the token on "
+                "later (docs/kuberay-versions.md)"
             ),
         ),
         Setting(
