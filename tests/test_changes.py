@@ -23,6 +23,7 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
 SECRET = "kubernetes:core/v1:Secret"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
 # Resources each effect may move (type, name); the rollout moves on every change, since its inputs carry the settings.
 MOVES = {
     changes.NOTHING_RUNNING.name: set(),
@@ -49,8 +50,12 @@ MOVES = {
         ("kubernetes:core/v1:ConfigMap", "serving-serve-auth-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-prefix-router-code"),
     },
-    # The setting tried here (clusterUpgradeStrategy) installs the Cluster Autoscaler's chart, with its IAM role.
+    # clusterUpgradeStrategy installs the Cluster Autoscaler's chart, with its IAM role; kuberayVersion moves the
+    # operator's chart and the CRDs the stack applies before it.
     changes.CHART_ROLLED.name: {
+        (RELEASE, "serving-kuberay-kuberay-operator"),
+        (CRD_PATCH, "serving-kuberay-crd-rayservices.ray.io"),
+        (CRD_PATCH, "serving-kuberay-crd-rayclusters.ray.io"),
         ("ray-llm-eks:nodes:ClusterAutoscaler", "cluster-autoscaler"),
         (RELEASE, "cluster-autoscaler-cluster-autoscaler"),
         ("aws:iam/role:Role", "cluster-autoscaler-role"),
@@ -155,6 +160,9 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "alertSnsTopicArn": {"alertSnsTopicArn": "arn:aws:sns:sa-east-1:123456789012:ray-llm-alerts"},
     "runbookUrl": {"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"},
     "headFaultTolerance": {"headFaultTolerance": "off"},
+    # The release a stack pins to stay where it was: the operator, its CRDs, and Ray's token off (rayAuthMode auto).
+    "kuberayVersion": {"kuberayVersion": "1.4.0"},
+    "rayAuthMode": {"rayAuthMode": "disabled"},
     "gcsRedisNodeType": {"gcsRedisNodeType": "cache.t4g.small"},
 }
 

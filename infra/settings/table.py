@@ -603,15 +603,16 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}). 1.4.0 has no Ray token: with rayAuthMode auto it turns the "
             "token off.",
             feeds="kuberay_version",
-            effects=(CHART_ROLLED, RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
+            effects=(CHART_ROLLED, RAYSERVICE_REPLACED),
             change_note=(
                 "the stack applies the release's RayService and RayCluster CRDs first (helm upgrade never upgrades a "
                 "chart's crds/), then the operator restarts on the new image (seconds with no operator; Ray keeps "
                 "serving) and updates the running RayCluster in place for its new version without touching its pods; "
                 "with rayAuthMode auto, 1.4.0 to 1.7.0 also turns Ray's token on, a cluster-spec change: the "
-                "RayService is replaced (an outage until the new cluster serves), or with newCluster a new cluster "
-                "is built beside it. To move without either, set rayAuthMode disabled first and turn the token on "
-                "later (docs/kuberay-versions.md)"
+                "RayService is replaced (an outage until the new cluster serves). To move without it, set rayAuthMode "
+                "disabled first and turn the token on in a later `pulumi up`; with newCluster always move in those two "
+                "steps, since a new spec that reaches the new operator before its first reconcile is written into the "
+                "running RayCluster, whose pods keep the old one (docs/kuberay-versions.md)"
             ),
         ),
         Setting(
@@ -623,7 +624,7 @@ SECTIONS: Mapping[str, tuple[Setting, ...]] = {
             "namespace's NetworkPolicies alone guard them), or auto (token where kuberayVersion has it, else "
             "disabled, which the preview says).",
             feeds="ray_token_auth",
-            effects=(RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
+            effects=(RAYSERVICE_REPLACED,),
             change_note="the RayCluster's spec gains or loses authOptions, and a new cluster gets a new token",
         ),
         Setting(
