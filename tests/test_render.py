@@ -170,7 +170,7 @@ MONITORING_CRDS = {"PodMonitor": "crd-podmonitors.yaml", "PrometheusRule": "crd-
 def assert_every_object_validates(out: Path) -> None:
     for manifest in manifests(out):
         if manifest["kind"] == "RayService":
-            assert rayservice_errors(manifest) == [], "RayService against the KubeRay 1.4.0 CRD"
+            assert rayservice_errors(manifest) == [], "RayService against the KubeRay 1.7.0 CRD"
         elif manifest["kind"] in MONITORING_CRDS:
             crd = schemas_dir() / "kube-prometheus-stack-88.5.3" / MONITORING_CRDS[manifest["kind"]]
             assert schema_errors(custom_resource_validator(crd), manifest) == [], manifest["kind"]
