@@ -23,7 +23,6 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "eks:index:ManagedNodeGroup"
 SECRET = "kubernetes:core/v1:Secret"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
 # Resources each effect may move (type, name); the rollout moves on every change, since its inputs carry the settings.
 MOVES = {
     changes.NOTHING_RUNNING.name: set(),
@@ -54,8 +53,7 @@ MOVES = {
     # operator's chart and the CRDs the stack applies before it.
     changes.CHART_ROLLED.name: {
         (RELEASE, "serving-kuberay-kuberay-operator"),
-        (CRD_PATCH, "serving-kuberay-crd-rayservices.ray.io"),
-        (CRD_PATCH, "serving-kuberay-crd-rayclusters.ray.io"),
+        ("pulumi-python:dynamic/ray-llm-eks:KubeRayCrds", "serving-kuberay-crds"),
         ("ray-llm-eks:nodes:ClusterAutoscaler", "cluster-autoscaler"),
         (RELEASE, "cluster-autoscaler-cluster-autoscaler"),
         ("aws:iam/role:Role", "cluster-autoscaler-role"),

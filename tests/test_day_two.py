@@ -10,6 +10,7 @@ import json
 import pytest
 import yaml
 
+from infra.serving.crds import KubeRayCrdsProvider, vendored_crd_digests
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION
 from infra.serving.rollout import ServeRolloutProvider, plain_numbers
 from infra.serving.rollout_status import RolloutFailed, built_from
@@ -441,7 +442,7 @@ def test_on_the_surge_path_the_repair_is_another_new_cluster(surge_life):
 
 # --- a stack first deployed on KubeRay 1.4.0 (the default before 1.7.0), moved to the default ---
 
-CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
+KUBERAY_CRDS = ("pulumi-python:dynamic/ray-llm-eks:KubeRayCrds", "serving-kuberay-crds")
 OPERATOR_RELEASE = ("kubernetes:helm.sh/v3:Release", "serving-kuberay-kuberay-operator")
 ON_KUBERAY_1_4 = {"kuberayVersion": "1.4.0"}
 KUBERAY_MOVE = [
@@ -463,22 +464,17 @@ def test_moving_kuberay_every_system_pod_of_the_step_finds_room(kuberay_move, in
     assert unplaced(pods_during(run, step), system_nodes(run)) == []
 
 
-def _crd_specs(run) -> dict[str, dict]:
-    return {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in run.resources if r.type == CRD_PATCH}
-
-
 def test_moving_kuberay_the_second_pulumi_up_applies_the_new_crds_before_the_new_operator(kuberay_move):
     """helm upgrade leaves the CRDs Helm's first install put in (https://helm.sh/docs/chart_best_practices/
-    custom_resource_definitions/): the stack's own CRD patches carry 1.7.0's schema, authOptions in it, and the
-    operator's release waits for them."""
+    custom_resource_definitions/): the stack's own KubeRayCrds moves to 1.7.0's files (an update: it applies them,
+    tests/test_kuberay_crds.py), and the operator's release waits for it."""
     (_, before), (_, after) = kuberay_move
-    specs = _crd_specs(after)
-    assert specs != _crd_specs(before)
-    raycluster = specs["rayclusters.ray.io"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert "authOptions" in raycluster["properties"]
+    crds = after.get(*KUBERAY_CRDS)
+    assert KubeRayCrdsProvider().diff("kuberay-crds-1.4.0", before.get(*KUBERAY_CRDS).inputs, crds.inputs).changes
+    assert crds.inputs["crds"] == vendored_crd_digests("1.7.0")
     release = after.get(*OPERATOR_RELEASE)
     assert release.inputs["version"] == "1.7.0"
-    assert {r.urn for r in after.resources if r.type == CRD_PATCH} <= set(release.dependencies)
+    assert crds.urn in release.dependencies
 
 
 def test_moving_kuberay_replaces_the_rayservice_with_rays_token_and_waits_for_it(kuberay_move):
@@ -492,7 +488,9 @@ def test_moving_kuberay_replaces_the_rayservice_with_rays_token_and_waits_for_it
     assert after.uids[new.urn].uid != before.uids[old.urn].uid
     assert after.get(*OPERATOR_RELEASE).urn in new.dependencies
     stored = {**before.get(ROLLOUT, "serving-rollout").inputs, "verdict": "application ray-llm RUNNING"}
-    assert ServeRolloutProvider().diff("inference/ray-llm", stored, after.get(ROLLOUT, "serving-rollout").inputs).changes
+    assert (
+        ServeRolloutProvider().diff("inference/ray-llm", stored, after.get(ROLLOUT, "serving-rollout").inputs).changes
+    )
 
 
 @pytest.mark.parametrize("strategy", [{}, NEW_CLUSTER], ids=["replace", "newCluster"])

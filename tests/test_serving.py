@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+import hashlib
 
 import pytest
 import yaml
 
+from infra.serving.crds import KubeRayCrds
 from infra.settings.config import has_ray_token_auth
 from tests.chart_values import kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed, kuberay_run
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group
-from tests.schemas import YAML_LOADER, kuberay_dir, raycluster_errors, rayservice_errors
+from tests.schemas import kuberay_dir, raycluster_errors, rayservice_errors
 from tools.offline import run_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
 OPERATOR_RELEASE = "serving-kuberay-kuberay-operator"
-CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
+KUBERAY_CRDS = f"pulumi-python:{KubeRayCrds._resource_type_name}"
 
 
 def head(run) -> dict:
@@ -47,55 +48,34 @@ def test_operator_chart_is_pinned_from_the_kuberay_repo(kuberay_stack):
 
 def test_the_default_operator_is_kuberay_1_7_0_and_rays_token_is_on(dev):
     """The newest validated release, the one whose RayCluster takes authOptions (vendor/kuberay-v1.7.0/
-    ray.io_rayservices.yaml; docs/ray-token-auth.md): with rayAuthMode auto the default stack runs Ray with its token."""
+    ray.io_rayservices.yaml; docs/ray-token-auth.md): with rayAuthMode auto the default stack runs Ray with its
+    token."""
     assert dev.get(RELEASE, OPERATOR_RELEASE).inputs["version"] == "1.7.0"
     assert rayservice(dev)["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
 
 
-def crd_patches(run) -> dict[str, Any]:
-    return {r.inputs["metadata"]["name"]: r for r in run.resources if r.type == CRD_PATCH}
-
-
-def test_the_stack_applies_the_releases_crds_of_its_kinds_verbatim(kuberay_stack):
+def test_the_stack_applies_the_releases_crds_of_its_kinds_before_the_operator(kuberay_stack):
     """Helm installs a chart's crds/ on the first install only ("There is no support at this time for upgrading or
     deleting CRDs using Helm", https://helm.sh/docs/chart_best_practices/custom_resource_definitions/), so the stack
-    applies the RayService and RayCluster CRDs of the release itself: the vendored files, which are the chart's crds/
-    at the tag (vendor/kuberay-v<version>/SOURCE.txt)."""
-    patches = crd_patches(kuberay_stack.run)
-    assert set(patches) == {"rayservices.ray.io", "rayclusters.ray.io"}
-    for name in ("rayservices", "rayclusters"):
-        vendored = yaml.load(
-            (kuberay_dir(kuberay_stack.version) / f"ray.io_{name}.yaml").read_text(), Loader=YAML_LOADER
-        )
-        assert patches[f"{name}.ray.io"].inputs["spec"] == vendored["spec"]
-
-
-def test_the_crds_take_their_fields_over_from_helms_first_install(dev):
-    """A Patch resource's server-side apply fails on a field another manager holds unless forced
-    (https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/):
-    on a stack first installed by Helm, Helm holds every field of the CRDs."""
-    for patch in crd_patches(dev).values():
-        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
-
-
-def test_the_crds_are_never_deleted_by_the_stack(dev):
-    """Deleting a CRD deletes every object of its kind (https://kubernetes.io/docs/tasks/extend-kubernetes/
-    custom-resources/custom-resource-definitions/#delete-a-customresourcedefinition), and pulumi-kubernetes cannot
-    delete a Patch that holds required fields without `retainOnDelete` (provider/pkg/provider/provider.go Delete)."""
-    assert all(patch.retain_on_delete for patch in crd_patches(dev).values())
-
-
-def test_the_operator_is_installed_after_its_crds(kuberay_stack):
-    """The new schema is in place before the new operator reads objects of it, and before the RayService (which
-    depends on the release) is applied with a field only the new schema keeps (authOptions)."""
-    release = kuberay_stack.run.get(RELEASE, OPERATOR_RELEASE)
-    assert {patch.urn for patch in crd_patches(kuberay_stack.run).values()} <= set(release.dependencies)
+    applies the RayService and RayCluster CRDs of the release itself (the vendored files, which are the chart's crds/
+    at the tag: vendor/kuberay-v<version>/SOURCE.txt), and the operator's release waits for them: the new schema is
+    in place before the new operator, and before the RayService, which depends on the release."""
+    crds = kuberay_stack.run.get(KUBERAY_CRDS, "serving-kuberay-crds")
+    assert crds.inputs["kuberayVersion"] == kuberay_stack.version
+    assert crds.inputs["crds"] == {
+        name: hashlib.sha256(
+            (kuberay_dir(kuberay_stack.version) / f"ray.io_{name.split('.')[0]}.yaml").read_bytes()
+        ).hexdigest()
+        for name in ("rayservices.ray.io", "rayclusters.ray.io")
+    }
+    assert crds.urn in kuberay_stack.run.get(RELEASE, OPERATOR_RELEASE).dependencies
+    assert "kubeconfig" in crds.secret_inputs
 
 
 def test_an_unvalidated_release_leaves_its_crds_to_helm():
     """No vendored CRDs to apply: Helm's first install puts in the chart's own, as before."""
     run = run_stack({"kuberayVersion": "1.6.2", "allowUnvalidatedKuberayVersion": True})
-    assert crd_patches(run) == {}
+    assert not [r for r in run.resources if r.type == KUBERAY_CRDS]
 
 
 def test_operator_values_exist_in_the_real_chart(kuberay_stack):

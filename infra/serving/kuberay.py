@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
-import yaml
 
-from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.components import Children, raise_input_errors, unmatched
+from infra.serving.crds import KubeRayCrds, KubeRayCrdsArgs, vendored_crd_digests
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
 from infra.settings.pod_security import OPERATOR_LEVEL
 from infra.settings.scheduling import OPERATOR_NAMESPACE
 from infra.settings.table import SEMVER_PATTERN
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
-# The CRDs of the kinds the stack makes: the RayService, and the RayCluster KubeRay builds from it (the vendored copies
-# are the chart's crds/ at the tag: vendor/kuberay-v<version>/SOURCE.txt).
-STACK_CRD_FILES = ("ray.io_rayservices.yaml", "ray.io_rayclusters.yaml")
-# A server-side apply that takes the fields over from the manager holding them (Helm's first install), as `kubectl
-# apply --server-side --force-conflicts` does (https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/
-# managing-resources-with-server-side-apply/).
-PATCH_FORCE = {"pulumi.com/patchForce": "true"}
 
 
 @dataclass(frozen=True)
@@ -34,17 +24,6 @@ class KubeRayOperatorArgs:
     """Which KubeRay operator to install."""
 
     version: str  # of the kuberay-operator chart, which is the operator's version, e.g. "1.4.0"
-
-
-@functools.cache
-def vendored_crds(version: str) -> tuple[dict[str, Any], ...]:
-    """The release's CRDs of STACK_CRD_FILES as vendored, or none for a release not vendored (an unvalidated one).
-    Read once: each is about 1 MB of YAML."""
-    folder = PROJECT_DIR / "vendor" / f"kuberay-v{version}"
-    if not folder.is_dir():
-        return ()
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return tuple(yaml.load((folder / name).read_text(), Loader=loader) for name in STACK_CRD_FILES)
 
 
 def kuberay_values() -> dict[str, Any]:
@@ -69,7 +48,13 @@ class KubeRayOperator(pulumi.ComponentResource):
         )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         children = Children(self, name, self.STACK_NAME)
-        crds = [_crd_patch(children, crd, cluster.provider) for crd in vendored_crds(args.version)]
+        # The release's CRDs, applied before it (infra/serving/crds.py); an unvalidated release has none vendored
+        # and keeps the CRDs of Helm's first install.
+        crds: list[pulumi.Resource] = []
+        digests = vendored_crd_digests(args.version)
+        if digests:
+            crds_args = KubeRayCrdsArgs(kubeconfig=cluster.kubeconfig, kuberay_version=args.version, crds=digests)
+            crds.append(KubeRayCrds(children.name("crds"), crds_args, opts=children.new_opts(depends_on=depends_on)))
         self.release = pinned_release(
             children,
             "kuberay-operator",
@@ -81,24 +66,3 @@ class KubeRayOperator(pulumi.ComponentResource):
         )
         pod_security_patch(children, OPERATOR_NAMESPACE, OPERATOR_LEVEL, cluster.provider, self.release)
         self.register_outputs({})
-
-
-def _crd_patch(
-    children: Children, crd: dict[str, Any], provider: k8s.Provider
-) -> k8s.apiextensions.v1.CustomResourceDefinitionPatch:
-    """A CRD of the release, applied by the stack before the chart: Helm installs a chart's crds/ on the first install
-    only and skips one that exists ("There is no support at this time for upgrading or deleting CRDs using Helm",
-    https://helm.sh/docs/chart_best_practices/custom_resource_definitions/), so a stack moved to a newer kuberayVersion
-    would keep the first release's schema, which prunes the newer fields (authOptions). A server-side apply creates
-    the CRD where none exists. Retained on delete: deleting a CRD deletes every object of its kind, and a Patch that
-    owns a CRD's required fields cannot relinquish them (pulumi-kubernetes provider.go Delete: "Either set the
-    `retainOnDelete` resource option")."""
-    metadata = crd["metadata"]
-    return k8s.apiextensions.v1.CustomResourceDefinitionPatch(
-        children.name(f"crd-{metadata['name']}"),
-        metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-            name=metadata["name"], annotations={**metadata.get("annotations", {}), **PATCH_FORCE}
-        ),
-        spec=crd["spec"],
-        opts=children.new_opts(provider=provider, retain_on_delete=True),
-    )
