@@ -31,7 +31,7 @@ from infra.settings.changes import (
     SERVE_NEW_CLUSTER,
     SURGE_MINUTES_PER_GPU_NODE,
 )
-from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
+from infra.settings.table import CHANGE_EFFECTS, VALIDATED_KUBERAY_VERSIONS, settings_by_effect
 from infra.stack import cluster_change_path
 from tests.conftest import (
     API_KEYS,
@@ -61,6 +61,12 @@ def stack():
 @pytest.fixture(scope="module")
 def manifest(stack) -> dict[str, Any]:
     return rayservice(stack)
+
+
+@pytest.fixture(scope="module")
+def manifest_on_1_4() -> dict[str, Any]:
+    """The same stack on KubeRay 1.4.0, which a stack may pin (no authOptions, no deletion delay)."""
+    return rayservice(run_stack({**NEW_CLUSTER, "kuberayVersion": "1.4.0"}))
 
 
 @pytest.fixture(scope="module")
@@ -314,6 +320,11 @@ def digest(manifest) -> str:
     ]
 
 
+@pytest.fixture(scope="module")
+def manifests(manifest, manifest_on_1_4) -> dict[str, dict[str, Any]]:
+    return {"1.4.0": manifest_on_1_4, "1.7.0": manifest}
+
+
 @pytest.mark.parametrize(
     "status",
     [
@@ -322,12 +333,17 @@ def digest(manifest) -> str:
         {"observed": 2, "active": NEW},
     ],
 )
-def test_the_upgrades_states_are_kuberay_1_4_objects(manifest, status):
-    assert rayservice_errors(live(manifest, 2, **status)) == []
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_the_upgrades_states_are_kuberay_objects(manifests, version, status):
+    assert rayservice_errors(live(manifests[version], 2, **status), version) == []
 
 
-def test_the_clusters_are_kuberay_1_4_objects(manifest, previous):
-    assert raycluster_errors(raycluster(NEW, manifest)) == []
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_the_clusters_are_kuberay_objects(manifests, version):
+    assert raycluster_errors(raycluster(NEW, manifests[version]), version) == []
+
+
+def test_the_previous_cluster_is_a_kuberay_object(previous):
     assert raycluster_errors(raycluster(OLD, previous)) == []
 
 
@@ -549,12 +565,12 @@ def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
     assert rayservice_errors(manifest, kuberay_version="1.7.0") == []
 
 
-def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest):
+def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest_on_1_4):
     """KubeRay 1.4.0's 60 s is fixed (RayClusterDeletionDelayDuration): a stream longer than that on the old cluster
     is cut at its deletion (docs/serve-updates.md). The API server would prune the unknown field."""
     crd = (PROJECT_DIR / "vendor" / "kuberay-v1.4.0" / "ray.io_rayservices.yaml").read_text()
     assert "rayClusterDeletionDelaySeconds" not in crd
-    assert "rayClusterDeletionDelaySeconds" not in manifest["spec"]
+    assert "rayClusterDeletionDelaySeconds" not in manifest_on_1_4["spec"]
 
 
 def test_without_new_cluster_there_is_no_old_cluster_to_keep():

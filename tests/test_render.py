@@ -557,7 +557,7 @@ def test_the_programs_own_refusal_is_pulumi_ups_without_the_offline_note():
 # The notes the issue found missing from the render (issue 49): each begins so (infra/stack.py, infra/preflight).
 PREVIEW_NOTES = (
     "the alert rules run in the in-cluster Prometheus; the alerts go nowhere",
-    "rayAuthMode='auto': Ray's token authentication is off",
+    "Ray's dashboard, Ray client and GCS ask for Ray's token",
     "clusterUpgradeStrategy 'replace': a cluster-spec change",
     "capacity of prefill estimated per engine",
 )
