@@ -579,9 +579,10 @@ def serving_steps() -> list[DeployStep]:
         ),
         DeployStep(
             "KubeRay operator",
-            (part("its Helm release, its namespace's labels", "kuberay_install"),),
+            (part("its CRDs (two server-side applies), its Helm release, its namespace's labels", "kuberay_install"),),
             ("CoreDNS",),
             resources=(
+                "pulumi-python:dynamic/ray-llm-eks:KubeRayCrds::serving-kuberay-crds",
                 "kubernetes:helm.sh/v3:Release::serving-kuberay-kuberay-operator",
                 "kubernetes:core/v1:NamespacePatch::serving-kuberay-*",
             ),

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import DEFAULT_KUBERAY_VERSION, VALIDATED_KUBERAY_VERSIONS
 from infra.settings.stack_config import ConfigError
 from tests.openai_server import OpenAIServer
 from tools import offline
@@ -153,7 +153,7 @@ def kuberay_run(stack: str, version: str) -> StackRun:
     """A shipped stack evaluated once per session at one KubeRay release (the default one is the shipped run)."""
     return (
         shipped_run(stack)
-        if version == VALIDATED_KUBERAY_VERSIONS[0]
+        if version == DEFAULT_KUBERAY_VERSION
         else run_stack({"kuberayVersion": version}, stack=stack)
     )
 
@@ -164,7 +164,7 @@ def kuberay_run(stack: str, version: str) -> StackRun:
     ids=lambda param: f"{param[0]}-kuberay-{param[1]}",
 )
 def kuberay_stack(request: pytest.FixtureRequest) -> KubeRayStack:
-    """Each shipped stack at each KubeRay release the stack is validated against (1.4.0 is the default)."""
+    """Each shipped stack at each KubeRay release the stack is validated against (1.7.0 is the default)."""
     stack, version = request.param
     return KubeRayStack(stack, version, kuberay_run(stack, version))
 

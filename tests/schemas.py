@@ -23,11 +23,11 @@ import kubernetes_validate
 import yaml
 from referencing import Registry, Resource
 
-from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import DEFAULT_KUBERAY_VERSION
 
 SCHEMAS_ENV = "RAY_LLM_EKS_SCHEMAS"
 # The KubeRay release Pulumi.yaml's kuberayVersion defaults to; the others validated are vendored beside it.
-SHIPPED_KUBERAY_VERSION = VALIDATED_KUBERAY_VERSIONS[0]
+SHIPPED_KUBERAY_VERSION = DEFAULT_KUBERAY_VERSION
 # The Kubernetes version of the cluster (Pulumi.yaml's kubernetesVersion default).
 KUBERNETES_SCHEMA_VERSION = "1.35"
 # kubernetes-validate's strict schemas refer to their shared definitions by this URI.

@@ -620,7 +620,7 @@ IGNORED = [
     pytest.param(
         {"allowUnvalidatedKuberayVersion": True},
         "allowUnvalidatedKuberayVersion",
-        "kuberayVersion='1.4.0'",
+        "kuberayVersion='1.7.0'",
         id="allow-unvalidated",
     ),
 ]

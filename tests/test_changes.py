@@ -55,8 +55,11 @@ MOVES = {
         ("kubernetes:core/v1:ConfigMap", "serving-autoscale-policy-code"),
         ("kubernetes:core/v1:ConfigMap", "serving-models-builder-code"),
     },
-    # The setting tried here (clusterUpgradeStrategy) installs the Cluster Autoscaler's chart, with its IAM role.
+    # clusterUpgradeStrategy installs the Cluster Autoscaler's chart, with its IAM role; kuberayVersion moves the
+    # operator's chart and the CRDs the stack applies before it.
     changes.CHART_ROLLED.name: {
+        (RELEASE, "serving-kuberay-kuberay-operator"),
+        ("pulumi-python:dynamic/ray-llm-eks:KubeRayCrds", "serving-kuberay-crds"),
         ("ray-llm-eks:nodes:ClusterAutoscaler", "cluster-autoscaler"),
         (RELEASE, "cluster-autoscaler-cluster-autoscaler"),
         ("aws:iam/role:Role", "cluster-autoscaler-role"),
@@ -160,6 +163,9 @@ NEW_VALUES: dict[str, dict[str, Any]] = {
     "alertSnsTopicArn": {"alertSnsTopicArn": "arn:aws:sns:sa-east-1:123456789012:ray-llm-alerts"},
     "runbookUrl": {"runbookUrl": "https://github.com/example/ray-llm-eks/blob/main/docs/runbook.md"},
     "headFaultTolerance": {"headFaultTolerance": "off"},
+    # The release a stack pins to stay where it was: the operator, its CRDs, and Ray's token off (rayAuthMode auto).
+    "kuberayVersion": {"kuberayVersion": "1.4.0"},
+    "rayAuthMode": {"rayAuthMode": "disabled"},
     "gcsRedisNodeType": {"gcsRedisNodeType": "cache.t4g.small"},
     # dev's model as the list's PD entry and a second model on its own node.
     "models": {

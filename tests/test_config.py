@@ -19,7 +19,8 @@ from tests.schemas import kuberay_dir
 from tools.offline import load_stack_config
 from tools.project import PROJECT_DIR, declared_config
 
-# The sample's env.sh, variable by variable (stack "unset" has no stack file: pure project defaults).
+# The sample's env.sh, variable by variable (stack "unset" has no stack file: pure project defaults), but its KubeRay
+# 1.4.0, which has no Ray token: kuberayVersion defaults to 1.7.0 (tests/test_serving.py).
 ENV_SH_DEFAULTS = {
     "region": "sa-east-1",
     "cluster_name": "ray-llm-multinode",
@@ -31,7 +32,6 @@ ENV_SH_DEFAULTS = {
     "gpu_nodegroup_name": "gpu-workers",
     "gpu_az": None,
     "dlc_image": "763104351884.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-cuda-v1.0",
-    "kuberay_version": "1.4.0",
     "ray_version": "2.58.0",
     "ray_service_name": "ray-llm",
     "namespace": "inference",

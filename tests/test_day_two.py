@@ -10,6 +10,7 @@ import json
 import pytest
 import yaml
 
+from infra.serving.crds import KubeRayCrdsProvider, vendored_crd_digests
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION
 from infra.serving.rollout import ServeRolloutProvider, plain_numbers
 from infra.serving.rollout_status import RolloutFailed, built_from
@@ -460,3 +461,72 @@ def test_on_the_surge_path_the_repair_is_another_new_cluster(surge_life):
     steps, cluster = surge_life
     assert steps["repair"][:2] == (None, True)
     assert len(cluster.built) == 4  # the first, the good change's, the broken one's, the repair's
+
+
+# --- a stack first deployed on KubeRay 1.4.0 (the default before 1.7.0), moved to the default ---
+
+KUBERAY_CRDS = ("pulumi-python:dynamic/ray-llm-eks:KubeRayCrds", "serving-kuberay-crds")
+OPERATOR_RELEASE = ("kubernetes:helm.sh/v3:Release", "serving-kuberay-kuberay-operator")
+ON_KUBERAY_1_4 = {"kuberayVersion": "1.4.0"}
+KUBERAY_MOVE = [
+    Step("first deploy on KubeRay 1.4.0", ON_KUBERAY_1_4, head_running=False, mirrors=True),
+    Step("KubeRay 1.7.0, the default: Ray's token on", {}),
+]
+
+
+@pytest.fixture(scope="module")
+def kuberay_move():
+    return _play(KUBERAY_MOVE)
+
+
+@pytest.mark.parametrize("index", range(len(KUBERAY_MOVE)), ids=[step.name for step in KUBERAY_MOVE])
+def test_moving_kuberay_every_system_pod_of_the_step_finds_room(kuberay_move, index):
+    """The operator's Deployment is `strategy: Recreate` at both tags (vendor/kuberay-v<version>/
+    kuberay-operator-deployment.yaml): the new operator starts once the old one is gone, never beside it."""
+    step, run = kuberay_move[index]
+    assert unplaced(pods_during(run, step), system_nodes(run)) == []
+
+
+def test_moving_kuberay_the_second_pulumi_up_applies_the_new_crds_before_the_new_operator(kuberay_move):
+    """helm upgrade leaves the CRDs Helm's first install put in (https://helm.sh/docs/chart_best_practices/
+    custom_resource_definitions/): the stack's own KubeRayCrds moves to 1.7.0's files (an update: it applies them,
+    tests/test_kuberay_crds.py), and the operator's release waits for it."""
+    (_, before), (_, after) = kuberay_move
+    crds = after.get(*KUBERAY_CRDS)
+    assert KubeRayCrdsProvider().diff("kuberay-crds-1.4.0", before.get(*KUBERAY_CRDS).inputs, crds.inputs).changes
+    assert crds.inputs["crds"] == vendored_crd_digests("1.7.0")
+    release = after.get(*OPERATOR_RELEASE)
+    assert release.inputs["version"] == "1.7.0"
+    assert crds.urn in release.dependencies
+
+
+def test_moving_kuberay_replaces_the_rayservice_with_rays_token_and_waits_for_it(kuberay_move):
+    """rayAuthMode auto turns the token on with 1.7.0: a cluster-spec change, so with clusterUpgradeStrategy replace
+    the RayService is deleted and created again (a new uid: an outage until the new cluster serves, docs/changes.md),
+    after the operator it depends on, and `pulumi up` waits for the new cluster's app."""
+    (_, before), (_, after) = kuberay_move
+    old, new = before.get(RAYSERVICE, "serving-rayservice"), after.get(RAYSERVICE, "serving-rayservice")
+    assert "authOptions" not in old.inputs["spec"]["rayClusterConfig"]
+    assert new.inputs["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
+    assert after.uids[new.urn].uid != before.uids[old.urn].uid
+    assert after.get(*OPERATOR_RELEASE).urn in new.dependencies
+    stored = {**before.get(ROLLOUT, "serving-rollout").inputs, "verdict": "application ray-llm RUNNING"}
+    assert (
+        ServeRolloutProvider().diff("inference/ray-llm", stored, after.get(ROLLOUT, "serving-rollout").inputs).changes
+    )
+
+
+@pytest.mark.parametrize("strategy", [{}, NEW_CLUSTER], ids=["replace", "newCluster"])
+def test_moving_kuberay_with_the_token_held_off_leaves_the_rayservice_where_it_runs(strategy):
+    """The move without an outage or a surge (docs/kuberay-versions.md): rayAuthMode disabled first. The second
+    `pulumi up` moves the CRDs and the operator only; the RayService's cluster spec stays, so it is neither replaced
+    nor given a new cluster (KubeRay 1.7.0 updates the running RayCluster in place for its new version, without new
+    pods: vendor/kuberay-v1.7.0/rayservice_controller.go shouldUpdateCluster, raycluster_controller.go
+    shouldRecreatePodsForUpgrade, which recreates pods only for a RayCluster upgradeStrategy the stack does not set)."""
+    before = run_stack({**strategy, **ON_KUBERAY_1_4})
+    after = run_stack({**strategy, "rayAuthMode": "disabled"}, existing=before)
+    old, new = before.get(RAYSERVICE, "serving-rayservice"), after.get(RAYSERVICE, "serving-rayservice")
+    assert new.inputs["spec"]["rayClusterConfig"] == old.inputs["spec"]["rayClusterConfig"]
+    assert "upgradeStrategy" not in new.inputs["spec"]["rayClusterConfig"]
+    assert after.uids[new.urn].uid == before.uids[old.urn].uid
+    assert after.get(*OPERATOR_RELEASE).inputs["version"] == "1.7.0"

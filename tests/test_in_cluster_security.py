@@ -459,17 +459,17 @@ def test_kuberay_1_7_0_turns_rays_token_on_by_default():
     assert cluster_config(run_stack({"kuberayVersion": "1.7.0"}))["authOptions"] == {"mode": "token"}
 
 
-def test_kuberay_1_4_0_leaves_rays_token_off_and_says_so(dev):
+def test_kuberay_1_4_0_leaves_rays_token_off_and_says_so():
     """KubeRay 1.4.0's RayCluster has no authOptions (its vendored CRD), and its dashboard client sends no token, so a
-    token there would lock the operator out of the serve config it submits."""
-    cfg = load_stack_config({})
+    token there would lock the operator out of the serve config it submits: a stack that pins 1.4.0 runs without it."""
+    cfg = load_stack_config({"kuberayVersion": "1.4.0"})
     assert cfg.ray_token_auth is False
-    assert "authOptions" not in cluster_config(dev)
+    assert "authOptions" not in cluster_config(run_stack({"kuberayVersion": "1.4.0"}))
     assert "guarded by the serving namespace's NetworkPolicies alone" in ray_auth_note(cfg)
 
 
 def test_asking_for_the_token_with_kuberay_1_4_0_is_refused():
-    message = str(rejection({"rayAuthMode": "token"}))
+    message = str(rejection({"kuberayVersion": "1.4.0", "rayAuthMode": "token"}))
     assert "rayAuthMode='token' is invalid with kuberayVersion='1.4.0'" in message
     assert "KubeRay takes authOptions from 1.5.1 on" in message
 
@@ -491,8 +491,8 @@ def test_authoptions_is_in_the_raycluster_crd_of_the_releases_that_have_it(versi
 
 
 def test_a_rayservice_stored_without_its_auth_options_fails_the_deploy(dev):
-    """A cluster whose RayService CRD predates authOptions (KubeRay 1.4.0's, kept by helm upgrade after a move to
-    1.7.0) prunes the field (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
+    """A cluster whose RayService CRD predates authOptions (KubeRay 1.4.0's, which helm upgrade keeps: the stack applies
+    the CRDs of validated releases only, so an unvalidated one keeps them) prunes the field (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
     custom-resource-definitions/#field-pruning): the live spec comes back without it and `pulumi up` says so."""
     applied = rayservice(run_stack({"kuberayVersion": "1.7.0"}))["spec"]
     pruned = {

@@ -32,6 +32,7 @@ from infra.settings.changes import (
     SERVE_NEW_CLUSTER,
     SURGE_MINUTES_PER_GPU_NODE,
 )
+from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
 from infra.settings.table import CHANGE_EFFECTS, settings_by_effect
 from tests.conftest import (
     API_KEYS,
@@ -42,7 +43,7 @@ from tests.conftest import (
     rejection,
 )
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
-from tests.rollout_states import raycluster, rayservice_status, serve_details
+from tests.rollout_states import raycluster, rayservice_status, running_head, serve_details
 from tests.schemas import raycluster_errors, rayservice_errors
 from tools.offline import load_stack_config, run_stack
 from tools.project import PROJECT_DIR
@@ -61,6 +62,12 @@ def stack():
 @pytest.fixture(scope="module")
 def manifest(stack) -> dict[str, Any]:
     return rayservice(stack)
+
+
+@pytest.fixture(scope="module")
+def manifest_on_1_4() -> dict[str, Any]:
+    """The same stack on KubeRay 1.4.0, which a stack may pin (no authOptions, no deletion delay)."""
+    return rayservice(run_stack({**NEW_CLUSTER, "kuberayVersion": "1.4.0"}))
 
 
 @pytest.fixture(scope="module")
@@ -314,6 +321,11 @@ def digest(manifest) -> str:
     ]
 
 
+@pytest.fixture(scope="module")
+def manifests(manifest, manifest_on_1_4) -> dict[str, dict[str, Any]]:
+    return {"1.4.0": manifest_on_1_4, "1.7.0": manifest}
+
+
 @pytest.mark.parametrize(
     "status",
     [
@@ -322,12 +334,17 @@ def digest(manifest) -> str:
         {"observed": 2, "active": NEW},
     ],
 )
-def test_the_upgrades_states_are_kuberay_1_4_objects(manifest, status):
-    assert rayservice_errors(live(manifest, 2, **status)) == []
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_the_upgrades_states_are_kuberay_objects(manifests, version, status):
+    assert rayservice_errors(live(manifests[version], 2, **status), version) == []
 
 
-def test_the_clusters_are_kuberay_1_4_objects(manifest, previous):
-    assert raycluster_errors(raycluster(NEW, manifest)) == []
+@pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)
+def test_the_clusters_are_kuberay_objects(manifests, version):
+    assert raycluster_errors(raycluster(NEW, manifests[version]), version) == []
+
+
+def test_the_previous_cluster_is_a_kuberay_object(previous):
     assert raycluster_errors(raycluster(OLD, previous)) == []
 
 
@@ -549,14 +566,62 @@ def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
     assert rayservice_errors(manifest, kuberay_version="1.7.0") == []
 
 
-def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest):
+def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest_on_1_4):
     """KubeRay 1.4.0's 60 s is fixed (RayClusterDeletionDelayDuration): a stream longer than that on the old cluster
     is cut at its deletion (docs/serve-updates.md). The API server would prune the unknown field."""
     crd = (PROJECT_DIR / "vendor" / "kuberay-v1.4.0" / "ray.io_rayservices.yaml").read_text()
     assert "rayClusterDeletionDelaySeconds" not in crd
-    assert "rayClusterDeletionDelaySeconds" not in manifest["spec"]
+    assert "rayClusterDeletionDelaySeconds" not in manifest_on_1_4["spec"]
 
 
 def test_without_new_cluster_there_is_no_old_cluster_to_keep():
     """A replaced RayService's clusters go with it (KubeRay deletes them at once when the RayService is deleted)."""
     assert "rayClusterDeletionDelaySeconds" not in rayservice(run_stack({"kuberayVersion": "1.7.0"}))["spec"]
+
+
+class ReaderWithHead(Reader):
+    """A poll's answers with the active cluster's head pod, made from the spec whose digest it carries (KubeRay copies
+    the head template's metadata into the pod it creates: vendor/kuberay-v1.7.0/pod.go BuildPod)."""
+
+    def __init__(self, states, cluster: str, digest: str) -> None:
+        super().__init__(states)
+        self.head = running_head(cluster, f"{cluster}-head-x7k2p")
+        self.head["metadata"]["annotations"] = {CLUSTER_SPEC_ANNOTATION: digest}
+
+    def pods(self) -> dict:
+        return {"items": [self.head]}
+
+
+def test_an_active_cluster_updated_in_place_by_a_new_operator_fails_naming_its_stale_pods(
+    manifest, previous, applications, digest
+):
+    """A new operator updates the active RayCluster made by another KubeRay version in place from the RayService's
+    spec, a new one included if it arrived first, and builds no new cluster (vendor/kuberay-v1.7.0/
+    rayservice_controller.go reconcileRayCluster, shouldUpdateCluster); the RayCluster then says the applied spec
+    while its pods run the earlier one (docs/kuberay-versions.md, Moving a running stack): the wait must not call
+    that done."""
+    earlier = previous["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["metadata"]["annotations"][
+        CLUSTER_SPEC_ANNOTATION
+    ]
+    state = (
+        live(manifest, 2, observed=2, active=OLD),
+        {OLD: serve_details(applications[0])},
+        {OLD: raycluster(OLD, manifest)},
+    )
+    verdict = current_verdict(ReaderWithHead([state], OLD, earlier), applications, digest)
+    assert verdict.state == FAILED
+    assert (
+        f"RayCluster {OLD} took the applied spec in place, but its head pod {OLD}-head-x7k2p runs an earlier one"
+        in (verdict.message)
+    )
+    assert f"kubectl -n inference delete pod -l ray.io/cluster={OLD}" in verdict.message
+
+
+def test_a_promoted_cluster_whose_head_was_made_from_the_applied_spec_is_ready(manifest, applications, digest):
+    state = (
+        live(manifest, 2, observed=2, active=NEW),
+        {NEW: serve_details(applications[0])},
+        {NEW: raycluster(NEW, manifest)},
+    )
+    verdict = current_verdict(ReaderWithHead([state], NEW, digest), applications, digest)
+    assert (verdict.state, verdict.cluster) == (READY, NEW)

@@ -151,7 +151,7 @@ def test_exposed_stack_with_keys_and_token_passes(
 def test_a_side_with_the_host_kv_tier_passes(engine: OfflinePolicyEngine) -> None:
     """NIXL as the MultiConnector's first child keeps its EFA backend, and the tiered side's unset engine id is
     vLLM's uuid per engine (infra/settings/kv_offload.py), not a missing one."""
-    run = run_stack({"prefixCaching": "on", "prefillKvOffloadGiB": 16})
+    run = run_stack({"modelSource": "Qwen/Qwen3-8B", "prefixCaching": "on", "prefillKvOffloadGiB": 16})
     assert preview(engine, CapturedStack.of(run, "dev")) == []
 
 

@@ -172,7 +172,7 @@ MONITORING_CRDS = {"PodMonitor": "crd-podmonitors.yaml", "PrometheusRule": "crd-
 def assert_every_object_validates(out: Path) -> None:
     for manifest in manifests(out):
         if manifest["kind"] == "RayService":
-            assert rayservice_errors(manifest) == [], "RayService against the KubeRay 1.4.0 CRD"
+            assert rayservice_errors(manifest) == [], "RayService against the KubeRay 1.7.0 CRD"
         elif manifest["kind"] in MONITORING_CRDS:
             crd = schemas_dir() / "kube-prometheus-stack-88.5.3" / MONITORING_CRDS[manifest["kind"]]
             assert schema_errors(custom_resource_validator(crd), manifest) == [], manifest["kind"]
@@ -559,7 +559,7 @@ def test_the_programs_own_refusal_is_pulumi_ups_without_the_offline_note():
 # The notes the issue found missing from the render (issue 49): each begins so (infra/stack.py, infra/preflight).
 PREVIEW_NOTES = (
     "the alert rules run in the in-cluster Prometheus; the alerts go nowhere",
-    "rayAuthMode='auto': Ray's token authentication is off",
+    "Ray's dashboard, Ray client and GCS ask for Ray's token",
     "clusterUpgradeStrategy 'replace': a cluster-spec change",
     "capacity of prefill estimated per engine",
 )

@@ -49,6 +49,7 @@ from infra.serving.rollout_status import (
     unschedulable_pods,
 )
 from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from tests.conftest import kuberay_run
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import (
     pod_list,
@@ -149,11 +150,11 @@ class Clock:
     ],
 )
 @pytest.mark.parametrize("kuberay_version", VALIDATED_KUBERAY_VERSIONS)
-def test_rayservice_states_are_kuberay_objects(dev, status, kuberay_version):
+def test_rayservice_states_are_kuberay_objects(status, kuberay_version):
     """The vendored ray.io_rayservices.yaml schema of each validated release (v1.4.0, v1.7.0), status included: the
     fields the wait reads (observedGeneration, the active and pending rayClusterName, the apps' statuses) are in
-    both."""
-    assert rayservice_errors(live(dev, **status), kuberay_version) == []
+    both; dev's RayService at that release."""
+    assert rayservice_errors(live(kuberay_run("dev", kuberay_version), **status), kuberay_version) == []
 
 
 @pytest.mark.parametrize(
@@ -597,6 +598,13 @@ def secret_path(name: str) -> str:
 RAYCLUSTER_PATH, DASHBOARD_PATH = raycluster_path(CLUSTER), dashboard_path(CLUSTER)
 
 
+@pytest.fixture(scope="module")
+def on_1_4():
+    """dev on KubeRay 1.4.0, whose RayCluster (tests/rollout_states.py raycluster) has no authOptions: the reads
+    without Ray's token; the token's tests add KubeRay 1.7.0's (with_token_auth)."""
+    return kuberay_run("dev", "1.4.0")
+
+
 class ApiServer:
     """The API server's answers by path (a document is a 200, a `(status, body)` pair anything else, a path not
     listed a 404), under the real client with its HTTP layer replaced, and the dashboard reads through a port-forward
@@ -680,11 +688,11 @@ def test_the_reads_go_to_the_api_and_the_dashboard_to_the_running_head_pod(monke
     assert forwarded == [("ray-llm-abcde-head-x7k2p", 8265, "/api/serve/applications/", {})]
 
 
-def test_without_a_running_head_the_dashboard_is_not_there_yet(dev, api_server):
+def test_without_a_running_head_the_dashboard_is_not_there_yet(on_1_4, api_server):
     """A head pod still Pending (or none yet): nothing to forward to, so the cluster is still coming up."""
     pending_head = {**running_head(CLUSTER, head_pod_name(CLUSTER)), "status": {"phase": "Pending"}}
     server = api_server(
-        {RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), head_pods_path(CLUSTER): {"items": [pending_head]}}
+        {RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(on_1_4)), head_pods_path(CLUSTER): {"items": [pending_head]}}
     )
     assert eks_reader().serve_details(CLUSTER) is None
     assert [path for path, _ in server.asked if path.startswith("portforward")] == []
@@ -711,9 +719,9 @@ def test_the_forwarded_read_opens_the_head_pods_dashboard_port(monkeypatch):
     [OSError("connection closed"), http.client.RemoteDisconnected("closed"), ApiException(0, "Handshake status 404")],
     ids=["socket", "http", "pod-gone"],
 )
-def test_a_dashboard_that_cannot_be_reached_yet_is_not_there_yet(dev, api_server, monkeypatch, raised):
+def test_a_dashboard_that_cannot_be_reached_yet_is_not_there_yet(on_1_4, api_server, monkeypatch, raised):
     """Nothing listening on the forwarded port (the forwarded socket closes), or the pod gone: asked again."""
-    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: {}})
+    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(on_1_4)), DASHBOARD_PATH: {}})
 
     def fail(*_args):
         raise raised
@@ -722,10 +730,10 @@ def test_a_dashboard_that_cannot_be_reached_yet_is_not_there_yet(dev, api_server
     assert eks_reader().serve_details(CLUSTER) is None
 
 
-def test_a_port_forward_refused_by_rbac_fails_the_rollout(dev, api_server, monkeypatch):
+def test_a_port_forward_refused_by_rbac_fails_the_rollout(on_1_4, api_server, monkeypatch):
     """websocket-client reports the API's refusal of the upgrade as "Handshake status 403 Forbidden", which
     kubernetes-client wraps in ApiException(status=0) (kubernetes/stream/ws_client.py portforward_call)."""
-    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: {}})
+    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(on_1_4)), DASHBOARD_PATH: {}})
 
     def refuse(*_args):
         raise ApiException(0, "Handshake status 403 Forbidden -+-+- {'content-type': 'application/json'}")
@@ -746,10 +754,12 @@ def test_a_port_forward_refused_by_rbac_fails_the_rollout(dev, api_server, monke
         (401, ClusterRefused),
     ],
 )
-def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_fails(dev, api_server, status, outcome):
+def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_fails(
+    on_1_4, api_server, status, outcome
+):
     """404 (no RayService yet) and 502/503 (Ray's dashboard not up yet) mean not there yet; 5xx and 429 are asked
     again at the next poll; 401/403 (the API's credentials or RBAC, Ray's token) fail."""
-    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(dev)), DASHBOARD_PATH: (status, {"kind": "Status"})})
+    api_server({RAYCLUSTER_PATH: raycluster(CLUSTER, rayservice(on_1_4)), DASHBOARD_PATH: (status, {"kind": "Status"})})
     if outcome is None:
         assert eks_reader().serve_details(CLUSTER) is None
     else:
@@ -760,15 +770,15 @@ def test_an_object_not_there_yet_is_none_a_hiccup_is_asked_again_and_a_refusal_f
 # --- Ray's token auth: KubeRay 1.7.0's `authOptions` (docs/ray-token-auth.md) ---
 
 
-def test_the_token_states_are_kuberay_1_7_and_kubernetes_objects(dev):
-    assert raycluster_errors(with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token"), "1.7.0") == []
+def test_the_token_states_are_kuberay_1_7_and_kubernetes_objects(on_1_4):
+    assert raycluster_errors(with_token_auth(raycluster(CLUSTER, rayservice(on_1_4)), mode="token"), "1.7.0") == []
     assert core_object_errors(token_secret(CLUSTER, CLUSTER, RAY_TOKEN)) == []
 
 
-def test_with_token_auth_the_dashboard_is_read_with_the_clusters_token(dev, api_server):
+def test_with_token_auth_the_dashboard_is_read_with_the_clusters_token(on_1_4, api_server):
     """KubeRay's own client sends `x-ray-authorization: Bearer <token>` (vendor/kuberay-v1.7.0/dashboard_httpclient.go
     setAuthHeader); the rollout sends it the same way."""
-    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(on_1_4)), mode="token")
     server = api_server(
         {RAYCLUSTER_PATH: cluster, secret_path(CLUSTER): token_secret(CLUSTER, CLUSTER, RAY_TOKEN), DASHBOARD_PATH: {}}
     )
@@ -778,8 +788,8 @@ def test_with_token_auth_the_dashboard_is_read_with_the_clusters_token(dev, api_
     ]
 
 
-def test_a_secret_named_in_auth_options_is_the_one_read(dev, api_server):
-    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token", secretName="ray-token")
+def test_a_secret_named_in_auth_options_is_the_one_read(on_1_4, api_server):
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(on_1_4)), mode="token", secretName="ray-token")
     server = api_server(
         {
             RAYCLUSTER_PATH: cluster,
@@ -793,10 +803,10 @@ def test_a_secret_named_in_auth_options_is_the_one_read(dev, api_server):
 
 
 @pytest.mark.parametrize("auth_options", [None, {}, {"mode": "disabled"}], ids=["none", "no-mode", "disabled"])
-def test_without_token_auth_no_secret_is_read_and_no_token_sent(dev, api_server, auth_options):
+def test_without_token_auth_no_secret_is_read_and_no_token_sent(on_1_4, api_server, auth_options):
     """Auth is on only with `mode: token`: the CRD gives `mode` no default, and without it KubeRay sets no
     RAY_AUTH_MODE in the pods and sends no token (utils/util.go IsAuthEnabled; lab/tests/test_kuberay_auth.py)."""
-    cluster = raycluster(CLUSTER, rayservice(dev))
+    cluster = raycluster(CLUSTER, rayservice(on_1_4))
     if auth_options is not None:
         cluster = with_token_auth(cluster, **auth_options)
     server = api_server({RAYCLUSTER_PATH: cluster, DASHBOARD_PATH: {}})
@@ -805,14 +815,14 @@ def test_without_token_auth_no_secret_is_read_and_no_token_sent(dev, api_server,
     assert "x-ray-authorization" not in server.headers_of(DASHBOARD_PATH)[0]
 
 
-def test_each_cluster_is_read_with_its_own_token(dev, api_server):
+def test_each_cluster_is_read_with_its_own_token(on_1_4, api_server):
     """With clusterUpgradeStrategy newCluster the pending cluster is read beside the active one
     (rollout_status.new_cluster_verdict); KubeRay generates a Secret per RayCluster, named after it, and builds each
     cluster's dashboard client from that cluster's (rayservice_controller.go reconcileServe: dashboardClientFunc)."""
     pending = "ray-llm-fghij"
     answers = {DASHBOARD_PATH: {}, dashboard_path(pending): {}}
     for name, token in ((CLUSTER, "active-token"), (pending, "pending-token")):
-        answers[raycluster_path(name)] = with_token_auth(raycluster(name, rayservice(dev)), mode="token")
+        answers[raycluster_path(name)] = with_token_auth(raycluster(name, rayservice(on_1_4)), mode="token")
         answers[secret_path(name)] = token_secret(name, name, token)
     server = api_server(answers)
     reader = eks_reader()
@@ -821,11 +831,11 @@ def test_each_cluster_is_read_with_its_own_token(dev, api_server):
     assert sent == {dashboard_path(pending): "Bearer pending-token", DASHBOARD_PATH: "Bearer active-token"}
 
 
-def test_a_token_secret_not_there_yet_is_waited_for_by_name(dev, api_server, applications):
+def test_a_token_secret_not_there_yet_is_waited_for_by_name(on_1_4, api_server, applications):
     """KubeRay creates the Secret in the RayCluster's first reconcile, before its pods (raycluster_controller.go:
     reconcileAuthSecret comes before reconcilePods), so a missing one is a cluster still starting."""
-    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
-    api_server({RAYSERVICE_PATH: live(dev, generation=1, observed=1), RAYCLUSTER_PATH: cluster, DASHBOARD_PATH: {}})
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(on_1_4)), mode="token")
+    api_server({RAYSERVICE_PATH: live(on_1_4, generation=1, observed=1), RAYCLUSTER_PATH: cluster, DASHBOARD_PATH: {}})
     verdict = current_verdict(eks_reader(), applications)
     assert (verdict.state, verdict.message) == (
         WAITING,
@@ -834,23 +844,23 @@ def test_a_token_secret_not_there_yet_is_waited_for_by_name(dev, api_server, app
     )
 
 
-def test_a_token_secret_without_the_key_is_waited_for_by_name(dev, api_server, applications):
-    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token", secretName="mine")
+def test_a_token_secret_without_the_key_is_waited_for_by_name(on_1_4, api_server, applications):
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(on_1_4)), mode="token", secretName="mine")
     keyless = {**token_secret("mine", CLUSTER, RAY_TOKEN), "data": {"token": "eA=="}}
-    answers = {RAYSERVICE_PATH: live(dev, generation=1, observed=1), RAYCLUSTER_PATH: cluster}
+    answers = {RAYSERVICE_PATH: live(on_1_4, generation=1, observed=1), RAYCLUSTER_PATH: cluster}
     api_server({**answers, secret_path("mine"): keyless})
     verdict = current_verdict(eks_reader(), applications)
     assert (verdict.state, verdict.message) == (WAITING, f"Secret mine of RayCluster {CLUSTER} has no `auth_token` key")
 
 
-def test_the_token_reaches_no_message(dev, api_server, applications):
+def test_the_token_reaches_no_message(on_1_4, api_server, applications):
     """Every verdict the wait reports and the failure it ends with, with the token Secret there: a dashboard that does
     not answer until the deadline, and one that refuses the token (Ray's 403). Neither the
     token nor its base64 appears."""
-    cluster = with_token_auth(raycluster(CLUSTER, rayservice(dev)), mode="token")
+    cluster = with_token_auth(raycluster(CLUSTER, rayservice(on_1_4)), mode="token")
     secret = token_secret(CLUSTER, CLUSTER, RAY_TOKEN)
     answers = {
-        RAYSERVICE_PATH: live(dev, generation=1, observed=1),
+        RAYSERVICE_PATH: live(on_1_4, generation=1, observed=1),
         RAYCLUSTER_PATH: cluster,
         secret_path(CLUSTER): secret,
     }

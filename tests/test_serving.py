@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 
 import pytest
 import yaml
 
-from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from infra.serving.crds import KubeRayCrds
+from infra.settings.rules_serving import has_ray_token_auth
 from tests.chart_values import kuberay_operator_defaults, unknown_value_keys
 from tests.conftest import EXPOSED_SECRET_KEYS, exposed, kuberay_run
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, ray_container, rayservice, worker_group
@@ -18,6 +20,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
 OPERATOR_RELEASE = "serving-kuberay-kuberay-operator"
+KUBERAY_CRDS = f"pulumi-python:{KubeRayCrds._resource_type_name}"
 
 
 def head(run) -> dict:
@@ -43,8 +46,36 @@ def test_operator_chart_is_pinned_from_the_kuberay_repo(kuberay_stack):
     assert inputs["namespace"] == "kuberay-system"
 
 
-def test_the_default_operator_is_kuberay_1_4_0(dev):
-    assert dev.get(RELEASE, OPERATOR_RELEASE).inputs["version"] == "1.4.0"
+def test_the_default_operator_is_kuberay_1_7_0_and_rays_token_is_on(dev):
+    """The newest validated release, the one whose RayCluster takes authOptions (vendor/kuberay-v1.7.0/
+    ray.io_rayservices.yaml; docs/ray-token-auth.md): with rayAuthMode auto the default stack runs Ray with its
+    token."""
+    assert dev.get(RELEASE, OPERATOR_RELEASE).inputs["version"] == "1.7.0"
+    assert rayservice(dev)["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
+
+
+def test_the_stack_applies_the_releases_crds_of_its_kinds_before_the_operator(kuberay_stack):
+    """Helm installs a chart's crds/ on the first install only ("There is no support at this time for upgrading or
+    deleting CRDs using Helm", https://helm.sh/docs/chart_best_practices/custom_resource_definitions/), so the stack
+    applies the RayService and RayCluster CRDs of the release itself (the vendored files, which are the chart's crds/
+    at the tag: vendor/kuberay-v<version>/SOURCE.txt), and the operator's release waits for them: the new schema is
+    in place before the new operator, and before the RayService, which depends on the release."""
+    crds = kuberay_stack.run.get(KUBERAY_CRDS, "serving-kuberay-crds")
+    assert crds.inputs["kuberayVersion"] == kuberay_stack.version
+    assert crds.inputs["crds"] == {
+        name: hashlib.sha256(
+            (kuberay_dir(kuberay_stack.version) / f"ray.io_{name.split('.')[0]}.yaml").read_bytes()
+        ).hexdigest()
+        for name in ("rayservices.ray.io", "rayclusters.ray.io")
+    }
+    assert crds.urn in kuberay_stack.run.get(RELEASE, OPERATOR_RELEASE).dependencies
+    assert "kubeconfig" in crds.secret_inputs
+
+
+def test_an_unvalidated_release_leaves_its_crds_to_helm():
+    """No vendored CRDs to apply: Helm's first install puts in the chart's own, as before."""
+    run = run_stack({"kuberayVersion": "1.6.2", "allowUnvalidatedKuberayVersion": True})
+    assert not [r for r in run.resources if r.type == KUBERAY_CRDS]
 
 
 def test_operator_values_exist_in_the_real_chart(kuberay_stack):
@@ -99,11 +130,11 @@ def test_an_unknown_field_fails_validation(kuberay_stack):
 def test_the_rayservice_differs_between_kuberay_versions_only_by_rays_token(kuberay_stack):
     """What differs between 1.4.0 and 1.7.0 leaves the stack's RayService as it is (docs/kuberay-versions.md) but
     authOptions, which rayAuthMode auto sets where the operator has it; each release's CRD checks its document."""
-    at_default = rayservice(kuberay_run(kuberay_stack.stack, VALIDATED_KUBERAY_VERSIONS[0]))
-    at_version = rayservice(kuberay_stack.run)
+    without_token = rayservice(kuberay_run(kuberay_stack.stack, "1.4.0"))
+    at_version = copy.deepcopy(rayservice(kuberay_stack.run))  # the run is shared by the session
     auth = at_version["spec"]["rayClusterConfig"].pop("authOptions", None)
-    assert auth == (None if kuberay_stack.version == VALIDATED_KUBERAY_VERSIONS[0] else {"mode": "token"})
-    assert at_version == at_default
+    assert auth == ({"mode": "token"} if has_ray_token_auth(kuberay_stack.version) else None)
+    assert at_version == without_token
 
 
 def test_rayservice_is_named_and_placed_from_config(dev):

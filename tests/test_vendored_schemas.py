@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
+from infra.settings.kinds import DEFAULT_KUBERAY_VERSION, VALIDATED_KUBERAY_VERSIONS
+from infra.settings.rules_serving import has_ray_token_auth
 from tests.schemas import VENDORED_SCHEMAS_DIR
 from tools.project import declared_defaults
 
@@ -45,8 +46,11 @@ def test_the_vendored_folders_are_exactly_the_pinned_versions():
     assert present == charts | VENDORED_SOURCES | VALIDATED_KUBERAY_FOLDERS | {VENDORED_CAS}
 
 
-def test_the_default_kuberay_is_the_first_validated_one():
-    assert pinned_version("kuberayVersion") == VALIDATED_KUBERAY_VERSIONS[0]
+def test_the_default_kuberay_is_a_validated_one_with_rays_token():
+    """The default stack runs Ray with its token (rayAuthMode auto): KubeRay takes authOptions from 1.5.1 on."""
+    assert pinned_version("kuberayVersion") == DEFAULT_KUBERAY_VERSION
+    assert DEFAULT_KUBERAY_VERSION in VALIDATED_KUBERAY_VERSIONS
+    assert has_ray_token_auth(DEFAULT_KUBERAY_VERSION)
 
 
 @pytest.mark.parametrize("version", VALIDATED_KUBERAY_VERSIONS)

@@ -12,6 +12,7 @@ from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.components import Children, raise_input_errors, unmatched
 from infra.kube.pod_security import OPERATOR_LEVEL
 from infra.kube.scheduling import OPERATOR_NAMESPACE
+from infra.serving.crds import KubeRayCrds, KubeRayCrdsArgs, vendored_crd_digests
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
 from infra.settings.kinds import SEMVER_PATTERN
 
@@ -44,6 +45,13 @@ class KubeRayOperator(pulumi.ComponentResource):
         )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         children = Children(self, name)
+        # The release's CRDs, applied before it (infra/serving/crds.py); an unvalidated release has none vendored
+        # and keeps the CRDs of Helm's first install.
+        crds: list[pulumi.Resource] = []
+        digests = vendored_crd_digests(args.version)
+        if digests:
+            crds_args = KubeRayCrdsArgs(kubeconfig=cluster.kubeconfig, kuberay_version=args.version, crds=digests)
+            crds.append(KubeRayCrds(children.name("crds"), crds_args, opts=children.opts(depends_on=depends_on)))
         self.release = pinned_release(
             children,
             "kuberay-operator",
@@ -51,7 +59,7 @@ class KubeRayOperator(pulumi.ComponentResource):
             OPERATOR_NAMESPACE,
             kuberay_values(),
             cluster.provider,
-            depends_on,
+            [*depends_on, *crds],
         )
         pod_security_patch(children, OPERATOR_NAMESPACE, OPERATOR_LEVEL, cluster.provider, self.release)
         self.register_outputs({})

@@ -307,7 +307,32 @@ def new_cluster_verdict(
     if raycluster is None or built_from(raycluster) != spec:
         earlier = f"the active RayCluster {active} was built from an earlier spec"
         return Verdict(WAITING, f"{earlier}; KubeRay has not started the new one")
+    heads = cluster_pods(_read(reader.pods), active, "head")
+    running = _annotations(heads[0]).get(CLUSTER_SPEC_ANNOTATION) if heads else None
+    if running and running != spec:
+        return Verdict(FAILED, _updated_in_place(active, str(heads[0]["metadata"]["name"]), rayservice))
     return Verdict(READY, f"RayCluster {active} is active, built from the applied spec", cluster=active)
+
+
+def _updated_in_place(cluster: str, head: str, rayservice: Mapping[str, Any]) -> str:
+    """A new operator whose first reconcile of a RayService finds the active RayCluster made by another KubeRay
+    version updates that cluster in place from the RayService's spec (kuberay v1.7.0 rayservice_controller.go
+    reconcileRayCluster, shouldUpdateCluster), a new spec included when it arrived first, and builds no new cluster;
+    its running pods keep the spec they were made from (KubeRay copies the template's metadata into a pod only when
+    it creates one: common/pod.go BuildPod)."""
+    namespace = (rayservice.get("metadata") or {}).get("namespace", "")
+    return (
+        f"RayCluster {cluster} took the applied spec in place, but its head pod {head} runs an earlier one: the new "
+        "KubeRay operator updated the running cluster for its own version with the new spec (kuberayVersion and a "
+        "cluster-spec change in one `pulumi up`) and built no new cluster, so its pods lack the change (Ray's token, "
+        f"a new image). Restart them on it (`kubectl -n {namespace} delete pod -l {RAY_CLUSTER_LABEL}={cluster}`: an "
+        "outage), or undo the cluster-spec change (keeping kuberayVersion), `pulumi up`, then make it again: two new "
+        "clusters beside it. Move kuberayVersion alone first (docs/kuberay-versions.md)"
+    )
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def current_verdict(

@@ -58,7 +58,8 @@ def replaced_on_cluster_change(rayservice: Mapping[str, Any]) -> bool:
 
 def dropped_auth_options(applied: Mapping[str, Any], live: Mapping[str, Any] | None) -> str | None:
     """A RayService applied with authOptions that the API server stored without them: its RayService CRD predates the
-    field (KubeRay before 1.5.1; helm upgrade keeps the CRDs a first install put in), and the API server prunes a
+    field (KubeRay before 1.5.1: helm upgrade keeps the CRDs a first install put in, and the stack applies only a
+    validated release's, infra/serving/kuberay.py), and the API server prunes a
     field its structural schema does not know (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
     custom-resource-definitions/#field-pruning), so Ray would run without its token."""
     if "authOptions" not in applied.get("rayClusterConfig", {}) or live is None:
@@ -67,9 +68,9 @@ def dropped_auth_options(applied: Mapping[str, Any], live: Mapping[str, Any] | N
         return None
     return (
         "the RayService was stored without rayClusterConfig.authOptions: the cluster's RayService CRD is older than "
-        "KubeRay 1.5.1 (helm upgrade leaves the first install's CRDs), so Ray runs without its token. Apply the CRDs "
-        "of the kuberayVersion in use (docs/kuberay-versions.md) and run `pulumi up` again, or set rayAuthMode "
-        "'disabled'"
+        "KubeRay 1.5.1 (helm upgrade leaves the first install's CRDs; the stack applies a validated release's only), "
+        "so Ray runs without its token. Apply the CRDs of the kuberayVersion in use (docs/kuberay-versions.md) and "
+        "run `pulumi up` again, or set rayAuthMode 'disabled'"
     )
 
 

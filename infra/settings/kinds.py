@@ -32,9 +32,11 @@ KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
 # KubeRay releases whose CRDs and operator chart are vendored (vendor/kuberay-v<version>/) and the RayService and the
-# operator's Helm values are validated against (tests/test_kuberay_versions.py); docs/kuberay-versions.md says what
-# changed between them. The first is kuberayVersion's default.
+# operator's Helm values are validated against (the kuberay_stack fixture of tests/conftest.py);
+# docs/kuberay-versions.md says what changed between them. The default is the newest: the one with Ray's token
+# (KUBERAY_AUTH_OPTIONS_SINCE).
 VALIDATED_KUBERAY_VERSIONS = ("1.4.0", "1.7.0")
+DEFAULT_KUBERAY_VERSION = "1.7.0"
 # Ray's token authentication through KubeRay: the RayCluster's authOptions arrive in KubeRay 1.5.1, and its operator
 # refuses them below Ray 2.52.0 (ray-operator/controllers/ray/utils/validation.go ValidateRayClusterSpec, vendored
 # at 1.7.0). With authOptions the operator's own dashboard client sends the token (utils/dashboardclient).

@@ -98,6 +98,24 @@ def host_tier_gib(kv_transfer_config: dict[str, Any]) -> int:
     return int(tiers[0]["kv_connector_extra_config"]["cpu_bytes_to_use"] // GIB) if tiers else 0
 
 
+# Measured: vLLM 0.26's tier killed the engine of the hybrid default (Qwen3.5-9B, Gated DeltaNet + attention, prefix
+# caching in align mode) under 16 concurrent chats, in both runs: an AssertionError in the offloading scheduler's
+# `update_state_after_alloc` (kv_connector/v1/offloading/scheduler.py), lab/records/2026-12-07-kv-offload/README.md.
+HYBRID_TIER_RECORD = "lab/records/2026-12-07-kv-offload/README.md"
+
+
+def hybrid_model_problem(key: str, tier_gib: int, hybrid: bool | None) -> str | None:
+    """A tier for a model with Mamba-style state, which vLLM 0.26's offloading scheduler fails on under load."""
+    if not tier_gib or hybrid is not True:
+        return None
+    return (
+        f"{key}={tier_gib} is invalid with a hybrid model (attention and Gated DeltaNet layers): vLLM 0.26's host "
+        "tier stopped the engine under 16 concurrent chats in both GPU runs (AssertionError in "
+        f"kv_connector/v1/offloading/scheduler.py update_state_after_alloc; {HYBRID_TIER_RECORD}); allowed is 0, "
+        "or a tier for a model of attention layers only"
+    )
+
+
 def prefix_caching_problem(key: str, tier_gib: int, side: str, prefix_caching: bool | None) -> str | None:
     """A tier on a side that keeps no prefix cache (the module's docstring)."""
     if not tier_gib or prefix_caching is not False:

@@ -28,6 +28,7 @@ from infra.settings.kinds import (
     CHART_VERSION_PATTERN,
     CLIENT_CIDR_LIST,
     CLUSTER_UPGRADE_STRATEGIES,
+    DEFAULT_KUBERAY_VERSION,
     DNS_LABEL_ALLOWED,
     DNS_LABEL_PATTERN,
     GCS_REDIS,
@@ -81,15 +82,21 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
         Setting(
             "kuberayVersion",
             Text(SEMVER_PATTERN, "a version such as 1.4.0"),
-            VALIDATED_KUBERAY_VERSIONS[0],
+            DEFAULT_KUBERAY_VERSION,
             "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored "
-            f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}).",
+            f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}). 1.4.0 has no Ray token: with rayAuthMode auto it turns the "
+            "token off.",
             feeds="kuberay_version",
-            effects=(CHART_ROLLED,),
+            effects=(CHART_ROLLED, RAYSERVICE_REPLACED),
             change_note=(
-                "helm upgrade leaves the CRDs a first install put in (the chart ships them in crds/), so a running "
-                "stack moved to another release keeps the old RayService CRD until they are applied by hand "
-                "(docs/kuberay-versions.md)"
+                "the stack applies the release's RayService and RayCluster CRDs first (helm upgrade never upgrades a "
+                "chart's crds/), then the operator restarts on the new image (seconds with no operator; Ray keeps "
+                "serving) and updates the running RayCluster in place for its new version without touching its pods; "
+                "with rayAuthMode auto, 1.4.0 to 1.7.0 also turns Ray's token on, a cluster-spec change: the "
+                "RayService is replaced (an outage until the new cluster serves). To move without it, set rayAuthMode "
+                "disabled first and turn the token on in a later `pulumi up`; with newCluster always move in those two "
+                "steps, since a new spec that reaches the new operator before its first reconcile is written into the "
+                "running RayCluster, whose pods keep the old one (docs/kuberay-versions.md)"
             ),
         ),
         Setting(
@@ -101,7 +108,7 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "namespace's NetworkPolicies alone guard them), or auto (token where kuberayVersion has it, else "
             "disabled, which the preview says).",
             feeds="ray_token_auth",
-            effects=(RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
+            effects=(RAYSERVICE_REPLACED,),
             change_note="the RayCluster's spec gains or loses authOptions, and a new cluster gets a new token",
         ),
         Setting(
@@ -384,8 +391,8 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             0,
             "GiB of the node's host memory each prefill engine keeps KV blocks in when its GPU evicts them (vLLM's "
             "native CPU offloading beside NIXL): a prompt that starts like an earlier one loads them back instead of "
-            "prefilling again. Needs the side's prefix caching on (prefixCaching on for a hybrid model). Pinned in the "
-            "worker pod's memory beside Ray's object store: the preview refuses what the gpuNodeType cannot hold "
+            "prefilling again. Needs the side's prefix caching on; refused for a hybrid model such as the default (vLLM "
+            "0.26's tier stopped its engine under load, measured). Pinned in the worker pod's memory beside Ray's object store: the preview refuses what the gpuNodeType cannot hold "
             "(see Prefix caching, Host-memory KV tier).",
             feeds="prefill.kv_offload_gib",
             effects=SERVE_ONLY,

@@ -33,7 +33,7 @@ from infra.settings.kinds import (
     VALIDATED_KUBERAY_VERSIONS,
     maintenance_window_minutes,
 )
-from infra.settings.kv_offload import node_memory_problem, prefix_caching_problem
+from infra.settings.kv_offload import hybrid_model_problem, node_memory_problem, prefix_caching_problem
 from infra.settings.models import AGGREGATED, OWN_NODES, ModelSpec, model_layout_problems
 from infra.settings.prefix_caching import engine_prefix_caching, routes_by_prefix
 from infra.settings.quantization import fp8_problems
@@ -365,11 +365,12 @@ def surge_problems(cfg: StackConfig) -> list[str]:
 
 
 def host_tier_problems(cfg: StackConfig) -> list[str | None]:
-    """A host KV tier on a side without prefix caching, or tiers the GPU node's worker pod cannot hold
-    (infra/settings/kv_offload.py)."""
+    """A host KV tier for a hybrid model or on a side without prefix caching, or tiers the GPU node's worker pod
+    cannot hold (infra/settings/kv_offload.py)."""
     tiers = {f"{side}KvOffloadGiB": getattr(cfg, side).kv_offload_gib for side in ("prefill", "decode")}
     problems = [
-        prefix_caching_problem(key, tier, side, getattr(cfg, side).prefix_caching)
+        hybrid_model_problem(key, tier, cfg.model_hybrid)
+        or prefix_caching_problem(key, tier, side, getattr(cfg, side).prefix_caching)
         for (key, tier), side in zip(tiers.items(), ("prefill", "decode"), strict=True)
     ]
     if cfg.topology is not None and any(tiers.values()):

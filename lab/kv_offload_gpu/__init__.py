@@ -5,6 +5,7 @@ it today (prefix caching off), with prefix caching, and with prefix caching and 
 (`kv_offloading_size`, the aggregated baseline's form of the prefill side's prefillKvOffloadGiB), each with the KV
 memory of an L4. Then the teacher-forced logprob comparison of the tiered engine against the uncached one
 (tools.prefix_cache_gpu.teacher, the GPU's cache flushed before each prompt so that its prefix comes back from host
-memory), then a multi-turn chat load (lab/kv_offload_gpu/chat.py) at each concurrency level. `serve-configs` writes
-the stack's two serve configs here.
+memory), then a multi-turn chat load (lab/kv_offload_gpu/chat.py) at each concurrency level. The two serve configs
+are the ones the 2026-12-07 run used (lab/records/2026-12-07-kv-offload/cfg/): the stack now refuses the tier for
+the hybrid default, after that run's engine crashes.
 """

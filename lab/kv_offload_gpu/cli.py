@@ -1,9 +1,8 @@
-"""The command line: `serve-configs` (here, with the deploy SDKs) and `run` (on the GPU host)."""
+"""The command line: `run` (on the GPU host), from the serve configs the 2026-12-07 run used (its record's cfg/)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import lab.kv_offload_gpu
@@ -15,9 +14,9 @@ PARTS = ("teacher", "chat")
 # The earlier run's cached engine at an L4's memory: 89 blocks of 8 layers x 2,162,688 bytes
 # (docs/bench/2026-12-06-prefix-cache/README.md, "The cache layout each engine chose").
 L4_KV_CACHE_BYTES = 89 * 8 * 2_162_688
-# The stack settings of the two serve configs: today's default, and prefix caching with the prefill side's tier.
-CONTEXT = {"maxModelLen": "4096"}
-TIERED = {**CONTEXT, "prefixCaching": "on", "prefillKvOffloadGiB": "32"}
+# The serve configs the run used, written by the stack before it refused the tier for a hybrid model (maxModelLen
+# 4096; and prefixCaching on with prefillKvOffloadGiB 32): the crash that refusal comes from is in the same record.
+RECORDED_CONFIGS = Path(__file__).resolve().parents[1] / "records" / "2026-12-07-kv-offload" / "cfg"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -25,12 +24,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m lab.kv_offload_gpu", description=(lab.kv_offload_gpu.__doc__ or "").split("\n\n")[0]
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    configs = commands.add_parser("serve-configs", help="write the default and the tiered stack's serve configs")
-    configs.add_argument("--stack", default="dev")
-    configs.add_argument("--out", type=Path, required=True, help="folder for default.json and tiered.json")
     run = commands.add_parser("run", help="the three engines, the teacher-forced passes and the chat load")
-    run.add_argument("--default-config", type=Path, required=True)
-    run.add_argument("--tiered-config", type=Path, required=True)
+    run.add_argument("--default-config", type=Path, default=RECORDED_CONFIGS / "default.json")
+    run.add_argument("--tiered-config", type=Path, default=RECORDED_CONFIGS / "tiered.json")
     run.add_argument("--model-dir", type=Path, required=True, help="the model (tools.tiny_model --shape full)")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument(
@@ -51,14 +47,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.command == "serve-configs":
-        from lab.prefix_cache_gpu.engine import stack_serve_config
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        for name, settings in (("default", CONTEXT), ("tiered", TIERED)):
-            config = stack_serve_config(args.stack, settings)
-            (args.out / f"{name}.json").write_text(json.dumps(config, indent=2) + "\n")
-        return 0
     from lab.kv_offload_gpu.run import run
 
     return run(args)

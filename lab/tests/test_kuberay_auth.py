@@ -70,8 +70,9 @@ def rayservice_cluster_properties(version: str) -> dict:
 
 
 def test_kuberay_1_4_has_no_auth_options():
-    """The stack's default operator: its CRD has no such field, and the API server drops a field its CRD's schema
-    does not know (a warning at most), so `authOptions` given to 1.4.0 would be lost and Ray left open."""
+    """The operator a stack may pin (the default before 1.7.0): its CRD has no such field, and the API server drops a
+    field its CRD's schema does not know (a warning at most), so `authOptions` given to 1.4.0 would be lost and Ray
+    left open."""
     assert "authOptions" not in rayservice_cluster_properties("1.4.0")
     assert "authOptions" in rayservice_cluster_properties(KUBERAY)
 

@@ -235,13 +235,14 @@ def test_the_states_a_rollout_wait_could_follow_are_in_the_1_7_status():
     assert "BothActivePendingClustersExist" in function("1.7.0", "calculateConditions")
 
 
-def test_a_change_of_release_on_a_running_stack_warns_that_the_crds_stay():
+def test_a_change_of_release_on_a_running_stack_applies_the_crds_helm_leaves():
     """The chart ships its CRDs in crds/ (each SOURCE.txt: identical to helm-chart/kuberay-operator/crds/), which Helm
     installs once and never upgrades ("There is no support at this time for upgrading or deleting CRDs using Helm",
     https://helm.sh/docs/topics/charts/#limitations-on-crds); the 1.7.0 operator's new RayService fields would be
-    pruned by a 1.4.0 CRD (test_its_options_are_fields_of_the_1_7_crd_only), so the change table says so."""
+    pruned by a 1.4.0 CRD (test_its_options_are_fields_of_the_1_7_crd_only), so the stack applies the vendored ones
+    itself (infra/serving/crds.py, tests/test_kuberay_crds.py) and the change table says so."""
     for version in VALIDATED_KUBERAY_VERSIONS:
         assert (
             "identical to helm-chart/kuberay-operator/crds/*.yaml" in (kuberay_dir(version) / "SOURCE.txt").read_text()
         )
-    assert "keeps the old RayService CRD" in SETTINGS_BY_KEY["kuberayVersion"].change_note
+    assert "applies the release's RayService and RayCluster CRDs first" in SETTINGS_BY_KEY["kuberayVersion"].change_note

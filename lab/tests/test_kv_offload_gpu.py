@@ -8,27 +8,12 @@ import json
 from lab.kv_offload_gpu.chat import ChatPlan, Turn, summary
 from lab.kv_offload_gpu.cli import L4_KV_CACHE_BYTES, main
 from lab.kv_offload_gpu.run import added, counters
-from lab.smoke.app import serve_stack_config
 
 H100_MIB = 81559
 
 
-def write_configs(tmp_path):
-    from infra.serving.serve_config import build_serve_config, serve_app_args
-    from lab.kv_offload_gpu.cli import CONTEXT, TIERED
-
-    paths = []
-    for name, settings in (("default", CONTEXT), ("tiered", TIERED)):
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(build_serve_config(serve_app_args(serve_stack_config("dev", settings)))))
-        paths.append(path)
-    return paths
-
-
 def test_the_three_engines_differ_only_in_prefix_caching_and_the_tier(tiny_model_dir, tmp_path, capsys):
-    default, tiered = write_configs(tmp_path)
-    argv = ["run", "--default-config", str(default), "--tiered-config", str(tiered)]
-    argv += ["--model-dir", str(tiny_model_dir), "--out", str(tmp_path / "o"), "--host-gpu-mib", str(H100_MIB)]
+    argv = ["run", "--model-dir", str(tiny_model_dir), "--out", str(tmp_path / "o"), "--host-gpu-mib", str(H100_MIB)]
     assert main([*argv, "--dry-run"]) == 0
     engines = {name: e["engine_kwargs"] for name, e in json.loads(capsys.readouterr().out)["engines"].items()}
     assert engines["tier"] == {**engines["on"], "kv_offloading_size": 32}
