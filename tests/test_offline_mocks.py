@@ -9,12 +9,14 @@ names of its properties are the camelCase fields the provider returns, and a pro
 from __future__ import annotations
 
 import importlib
+import pickle
 import re
 import typing
 from types import SimpleNamespace
 
 import pytest
 
+from tools.offline import run_stack
 from tools.offline_aws import AwsMocks
 from tools.project import PROJECT_DIR
 
@@ -199,3 +201,12 @@ def test_the_offline_elasticache_endpoint_has_the_shape_of_a_tls_groups_primary(
     assert re.fullmatch(
         r"master\.[a-z][a-z0-9-]*\.[a-z0-9]{6}\.sae1\.cache\.amazonaws\.com", state["primaryEndpointAddress"]
     )
+
+
+def test_an_offline_run_undoes_pulumis_pickler_patch():
+    """Pulumi's serialize_provider (pulumi/dynamic/dynamic.py) leaves pickle._Pickler._batch_setitems patched, one
+    wrapper deeper per dynamic resource; the dev stack serializes two (ServeRollout, KubeRayCrds) each run, and a full
+    test session once reached Python's recursion limit that way."""
+    before = pickle._Pickler._batch_setitems  # type: ignore[attr-defined]
+    run_stack({})
+    assert pickle._Pickler._batch_setitems is before  # type: ignore[attr-defined]

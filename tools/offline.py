@@ -11,10 +11,12 @@ offline Hub and S3 (tools/offline_models.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import pickle
 import runpy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -309,6 +311,19 @@ def load_stack_config(
     return load_config(describe_instance_type=node_groups.describe_instance_type)
 
 
+@contextlib.contextmanager
+def dynamic_serializer_undone() -> Iterator[None]:
+    """Pulumi's serialize_provider (pulumi/dynamic/dynamic.py) patches pickle._Pickler's _batch_setitems and save_dict
+    to sort dicts and restores only pickle.Pickler, so each dynamic resource a process serializes wraps the previous
+    wrapper once more: a process that runs the program hundreds of times (the test suite) reaches Python's recursion
+    limit, where a `pulumi up` serializes a few. Each offline run puts both methods back."""
+    batch_setitems, save_dict = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = batch_setitems, save_dict  # type: ignore[attr-defined]
+
+
 def run_stack(
     overrides: Mapping[str, Any] | None = None,
     *,
@@ -354,7 +369,8 @@ def run_stack(
         return pulumi.Output.from_input(resolve_outputs())
 
     try:
-        program()
+        with dynamic_serializer_undone():
+            program()
     except Exception as error:
         # Lets a caller check what was declared before the failure (for config errors: nothing).
         error.declared_resources = list(monitor.captured)  # type: ignore[attr-defined]

@@ -91,14 +91,12 @@ def kubernetes_applier(props: Mapping[str, Any]) -> CrdApplier:
 
 
 class KubeRayCrdsProvider(pulumi.dynamic.ResourceProvider):
-    def __init__(self, applier: Callable[[Mapping[str, Any]], CrdApplier] | None = None) -> None:
+    def __init__(self, applier: Callable[[Mapping[str, Any]], CrdApplier] = kubernetes_applier) -> None:
         super().__init__()
-        # None in the program: the serialized provider then holds no function for dill to pickle by value (one did
-        # exceed Python's recursion limit in a long test session).
         self._applier = applier
 
     def _apply(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        applier = (self._applier or kubernetes_applier)(props)
+        applier = self._applier(props)
         for crd, digest in sorted(props["crds"].items()):
             document = crd_file(props["kuberayVersion"], crd).read_bytes()
             if hashlib.sha256(document).hexdigest() != digest:  # the program and its vendor/ must be one checkout
