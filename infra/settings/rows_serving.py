@@ -391,8 +391,9 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             0,
             "GiB of the node's host memory each prefill engine keeps KV blocks in when its GPU evicts them (vLLM's "
             "native CPU offloading beside NIXL): a prompt that starts like an earlier one loads them back instead of "
-            "prefilling again. Needs the side's prefix caching on; refused for a hybrid model such as the default (vLLM "
-            "0.26's tier stopped its engine under load, measured). Pinned in the worker pod's memory beside Ray's object store: the preview refuses what the gpuNodeType cannot hold "
+            "prefilling again. Needs the side's prefix caching on; refused for a hybrid model such as the default "
+            "(vLLM 0.26's tier stopped its engine under load, measured). Pinned in the worker pod's memory beside "
+            "Ray's object store: the preview refuses what the gpuNodeType cannot hold "
             "(see Prefix caching, Host-memory KV tier).",
             feeds="prefill.kv_offload_gib",
             effects=SERVE_ONLY,
