@@ -1,41 +1,7 @@
 """Capacity per engine, before deploying: weights, KV/state bytes, blocks and tokens of KV, requests that fit.
 
-The arithmetic is vLLM 0.26's own, redone from the model's config.json and the GPU EC2 reports:
-- the memory an engine's workers may take: `gpu_memory_utilization` of each GPU (`vllm/v1/worker/gpu_worker.py`,
-  `request_memory`), 0.92 by default (`CacheConfig.gpu_memory_utilization`, vendored `cache.py`); what is left
-  for KV after the weights, the profiled activation peak, non-torch memory and CUDA graphs
-  (`Worker.determine_available_memory`) is `available_kv_cache_memory_bytes`;
-- an attention layer's page: 2 (K and V) x block size x KV heads per worker x head size x dtype bytes
-  (`vllm/v1/kv_cache_interface.py`, `AttentionSpec.real_page_size_bytes`), KV heads `max(1, heads // tp)`
-  (`vllm/config/model.py`, `get_num_kv_heads`);
-- a Gated DeltaNet layer's state page: a conv state of (key dim x 2 + value dim) / tp x (kernel - 1) and an SSM
-  state of value heads / tp x value dim x key dim (`vllm/model_executor/layers/mamba/mamba_utils.py`,
-  `gated_delta_net_state_shape`), the conv in the model dtype and the SSM in `mamba_ssm_dtype`
-  (`_mamba_state_dtype`; Qwen3.5's config sets float32, `models/config.py` `Qwen3_5ForConditionalGenerationConfig`);
-- on a hybrid model the attention block grows until its page holds a state page: 16 x cdiv(state page,
-  16 x attention bytes per token) tokens (`vllm/platforms/interface.py`, `_align_hybrid_block_size`, without
-  prefix caching for state; 16 is FlashAttention's `MultipleOf(16)` and `CacheConfig.DEFAULT_BLOCK_SIZE`), and the
-  state page is padded to it;
-- layers of one kind are split into groups of the smallest kind's layer count (`vllm/v1/core/kv_cache_utils.py`,
-  `_get_kv_cache_groups_uniform_page_size`), and a block is one page in every layer of a group:
-  blocks = available // (page x group size) (`get_kv_cache_config_from_groups`, `get_num_blocks`);
-- a request of `max_model_len` needs cdiv(max_model_len, block size) blocks in each attention group and one in
-  each state group (`MambaSpec.max_memory_usage_bytes`, mamba_cache_mode "none"), and vLLM's "Maximum
-  concurrency" is blocks / that, its "GPU KV cache size" that times max_model_len
-  (`get_max_concurrency_for_kv_cache_config`, `get_kv_cache_capacity`);
-- with prefix caching on, a Gated DeltaNet model runs mamba_cache_mode "align" (infra/settings/prefix_caching.py):
-  the block size is the same (`_align_hybrid_block_size` takes the same branch for "align" and "none"), and each
-  state group holds two blocks per request, the running state and the one it is copied from (`MambaSpec.
-  max_memory_usage_bytes`: `page_size_bytes * (2 + num_speculative_blocks)`). vLLM also asks that a block fit in
-  one step's batch ("In Mamba cache align mode, block_size ... must be <= max_num_batched_tokens",
-  `vllm/config/vllm.py`).
-
-With FP8 (infra/settings/quantization.py) the linear layers' weights of an online-quantized side count one byte per
-element, and an FP8 KV cache one byte per attention KV element; the Gated DeltaNet state keeps its dtypes.
-
-What vLLM only learns by profiling (activations, non-torch memory, CUDA graphs, buffers made while loading) is
-one measured term, `PROFILED_OVERHEAD_GIB`; it is the one number here that is an estimate.
-"""
+vLLM 0.26's own arithmetic redone from the model's config.json and EC2's GPU memory; the one estimate is the profiled
+overhead (docs/scaling.md#the-capacity-arithmetic-read-in-vllm-026 has the sources and the measurement)."""
 
 from __future__ import annotations
 
@@ -58,12 +24,8 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 FP8_BYTES = 1  # fp8, fp8_e4m3 and fp8_e5m2 KV caches are torch.uint8 (vllm/utils/torch_utils.py)
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"
-# Memory vLLM 0.26 takes beyond the checkpoint's tensors, measured on the default model (lab/records/gpu-end-to-end.md,
-# fourth session: max_num_batched_tokens 2048, max_num_seqs 32, CUDA graphs on, text only): a budget of
-# 0.9 x 23034 MiB = 20.245 GiB, "Available KV cache memory: 1.01 GiB", and 16.678 GiB of text-only tensors in
-# the checkpoint (vLLM's "Model loading took 16.8 GiB" adds 0.12 GiB of buffers) leave 2.56 GiB for the
-# activation peak, non-torch memory and CUDA graphs. It is fitted to that one run and holds for that model and
-# batch shape; at vLLM's default max_num_seqs 256 the graphs took 0.25 GiB more (third session, run C).
+# Memory vLLM 0.26 takes beyond the checkpoint's tensors, fitted to one measured run of the default model
+# (docs/scaling.md#the-capacity-arithmetic-read-in-vllm-026).
 PROFILED_OVERHEAD_GIB = 2.56
 # Blocks a request holds in each Gated DeltaNet group (MambaSpec.max_memory_usage_bytes, no speculative decoding):
 # mamba_cache_mode "none" (prefix caching off) and "align" (on).

@@ -1,41 +1,9 @@
 """Prefix caching and prefix-aware routing: which engine keeps a prefix cache, and which side routes by prefix.
 
-Read in vLLM 0.26.0 (the wheel ray[llm]==2.58.0 pins; docs/prefix-caching.md has the whole reading):
-- the default: `EngineArgs._set_default_chunked_prefill_and_prefix_caching_args` (`vllm/engine/arg_utils.py`) turns
-  prefix caching on where it is supported and the model is not hybrid (`default_prefix_caching =
-  is_prefix_caching_supported and not is_hybrid`); an explicit `enable_prefix_caching` wins;
-- a hybrid model with the cache on: `MambaModelConfig.verify_and_update_config` (`model_executor/models/config.py`)
-  picks `mamba_cache_mode` "all" where the model class supports Mamba prefix caching and "align" otherwise; Qwen3.5
-  does not (`models/qwen3_5.py` raises for "all"), so it runs "align": the Gated DeltaNet state is kept only at
-  block boundaries that end a scheduler step, and the scheduler cuts prefill chunks at block boundaries to make
-  them (`v1/core/sched/scheduler.py` `_mamba_block_aligned_split`). The attention block size is the one vLLM picks
-  without the cache ("align" and "none" share `_align_hybrid_block_size`'s branch, `platforms/interface.py`; "all"
-  rounds it to the Mamba chunk size);
-- the prefill side of PD: NIXL's pull connector hands the decode side every block of the request's computed tokens,
-  those that hit the prefill's cache included (`v1/core/sched/scheduler.py` `_connector_finished` ->
-  `get_block_ids_for_computed_tokens`; `nixl/pull_scheduler.py` `request_finished`), and the decode reads only the
-  last Gated DeltaNet block, the state at the prompt's second-last token (`nixl/base_worker.py`
-  `_apply_prefix_caching`; `nixl/base_scheduler.py` `_truncate_mamba_request_for_prefill`). A prefill cache hit saves
-  the prefill's compute, never a byte of the transfer, and the decode gets the whole KV either way;
-- the decode side of PD: `get_num_new_matched_tokens` asks the prefill only for the tokens past the decode's own
-  cache hit, and `_apply_prefix_caching` reads only the attention blocks the decode lacks. For an attention-only
-  model a turn that the same decode engine served before then moves only the new blocks. For a hybrid model the
-  decode's cache can hit only where it holds a Gated DeltaNet state at a block boundary: it gets the prompt's state
-  at the second-last token, not at a boundary, and keeps boundary states only as decoding crosses them; meanwhile
-  "align" doubles each request's state blocks (`v1/kv_cache_interface.py` `MambaSpec.max_memory_usage_bytes`) and
-  adds a state copy to every decode step (`v1/worker/gpu_model_runner.py`, `postprocess_mamba_align_gpu`). So the
-  decode side of a hybrid model keeps no cache; nothing in the transfer needs it (the prefill-side rule above).
-- NIXL: prefix caching and `mamba_cache_mode` are not in the compatibility hash (`nixl/metadata.py`
-  `compute_nixl_compatibility_hash`), but a hybrid pair must have equal block sizes ("HMA does not support
-  different remote block size yet", `nixl/base_worker.py`), so a cached hybrid prefill runs "align", whose block
-  size is the uncached decode's.
-
-Prefix-aware routing is Ray Serve LLM 2.58's PrefixCacheAffinityRouter (`ray/llm/_internal/serve/routing_policies/
-prefix_aware/prefix_aware_router.py`): the router of a deployment's callers (the ingress for decode, each decode
-replica for prefill) sends a request to the replica whose earlier prompts share the longest prefix with it, kept in
-one prefix-tree actor per deployment. The stack runs it through serve_ext/ray_llm_eks_routing, which fixes a
-livelock of Ray's class (docs/prefix-caching.md; tests/test_prefix_routing.py shows both on CPU).
-"""
+vLLM 0.26's defaults, the hybrid model's "align" mode and what each PD side gains are read in its source in
+docs/prefix-caching.md#what-vllm-0260-does-read-in-its-wheel-the-version-rayllm2580-pins; prefix-aware routing
+(Ray Serve LLM 2.58's PrefixCacheAffinityRouter, run through serve_ext/ray_llm_eks_routing for its livelock fix) in
+docs/prefix-caching.md#prefix-aware-routing-ray-serve-llm-258."""
 
 from __future__ import annotations
 

@@ -1,41 +1,7 @@
 """FP8 weights and KV cache: what vLLM 0.26 accepts on which GPU, and what it stores in FP8.
 
-Read from vLLM 0.26.0's own source (the wheel ray[llm]==2.58.0 pins):
-- weights: `quantization: fp8` makes `Fp8Config` (`vllm/model_executor/layers/quantization/fp8.py`), whose
-  `get_min_capability` is 75; `VllmConfig._get_quantization_config` (`vllm/config/vllm.py`) raises "The
-  quantization method fp8 is not supported for the current GPU" below it. Under 8.9 (no FP8 tensor cores) the
-  weights are still stored in FP8 and run through the weight-only Marlin kernel
-  (`kernels/linear/scaled_mm/marlin.py`, "FP8 Marlin for GPUs that lack FP8 hardware support", 7.5 and up);
-- which layers: `Fp8Config.get_quant_method` quantizes every `LinearBase` built with the quant config, and
-  nothing else (embeddings, the LM head's `ParallelLMHead`, norms, convolutions get no FP8 method). For Qwen3.5
-  (`models/qwen3_5.py`) those are the full-attention layers' qkv_proj and o_proj (`Qwen3NextAttention`,
-  `models/qwen3_next.py`), every layer's gate_up_proj and down_proj (`Qwen2MoeMLP`, `models/qwen2_moe.py`) and the
-  Gated DeltaNet layers' in_proj_qkvz, in_proj_ba and out_proj (`QwenGatedDeltaNetAttention`,
-  `layers/mamba/gdn/qwen_gdn_linear_attn.py`); its conv1d is a `ColumnParallelLinear` built without the quant
-  config and stays in the model dtype, as do A_log, dt_bias and the gated norm. In checkpoint names these are
-  q/k/v/o_proj, gate/up/down_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a and out_proj (the loader packs
-  them into vLLM's merged layers: `packed_modules_mapping`, `models/qwen3_5.py`);
-- a pre-quantized checkpoint: `ModelConfig._verify_quantization` (`vllm/config/model.py`) takes the method from
-  config.json's `quantization_config.quant_method` and raises "Quantization method specified in the model config
-  (...) does not match the quantization method specified in the `quantization` argument" when the setting names
-  another;
-- the KV cache: `cache_dtype` fp8 / fp8_e4m3 / fp8_e5m2 store one byte per element (`STR_DTYPE_TO_TORCH_DTYPE`,
-  `vllm/utils/torch_utils.py`: torch.uint8). An attention backend must take it on the GPU
-  (`vllm/platforms/cuda.py` `_get_backend_priorities`: FLASH_ATTN, FLASHINFER, TRITON_ATTN, ...):
-  FLASH_ATTN only with FlashAttention 3 on compute capability 9.x, for fp8 / fp8_e4m3
-  (`v1/attention/backends/flash_attn.py` `supports_kv_cache_dtype`); FLASHINFER on 8.0 to 12.1 for all three
-  (`flashinfer.py` `supported_kv_cache_dtypes`, `supports_compute_capability`); TRITON_ATTN only from 8.9
-  ("native FP8 (fp8e4nv) requires SM89+", `triton_attn.py`). So an FP8 KV cache needs 8.0 or later;
-- the Gated DeltaNet state keeps its own dtypes: `get_mamba_state_dtype_from_config` (`models/qwen3_5.py`) reads
-  `mamba_cache_dtype` and `mamba_ssm_cache_dtype`, never `cache_dtype` (`mamba_utils.py`
-  `gated_delta_net_state_dtype`);
-- the transfer: NIXL moves each layer's registered KV memory as bytes (`nixl/base_worker.py`: `block_stride =
-  total_size // self.num_blocks` of the storage's `nbytes()`), with no dtype of its own, and puts `cache_dtype`
-  in the compatibility hash both sides exchange (`nixl/metadata.py` `compute_nixl_compatibility_hash`, the
-  `"cache_dtype"` factor); a mismatch fails the handshake ("NIXL compatibility hash mismatch", base_worker.py).
-  An FP8 KV cache is therefore transferred as is, at half the bytes, provided prefill and decode both use it:
-  one stack-wide `kvCacheDtype`. The weights' quantization is not in the hash, so it may differ per side.
-"""
+An FP8 KV cache is one stack-wide `kvCacheDtype` because NIXL's handshake compares it; the weights' quantization may
+differ per side (docs/scaling.md#fp8-read-in-vllm-0260-the-wheel-rayllm2580-pins has vLLM's source for each rule)."""
 
 from __future__ import annotations
 
