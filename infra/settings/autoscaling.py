@@ -1,22 +1,9 @@
 """Latency objectives: each side of the PD pair scaled on its own latency (prefill on time to first token, decode on
-inter-token latency), at a percentile, between its minimum and maximum replicas, with cooldowns that respect how long
-a replica takes to start.
+inter-token latency), at a percentile, between its minimum and maximum replicas.
 
-The policy that keeps them runs in the cluster (serve_ext/ray_llm_eks_autoscale/policy.py, Ray Serve 2.58's custom
-autoscaling policy: `AutoscalingConfig.policy`, ray/serve/config.py). Ray Serve LLM 2.58's PD builder fixes the engines'
-deployment classes (PDPrefillServer, PDDecodeServer: ray/llm/_internal/serve/serving_patterns/prefill_decode/builder.py
-`build_pd_openai_app`), and neither defines `record_autoscaling_stats`, the method through which a replica pushes its
-own metrics to the policy (ray/serve/_private/replica.py `_fetch_custom_autoscaling_metrics`); so on the engines the
-policy reads the side's latency off its ongoing requests through the latency curve below, and a replica that does
-report its latency (the CPU proof's stand-ins, lab/autoscale_cpu.py) is judged on the measured figure.
-
-The curves: the default model through PD on an H200 held to an L4's memory (lab/records/bench/2026-11-30/pd-c*.json,
-`vllm bench serve`, 1,024-token prompts, 128 output tokens; lab/records/gpu-end-to-end.md, fourth session), scaled to
-an L4's speed: decode reads the weights every step, 4.8 ms a token on the H200 against at least 53 ms on an L4's
-300 GB/s (x11), and prefill is compute-bound, the L4's 121 dense bf16 TFLOPS about an eighth of the H200's (x8), both
-from lab/records/gpu-end-to-end.md ("An H200's speed, an L4's memory"). So the curves are estimated, for the default
-model on g6; another model or GPU keeps its own objectives but the curve's shape is the default model's.
-"""
+The policy runs in the cluster (serve_ext/ray_llm_eks_autoscale/policy.py); on the engines it reads latency off the
+ongoing requests through the estimated curves here (docs/scaling.md#latency-objectives says why and how they were
+made)."""
 
 from __future__ import annotations
 

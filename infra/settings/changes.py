@@ -1,40 +1,10 @@
 """What changing a setting does to a running stack: the change model, one source for docs/changes.md and the preview.
 
-Each row of the settings table (`infra/settings/table.py`) names the effects a change to its key has, mildest first.
-The rules behind each effect:
-- SERVE_IN_PLACE: only `serveConfigV2` changes. KubeRay 1.4.0 sends the whole config to Ray's dashboard
-  (`PUT /api/serve/applications/`); Serve restarts the engines of the deployments that changed. With one
-  replica a side it stops the old replica before the new one starts: requests failed for 106 s of a 127 s
-  update (lab/records/gpu-end-to-end.md, "Updating a running app"). With two or more a side (and two ingress replicas,
-  infra/serving/serve_config.py ROLLING_INGRESS_REPLICAS) it rolls one replica at a time and no request failed
-  (docs/serve-updates.md). A broken config ends DEPLOY_FAILED with nothing serving at any replica count.
-- RAYSERVICE_REPLACED: `rayClusterConfig` changes. KubeRay 1.4.0 would build a second RayCluster beside the
-  first, which the GPU node group cannot hold, and ignores replica changes on a running cluster
-  (vendor/kuberay-v1.4.0/rayservice_controller.go: shouldPrepareNewCluster,
-  generateHashWithoutReplicasAndWorkersToDelete); so the RayService is deleted and created again (`replaceOnChanges` +
-  `deleteBeforeReplace`): every engine restarts, a cold start with the model load. It is a full outage (the old
-  RayService, its cluster and pods are gone before the new one is created), and when the new cluster fails nothing
-  serves: the rollback is another replacement and another cold start.
-- SERVE_NEW_CLUSTER: a SERVE_IN_PLACE change with `clusterUpgradeStrategy: newCluster`. Every serve setting
-  changes the app's code version, which restarts every replica (Ray 2.58 ray/serve/_private/deploy_utils.py
-  get_app_code_version, application_state.py apply_app_config); its digest sits on the cluster spec
-  (infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION), so KubeRay builds a new cluster for it and a broken one never
-  reaches the serving cluster.
-- RAYSERVICE_NEW_CLUSTER: the same `rayClusterConfig` changes with `clusterUpgradeStrategy: newCluster`. The
-  RayService is updated in place with `upgradeStrategy: NewCluster`; KubeRay 1.4.0 builds a pending RayCluster
-  beside the active one, sends the serve config to it, points `<name>-serve-svc` at it once every application of it
-  is RUNNING, and deletes the old cluster 60 s later (vendor/kuberay-v1.4.0/rayservice_controller.go: Reconcile,
-  shouldPrepareNewCluster, getAndCheckServeStatus, calculateStatus, cleanUpRayClusterInstance with
-  RayClusterDeletionDelayDuration). It keeps serving at the price of a second head and a second set of GPU nodes
-  for the surge (SURGE_MINUTES_PER_GPU_NODE, modelled in lab/cold_start.py).
-- Each effect says whether the app keeps serving through it with the replicas the stack has (`keeps_serving`),
-  and what a failure leaves and how it is rolled back (`if_it_fails`); docs/changes.md prints both.
-- GPU_NODES_ROLLED / SYSTEM_NODES_ROLLED: a launch template, AMI or Kubernetes version change makes EKS
-  replace the nodes (managed-node-update-behavior); the GPU group updates with `MINIMAL` (old node first,
-  no surge), so the pods on it restart; a system node carries the Ray head, whose restart restarts the app.
-- Node group replacements, cluster and network replacements: a new resource of a fixed name, created after
-  the old one is deleted.
-"""
+Each row of the settings table (`infra/settings/table.py`) names the effects a change to its key has, mildest first;
+each effect says whether the app keeps serving through it (`keeps_serving`) and what a failure leaves
+(`if_it_fails`). The KubeRay, Ray and EKS behaviour behind each effect, with its sources:
+docs/changes.md#changing-a-running-stack and
+docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster."""
 
 from __future__ import annotations
 

@@ -1,26 +1,9 @@
 """The host-memory KV tier: each engine keeps KV blocks evicted from its GPU in pinned host memory, and a prompt that
-starts like an earlier one loads them back instead of prefilling them again (docs/prefix-caching.md, "Host-memory KV
-tier").
+starts like an earlier one loads them back instead of prefilling them again.
 
-Read in vLLM 0.26.0 (the wheel ray[llm]==2.58.0 pins):
-- the tier is vLLM's native `OffloadingConnector` with `kv_connector_extra_config.cpu_bytes_to_use`, the bytes of
-  pinned host memory of the whole engine, over all its ranks (`vllm/v1/kv_offload/cpu/spec.py`: host blocks =
-  cpu_bytes_to_use // (the GPU's bytes per block x world size)). vLLM's own switch, `kv_offloading_size` (GiB),
-  writes exactly that connector over whatever `kv_transfer_config` names (`vllm/config/vllm.py`
-  `_post_init_kv_transfer_config`), so it serves the aggregated engine only; a PD side keeps NIXL beside the tier
-  through `MultiConnector` (`distributed/kv_transfer/kv_connector/v1/multi_connector.py`: loads from the first child
-  that has the tokens, saves to every child; it, NIXL and the offloading connector all declare `SupportsHMA`, which a
-  hybrid model's KV cache manager requires of every child);
-- the tier finds blocks by the prefix cache's block hashes, and for a hybrid model it needs prefix caching on to
-  align its groups' block sizes ("Hybrid models (e.g. Mamba+Attention) need --enable-prefix-caching to align block
-  sizes", `kv_connector/v1/offloading/config.py`): a side with a tier must cache prefixes;
-- with Ray Serve LLM 2.58, NIXL must be the first child: `MultiConnectorBackend` hands the PD protocol to the first
-  sub-connector and gives a child it has no backend for (OffloadingConnector) the default no-op one
-  (`ray/llm/_internal/serve/engines/vllm/kv_transfer/multi_connector.py`, `factory.py` `get_backend_class`).
-
-The worker pod owns its GPU node's memory (infra/settings/topology.py `ray_worker_memory_gib`, its Ray container); the
-tiers of the engines on one node must fit in it beside Ray's object store and each engine's own process memory.
-"""
+vLLM 0.26's OffloadingConnector, beside NIXL through MultiConnector on a PD side, needs prefix caching on a hybrid
+model and room in the worker pod's memory
+(docs/prefix-caching.md#host-memory-kv-tier-prefillkvoffloadgib-decodekvoffloadgib)."""
 
 from __future__ import annotations
 

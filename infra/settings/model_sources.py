@@ -1,17 +1,8 @@
-"""The forms a `modelSource` may take, checked before any resource (with or without the model preflight): a Hugging
-Face repo id, an `s3://bucket/prefix` URI, or an absolute path inside the image.
+"""The forms a `modelSource` may take, checked before any resource: a Hugging Face repo id `owner/name`, an
+`s3://bucket/prefix` URI, or an absolute path inside the image.
 
 Anything else would reach Ray Serve LLM's `model_source` verbatim and fail only when the engines start, after the VPC
-and cluster exist (with the model preflight on, it was reported as a repository the Hub refuses, which misleads).
-- A repo id follows huggingface_hub's `validate_repo_id` (`huggingface_hub/utils/_validators.py`, 1.33.0:
-  `namespace/repo_name`, each 1-96 of `[A-Za-z0-9_.-]` starting and ending with a letter, digit or `_`, no `--` or
-  `..`, not ending in `.git`). The stack takes the `owner/name` form only, which the model cache mirrors under its
-  own prefix; the Hub's one-part legacy names redirect to an `owner/name` repo, which is what to write.
-- An S3 source names a general purpose bucket by S3's naming rules
-  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html) and a prefix under it: the workers'
-  IAM role may read that prefix only (infra/serving/model_cache.py). `S3://` is no URI S3 tools read (the scheme is
-  lower case), `gs://` no storage this stack grants access to.
-"""
+and cluster exist; the rules' sources are on the constants below."""
 
 from __future__ import annotations
 
@@ -19,10 +10,12 @@ import ipaddress
 import re
 
 S3_SCHEME = "s3://"
-# huggingface_hub validate_repo_id's REPO_ID_REGEX with the namespace required, ASCII only (re.ASCII there too).
+# huggingface_hub 1.33.0 validate_repo_id's REPO_ID_REGEX (huggingface_hub/utils/_validators.py) with the namespace
+# required, ASCII only (re.ASCII there too); the Hub's one-part legacy names redirect to an owner/name repo.
 HUB_REPO_PATTERN = re.compile(r"\b[\w.-]{1,96}\b/\b[\w.-]{1,96}\b\Z", re.ASCII)
-# S3's general purpose bucket naming rules (bucketnamingrules.html): 3-63 lower-case letters, digits, '.' and '-',
-# beginning and ending with a letter or digit, no '..', not an IP address, none of the reserved prefixes and suffixes.
+# S3's general purpose bucket naming rules: 3-63 lower-case letters, digits, '.' and '-', beginning and ending with a
+# letter or digit, no '..', not an IP address, none of the reserved prefixes and suffixes
+# (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 BUCKET_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")

@@ -1,25 +1,9 @@
 """The stack's models: the `models` setting, a JSON list of models served behind the one endpoint, read and checked
 before any resource.
 
-With `models` empty (the default) the stack serves the one model of modelId/modelSource on the prefill/decode pair.
-A list names every model instead, and the one-model keys stay at their defaults (one way to say each thing). Each
-entry is checked here, naming `models[i].<field>`, the value and what is allowed:
-- an id clients ask for: Ray Serve LLM 2.58 reads the part of a requested id before the first ':' as the base model
-  and the rest as the adapter (ray/llm/_internal/common/utils/lora_utils.py get_base_model_id, get_lora_id), so a
-  model id holds no ':' and an adapter is served as `<model id>:<adapter>`;
-- at most one PD model: the stack's NIXL ports and NetworkPolicies are one prefill/decode pair's
-  (infra/serving/serve_config.py NIXL_SIDE_CHANNEL_BASES), and the per-side keys (prefillReplicas, ...) set it;
-- LoRA adapters on aggregated models only: Ray 2.58's PD decode server calls its prefill handle without the
-  request's multiplexed model id (ray/llm/_internal/serve/serving_patterns/prefill_decode/pd_server.py
-  PDDecodeServer._pd_handle_request), so the prefill replica computes the prompt's KV cache with the base weights and
-  decode continues it with the adapter's: a wrong answer, not an error;
-- adapters load on demand from `s3://<model cache bucket>/<adapterPrefix>/<adapter>/` (LoraConfig
-  dynamic_lora_loading_path: ray/llm/_internal/common/utils/lora_utils.py get_lora_model_ids lists its folders as
-  the adapters), so a prefix is a key prefix inside the stack's bucket, and a folder name is an adapter's id;
-- a LoRA rank is one vLLM 0.26 takes (vllm/config/lora.py MaxLoRARanks), and a replica keeps at most as many
-  adapters as its engine batches at once (max_loras, vllm/v1/core/sched/scheduler.py: at most max_loras adapters a
-  step) and no more than it schedules sequences (max_num_seqs).
-"""
+With `models` empty (the default) the stack serves the one model of modelId/modelSource on the prefill/decode pair; a
+list names every model instead, and the one-model keys stay at their defaults. Each entry's rule and the Ray or vLLM
+source behind it: docs/models.md#what-is-refused-and-why."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
 """Where the stack can run: each region's image registries, and the partition its ARNs live in.
 
-Two AWS-published tables decide which regions are supported; a region missing from either has no
-known registry for an image the stack pulls, so it is rejected before any resource is declared:
-- the EKS add-on image registry of each region, where the EFA device plugin image lives
-  (https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html, source
-  awsdocs/amazon-eks-user-guide `latest/ug/workloads/add-ons-images.adoc`);
-- the Deep Learning Containers registry of each region, where the Ray Serve LLM image lives
-  (aws/deep-learning-containers `docs/reference/region_availability.md`).
-
-Only the commercial partition (`aws`) is supported. China (`aws-cn`, registries under
-amazonaws.com.cn) and GovCloud (`aws-us-gov`, no Deep Learning Containers registry) use other
-partitions, service principals and registry domains that this stack does not verify. At deploy time
-`aws.get_partition` is the judge: ARNs and service principals are built from its answer, and a
-partition or DNS suffix other than the one the registries assume stops the program.
-"""
+A region missing from either AWS-published registry table is refused before any resource; only the commercial
+partition is supported (docs/configuration.md#regions-and-partitions has the sources)."""
 
 from __future__ import annotations
 
@@ -22,9 +10,9 @@ from dataclasses import dataclass
 SUPPORTED_PARTITION = "aws"
 SUPPORTED_DNS_SUFFIX = "amazonaws.com"
 
-# EKS's add-on registry account per region (aws partition rows of add-ons-images.adoc). The page
-# prints ap-east-2's host as ...ecr.ap-east-1...; the account is ap-east-2's own, so its host is built
-# with ap-east-2 like every other row.
+# EKS's add-on registry account per region (aws partition rows of awsdocs/amazon-eks-user-guide
+# latest/ug/workloads/add-ons-images.adoc). The page prints ap-east-2's host as ...ecr.ap-east-1...; the account is
+# ap-east-2's own, so its host is built with ap-east-2 like every other row.
 EKS_ADDON_IMAGE_ACCOUNTS = {
     "af-south-1": "877085696533",
     "ap-east-1": "800184023465",
