@@ -1,21 +1,9 @@
 """KubeRayCrds: the release's RayService and RayCluster CRDs, applied by the stack itself before the operator's chart.
 
-Helm installs a chart's crds/ on the first install only, skips a CRD that exists, and never upgrades one ("There is no
-support at this time for upgrading or deleting CRDs using Helm", https://helm.sh/docs/chart_best_practices/
-custom_resource_definitions/), so a stack moved to a newer kuberayVersion would keep its first release's schema, which
-prunes the newer fields (authOptions: docs/kuberay-versions.md). The stack applies the vendored files (the chart's
-crds/ at the tag, vendor/kuberay-v<version>/SOURCE.txt) by a server-side apply that takes the fields over from Helm's
-first install (`force`: https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts), as
-`kubectl apply --server-side --force-conflicts` would, and creates them where none exist.
-
-A dynamic resource whose inputs are the files' digests rather than a CustomResourceDefinitionPatch holding them: about
-2 MB of schema as a resource's inputs reached the policy pack at every preview (measured offline with
-tests/test_policy.py's engine on dev, this machine, 2026-12-07: 23 s a preview against 0.5 s without them).
-
-Delete does nothing: deleting a CRD deletes every object of its kind
-(https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/
-#delete-a-customresourcedefinition), and `pulumi destroy` deletes the cluster that holds them.
-"""
+Helm never upgrades a CRD, so a stack moved to a newer kuberayVersion would keep its first schema; a forced
+server-side apply of the vendored files takes them over, the inputs are the files' digests (the schemas as inputs
+slowed every preview's policy pack), and delete leaves them
+(docs/kuberay-versions.md#moving-a-running-stack-from-140)."""
 
 from __future__ import annotations
 

@@ -1,26 +1,11 @@
 """The Ray head's GCS store: an ElastiCache for Valkey replication group, so a restarted head reloads the cluster.
 
-Why (docs/head-fault-tolerance.md, measured on CPU with Ray 2.58): without a store a restarted GCS is a new cluster,
-and every GPU worker's raylet ends itself on it, so the engines load the model again; with one, a head restarted
-within the workers' reconnect timeout cost no request through the workers' proxies, and the replicas stayed.
+Without a store a restarted GCS is a new cluster and every GPU worker's raylet ends itself on it (measured); the
+store's shape (Valkey, cluster mode off, a primary and a replica with failover, TLS with AUTH, reachable from the
+system nodes only, a chosen maintenance window, no snapshot on destroy) and its sources are in
+docs/head-fault-tolerance.md#what-the-stack-should-set and docs/head-fault-tolerance.md#elasticache-facts.
 
-The shape:
-- Valkey (Redis-compatible; Ray's GCS speaks the Redis protocol: ray_config_def.h `gcs_storage` "redis"), cluster
-  mode disabled: Ray's GCS keeps one connection to one primary (docs/head-fault-tolerance.md).
-- A primary and a replica with automatic failover, in two AZs where the VPC has two: Ray's GCS crashes itself when
-  Redis stops answering (`gcs_redis_heartbeat_interval_milliseconds`), so the store must be at least as available as
-  the head, and a failover is a head restart the workers ride through.
-- In-transit encryption (TLS) with an AUTH token: ElastiCache takes a token only with TLS (pulumi-aws
-  elasticache/replication_group.py `auth_token`: "Can be specified only if transit_encryption_enabled = true"). The
-  head reaches it as `rediss://` (Ray: TLS on; infra/serving/rayservice.py says what it verifies).
-- Reachable only from the system nodes, where the head runs (their own security group, infra/nodes/node_groups.py).
-- A maintenance window of the stack's choosing (gcsRedisMaintenanceWindow): ElastiCache's patches fail the primary
-  over, which restarts the head; at an hour the operator picked, not a random one.
-- Nothing left on destroy: no final snapshot and no backups (the store holds a running cluster's tables, worthless
-  once that cluster is gone).
-
-Imports: infra.components, infra.serving.rayservice, infra.settings.
-"""
+Imports: infra.components, infra.serving.rayservice, infra.settings."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
 """The model cache: the weights in the stack's own S3 bucket, mirrored once, read by the GPU workers only.
 
-Why this shape (docs/model-cache.md; each rule is tested in tests/test_model_cache.py with its source):
-- Workers load through Ray Serve LLM 2.58's cloud loading: a `model_source` of `s3://bucket/prefix` becomes a
-  CloudMirrorConfig, and each node's engine start downloads the files with boto3 into the local Hugging Face
-  cache, from which vLLM loads as from any local directory (ray/llm/_internal/serve/engines/vllm/vllm_models.py
-  `from_llm_config`; common/utils/download_utils.py `CloudModelDownloader.get_model`; cloud_filesystem/
-  s3_filesystem.py). vLLM's Run:ai streamer (`load_format: runai_streamer`) is not used: with it Ray 2.58
-  downloads nothing and hands vLLM the served `model_id` instead of the URI (llm_config.py
-  `get_or_create_callback`: NodeModelDownloadable.NONE for STREAMING_LOAD_FORMATS), so a model_id that is not
-  the URI itself would be looked up on the Hub.
-- Access through IRSA (infra/cluster/irsa.py, as the autoscaler and AMP already do): boto3's default credential chain
-  takes the web identity token EKS mounts. EKS Pod Identity would need the eks-pod-identity-agent add-on on
-  every node besides (https://docs.aws.amazon.com/eks/latest/userguide/pod-identities.html).
-- The mirror is a Job the Kubernetes provider waits for (pulumi-kubernetes provider/pkg/await/job.go: ready when
-  a `Complete` condition is true, failed at once on `Failed`; 10 minutes unless `pulumi.com/timeoutSeconds`),
-  named by a digest of what it copies, so it runs on the first `pulumi up` and again only when that changes.
-"""
+Workers load through Ray Serve LLM 2.58's cloud loading with an IRSA role that reads the prefix only, and the mirror
+is a Job named by a digest of what it copies, which `pulumi up` waits for; why each, with the sources:
+docs/model-cache.md#model-cache-and-cold-start (each rule is tested in tests/test_model_cache.py)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,8 @@
 """Model preflight: before the RayService changes, the model source must exist, be readable, and load.
 
-A model the engines cannot fetch or load is found otherwise only after the change is applied, when Serve has
-already stopped the working replicas and the app sits in DEPLOY_FAILED (lab/records/gpu-end-to-end.md, "Updating a
-running app"). So `pulumi preview` and `pulumi up` read the model's `config.json` the way the engines will, with the
-stack's credentials, and refuse what vLLM 0.26 would refuse:
-- a Hugging Face repo: `GET https://huggingface.co/<repo>/resolve/main/config.json` with `hfToken` as bearer
-  token (huggingface_hub's `HUGGINGFACE_CO_URL_TEMPLATE`); the Hub's `X-Error-Code` header names what is wrong
-  (huggingface_hub `utils/_http.py`, `hf_raise_for_status`: RepoNotFound, GatedRepo, EntryNotFound, and a
-  401 without a code for a missing or private repo);
-- an `s3://bucket/prefix` source: `<prefix>/config.json` through the AWS provider (`aws.s3.get_object`), so
-  with the deploying identity's credentials (`s3:GetObject`);
-- a path inside the image cannot be read from here: only its form is checked, with a warning.
-Then `max_model_len` must fit the model's own limit, which vLLM derives from the smallest of its length keys
-(vLLM 0.26 `model_arch_config_convertor.py`, `derive_max_model_len_and_key`) and enforces
-(`vllm/config/model.py`, `_get_and_verify_max_len`: "User-specified max_model_len … is greater than the derived
-max_model_len"), and the architecture should be one vLLM registers (`vllm/model_executor/models/registry.py`,
-vendored from vLLM 0.26.0; others fall to its Transformers backend, so that is a warning).
-It also reads the bytes of the tensors vLLM will load from the safetensors headers, which the capacity estimate
-(infra/settings/capacity.py) needs with the config.
-"""
+Otherwise a bad model is found only after Serve has stopped the working replicas; what is read where, and what vLLM
+0.26 would refuse: docs/models.md#the-model-preflight-read-in-its-sources. It also reads the tensors' bytes from the
+safetensors headers for the capacity estimate (infra/settings/capacity.py)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
 """RayServiceDrain: `pulumi destroy` removes what KubeRay needs to delete a RayService's clusters once they are gone.
 
-The RayService is deleted in the background (infra/serving/rayservice.py: `deletionPropagationPolicy: background`,
-`skipAwait`), so its delete returns at once while KubeRay and the garbage collector are still removing its RayClusters.
-Two of those deletions wait on KubeRay's operator itself:
-- with GCS fault tolerance, each RayCluster carries the finalizer `ray.io/gcs-ft-redis-cleanup-finalizer`, which the
-  operator removes once its Redis cleanup Job has run against the store with the store's password
-  (docs/head-fault-tolerance.md, "KubeRay's cleanup and pulumi destroy");
-- KubeRay 1.7.0 holds the RayService itself with a finalizer until its RayClusters are gone (tests/
-  test_kuberay_delete.py).
-Were the operator, the namespace, the password's Secret or the store deleted first, the finalizers would never be
-removed and the namespace would hang in Terminating. This resource sits between them: the RayService depends on it, and
-it depends on all of those, so the engine deletes it after the RayService and before them (Pulumi deletes a resource
-before what it depends on: pulumi/pulumi pkg/resource/deploy/step_generator.go ScheduleDeletes), and its delete waits
-until the RayService and every RayCluster it made are gone.
-
-Create and update do nothing: there is nothing to wait for while the stack is up.
-"""
+The RayService is deleted in the background, and KubeRay's finalizers (the GCS FT Redis cleanup; 1.7.0's on the
+RayService) need the operator, the namespace, the password's Secret and the store until its RayClusters are gone. So
+the RayService depends on this resource and it on all of those: its delete runs between them and waits for the
+clusters (docs/head-fault-tolerance.md#kuberays-cleanup-and-pulumi-destroy-read-in-source). Create and update do
+nothing."""
 
 from __future__ import annotations
 

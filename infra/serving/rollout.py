@@ -1,23 +1,10 @@
 """ServeRollout: `pulumi up` returns once the live RayService runs the config just applied, and fails otherwise.
 
-A small waiting resource (a Pulumi dynamic resource) after the RayService: its create and update poll the
-cluster until `infra.serving.rollout_status` gives its verdict, so a `pulumi up` that changes the serve config waits
-for the new engines, fails with Serve's own message on DEPLOY_FAILED (on UNHEALTHY that lasts), and fails at
-`serveReadyTimeoutMinutes` naming what was still missing. Its inputs carry the stack settings that shape the
-RayService, grouped by what changing them does (`infra.settings.changes`), so `pulumi preview --diff` shows which
-settings change and what that costs a running stack. Where a serve config fails on the cluster that ran the last one
-(no replacement, no new cluster), the update puts that config back itself, waits for it and then fails, naming the
-cause (`ServeRolloutProvider.update`, docs/changes.md "Rolling back").
-
-Runs on the deploying machine, through the cluster's kubeconfig (the `aws eks get-token` exec the Kubernetes
-provider uses too) and a port-forward to the Ray dashboard on the RayCluster's running head pod
-(infra/serving/dashboard_forward.py: the serving namespace's NetworkPolicies let no one but the operator reach the
-dashboard over the network). A RayCluster with Ray's token
-authentication (`authOptions.mode: token`, KubeRay 1.7.0) gets its token from its Secret in `x-ray-authorization`,
-as KubeRay 1.7.0's client sends it (`utils/dashboardclient/dashboard_httpclient.go`; docs/ray-token-auth.md); the
-token goes in that header only, never in a message. Each new verdict is written to stderr, which the engine shows
-for a dynamic provider (`pulumi/log.py` falls back to it there).
-"""
+A Pulumi dynamic resource after the RayService whose create and update poll the cluster, from the deploying machine
+through a port-forward to the head's dashboard, until `infra.serving.rollout_status` gives its verdict; it rolls a
+failed serve config back itself, and its inputs group the settings by what changing them costs
+(docs/changes.md#changing-a-running-stack, docs/changes.md#rolling-back). The token goes in `x-ray-authorization`
+only, never in a message (docs/ray-token-auth.md)."""
 
 from __future__ import annotations
 
