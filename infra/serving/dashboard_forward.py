@@ -1,16 +1,7 @@
 """One HTTP GET to a port of a pod, through the Kubernetes API's port-forward.
 
-The rollout reads Ray's dashboard this way, not through the API server's service proxy: a port-forward is connected by
-the kubelet inside the pod's own network namespace (the container runtime dials the port on the pod's loopback), so
-it needs no NetworkPolicy path to the dashboard, where the service proxy's connection comes from the control plane's
-network interfaces in the VPC, addresses a policy cannot tell from the pods' (infra/serving/network_policy.py). It
-needs `create` on `pods/portforward`, which the deploying identity has with cluster admin.
-
-kubernetes-client/python `kubernetes/stream/ws_client.py` (`portforward_call`, `PortForward`): each forwarded port is
-a socket whose data goes over the API's websocket; `PortForward._Port._Socket` is written to carry
-`http.client.HTTPConnection` ("The following socket option is not valid with a socket created from socketpair, and is
-set by the http.client.HTTPConnection.connect method").
-"""
+A port-forward is connected inside the pod's network namespace, so the rollout needs no NetworkPolicy path to the
+dashboard, which the API server's service proxy would (docs/security.md#inside-the-cluster, "The rollout")."""
 
 from __future__ import annotations
 

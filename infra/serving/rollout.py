@@ -56,22 +56,16 @@ CAUSE_CHARS = 1000
 
 @dataclass(frozen=True)
 class ServeRolloutArgs:
-    """What to wait for and how long.
+    """What to wait for and how long (why each input, docs/changes.md#changing-a-running-stack).
 
-    namespace, name: the RayService. pod_selector: a label selector of the RayService's pods,
-    read only to say at the deadline which of them cannot be scheduled. applications: `serveConfigV2`'s
-    `applications`, as submitted. spec_sha256: a digest of the whole RayService spec, so any change to it waits
-    again. rayservice_generation: the RayService's metadata.generation as Pulumi last wrote it, which moves with
-    every spec change Pulumi makes (a rollback to the config the rollout last saw included, so it waits then
-    too), and not with KubeRay's status writes, so a `pulumi refresh` leaves it. rayservice_uid: the RayService's
-    metadata.uid, which the API server sets anew on every create: a replaced RayService starts again at generation 1,
-    so after a failed replacement a rollback (another replacement) to a config last created at generation 1 would
-    give the rollout the very inputs it stored, and nothing would wait; the uid differs, so it waits. A stack
-    deployed before this input holds none: its next `pulumi up` waits once.
-    changes: setting -> value, grouped by what a change does (shown by `pulumi preview --diff`).
-    cluster_spec_sha256: with upgradeStrategy NewCluster, the digest the applied cluster spec carries
-    (infra/serving/rayservice.py CLUSTER_SPEC_ANNOTATION): the wait ends only once a RayCluster built from it is
-    active, the previous one having served meanwhile; "" with None.
+    pod_selector: the RayService's pods, read only to name at the deadline those that cannot be scheduled.
+    applications: `serveConfigV2`'s `applications`, as submitted. spec_sha256: the whole spec's digest, so any
+    change waits again. rayservice_generation: metadata.generation as Pulumi last wrote it (it moves with every spec
+    change Pulumi makes, a rollback included, not with KubeRay's status writes, so `pulumi refresh` leaves it).
+    rayservice_uid: metadata.uid, new on every create, so a rollback by replacement to a config last created at
+    generation 1 still waits. changes: setting -> value, grouped by what a change does. cluster_spec_sha256: with
+    NewCluster, the digest the applied cluster spec carries (CLUSTER_SPEC_ANNOTATION); the wait ends once a
+    RayCluster built from it is active; "" with None.
     """
 
     kubeconfig: pulumi.Input[str]

@@ -1,17 +1,8 @@
 """Whether a running RayService serves the config `pulumi up` just applied: the verdict the rollout waits on.
 
-KubeRay 1.4.0's `Ready` condition only counts serve endpoints, and one status write after an update carries
-the new generation with the previous config's `RUNNING` (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileServe
-reads the statuses, then submits), so neither tells whether the new config runs. Ray's dashboard does: `GET
-/api/serve/applications/` returns, per application, the config Serve was last given (`deployed_app_config`, "the exact
-copy of the application config that was submitted") beside its status, and Serve sets that config and `DEPLOYING` in one
-step (`ApplicationState.apply_app_config` → `_set_target_state`). A `RUNNING` application whose deployed config is
-ours therefore runs ours.
-
-Plain functions of the API's JSON (KubeRay's RayService object, Ray's `ServeInstanceDetails`, Kubernetes
-pods), with no Pulumi or Kubernetes client, so the GPU smoke test and the unit tests judge live and recorded
-states with the same code the deploy waits with.
-"""
+KubeRay's `Ready` condition cannot tell; a `RUNNING` application whose `deployed_app_config` is ours runs ours
+(docs/changes.md#changing-a-running-stack has both sources). Plain functions of the API's JSON, with no Pulumi or
+Kubernetes client, so the GPU smoke test and the unit tests judge live and recorded states with the deploy's code."""
 
 from __future__ import annotations
 
