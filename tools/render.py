@@ -2,25 +2,11 @@
 
     python -m tools.render --stack dev --out build/dev [--config KEY=VALUE ...] [--secret KEY=VALUE ...]
 
-The stack is evaluated by `tools.offline.run_stack`, the same mock run the tests check, and the files
-are taken from the resources it captured, so nothing here can drift from the program:
-
-    plan.md                                  every AWS and Kubernetes resource with its key settings
-    manifests/NN-<kind>-<name>.yaml          Namespace, Secret (redacted), Service, RayService, and with observability
-                                             the dashboards' ConfigMaps, PodMonitors and the PrometheusRule; last
-                                             the image pre-puller's DaemonSet
-    serve-config.yaml                        the RayService's serveConfigV2, the whole application
-    helm/<release>.values.yaml               the values of each Helm release, headed by its install command
-
-A stack with no API allow-list (the shipped ones: it is each user's own address) renders on a marked placeholder,
-named on stderr and in plan.md; `pulumi up` keeps refusing it. A value the user gives is used as given.
-
-Secrets never reach a file: inputs Pulumi marks secret (the HF token, the kubeconfig) are replaced by
-REDACTED, and every file is searched for the secret values given before anything is written.
-A refusal that rests on a lookup answered from the offline tables (an instance type, a model repository, an S3
-object, the vCPU quota) is followed by a note naming the table and the live lookup that decides at `pulumi preview`.
-Exit status: 0 rendered, 1 invalid configuration (the message names every bad key), 2 bad usage.
-"""
+The stack is evaluated by `tools.offline.run_stack`, the same mock run the tests check, and the files (plan.md,
+manifests/, serve-config.yaml, helm/) are taken from the resources it captured, so nothing here can drift from the
+program. Secrets never reach a file; a stack with no API allow-list renders on a marked placeholder; a refusal that
+rests on an offline table names the live lookup that decides (docs/operations.md#render-review-a-change-offline).
+Exit status: 0 rendered, 1 invalid configuration (the message names every bad key), 2 bad usage."""
 
 from __future__ import annotations
 

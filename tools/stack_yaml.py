@@ -1,24 +1,8 @@
 """A stack file (`Pulumi.<stack>.yaml`) read as the Pulumi CLI reads it, or refused where the CLI refuses it or would
 silently drop what it says.
 
-What the CLI does (pulumi/pulumi `sdk/go/common/workspace/loaders.go` `LoadProjectStackBytes`):
-- it decodes the file with gopkg.in/yaml.v3 (`sdk/go/common/encoding/marshal.go`), non-strictly: a top-level key
-  other than the fields of `ProjectStack` (`project.go`: secretsprovider, encryptedkey, encryptionsalt, config,
-  environment) is ignored, so a `confg:` section would drop every setting; it is refused here;
-- yaml.v3 refuses a mapping key defined twice (`decode.go`: "mapping key ... already defined at line ...");
-- a config key without a namespace gets the project's (`stackConfigNamespacedWithProject`); a key is
-  `<namespace>:<name>` or the old `<namespace>:config:<name>`, anything else is refused (`resource/config/key.go`
-  `ParseKey`); a key given both bare and namespaced would collide in one map, and is refused here;
-- each value reaches the program as a string (`resource/config/object.go` `MarshalString`): a string as is, a bool,
-  int or float as its JSON text, a list or map as JSON; a null as "" with a warning (`checkForEmptyConfig`).
-
-yaml.v3 resolves plain scalars by its own rules (go-yaml/yaml v3 `resolve.go` `resolve`), not PyYAML's YAML 1.1
-ones: only true/True/TRUE and false/False/FALSE are booleans (yes, no, on, off stay strings); ~, null, Null, NULL
-and the empty scalar are null; an integer is what Go's `strconv.ParseInt(text, 0, 64)` reads once underscores are
-removed (0x hex, 0o and a leading 0 octal, 0b binary), then `ParseUint`; then a float by `yamlStyleFloat`;
-.inf/.nan; an unquoted date or time is a timestamp (`parseTimestamp`), which the CLI would hand the program as Go's
-`time.Time.String()` text and is refused here, as are NaN and infinities, which Go's JSON encoder cannot write.
-"""
+The CLI's loader and yaml.v3's scalar rules, with their pulumi/pulumi and go-yaml sources:
+docs/testing.md#how-the-pulumi-cli-reads-a-stack-file-what-toolsstack_yamlpy-copies."""
 
 from __future__ import annotations
 

@@ -2,32 +2,11 @@
 
     python -m tools.verify --stack dev [--nccl]
 
-It automates the sample's manual checks from the stack's outputs (`pulumi stack output --json
---show-secrets`, or `--outputs-file`), one progress line per step and a verdict at the end:
-
-    1. every GPU node is Ready and advertises allocatable nvidia.com/gpu and vpc.amazonaws.com/efa;
-    2. the RayService is Running (Ready), no application is DEPLOY_FAILED or UNHEALTHY (KubeRay keeps Ready
-       over them), no second cluster is pending, and KubeRay's serve Service exists;
-    3. the Ray head: ready, or restarting; its restarts and last exit; whether the cluster keeps its tables in a
-       GCS store (headFaultTolerance) and, after a restart, whether the GPU workers kept running through it. A head
-       restarting with the store passes (the workers serve on: step 4 shows it); without it, or once a restart with
-       the store has restarted the workers too, it fails;
-    4. through `kubectl port-forward` (or `--base-url`), /v1/models lists the model and a streamed
-       chat completion returns tokens: time to first token and tokens/s are printed; when the stack has
-       API keys, the calls send `serveApiKey` and a request without a key must get 401;
-    5. every Ray worker's logs say NIXL instantiated the LIBFABRIC backend: UCX, NIXL's silent
-       fallback at TCP speed, fails the check;
-    6. with the stack's Prometheus (`observability`): through a port-forward to it (or `--prometheus-url`),
-       each PD side's requests, TTFT and TPOT percentiles and NIXL KV transfers (count, bytes, time,
-       failures) since its replicas started; a side that served nothing, no KV transfer, or a failed
-       transfer fails the check (waiting up to `--metrics-wait` seconds for the scrapes to see check 4);
-    7. optional (`--nccl`): an NCCL all-reduce between two worker pods reports bus bandwidth and the
-       libfabric provider NCCL picked. It does not change the verdict.
-
-Exit status: 0 every required check passed, 1 one failed, 2 it could not start (outputs unreadable).
-Kubernetes is reached through the small `Cluster` interface (tools/verify_access.py), so tests replay recorded API
-objects; the checks are tools/verify_checks.py's.
-"""
+It reads the stack's outputs and runs the checks of docs/operations.md#verify-prove-a-deployment-works-over-efa (GPU
+nodes, RayService, Ray head, OpenAI API, NIXL over EFA, prefill/decode from Prometheus, optional NCCL), one progress
+line per step and a verdict at the end. Exit status: 0 every required check passed, 1 one failed, 2 it could not
+start. Kubernetes is reached through the small `Cluster` interface (tools/verify_access.py), so tests replay recorded
+API objects; the checks are tools/verify_checks.py's."""
 
 from __future__ import annotations
 
