@@ -1,14 +1,7 @@
 """The alerts an operator must act on, as one PrometheusRule (monitoring.coreos.com/v1) built from plain data.
 
-Each alert carries its section of docs/runbook.md (what to look at and do) as its `description`, and, with a runbook
-URL set, a `runbook_url` that opens that section. tests/test_alert_rules.py runs every rule through Prometheus's own
-rule tester (`promtool test rules`): silent on a healthy stack and through a first deploy, firing on its failure.
-
-A first deploy pages nobody: the app's alerts are armed only once the app has been RUNNING, or once the serving
-namespace is older than the longest `pulumi up` waits for the app (the model mirror's timeout, where the stack
-mirrors the model, and serveReadyTimeoutMinutes): Prometheus runs long before the model, which waits for the mirror
-and the GPU node's cold start (lab/cold_start.py).
-"""
+Each alert carries its docs/runbook.md section as its `description` (and, with a runbook URL, a `runbook_url`); a
+first deploy pages nobody. How each is tested with `promtool test rules`: docs/observability.md#alerts."""
 
 from __future__ import annotations
 

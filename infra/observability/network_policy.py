@@ -1,22 +1,7 @@
 """The monitoring namespace's NetworkPolicies: every ingress there is denied but what the metrics stack needs.
 
-Without them any pod of the cluster could POST a silence to Alertmanager's API (`/api/v2/silences`, no credentials)
-and so mute every alert, or read every series Prometheus holds (issue 51). Allowed, each on its own port:
-
-- Prometheus and Grafana to Alertmanager's API (9093): Prometheus sends the alerts, Grafana's Alertmanager data
-  source reads them (kube-prometheus-stack values.yaml grafana.sidecar.datasources.alertmanager.enabled: true);
-- Grafana to Prometheus (9090), its data source;
-- Prometheus to what it scrapes in the namespace: itself and Alertmanager (their web ports and their config
-  reloaders' 8080, prometheus.service.reloaderWebPort), Grafana (3000, grafana.serviceMonitor), kube-state-metrics
-  (8080), the DCGM exporter (9400, dcgm-exporter values.yaml service.port) and the operator (10250);
-- anyone to the Prometheus operator's 10250 (https, prometheusOperator.tls.internalPort), where the API server calls
-  its admission webhooks: the control plane reaches pods from its own network interfaces in the cluster's subnets,
-  which no pod selector names.
-
-Not admitted: the operator, which calls neither server, node-exporter on the host's network and the admission patch
-Jobs; the kubelet's probes and `kubectl port-forward` are never refused. Why, and the sources of the pods' labels:
-docs/security.md#port-by-port.
-"""
+Otherwise any pod could silence every alert or read every series. Each allowed path, its port and the charts'
+sources, and why the rest is not admitted: docs/security.md#port-by-port."""
 
 from __future__ import annotations
 

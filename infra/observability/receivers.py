@@ -1,18 +1,8 @@
 """Where the alerts go: Alertmanager's receivers for the stack's alert group, as kube-prometheus-stack values.
 
-kube-prometheus-stack renders `alertmanager.config` into the Alertmanager's config Secret (values.yaml
-`alertmanager.config`), and the Helm release keeps its values, which Pulumi stores in the stack's state in plain text.
-So the values hold no credential: a Slack webhook URL or a PagerDuty key lives in a Kubernetes Secret of its own that
-the Alertmanager pods mount (values.yaml `alertmanager.alertmanagerSpec.secrets`: "mounted into
-/etc/alertmanager/secrets/"), and the config names the file (`api_url_file`, `routing_key_file`: Alertmanager reads
-it at each notification, prometheus/alertmanager notify/slack/slack.go and notify/pagerduty/pagerduty.go, so a new
-value needs no restart). An SNS topic is published to with the Alertmanager service account's IAM role (IRSA),
-SigV4-signed for the topic's region, set here: no pod may ask IMDS (hop limit 1), and Alertmanager takes the region
-from `sigv4.region` (notify/sns/sns.go `awsconfig.WithRegion`).
-
-Only the stack's own alerts (labelled GROUP_LABEL=GROUP) are routed to the receivers; the chart's default rules stay
-with its `null` receiver.
-"""
+The Helm values hold no credential (Pulumi stores them in plain text): a Slack URL or PagerDuty key is a mounted
+Secret the config names by file, and SNS is signed through IRSA for the topic's region. Only the stack's own alerts
+are routed; the chart's rules stay with its `null` receiver (docs/observability.md#alerts, "Where they go")."""
 
 from __future__ import annotations
 

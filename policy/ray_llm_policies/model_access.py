@@ -1,23 +1,8 @@
 """The GPU workers' cloud access: read the models' S3 prefixes, and nothing else.
 
-The workers' pods run as a Kubernetes service account whose IAM role (IRSA: the role trusts
-`system:serviceaccount:<namespace>:<account>` through the cluster's OIDC provider) the stack grants read access to
-the prefix both sides' `model_source` names, and each model's beside the pair with its LoRA adapters'
-(`lora_config.dynamic_lora_loading_path`, docs/models.md) (infra/serving/model_cache.py reader_policy). Any other
-action, any object outside the prefix, a listing not narrowed to it (s3:ListBucket without an s3:prefix condition
-under it, https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html), or a managed policy
-attached to that role hands the engines (and whatever code a model ships) more than the weights.
-
-A role is the workers' when its trust lets their service account in: a `:sub` condition that names it, or a
-StringLike pattern that matches it (IAM's `*` and `?`,
-https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html#Conditions_String),
-or no `:sub` condition at all (then every service account of the cluster may); or an EKS Pod Identity association
-gives their service account the role. Its permissions come from every
-route pulumi-aws has: RolePolicy and RolePolicyAttachment resources, the role's own `inlinePolicies` and
-`managedPolicyArns`, PolicyAttachment's `roles` and RolePolicyAttachmentsExclusive's `policyArns`; a policy's
-`Statement` may be one statement or a list
-(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_statement.html).
-"""
+Any other action, object or unnarrowed listing, or a managed policy on the workers' role, hands the engines (and
+whatever code a model ships) more than the weights. Which role is the workers', the routes its permissions come by,
+and the IAM and S3 sources: docs/policy.md#policies, `worker-access-model-only`."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """Runs the policy pack without the Pulumi CLI, through the analyzer service the CLI talks to.
 
-`PolicyPack(...)` serves pulumi_policy's analyzer servicer over gRPC and blocks. Here the same
-servicer is called in-process with the requests the engine sends during `pulumi preview
---policy-pack`: `Analyze` with each resource's inputs, then `AnalyzeStack` with every resource's
-outputs (providers excluded, the stack resource included, its properties being the stack outputs).
-Properties are marshalled the engine's way: secrets wrapped in Pulumi's secret signature, unknowns as
-the unknown sentinels. So what a policy sees here (read-only proxies, secrets decrypted and
-unmarked, `UnknownValueError` on unknowns, configured enforcement levels, the final messages) is
-what it sees under the CLI.
-
-The servicer class is private to pulumi_policy; requirements.txt pins the major version it was
-written against, and the tests exercise every path through it.
-"""
+pulumi_policy's analyzer servicer, which `PolicyPack(...)` serves over gRPC, is called in-process with the requests
+the engine sends during `pulumi preview --policy-pack`, marshalled the engine's way, so what a policy sees here is
+what it sees under the CLI (docs/policy.md#how-the-pack-is-tested)."""
 
 from __future__ import annotations
 
