@@ -1,15 +1,10 @@
 """What every component of this project does alike: it names its children after itself, and checks its own args.
 
-Children are named `<component name>-<role>`, as pulumi-eks (`${name}-eksCluster`) and awsx name theirs, so two
-instances of one component in a stack do not collide: a URN holds the parent's type, not its name, so two children
-named alike under two components of one type would be the same URN.
+Children are named `<component name>-<role>` so two instances of one component do not collide, and bad args raise one
+`InputPropertiesError` listing every problem, as pulumi-eks does
+(docs/architecture.md#reusing-the-components-in-a-stack-of-your-own).
 
-Bad args raise Pulumi's `InputPropertiesError` (pulumi/errors.py) with one `InputPropertyErrorDetails` (a property
-path and a reason) per problem, all at once, as pulumi-eks's node group does (nodejs/eks/nodes/nodegroup.ts
-collects `validationErrors` and throws `InputPropertiesError({message: "Invalid arguments for node group", errors})`).
-
-Imports: infra.settings.
-"""
+Imports: infra.settings."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""The deploy-time checks: every lookup the stack makes before it declares a resource, with every problem in one
-report.
+"""The deploy-time checks: every lookup the stack makes before it declares a resource, with every problem in one report.
 
-The config alone cannot say whether EKS offers `kubernetesVersion`, whether the region has `systemNodeType`,
-whether `gpuAz` offers `gpuNodeType`, who deploys (and in which account, which names the model cache's bucket), how
-large the GPU quota is, whether the Capacity Block fits the GPU nodes, or whether the model loads and fits. Each of
-those is a check beside what it protects (infra/cluster/eks.py, network.py, offerings.py, quota.py, reservation.py,
-model_source.py, capacity.py, quantization.py) that raises its own error when used alone; here they all run, and
-what they found is raised together as one `PreflightError`, so three bad values need one run, not three.
-docs/deploy-time-lookups.md lists each lookup and the IAM action it needs.
-"""
+Each check sits beside what it protects and raises its own error when used alone; here they all run and what they
+found is raised as one `PreflightError`, so three bad values need one run, not three. docs/deploy-time-lookups.md
+lists each lookup and the IAM action it needs."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
 """Capacity preflight: the account's On-Demand vCPU quota must hold the GPU nodes, checked in preview.
 
-EC2 limits running On-Demand instances per instance family in vCPUs, one quota per family group
-(https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html). Without enough, the
-managed node group is created and its instances never launch (the Auto Scaling group reports
-VcpuLimitExceeded), after the VPC and cluster already exist. Asking Service Quotas first fails the
-preview instead, naming the quota, the need and the current value.
-
-An update that replaces the GPU nodes (AMI, launch template, Kubernetes version) needs no vCPUs beyond the
-group's own: the GPU node group updates with EKS's MINIMAL strategy, which terminates an old node before it
-launches the new one (infra/nodes/node_groups.py). With EKS's DEFAULT strategy it would first add up to two nodes per
-AZ, and a quota that fits the nodes exactly would stop the update half-way; so the need is the nodes alone.
-
-With clusterUpgradeStrategy newCluster an upgrade runs the new RayCluster's GPU workers beside the active cluster's
-(KubeRay's NewCluster upgrade, vendor/kuberay-v1.4.0/rayservice_controller.go), so the need is the GPU node group's
-maximum, which holds both.
-"""
+Without enough quota the node group's instances never launch, after the VPC and cluster exist. The need is the nodes
+alone (MINIMAL node updates), or the GPU node group's maximum with clusterUpgradeStrategy newCluster, which runs both
+clusters' workers at once (docs/scaling.md#capacity-preflight)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
 """The Capacity Block the GPU nodes launch into, as EC2 describes it, checked before any resource is declared.
 
-A Capacity Block is one reservation of one instance type in one Availability Zone for a fixed number of instances
-(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html). A node group aimed at a block of
-another type or zone, too small a block, or one that has ended, fails only when the nodes do not launch, after the
-VPC and cluster exist. `aws.ec2.get_capacity_block_reservation` (terraform-provider-aws's
-`aws_ec2_capacity_block_reservation`, DescribeCapacityReservations by id) answers all four; an id EC2 does not know
-fails the invoke with InvalidCapacityReservationId.NotFound (its `findCapacityReservations`).
-
-pulumi-aws 7.51.1 has no invoke for an On-Demand Capacity Reservation (its only capacity-reservation data source is
-the Capacity Block one, whose docs point to an `ec2.CapacityReservation` data source the package does not have): an
-on-demand `capacityReservationId` is not looked up, and the preview says so.
-"""
+A block of another type or zone, too small or ended, fails only when the nodes do not launch; an On-Demand Capacity
+Reservation has no invoke in pulumi-aws 7.51.1 and is not looked up (docs/scaling.md#reserved-capacity)."""
 
 from __future__ import annotations
 
