@@ -1,13 +1,7 @@
 """Evaluates the whole Pulumi program offline, in-process under Pulumi's official mocks.
 
-The test suite and `tools.render` both use it, so what a user renders is what the tests checked.
-
-Config is built the way the CLI builds it: the project defaults from `Pulumi.yaml`, then a shipped
-`Pulumi.<stack>.yaml`, then the test's overrides. Every registered resource is captured with its
-type, name, inputs, parent, dependencies and provider; stack outputs are resolved with their secrecy.
-AWS lookups get realistic answers from the offline AWS (tools/offline_aws.py), the model preflight's reads from the
-offline Hub and S3 (tools/offline_models.py).
-"""
+The test suite and `tools.render` both use it, so what a user renders is what the tests checked; how config is built
+and what is captured and answered: docs/testing.md#the-offline-run."""
 
 from __future__ import annotations
 

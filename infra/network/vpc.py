@@ -85,14 +85,9 @@ def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
 class Network(pulumi.ComponentResource):
     """A VPC with a private and a public subnet in each of `args.azs`, NAT egress and an internet gateway.
 
-    Each subnet id it exposes in `private_subnet_ids` and `public_subnet_ids` resolves only once that subnet's routes
-    are in place, so whatever is given the id (a node group, a cluster) waits for them: a node launched before its
-    private route table and association exist has no egress (it cannot pull images or join the cluster), and load
-    balancers the cluster creates in the public subnets need the internet gateway and public routes, and hold public
-    addresses that stop the gateway from being detached until they are gone (so the cluster is also deleted before
-    them). `private_subnets_unrouted` holds the private subnets' ids as soon as the subnets exist, for what needs the
-    subnet but not its egress: the EKS control plane's network interfaces, which carry traffic inside the VPC only
-    (the route table's local route), so the control plane is created while the NAT gateway is."""
+    The subnet ids it exposes resolve only once their routes exist, so what is given them waits for egress and the
+    internet path; `private_subnets_unrouted` is for the EKS control plane's interfaces, which need no egress
+    (docs/architecture.md#reusing-the-components-in-a-stack-of-your-own)."""
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]  # by AZ, each once its NAT route is associated
@@ -191,15 +186,9 @@ class Network(pulumi.ComponentResource):
 
     def _s3_gateway_endpoint(self, args: NetworkArgs, vpc: aws.ec2.Vpc, route_tables: list[aws.ec2.RouteTable]) -> None:
         children = self._children
-        # S3 from the private subnets without the NAT gateway (no per-GB processing charge): a gateway
-        # endpoint puts the region's S3 prefix list on the private route tables
-        # (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html). The model cache's weights
-        # (infra/serving/model_cache.py) come this way, and so do the DLC image's layers, which ECR serves from S3
-        # (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, "Create the Amazon S3
-        # gateway endpoint"). The route tables keep their inline `routes`: the provider leaves out of them the
-        # routes a VPC endpoint adds (a prefix-list destination through a vpce- gateway), so neither side undoes
-        # the other's (hashicorp/terraform-provider-aws internal/service/ec2/vpc_route_table.go flattenRoutes:
-        # "Skipping because VPC endpoint routes are handled separately").
+        # The weights and the DLC image's layers reach the private subnets from S3 without the NAT gateway's per-GB
+        # charge; the inline routes and the endpoint's do not undo each other
+        # (docs/model-cache.md#model-cache-and-cold-start).
         aws.ec2.VpcEndpoint(
             children.name("s3"),
             vpc_id=vpc.id,

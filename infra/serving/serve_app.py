@@ -445,16 +445,10 @@ def _load_balancer_hostname(
     namespace: pulumi.Resource,
     rollout: ServeRollout | None,
 ) -> pulumi.Output[str]:
-    """The load balancer Service. With `rollout` (an in-place cluster upgrade), it selects the pods of the RayCluster
-    the rollout last saw serving the applied config, and moves only after it: a new cluster's pods carry
-    ray.io/serve=true, and pass their readiness probe once Serve's proxy there has a running replica, before every
-    app of it runs (kuberay v1.4.0 common/pod.go BuildPod, initLivenessAndReadinessProbe; Ray 2.58
-    serve/_private/proxy_router.py ready_for_traffic), where KubeRay's own serve Service waits for all of them
-    (getAndCheckServeStatus). KubeRay deletes the old cluster RayClusterDeletionDelayDuration (60 s) after the switch
-    (cleanUpRayClusterInstance), and the rollout sees the switch within its poll (POLL_SECONDS), so the old cluster
-    still serves while the selector moves. Not spec.serveService: KubeRay 1.4.0 writes only an existing serve
-    Service's spec, and only when it switches clusters, never its annotations (reconcileServices), so the TLS
-    certificate and scheme could not change and a Service made before would become a load balancer without them."""
+    """The load balancer Service. With `rollout` (an in-place cluster upgrade) it selects the pods of the RayCluster the
+    rollout last saw serving the applied config, and moves only after it, while the old cluster still serves; not
+    KubeRay's spec.serveService, whose annotations KubeRay never writes
+    (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster, step 5)."""
     spec: Any = service["spec"]
     depends_on: list[pulumi.Resource] = [namespace]
     if rollout is not None:

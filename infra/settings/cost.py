@@ -1,13 +1,8 @@
 """What the stack costs: its parts' On-Demand prices by region, the hourly and monthly cost by part, and the cost per
-million output tokens at the measured capacity. Said in the preview (infra/preview_notes.py `cost_note`) and in
-docs/cost.md.
+million output tokens at the measured capacity, said in the preview (infra/preview_notes.py `cost_note`).
 
-Every price is Linux On-Demand, in USD, read on PRICES_READ. The AWS pricing pages (each part's SOURCE URL) render
-their tables by script and could not be read from where this table was written, so each figure is **estimated**: the
-price several public price tables record for us-east-1, the same in us-west-2. A region the table lacks gets no
-figure (the preview says so) rather than another region's; the AWS Price List API is the live answer (docs/cost.md
-says why the stack does not ask it).
-"""
+Every price is estimated (docs/cost.md#the-price-table says how, docs/cost.md#the-live-price why the stack does not
+ask the Price List API); a region the table lacks gets no figure rather than another region's."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """The stack's settings as a table: one row per key, the one place a key is stated.
 
-Each row gives the key's type and what a single value may be (pattern, bounds, allowed values), its default and
-description (Pulumi.yaml's `config` block and docs/configuration.md's table are generated from these rows by
-`python -m tools.config_reference --write`, and tests hold them equal), the `StackConfig` field it feeds, and what
-changing it does to a running stack (`infra/settings/changes.py` defines the effects).
-`infra.settings.config.load_config` reads every row; the rules that relate several keys are named functions there,
-beside the fields they protect.
-
-Adding a key: a row here, the `StackConfig` field it feeds (and its consumer), then `--write`.
-"""
+Each row gives the key's type, allowed values, default and description (Pulumi.yaml's `config` block and
+docs/configuration.md are generated from the rows by `python -m tools.config_reference --write`), the `StackConfig`
+field it feeds, and what changing it does (`infra/settings/changes.py`). Adding a key: a row here, the field it feeds
+(and its consumer), then `--write`."""
 
 from __future__ import annotations
 

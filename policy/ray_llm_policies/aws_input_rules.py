@@ -1,13 +1,9 @@
 """Which input rule AWS enforces on each AWS property this program sets (RULES, the rules in aws_rules.py), which
 properties no rule covers and why (EXPLAINED), and the walk that checks a resource's inputs against them.
 
-`tests/test_aws_input_rules.py` walks every AWS resource of every shipped stack and variant against the table, and
-fails on a property the table neither checks nor explains; the `aws-input-rules` policy (`input_rules.py`) checks a
-real preview, where autonames and pulumi-eks's own children are visible too. docs/aws-input-rules.md lists what it
-covers.
-
-Dependency-free (the standard library only), so the policy pack and the tests share it.
-"""
+Used by tests/test_aws_input_rules.py and the `aws-input-rules` policy
+(docs/aws-input-rules.md#what-holds-the-class). Dependency-free (the standard library only), so the policy pack and
+the tests share it."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """The input rules AWS enforces on the properties this program sets: a `Rule` each, citing its source.
 
-A string AWS refuses passes every offline test (the mocks take anything) and fails only in `pulumi preview`
-(pulumi-aws runs terraform-provider-aws's validators in Check) or, worse, in `pulumi up` after the VPC and the cluster
-exist (EC2 CreateSecurityGroup refused the EFA group's apostrophe about 15 minutes in: issue 49). Each rule is stated
-once here, citing the API reference or the terraform-provider-aws validator (hashicorp/terraform-provider-aws,
-`internal/service/...`) it comes from; the table of which property each rule holds for is aws_input_rules.py.
-
-Dependency-free (the standard library only), so the policy pack and the tests share it.
-"""
+A string AWS refuses passes every offline test and fails only in preview or `pulumi up` (issue 49), so each rule is
+stated once here with its API reference or terraform-provider-aws validator
+(docs/aws-input-rules.md#what-holds-the-class). Dependency-free (the standard library only), so the policy pack and
+the tests share it."""
 
 from __future__ import annotations
 
