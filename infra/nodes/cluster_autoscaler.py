@@ -1,12 +1,8 @@
 """Cluster Autoscaler: adds a GPU node when KubeRay's autoscaler asks for a Ray worker pod that fits nowhere.
 
-Ray Serve scales replicas, KubeRay's in-tree autoscaler scales Ray worker pods, and EKS managed node
-groups do not scale themselves: the Cluster Autoscaler changes the node group's desired size between
-its min and max. It finds the group by the tags EKS puts on every managed node group's Auto Scaling
-group (k8s.io/cluster-autoscaler/enabled and k8s.io/cluster-autoscaler/<cluster>,
-https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html), and acts through an IAM
-role for its service account (IRSA) on the cluster's OIDC provider.
-"""
+EKS managed node groups do not scale themselves; the autoscaler finds the group by EKS's auto-discovery tags and acts
+through an IRSA role limited to this cluster's groups (docs/security.md#the-cluster-autoscalers-scope;
+docs/scaling.md#which-autoscaler-adds-gpu-nodes-the-cluster-autoscaler says why not Karpenter)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """PromQL for the prefill/decode questions, shared by our dashboard, the alerts and `tools.verify`.
 
-Metric names are the ones Ray 2.58 exports: Ray prefixes every metric of `ray.util.metrics` with `ray_`
-(Serve's `serve_deployment_request_counter` is `ray_serve_deployment_request_counter_total`), and vLLM's
-Ray stat logger re-registers vLLM's metrics through Ray with `vllm:` made `vllm_`
-(vllm/v1/metrics/ray_wrappers.py `_get_sanitized_opentelemetry_name`), so `vllm:time_to_first_token_seconds`
-is scraped as `ray_vllm_time_to_first_token_seconds_bucket`. docs/metrics/ lists the names that exist.
-"""
+Metric names are the ones Ray 2.58 exports (`ray_` and `ray_vllm_` prefixes: docs/observability.md#observability);
+docs/metrics/ lists the names that exist."""
 
 from __future__ import annotations
 

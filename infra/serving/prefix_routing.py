@@ -1,12 +1,8 @@
 """Prefix-aware routing in the serve config: the router class a side's deployment names, and where its code comes from.
 
-Ray Serve 2.58 takes a deployment's router as `request_router_config` in its options (ray/serve/config.py
-`RequestRouterConfig`: `request_router_class` by import path, `request_router_kwargs` for its `initialize_state`),
-and Ray Serve LLM hands an LLMConfig's `deployment_config` to the engine deployment (`LLMConfig.deployment_config`
-lists `request_router_config`, ray/llm/_internal/serve/core/configs/llm_config.py). The class is serve_ext's fix of
-Ray Serve LLM's PrefixCacheAffinityRouter (serve_ext/ray_llm_eks_routing/router.py), shipped as stack code
-(infra/serving/code_package.py): RequestRouterConfig imports it when the app is built, in the app's runtime_env.
-"""
+The class is serve_ext's fix of Ray Serve LLM's PrefixCacheAffinityRouter, named in the side's
+`deployment_config.request_router_config` and shipped as stack code (infra/serving/code_package.py);
+docs/prefix-caching.md#prefix-aware-routing-ray-serve-llm-258 has Ray's sources."""
 
 from __future__ import annotations
 

@@ -39,14 +39,10 @@ def offloading_connector(tier_gib: int) -> dict[str, Any]:
 
 
 def with_host_tier(nixl: dict[str, Any], tier_gib: int) -> dict[str, Any]:
-    """A PD side's `kv_transfer_config`: NIXL alone, or NIXL first (its protocol governs Ray's PD routing) and the
-    tier second, each a MultiConnector child with its own role and extra config.
-
-    With the tier no engine id is set: Ray's NIXL backend makes each replica's id unique by rewriting
-    `kv_transfer_config.engine_id` (`kv_transfer/nixl.py` `setup`), but under MultiConnector it rewrites a copy
-    (`multi_connector.py` deep-copies the LLM config per child), so a fixed id would be shared by every replica of
-    the side; unset, vLLM gives each engine a uuid (`vllm/config/kv_transfer.py` `__post_init__`), which the
-    NIXL child inherits (`multi_connector.py` `_get_connector_classes_and_configs`)."""
+    """A PD side's `kv_transfer_config`: NIXL alone, or NIXL first (its protocol governs Ray's PD routing) and the tier
+    second, each a MultiConnector child with its own role and extra config. With the tier no engine id is set, so
+    each replica's NIXL child gets its own
+    (docs/prefix-caching.md#host-memory-kv-tier-prefillkvoffloadgib-decodekvoffloadgib)."""
     if not tier_gib:
         return nixl
     child = {key: value for key, value in nixl.items() if key != "engine_id"}

@@ -127,15 +127,8 @@ def _holds_kubeconfig(value: Any) -> bool:
 
 
 def _credentials_in_outputs(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
-    """Stack outputs that carry credentials.
-
-    A policy cannot tell a secret output from a plain one: pulumi_policy hands every secret over
-    decrypted and unmarked (pulumi/pulumi-policy#241). So the rule is stricter than "not plain": no
-    output may carry a Kubernetes Secret's value (nothing outside the cluster needs the HF token) but
-    serveApiKey a key of the keys Secret, and a kubeconfig may leave only through the output the
-    program marks secret. That these outputs are secret is proven by the tests, where the mock runner
-    sees secrecy.
-    """
+    """Stack outputs that carry credentials: stricter than "not plain", because a policy gets every secret decrypted and
+    unmarked (docs/policy.md#what-a-policy-can-and-cannot-see); the tests prove the outputs' secrecy."""
     credentials = [
         (secret, value) for secret, value in _secret_values(resources) if len(value) >= MIN_CREDENTIAL_LENGTH
     ]
@@ -218,14 +211,10 @@ def _named_values(resource: Inspected) -> Iterator[tuple[str, str, str]]:
 
 
 def _credentials_outside_secrets(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
-    """Credentials in Kubernetes objects that are not Secrets: a value of one of the stack's Secrets anywhere in one
-    (a ConfigMap's decoded binaryData too), or a literal under a credential's name. "ConfigMap does not provide
-    secrecy or encryption. If the data you want to store are confidential, use a Secret"
-    (https://kubernetes.io/docs/concepts/configuration/configmap/); a RayService's spec and a pod's env are as plain.
-
-    Values are matched against the Secrets' own values, not against the keys' shape (32 to 256 printable characters,
-    infra/settings/config.py API_KEY_PATTERN): a digest or a zip name in the stack's own objects has that shape too.
-    """
+    """Credentials in Kubernetes objects that are not Secrets: a value of one of the stack's Secrets anywhere in one (a
+    ConfigMap's decoded binaryData too), or a literal under a credential's name (docs/policy.md#policies,
+    `credentials-in-secrets-only`). Values are matched against the Secrets' own values, not the keys' shape, which a
+    digest or a zip name in the stack's own objects has too."""
     holders: dict[str, set[str]] = {}
     for secret, value in _secret_values(resources):
         if len(value) >= MIN_CREDENTIAL_LENGTH:

@@ -1,11 +1,7 @@
 """The Services in front of the Ray pods: a Service the stack declares, or the ones KubeRay makes of a RayService.
 
-KubeRay 1.4.0 makes two of every RayService (vendor/kuberay-v1.4.0/service.go): the head Service, onto every port of
-the Ray head (GCS, dashboard, Ray client, Serve, metrics), and the serve Service, onto the pods whose Serve proxy
-serves. Both take their type from the head group's `serviceType` unless their own spec (`headGroupSpec.headService`,
-`spec.serveService`) names one, so a RayService can make load balancers and NodePort Services of its own; the rules
-read them as they read a declared Service.
-"""
+KubeRay's head and serve Services can be load balancers or NodePorts of the RayService's own choosing, so the rules
+read them as they read a declared Service (docs/policy.md#what-a-policy-can-and-cannot-see)."""
 
 from __future__ import annotations
 
