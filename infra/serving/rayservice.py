@@ -286,11 +286,9 @@ def gcs_redis_address(namespace: str) -> str:
 
 
 def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
-    """KubeRay's GCS fault tolerance on the stack's store. KubeRay (1.4.0 and 1.7.0 common/pod.go) sets the head's
-    RAY_REDIS_ADDRESS and `ray start --redis-password` from these, its RAY_external_storage_namespace to the
-    RayCluster's UID (each cluster of a newCluster upgrade has its own keys, and the cleanup Job deletes them with the
-    cluster), and each worker's RAY_gcs_rpc_server_reconnect_timeout_s to 600 s, within which a restarted head
-    keeps them (docs/head-fault-tolerance.md, measured)."""
+    """KubeRay's GCS fault tolerance on the stack's store: KubeRay sets the head's address and password from it,
+    a key namespace per RayCluster and the workers' 600 s reconnect timeout
+    (docs/head-fault-tolerance.md#what-the-stack-should-set)."""
     return {
         "gcsFaultToleranceOptions": {
             "redisAddress": gcs_redis_address(cfg.namespace),
@@ -338,16 +336,14 @@ def build_rayservice(
             "name": cfg.ray_service_name,
             "namespace": cfg.namespace,
             "annotations": {
-                # The ServeRollout after it waits instead (infra/serving/rollout.py): KubeRay's Ready condition (1.4.0
-                # and 1.7.0) stays true over a failed or still-old serve config, so the provider's own wait would
-                # report success (lab/tests/test_kuberay_upgrade.py).
+                # The ServeRollout waits instead: KubeRay's Ready stays true over a failed serve config
+                # (docs/changes.md#changing-a-running-stack).
                 "pulumi.com/skipAwait": "true",
                 # Gone at once, its cluster deleted after it: a foreground delete waits on the cluster KubeRay 1.4.0
                 # builds anew (docs/kuberay-versions.md#c-deleting-a-rayservice).
                 "pulumi.com/deletionPropagationPolicy": "background",
-                # A serve config the rollout put back after a failed one (infra/serving/rollout.py roll_back) is the
-                # rollout's field; Pulumi's next apply of serveConfigV2 takes it back instead of failing on the field
-                # conflict (pulumi-kubernetes provider/pkg/await/await.go patchForce: this annotation, else no force).
+                # Pulumi's next apply takes serveConfigV2 back from the rollout's rollback instead of failing on the
+                # field conflict (docs/changes.md#rolling-back).
                 "pulumi.com/patchForce": "true",
             },
         },
@@ -441,9 +437,7 @@ def build_prepull_daemonset(image: str, namespace: str) -> dict[str, Any]:
         "metadata": {
             "name": PREPULL_NAME,
             "namespace": namespace,
-            # Nothing waits for it: a Ray pod placed before the pull ends pulls the image itself, so `pulumi up` need
-            # not wait for every node's pull of a new dlcImage (the provider's default await for a DaemonSet's
-            # rollout, pulumi-kubernetes provider/pkg/await).
+            # Nothing waits for it: a Ray pod placed before the pull ends pulls the image itself.
             "annotations": {"pulumi.com/skipAwait": "true"},
         },
         "spec": {

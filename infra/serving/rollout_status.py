@@ -27,9 +27,7 @@ HEALTHY_DEPLOYMENT = "HEALTHY"
 RUNNING_REPLICA = "RUNNING"
 # Serve's messages carry whole tracebacks; the end names the cause.
 MESSAGE_TAIL_CHARS = 1200
-# What a rollback costs depends on the change that failed (infra/settings/changes.py, docs/changes.md): a serve-config
-# change left the cluster running, so KubeRay sends it the previous config; a change that replaced the RayService
-# deleted the old cluster first (deleteBeforeReplace), so going back is another replacement and a cold start.
+# What a rollback costs depends on the change that failed (docs/changes.md#rolling-back).
 ROLLBACK_HINT = (
     "To roll back, set the previous values again (`pulumi config set KEY OLD_VALUE`, or restore "
     "Pulumi.<stack>.yaml from version control) and run `pulumi up`. After a serve-config change (the preview "
@@ -38,11 +36,8 @@ ROLLBACK_HINT = (
     "(`replace`: its cluster spec) the old cluster is gone and nothing serves: the rollback replaces it again, "
     "another delete and a cold start (image pull and model load), and `pulumi up` waits for it"
 )
-# With clusterUpgradeStrategy newCluster the change was built as a pending RayCluster beside the active one, which
-# keeps serving; KubeRay compares the RayService with the pending cluster when there is one (rayservice_controller.go
-# shouldPrepareNewCluster), so the previous spec is yet another new cluster, and the failed one, then neither active
-# nor pending, is deleted 60 s later (cleanUpRayClusterInstance); while a pending cluster exists a serve config goes
-# to it alone (Reconcile: reconcileServe of the active cluster only without a pending one).
+# With newCluster KubeRay compares the RayService with the failed pending cluster, so the previous spec is yet another
+# new cluster (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170).
 NEW_CLUSTER_ROLLBACK_HINT = (
     "The active RayCluster keeps serving the previous version. To roll back, set the previous values again "
     "(`pulumi config set KEY OLD_VALUE`, or restore Pulumi.<stack>.yaml from version control) and run `pulumi up`: "
@@ -100,12 +95,9 @@ def _cluster_names(rayservice: Mapping[str, Any]) -> tuple[str, str]:
 
 def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     """What KubeRay's status says: READY with the RayCluster to read Serve on, once KubeRay has seen this
-    generation and names one cluster.
-
-    KubeRay 1.4.0 starts every RayService's first cluster as the *pending* one, and makes it active only once its
-    apps run (rayservice_controller.go shouldPrepareNewCluster, calculateStatus): on a first create, and after a
-    replacement, the pending cluster is the one to read. Both at once is KubeRay's zero-downtime upgrade, which
-    `upgradeStrategy: None` keeps from happening: wait it out."""
+    generation and names one cluster. A first cluster is KubeRay's *pending* one until its apps run, so on a first
+    create and after a replacement that is the one to read; both at once is a zero-downtime upgrade, which
+    `upgradeStrategy: None` keeps from happening: wait it out (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170)."""
     unobserved = _unobserved(rayservice)
     if unobserved:
         return unobserved
@@ -271,11 +263,9 @@ def new_cluster_verdict(
     reader: RayServiceReader, rayservice: Mapping[str, Any], applications: Sequence[Mapping[str, Any]], spec: str
 ) -> Verdict:
     """upgradeStrategy NewCluster: READY with the cluster to read Serve on once KubeRay has promoted a RayCluster
-    built from the applied spec (digest `spec`) and has no pending one. KubeRay 1.4.0 writes the new generation with
-    the new pending cluster's name in one status write (calculateStatus: ObservedGeneration, then
-    shouldPrepareNewCluster), builds it, sends it the serve config, points the serve Service at it once every app of it
-    is RUNNING (getAndCheckServeStatus, reconcileServicesToReadyCluster) and then moves it from pending to active
-    (calculateStatus). A pending cluster's DEPLOY_FAILED fails the wait: it stays pending, never switched to."""
+    built from the applied spec (digest `spec`) and has no pending one (the steps:
+    docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster). A pending cluster's DEPLOY_FAILED
+    fails the wait: it stays pending, never switched to."""
     unobserved = _unobserved(rayservice)
     if unobserved:
         return unobserved
@@ -306,11 +296,9 @@ def new_cluster_verdict(
 
 
 def _updated_in_place(cluster: str, head: str, rayservice: Mapping[str, Any]) -> str:
-    """A new operator whose first reconcile of a RayService finds the active RayCluster made by another KubeRay
-    version updates that cluster in place from the RayService's spec (kuberay v1.7.0 rayservice_controller.go
-    reconcileRayCluster, shouldUpdateCluster), a new spec included when it arrived first, and builds no new cluster;
-    its running pods keep the spec they were made from (KubeRay copies the template's metadata into a pod only when
-    it creates one: common/pod.go BuildPod)."""
+    """A new operator updates another KubeRay version's active RayCluster in place, a new spec included when it
+    arrived first, and builds no new cluster, while its running pods keep the spec they were made from
+    (docs/kuberay-versions.md#moving-a-running-stack-from-140)."""
     namespace = (rayservice.get("metadata") or {}).get("namespace", "")
     return (
         f"RayCluster {cluster} took the applied spec in place, but its head pod {head} runs an earlier one: the new "
