@@ -94,10 +94,10 @@ def _cluster_names(rayservice: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
-    """What KubeRay's status says: READY with the RayCluster to read Serve on, once KubeRay has seen this
-    generation and names one cluster. A first cluster is KubeRay's *pending* one until its apps run, so on a first
-    create and after a replacement that is the one to read; both at once is a zero-downtime upgrade, which
-    `upgradeStrategy: None` keeps from happening: wait it out (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170)."""
+    """What KubeRay's status says: READY with the RayCluster to read Serve on, once KubeRay has seen this generation and
+    names one cluster. A first cluster is KubeRay's *pending* one until its apps run, so on a first create and after
+    a replacement that is the one to read; both at once is a zero-downtime upgrade, which `upgradeStrategy: None`
+    keeps from happening: wait it out (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170)."""
     unobserved = _unobserved(rayservice)
     if unobserved:
         return unobserved
