@@ -1,12 +1,8 @@
 """How the prefill/decode layout maps onto GPU nodes: pure arithmetic, checked before any resource.
 
-A replica is one vLLM engine of tensor_parallel_size x pipeline_parallel_size GPUs. Ray Serve LLM
-gives each replica a placement group of one bundle per GPU; with STRICT_PACK every bundle of a
-replica lands on one node, so tensor parallelism stays on the node's NVLink/PCIe. Prefill and decode
-replicas are separate deployments with their own placement groups, and a bundle holds a whole GPU,
-so one GPU never serves both sides. Every Ray worker pod owns a whole node (all its GPUs and EFA
-interfaces), and the GPU node count is the number of nodes the replicas need.
-"""
+A replica is one vLLM engine of tensor x pipeline parallel GPUs in one STRICT_PACK placement group, a bundle holds a
+whole GPU, and every Ray worker pod owns a whole node, so the GPU node count is the nodes the replicas need
+(docs/scaling.md#scaling)."""
 
 from __future__ import annotations
 
