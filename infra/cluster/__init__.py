@@ -1,6 +1,3 @@
-"""The cluster: the EKS control plane, its node role and add-ons, the Kubernetes provider every object goes
-through (`eks`), and what the parts above declare on it: Helm releases (`helm`) and IAM roles for service accounts
-(`irsa`).
+"""The cluster: the EKS control plane and its Kubernetes provider, Helm releases and IRSA roles (docs/layout.md#layout).
 
-Imports: infra.kube, infra.settings, infra.components.
-"""
+Imports: infra.kube, infra.settings, infra.components."""

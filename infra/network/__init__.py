@@ -1,5 +1,3 @@
-"""The network: the VPC, its public and private subnets, NAT, routes and the S3 gateway endpoint (`vpc`), in the
-Availability Zones that offer the GPU type (`placement`), cut by a plain subnet plan (`subnets`).
+"""The network: the VPC in the AZs that offer the GPU type, cut by a plain subnet plan (docs/layout.md#layout).
 
-Imports: infra.settings, infra.components.
-"""
+Imports: infra.settings, infra.components."""

@@ -1,6 +1,3 @@
-"""Observability: kube-prometheus-stack, the DCGM exporter and the PodMonitors (`monitoring`), the Grafana
-dashboards (`dashboards`, with Ray's own in `dashboards/`), the alerts (`alerts`), where they go (`receivers`) and the
-PromQL both use (`pd_queries`).
+"""Observability: the metrics stack, dashboards, alerts and where they go (each module: docs/layout.md#layout).
 
-Imports: infra.kube, infra.settings, infra.components, infra.cluster.
-"""
+Imports: infra.kube, infra.settings, infra.components, infra.cluster."""

@@ -1,6 +1,4 @@
-"""The preflight: every deploy-time lookup (EC2 offerings, quotas and Capacity Blocks, EKS versions and add-ons, the
-model's config.json), run once before any resource is declared, its problems reported together (`checks`,
-`offerings`, `quota`, `reservation`).
+"""The preflight: every deploy-time lookup, run once before any resource, its problems reported together (each module:
+docs/layout.md#layout).
 
-Imports: infra.settings, infra.network, infra.cluster, infra.serving.
-"""
+Imports: infra.settings, infra.network, infra.cluster, infra.serving."""
