@@ -1,12 +1,7 @@
-"""Code of the stack's that runs inside the Ray cluster (a package under serve_ext/), shipped without an image build.
-
-A ConfigMap holds the package as one zip, mounted into the head and worker pods, and the application's
-`runtime_env.py_modules` names that zip by a `file://` URI. Serve's config accepts only remote URIs there
-(ray/serve/schema.py, `runtime_env_contains_remote_uris`), and `file://` is one (ray/_private/runtime_env/protocol.py);
-Ray unpacks it and puts it on each worker's PYTHONPATH before the image's own (ray/_private/runtime_env/py_modules.py),
-so the build task and every replica of the app import it. The zip's name carries its digest: Ray caches a package by
-URI, so changed code must be a new URI.
-"""
+"""Code of the stack's that runs inside the Ray cluster (a package under serve_ext/), shipped without an image build: a
+ConfigMap of one zip, mounted into the Ray pods and named by a `file://` URI in `runtime_env.py_modules`, the zip's
+and the ConfigMap's names carrying its digest
+(docs/architecture.md#the-stacks-code-in-the-ray-pods-without-an-image-build has Ray's and Kubernetes' sources)."""
 
 from __future__ import annotations
 
@@ -27,9 +22,8 @@ ZIP_TOP = "serve_ext"
 
 @cache
 def package_zip(package: str) -> bytes:
-    """The package as Ray's py_modules unpacks it: a remote zip whose top level is one directory loses that
-    directory (ray/_private/runtime_env/packaging.py, `download_and_unpack_package`: remote protocols unzip with
-    `remove_top_level_directory=True`), and what is left goes on PYTHONPATH; so the package sits one level down."""
+    """The package as Ray's py_modules unpacks it: a remote zip loses its one top-level directory, so the package sits
+    one level down."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for source in sorted((SERVE_EXT / package).glob("*.py")):
@@ -60,12 +54,8 @@ class CodePackage:
         return f"{self.package}-{self.digest()[:16]}.zip"
 
     def configmap_name(self) -> str:
-        """The ConfigMap's name carries the package's digest too. A ConfigMap updated in place reaches a mounted volume
-        only after the kubelet's next sync ("the kubelet checks whether the mounted ConfigMap is fresh on every
-        periodic sync", https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-
-        automatically), while the serve config would name the new zip at once; a new name changes the pods' volumes
-        instead, so the RayService is replaced (a rayClusterConfig change) and every pod starts with the zip it is
-        told to load."""
+        """The ConfigMap's name carries the package's digest too, so changed code replaces the RayService and every pod
+        starts with the zip it is told to load instead of waiting on the kubelet's sync."""
         return f"{self.configmap_prefix}-{self.digest()[:10]}"
 
     def uri(self, mount: str | None = None) -> str:

@@ -1,9 +1,5 @@
-"""API-key auth on the serve endpoint: how the auth package reaches the Ray pods and the serve config names it.
-
-The package (`serve_ext/ray_llm_eks_auth`, run inside the cluster) travels as infra/serving/code_package.py ships
-stack code: a ConfigMap of one zip, mounted into the head and worker pods, named in the application's
-`runtime_env.py_modules`.
-"""
+"""API-key auth on the serve endpoint: how the auth package (`serve_ext/ray_llm_eks_auth`) reaches the Ray pods, as
+infra/serving/code_package.py ships stack code, and how the serve config names it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The stack's settings: read once from Pulumi config, validated, frozen.
+"""The stack's settings: read once from Pulumi config, validated, frozen; the only reader of `pulumi.Config`.
 
-Every key is a row of the settings table (`infra/settings/table.py`: its type, what one value may be, default,
-description, the field it feeds, what a change does), from which `Pulumi.yaml` declares it; this module is the
-only reader of `pulumi.Config`. It reads every row (`reader.py`), then applies the rules that relate several keys,
-each a named function of its part (`rules_network.py`, `rules_serving.py`, `rules_observability.py`). All problems
-are reported together, each naming the key, the value and what is allowed, and `load_config` raises before the
-program declares any resource; what it only warns of is in `config_warnings.py`.
-"""
+It reads every row of the settings table (`reader.py`), then applies the rules that relate several keys
+(`rules_network.py`, `rules_serving.py`, `rules_observability.py`), and `load_config` raises every problem together,
+naming key, value and what is allowed, before any resource; what it only warns of is in `config_warnings.py`."""
 
 from __future__ import annotations
 
