@@ -1,13 +1,6 @@
-"""EC2's DescribeInstanceTypes answers for the instance types the offline runs use.
-
-The facts the stack reads are the real ones, from Amazon EC2's instance type specifications
-(https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html: GPUs, GPU memory, vCPUs, memory, network
-cards, EFA; https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html and co.html for m6i, m7i, m7g and c5n;
-per-card EFA counts: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
-They are answered in pulumi-aws's GetInstanceTypeResult shape (camelCase, every field it always has);
-the fields the stack does not read (EBS, storage, CPU options, ...) hold placeholders of the right type,
-not this type's facts.
-"""
+"""EC2's DescribeInstanceTypes answers for the instance types the offline runs use, in pulumi-aws's
+GetInstanceTypeResult shape: the facts the stack reads are EC2's own (docs/testing.md#the-offline-run cites the
+pages), the fields it does not read placeholders of the right type."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Managed node groups: CPU system nodes, and the EFA-enabled GPU nodes in one AZ.
-
-The GPU group uses a launch template of our own rather than pulumi-eks's `enableEfaSupport`:
-that option cannot add an On-Demand Capacity Reservation, and under test mocks its launch template,
-placement group and EFA interfaces would be invisible. Ours declares them as plain resources, with
-IMDSv2 required and the root disk sized for the DLC image and model weights.
-"""
+"""Managed node groups: CPU system nodes, and the EFA-enabled GPU nodes in one AZ, the GPU group on a launch template of
+our own rather than pulumi-eks's `enableEfaSupport` (docs/architecture.md#architecture says why), with IMDSv2
+required and the root disk sized for the DLC image and model weights."""
 
 from __future__ import annotations
 

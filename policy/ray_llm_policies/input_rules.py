@@ -1,9 +1,6 @@
-"""AWS's own input rules on every AWS resource of a preview (the table: aws_input_rules.py).
-
-pulumi-aws runs only some of them in Check (terraform-provider-aws's validators); EC2 refuses others in `pulumi up`,
-after the VPC and the cluster exist (issue 49). In a real preview this policy also sees what the offline tests
-cannot: the names pulumi-aws generates and the children pulumi-eks builds.
-"""
+"""AWS's own input rules on every AWS resource of a preview (the table: aws_input_rules.py); in a real preview it also
+sees the names pulumi-aws generates and the children pulumi-eks builds
+(docs/aws-input-rules.md#what-holds-the-class)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Reading resource properties as the policy engine hands them over.
-
-pulumi_policy wraps properties in read-only `Mapping`/`Sequence` proxies (never `dict`/`list`) that
-raise `UnknownValueError` on a value not known during preview. Numbers arrive as floats, and some
-AWS provider booleans are strings ("true"/"false" in launch templates). These helpers absorb that,
-so the policies read like the stack's own code.
-"""
+"""Reading resource properties as the policy engine hands them over: read-only proxies that raise `UnknownValueError` on
+a value unknown in preview, numbers as floats and some AWS booleans as strings; these helpers absorb that, so the
+policies read like the stack's own code."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Type tokens of the resources the policies look at.
-
-pulumi-eks's `Cluster` and `ManagedNodeGroup` are remote components. Under the test mocks they are
-not expanded and the policies see only their inputs; in a real preview the engine shows them with no
-inputs at all (the component is registered by the pulumi-eks plugin) and shows their children, the
-`aws:eks` cluster and node group, instead. Every rule on them therefore reads either form.
-"""
+"""Type tokens of the resources the policies look at. pulumi-eks's `Cluster` and `ManagedNodeGroup` are seen with their
+inputs under the test mocks and as their `aws:eks` children in a real preview, so every rule on them reads either
+form (docs/policy.md#what-a-policy-can-and-cannot-see)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""How a rule becomes a CrossGuard policy: a check that lists problems, wrapped for the engine.
-
-A resource rule sees one resource's inputs; a stack rule sees every resource's outputs at once and
-can follow dependencies (a node group to its launch template). Both kinds of check receive objects
-with `resource_type`, `name` and `props`, which pulumi_policy's `ResourceValidationArgs` and
-`PolicyResource` both have, so the helpers reading a resource serve either.
-"""
+"""How a rule becomes a CrossGuard policy: a check that lists problems, wrapped for the engine. A resource rule sees one
+resource's inputs, a stack rule every resource's outputs and their dependencies; both receive objects with
+`resource_type`, `name` and `props`, so the helpers reading a resource serve either."""
 
 from __future__ import annotations
 
