@@ -92,11 +92,8 @@ def in_config_terms(component: str, declare: Callable[[], T]) -> T:
 
 
 def build_stack(cfg: StackConfig) -> dict[str, Any]:
-    """Declares every resource and returns the stack outputs.
-
-    The one place that maps config keys to resources: each component gets a small args object of
-    what it needs, so it can be reused in another stack without this project's config.
-    """
+    """Declares every resource and returns the stack outputs: the one place that maps config keys to resources, each
+    component given a small args object, so it can be reused in another stack without this project's config."""
     # Every deploy-time lookup, before any resource: all their problems come in one report.
     facts = preflight(cfg)
     pulumi.log.info(cost_note(cfg, len(facts.placement.azs)))

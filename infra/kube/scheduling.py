@@ -27,13 +27,8 @@ ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 # Only pods that tolerate it (the GPU workers, the device plugins) run on the GPU nodes.
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
-# vLLM's compile cache on the GPU node's disk (a hostPath, infra/serving/rayservice.py): pickles and generated code
-# that later engine starts load and run, so only the Ray workers may write it. The node makes it before the kubelet
-# places a worker (infra/nodes/node_groups.py), owned by root and this group, mode 2770 (setgid: what a worker creates
-# inside keeps the group); the worker pods carry the group as a supplemental group, whatever user their image runs
-# as (Kubernetes PodSecurityContext.supplementalGroups: "applied to the first process run in each container, in
-# addition to the container's primary GID"). Not world-writable: a process of another pod on the node that is not
-# root cannot write code there for the next engine to run.
+# vLLM's compile cache on the GPU node's disk holds code later engine starts run, so only the Ray workers' group may
+# write it (root:VLLM_CACHE_GID, mode 2770: docs/security.md#inside-the-cluster, "The compile cache").
 VLLM_CACHE_HOST_PATH = "/var/lib/ray-llm-eks/vllm-cache"
 VLLM_CACHE_GID = 2470
 VLLM_CACHE_MODE = "2770"

@@ -60,12 +60,9 @@ def system_node_type_problem(cfg: StackConfig) -> str | None:
 
 
 def addon_version(addon_name: str, pinned: str | None, kubernetes_version: str) -> str:
-    """The pinned build, or the one EKS marks default for the Kubernetes version.
-
-    Like terraform-aws-modules/terraform-aws-eks (main.tf: `data "aws_eks_addon_version"` with
-    `most_recent` unset, a set `addon_version` taking precedence), the default build rather than the newest:
-    it is the one EKS installs on a new cluster of that version, and it does not move with every release.
-    """
+    """The pinned build, or the one EKS marks default for the Kubernetes version: the one EKS installs on a new cluster,
+    which does not move with every release (as terraform-aws-modules/terraform-aws-eks main.tf's
+    `aws_eks_addon_version` with `most_recent` unset)."""
     if pinned:
         return pinned
     return aws.eks.get_addon_version(addon_name=addon_name, kubernetes_version=kubernetes_version).version

@@ -59,13 +59,8 @@ def cache_uri(bucket: str, repo: str) -> str:
 
 
 def reader_policy(partition: str, bucket: str, prefix: str, adapter_prefixes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Read the objects under `prefix/` and list only that prefix: Ray's S3FileSystem reads `<prefix>/hash`, lists
-    the folder with Prefix `<prefix>/` (ray/llm/_internal/common/utils/cloud_filesystem/s3_filesystem.py
-    download_files: ListObjectsV2, which needs s3:ListBucket on the bucket, narrowed by the s3:prefix condition
-    key) and downloads each object (GetObject) (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
-    amazon-s3-policy-keys.html, "Limit the list to a prefix"). The same for each model's LoRA adapters' prefix
-    (infra/settings/models.py): Ray lists its folders as the adapters and downloads one on its first request
-    (ray/llm/_internal/common/utils/lora_utils.py get_lora_model_ids, download_lora_adapter)."""
+    """Read the objects under `prefix/` and list only that prefix, and the same for each model's LoRA adapters' prefix,
+    as Ray's S3 loading reads them (docs/model-cache.md#model-cache-and-cold-start, "Access")."""
     prefixes = (prefix, *adapter_prefixes)
     return {
         "Version": "2012-10-17",
@@ -201,11 +196,9 @@ def model_cache_args_errors(args: ModelCacheArgs) -> list[InputPropertyErrorDeta
 
 
 class ModelCache(pulumi.ComponentResource):
-    """The bucket (when mirroring), the mirror Job and its account, and the workers' read-only account.
-
-    Children are named `<name>-<role>` (infra/components.py); the component came after that rule, so no stack
-    holds them under older names. The Kubernetes objects of its mirror have fixed names in `mirror_namespace`, so
-    two instances mirroring in one cluster each need a namespace of their own."""
+    """The bucket (when mirroring), the mirror Job and its account, and the workers' read-only account. The mirror's
+    Kubernetes objects have fixed names in `mirror_namespace`, so two instances mirroring in one cluster each need a
+    namespace of their own."""
 
     reader_role_arn: pulumi.Output[str]
     mirror: pulumi.Resource | None

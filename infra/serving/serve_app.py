@@ -57,11 +57,8 @@ def replaced_on_cluster_change(rayservice: Mapping[str, Any]) -> bool:
 
 
 def dropped_auth_options(applied: Mapping[str, Any], live: Mapping[str, Any] | None) -> str | None:
-    """A RayService applied with authOptions that the API server stored without them: its RayService CRD predates the
-    field (KubeRay before 1.5.1: helm upgrade keeps the CRDs a first install put in, and the stack applies only a
-    validated release's, infra/serving/kuberay.py), and the API server prunes a
-    field its structural schema does not know (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
-    custom-resource-definitions/#field-pruning), so Ray would run without its token."""
+    """A RayService applied with authOptions that the API server stored without them: its CRD predates the field, so Ray
+    would run without its token (docs/kuberay-versions.md#e-token-auth)."""
     if "authOptions" not in applied.get("rayClusterConfig", {}) or live is None:
         return None
     if "authOptions" in (live.get("rayClusterConfig") or {}):
