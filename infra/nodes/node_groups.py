@@ -469,9 +469,8 @@ def _gpu_launch_template(
         tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
         opts=children.opts(),
     )
-    # A reservation's placement is fixed when it is made: one in a cluster placement group is used only by
-    # launching into that group, one outside any is not used from a fresh group, and a Capacity Block is
-    # already co-located. So the stack makes its own cluster placement group only for plain On-Demand nodes.
+    # A reservation's placement is fixed when it is made, so only plain On-Demand nodes get a placement group of the
+    # stack's own (docs/scaling.md#reserved-capacity).
     placement_group = (
         aws.ec2.PlacementGroup(children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts())
         if uses_own_placement_group(args)

@@ -12,10 +12,8 @@ from infra.serving.code_package import CodePackage
 
 CODE = CodePackage("ray_llm_eks_routing", "prefix-router-code", "/opt/ray-llm-eks/prefix-router")
 ROUTER_CLASS = f"{CODE.package}.router:PrefixCacheAffinityRouter"
-# The router's options (prefix_aware_router.py `initialize_state`), Ray's defaults but one: the prefix tree keeps every
-# routed prompt's text until evicted, and eviction is off by default, so a long-running app's tree actor would grow
-# without bound. On, each replica's share is cut back to 360,000 characters once it passes 400,000, checked every 10 s
-# (Ray's defaults for the eviction's sizes).
+# Ray's defaults but eviction, which is off by default and lets the prefix tree grow without bound
+# (docs/prefix-caching.md#prefix-aware-routing-ray-serve-llm-258).
 ROUTER_KWARGS = {"do_eviction": True}
 
 

@@ -297,9 +297,8 @@ def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
-# KubeRay deletes the cluster a NewCluster upgrade left 60 s after the switch (1.4.0: RayClusterDeletionDelayDuration,
-# fixed), cutting the streams still running there; where it reads rayClusterDeletionDelaySeconds the old cluster stays
-# for the longest stream the config allows (serve_config.longest_stream_s), as a replica replaced in place does.
+# KubeRay 1.4.0's fixed delay before it deletes the cluster a NewCluster upgrade left; later releases keep it for the
+# longest stream instead (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster, step 3).
 KUBERAY_DELETION_DELAY_S = 60
 
 
@@ -382,9 +381,8 @@ def build_serve_load_balancer(cfg: StackConfig) -> dict[str, Any]:
         annotations["service.beta.kubernetes.io/aws-load-balancer-internal"] = "true"
     spec: dict[str, Any] = {
         "type": "LoadBalancer",
-        # KubeRay marks the pods whose Serve proxy is healthy with ray.io/serve=true. With newCluster the component
-        # adds the active cluster's name once the rollout has seen it serve (infra/serving/serve_app.py): a new
-        # cluster's pods are marked so before all its apps run.
+        # The pods whose Serve proxy is healthy; with newCluster serve_app.py adds the active cluster's name
+        # (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster, step 5).
         "selector": {INSTANCE_LABEL: cfg.ray_service_name, SERVE_LABEL: "true"},
         "ports": [{"name": "https", "port": HTTPS_PORT, "targetPort": SERVE_PORT, "protocol": "TCP"}],
     }

@@ -337,10 +337,8 @@ def current_verdict(
     return dataclasses.replace(verdict, cluster=cluster.cluster)
 
 
-# KubeRay labels a RayCluster's pods with its name and their node type (kuberay v1.4.0 common/pod.go labelPod), and
-# puts the Ray container first (utils.RayContainerIndex). The stack's own names for the labels are
-# infra/serving/rayservice.py RAY_CLUSTER_LABEL and infra/kube/pod_labels.py RAY_NODE_TYPE_LABEL (this module
-# imports nothing of the stack; a test holds them equal, as CLUSTER_SPEC_ANNOTATION).
+# KubeRay's pod labels (kuberay v1.4.0 common/pod.go labelPod; the Ray container first: utils.RayContainerIndex),
+# restated because this module imports nothing of the stack; a test holds them equal to the stack's.
 RAY_CLUSTER_LABEL, NODE_TYPE_LABEL = "ray.io/cluster", "ray.io/node-type"
 
 

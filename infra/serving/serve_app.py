@@ -41,10 +41,8 @@ from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.serving.serve_config import AUTOSCALE_CODE, MODELS_CODE
 from infra.settings.kinds import DNS_LABEL_PATTERN
 
-# What a change to these replaces the RayService for (see infra/settings/changes.py RAYSERVICE_REPLACED); Pulumi's
-# engine
-# turns every changed path under it into a replacement (pkg/resource/deploy/step_generator.go,
-# applyReplaceOnChanges: a replaceOnChanges path "contains" each detailed-diff path below it).
+# A change under these replaces the RayService (RAYSERVICE_REPLACED): Pulumi's engine makes every changed path below
+# one a replacement (pulumi/pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges).
 REPLACE_ON_CHANGES = ["spec.rayClusterConfig"]
 
 

@@ -28,10 +28,8 @@ EKS_CLUSTER_HOURLY = 0.10  # standard support (EKS_SOURCE; a version in extended
 NAT_GATEWAY_HOURLY = 0.045  # per gateway, before 0.045 per GB processed, not counted here (NAT_SOURCE)
 # ElastiCache for Valkey, per node (ELASTICACHE_SOURCE); the head's store runs a primary and a replica.
 VALKEY_NODE_HOURLY = {"cache.t4g.micro": 0.0128, "cache.t4g.small": 0.0256, "cache.m7g.large": 0.1264}
-# The measured capacity: the default model through PD, one GPU a side, 16 requests at once, 1,434.01 output tokens/s
-# on an H200 held to an L4's memory (lab/records/bench/2026-11-30/pd-c16.json, the sweep's best level); on an L4 the
-# decode step is 11 times slower (infra/settings/autoscaling.py), so a prefill/decode pair of L4s makes about
-# 1,434 / 11 output tokens/s (estimated).
+# Measured on an H200 held to an L4's memory (lab/records/bench/2026-11-30/pd-c16.json); an L4 pair makes about an
+# eleventh of it (estimated: docs/cost.md#a-million-output-tokens).
 MEASURED_PAIR_OUTPUT_TOKENS_S = 1434.01
 L4_PAIR_OUTPUT_TOKENS_S = MEASURED_PAIR_OUTPUT_TOKENS_S / L4_DECODE_SLOWDOWN
 

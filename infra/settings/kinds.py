@@ -22,19 +22,14 @@ from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 # input redirection).
 CHECKIP = "$(curl -s https://checkip.amazonaws.com)"
 API_ALLOW_LIST_COMMAND = f"pulumi config set --path 'apiPublicAccessCidrs[0]' \"{CHECKIP}/32\""
-# The first step of tearing down a protected stack: protectResources sets both Pulumi's `protect` and the EKS cluster's
-# deletion protection (infra/cluster/eks.py), and `pulumi state unprotect` lifts only the first, so the program itself
-# must lift both before `pulumi destroy` can delete the cluster ("If you try to delete an active cluster that has
-# deletion protection turned on, you will receive a InvalidRequestException",
-# https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html).
+# The first step of tearing down a protected stack: `pulumi state unprotect` does not lift EKS's own deletion
+# protection, so the program must (docs/operations.md#tear-down).
 UNPROTECT_COMMAND = "pulumi config set protectResources false && pulumi up"
 KUBERNETES_VERSION_PATTERN = re.compile(r"^1\.(\d{2})\Z")
 SEMVER_PATTERN = re.compile(r"^\d+\.\d+\.\d+\Z")
 CHART_VERSION_PATTERN = re.compile(r"^v?\d+\.\d+\.\d+\Z")
-# KubeRay releases whose CRDs and operator chart are vendored (vendor/kuberay-v<version>/) and the RayService and the
-# operator's Helm values are validated against (the kuberay_stack fixture of tests/conftest.py);
-# docs/kuberay-versions.md says what changed between them. The default is the newest: the one with Ray's token
-# (KUBERAY_AUTH_OPTIONS_SINCE).
+# KubeRay releases vendored (vendor/kuberay-v<version>/) and validated against (tests/conftest.py kuberay_stack); the
+# default is the newest, the one with Ray's token (docs/kuberay-versions.md#kuberay-versions).
 VALIDATED_KUBERAY_VERSIONS = ("1.4.0", "1.7.0")
 DEFAULT_KUBERAY_VERSION = "1.7.0"
 # Ray's token authentication through KubeRay: the RayCluster's authOptions arrive in KubeRay 1.5.1, and its operator

@@ -27,10 +27,8 @@ DEFAULT_HEAD_PORTS = (
     {"name": SERVE_PORT_NAME, "port": DEFAULT_SERVE_PORT},
 )
 RAY_LABEL_PREFIX = "ray.io/"
-# KubeRay labels a RayService's pods ray.io/serve "true" while their Serve proxy serves: workers from their creation
-# (their readiness probe then checks the proxy), the head once its proxy is healthy (kuberay v1.4.0 common/pod.go
-# BuildPod, rayservice_controller.go updateHeadPodServeLabel). The pack cannot import infra/: a test holds this equal to
-# infra/serving/rayservice.py SERVE_LABEL.
+# KubeRay's label of the pods whose Serve proxy serves (docs/changes.md#the-labels-kuberay-sets); the pack cannot import
+# infra/, so a test holds this equal to infra/serving/rayservice.py SERVE_LABEL.
 SERVE_LABEL = "ray.io/serve"
 # KubeRay's own selectors, in words: the cluster's name is known only once KubeRay has made the cluster.
 THE_CLUSTER = "<the RayService's cluster>"
