@@ -2,13 +2,9 @@
 
     ./.venv-test/bin/python -m tools.ray_dashboards           # names each committed file that differs (exit 1)
     ./.venv-test/bin/python -m tools.ray_dashboards --write   # rewrites them
-(with ray[serve]==2.58.0, requirements-test.txt: the cluster's Ray.)
 
-Ray builds its dashboards from panel definitions in code (ray/dashboard/modules/metrics/dashboards/) with
-`grafana_dashboard_factory`; the Ray dashboard writes the same files for its own Grafana. Taking them from
-the cluster's Ray version keeps every panel's metric names those that Ray version exports.
-tests/test_dashboards.py regenerates them and fails when a committed file differs.
-"""
+Ray (ray[serve]==2.58.0, requirements-test.txt: the cluster's) builds them from its panel definitions
+(ray/dashboard/modules/metrics/dashboards/), so every panel's metric names are those it exports."""
 
 from __future__ import annotations
 

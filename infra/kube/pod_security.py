@@ -1,10 +1,6 @@
-"""Pod Security Admission: the level each namespace the stack makes enforces, and why no lower one
-(https://kubernetes.io/docs/concepts/security/pod-security-admission/; the levels' rules:
-https://kubernetes.io/docs/concepts/security/pod-security-standards/).
-
-Every namespace also audits against restricted, so the API server's audit log names each pod that needs more.
-Plain data in the bottom layer, beside the namespaces' names (infra/kube/namespaces.py).
-"""
+"""Pod Security Admission: the level each namespace the stack makes enforces and audits against restricted, and the
+pod that needs it (docs/security.md#pod-security-and-service-accounts; the admission controller:
+https://kubernetes.io/docs/concepts/security/pod-security-admission/)."""
 
 from __future__ import annotations
 
@@ -12,16 +8,13 @@ ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 AUDIT_LABEL = "pod-security.kubernetes.io/audit"
 RESTRICTED, BASELINE, PRIVILEGED = "restricted", "baseline", "privileged"
 
-# The serving namespace: the GPU workers mount vLLM's compile cache from the node (a hostPath volume, which baseline
-# forbids) and add IPC_LOCK for EFA's pinned memory (not among baseline's allowed capabilities). The head and the
-# image pre-puller there would pass baseline and restricted respectively.
+# The GPU workers' compile-cache hostPath and IPC_LOCK for EFA are outside baseline.
 SERVING_LEVEL = PRIVILEGED
 # The model cache's mirror Job runs the DLC image as the image's own user, which the stack does not know to be
 # non-root (restricted requires runAsNonRoot); it needs nothing baseline forbids.
 MODEL_CACHE_LEVEL = BASELINE
-# kube-prometheus-stack's node-exporter runs on the host's network and PID namespace with the host's root mounted
-# (prometheus-node-exporter chart: hostNetwork, hostPID, hostRootFsMount), and the DCGM exporter adds SYS_ADMIN and
-# mounts the kubelet's pod-resources socket from the host (dcgm-exporter values.yaml securityContext, vendored).
+# node-exporter (prometheus-node-exporter chart: hostNetwork, hostPID, hostRootFsMount) and the DCGM exporter
+# (dcgm-exporter values.yaml securityContext: SYS_ADMIN, the kubelet's pod-resources socket) are outside baseline.
 MONITORING_LEVEL = PRIVILEGED
 # The KubeRay operator's pod is restricted as the chart ships it: non-root, no privilege escalation, every capability
 # dropped, RuntimeDefault seccomp (kuberay-operator values.yaml securityContext, vendored).

@@ -1,10 +1,6 @@
 """The serving namespace's NetworkPolicies (networking.k8s.io/v1), as plain dicts: every ingress to a pod there is
-denied but the paths serving needs, each port open to the pods that dial it and to no one else.
-
-Enforced by the VPC CNI's network policy agent (infra/cluster/eks.py `enableNetworkPolicy`). What each path is for,
-the agent's limits (numbered ports, `endPort` ranges, eight port entries per source, a pod's own node never refused)
-and their sources: docs/security.md#inside-the-cluster and docs/security.md#port-by-port.
-"""
+denied but the paths serving needs, enforced by the VPC CNI's agent (docs/security.md#inside-the-cluster,
+docs/security.md#port-by-port)."""
 
 from __future__ import annotations
 

@@ -82,13 +82,9 @@ class ServeRolloutArgs:
 
 
 class KubernetesReader:
-    """The reads `infra.serving.rollout_status` makes, as raw JSON from the Kubernetes API.
-
-    Paths are written out, not built by the generated client, which the reads need no more of. The exec
-    token (`aws eks get-token`, valid 15 minutes, with its expirationTimestamp) is renewed by the client itself
-    before a request once it has expired (kubernetes `config/kube_config.py` `_set_config`,
-    refresh_api_key_hook), so a wait of 45 minutes keeps one client; each request has a timeout, so a hung read
-    cannot outlast the deadline."""
+    """The reads `infra.serving.rollout_status` makes, as raw JSON from the Kubernetes API, paths written out. The
+    client renews the exec token itself once it expires (kubernetes `config/kube_config.py` `_set_config`,
+    refresh_api_key_hook), so a 45-minute wait keeps one client; each request has a timeout."""
 
     def __init__(self, kubeconfig: str, namespace: str, name: str, pod_selector: str) -> None:
         from kubernetes import config

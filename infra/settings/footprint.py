@@ -113,12 +113,8 @@ def system_node_load(
 ) -> dict[str, Requests]:
     """Every pod the system node holds at once on a running stack: the EKS add-ons, the KubeRay operator, the image
     pre-puller, the Ray head (and its autoscaler sidecar), the metrics stack, and the mirror Job a model change runs
-    beside the head.
-    With `new_cluster` (clusterUpgradeStrategy newCluster) a second head too: KubeRay builds the new RayCluster's head
-    beside the active one for an upgrade, and a new cluster that failed keeps its head until the next change, which
-    may be a model change that runs the mirror (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileRayCluster,
-    createRayClusterInstance; cleanUpRayClusterInstance deletes a cluster only once it is neither active nor
-    pending)."""
+    beside the head. With `new_cluster` a second head too: a new or failed RayCluster's head stays beside the active
+    one until KubeRay deletes it (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster)."""
     load = {
         f"{name}-{index}": requests_of(resources)
         for name, (resources, replicas) in EKS_ADDON_RESOURCES.items()
