@@ -1,10 +1,7 @@
-"""The AWS an offline run answers from: Pulumi mocks (AwsMocks) for every lookup the program makes, in the shape
-the real API returns, and the outputs the program reads of the resources it declares.
-
-A lookup the tables here (and tools/instance_type_facts.py, tools/offline_models.py) refuse, or a quota they invent, is
-noted (AwsMocks.offline_notes), so that tools.render can say which refusal rests on an offline table, which the live
-lookup of `pulumi preview` may answer otherwise.
-"""
+"""The AWS an offline run answers from: Pulumi mocks (AwsMocks) for every lookup the program makes, in the shape the
+real API returns, and the outputs the program reads of what it declares. A refusal or quota that rests on the tables
+here is noted (AwsMocks.offline_notes), so tools.render can say the live lookup of `pulumi preview` may answer
+otherwise."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The prefill/decode figures of a live stack, read from its Prometheus: `tools.verify`'s pd_metrics check.
-
-Prometheus' HTTP API answers an instant query with `{"status": "success", "data": {"resultType": "vector",
-"result": [{"metric": {...}, "value": [<time>, "<number>"]}]}}`
-(https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries). The queries are the dashboard's
-(`infra.observability.pd_queries`) over everything since each replica started (no rate window): one request is enough to
-count, where a rate needs two samples that differ.
-"""
+"""The prefill/decode figures of a live stack, read from its Prometheus: `tools.verify`'s pd_metrics check, with the
+dashboard's queries over everything since each replica started (no rate window, so one request is enough to count),
+answered in Prometheus' instant-query shape
+(https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Metrics, dashboards and alerts: kube-prometheus-stack on the system nodes, NVIDIA's DCGM exporter on the
-GPU nodes, PodMonitors for Ray and the KubeRay operator, Ray's and our Grafana dashboards, the alert rules.
-
-Prometheus finds monitors and rules by the chart's release label (kube-prometheus-stack values.yaml,
-`*SelectorNilUsesHelmValues: true`), the same label KubeRay's own PodMonitors carry
-(ray-project/kuberay config/prometheus/podMonitor.yaml).
-"""
+"""Metrics, dashboards and alerts: kube-prometheus-stack on the system nodes, NVIDIA's DCGM exporter on the GPU nodes,
+PodMonitors for Ray and the KubeRay operator, Ray's and our Grafana dashboards, the alert rules
+(docs/observability.md#observability)."""
 
 from __future__ import annotations
 

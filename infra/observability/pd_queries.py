@@ -51,12 +51,9 @@ def app_selector(app: str, deployments: str = PD_DEPLOYMENTS) -> str:
 
 
 def with_deployment(expr: str, app: str, labels: str = "deployment", deployments: str = PD_DEPLOYMENTS) -> str:
-    """`expr` (a vLLM engine series) labelled with the Serve deployment of its replica (`labels`: and the replica).
-
-    vLLM's series carry the Ray worker of the replica that runs the engine, not the deployment; the replica's
-    request counter carries both. Ray's own Serve LLM dashboard joins them the same way
-    (ray/dashboard/modules/metrics/dashboards/serve_llm_dashboard_panels.py, `* on(WorkerId) group_left`).
-    """
+    """`expr` (a vLLM engine series) labelled with the Serve deployment of its replica (`labels`: and the replica):
+    vLLM's series carry the replica's Ray worker, its request counter both, joined as Ray's own Serve LLM dashboard
+    does."""
     replicas = f"max by (WorkerId, {labels}) ({REQUESTS}{{{app_selector(app, deployments)}}} * 0 + 1)"
     return f"({expr}) * on (WorkerId) group_left ({labels}) {replicas}"
 

@@ -1,10 +1,6 @@
-"""Which config keys exist, so that a misspelt key fails instead of leaving its setting at the default.
-
-The project's keys are the rows of the settings table (`infra/settings/table.py`, from which `Pulumi.yaml`'s
-declarations are generated). A provider's keys are the settings its installed SDK reads: the Pulumi engine configures a
-default provider from every key of its namespace, and a key the provider does not know is silently
-ignored, so `aws:regoin` would deploy to the default region.
-"""
+"""Which config keys exist, so that a misspelt key fails instead of leaving its setting at the default: the project's
+are the settings table's rows, a provider's the settings its installed SDK reads (the engine silently ignores a key
+the provider does not know, so `aws:regoin` would deploy to the default region)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """What the stack's pods ask of the system node, and what a node type offers them: the one source of each pod's
-resources (the components use these dicts as they are), and the check that the system node holds them all at once,
-a day-two mirror Job beside a running head included.
-
-Kubernetes schedules by requests: a container with a limit and no request is given its limit as request
-(https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits).
-"""
+resources, and the check that the system node holds them all at once, a day-two mirror Job beside a running head
+included. Kubernetes schedules by requests, and a limit without a request is its request
+(https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits)."""
 
 from __future__ import annotations
 
