@@ -1,9 +1,7 @@
-"""What `pulumi preview` and `pulumi up` say about the stack before it changes anything (the engine's diagnostics,
-which tools.render prints): what the stack costs, what a change costs, what guards Ray, where the alerts go,
-how to tear down.
+"""What `pulumi preview` and `pulumi up` say about the stack before it changes anything (which tools.render prints):
+what the stack costs, what a change costs, what guards Ray, where the alerts go, how to tear down.
 
-Imports: infra.observability, infra.serving, infra.settings.
-"""
+Imports: infra.observability, infra.serving, infra.settings."""
 
 from __future__ import annotations
 

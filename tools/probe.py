@@ -1,9 +1,6 @@
-"""What `tools.verify` (a deployed stack) and `lab.smoke` (one GPU host) both do: call the model
-through its OpenAI-compatible API, find NIXL's backend line, and report each check.
-
-One client for both: the `openai` package, which speaks the API exactly as Ray Serve LLM serves it
-(server-sent events for streams, `stream_options.include_usage` for the token count).
-"""
+"""What `tools.verify` (a deployed stack) and `lab.smoke` (one GPU host) both do: call the model through its
+OpenAI-compatible API with the `openai` package (as Ray Serve LLM serves it: server-sent events,
+`stream_options.include_usage`), find NIXL's backend line, and report each check."""
 
 from __future__ import annotations
 

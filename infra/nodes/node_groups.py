@@ -352,9 +352,8 @@ def efa_network_interfaces(
 @dataclass(frozen=True)
 class GpuNodesArgs:
     """The EFA-enabled GPU node group in one subnet (so one AZ), with a cluster placement group of its own when no
-    reservation brings one (`uses_own_placement_group`). What the instance type decides (its EFA interfaces, its GPU
-    model) is not asked: GpuNodes reads it from EC2's DescribeInstanceTypes, as pulumi-eks's EFA support counts its
-    interfaces from `aws.ec2.getInstanceTypeOutput` (nodejs/eks/nodes/instances.ts getEfaNetworkInterfaces)."""
+    reservation brings one; its EFA interfaces and GPU model come from EC2, as pulumi-eks's EFA support does
+    (docs/architecture.md#reusing-the-components-in-a-stack-of-your-own)."""
 
     node_group_name: str  # the EKS node group's name (unique in the cluster)
     instance_type: str  # an EC2 type with NVIDIA GPUs and EFA, e.g. "g6.8xlarge"

@@ -1,8 +1,5 @@
-"""KubeRayCrds: the release's RayService and RayCluster CRDs, applied by the stack itself before the operator's chart.
-
-Helm never upgrades a CRD, so a stack moved to a newer kuberayVersion would keep its first schema; a forced
-server-side apply of the vendored files takes them over, the inputs are the files' digests (the schemas as inputs
-slowed every preview's policy pack), and delete leaves them
+"""KubeRayCrds: the release's RayService and RayCluster CRDs, applied by the stack itself before the operator's chart,
+because Helm never upgrades a CRD; inputs are the files' digests, and delete leaves the CRDs
 (docs/kuberay-versions.md#moving-a-running-stack-from-140)."""
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The serve endpoint's edge: HAProxy beside Serve's proxy in each serving pod, refusing slow and oversized requests
-before Serve's proxy parses them.
-
-Serve 2.58's proxy sets no header-size limit or header-read timeout and its own HAProxy mode sets neither, so the
-edge listens on the serving port and Serve's proxy moves to the pod's loopback; the binary is the one `ray[serve]`
-ships (docs/security.md#the-edge-slow-and-huge-requests has the sources and the CPU measurement)."""
+"""The serve endpoint's edge: HAProxy beside Serve's proxy in each serving pod, on the serving port, refusing slow and
+oversized requests before Serve's proxy, which limits neither, parses them
+(docs/security.md#the-edge-slow-and-huge-requests)."""
 
 from __future__ import annotations
 

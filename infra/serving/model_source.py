@@ -246,12 +246,9 @@ def _safetensors_header_tensors(
 def hub_weight_tensors(
     repo: str, token: str | None, language_model_only: bool, fetch: Fetch | None = None
 ) -> dict[str, tuple[str, int]] | None:
-    """The tensors vLLM loads (name -> (dtype, bytes)), from the safetensors headers on the Hub, as huggingface_hub's
-    `get_safetensors_metadata` reads them: `model.safetensors` alone, or `model.safetensors.index.json`'s shards;
-    each header by a Range request of its first 100,000 bytes, and the rest where the header is longer. With
-    `language_model_only` the vision tower's tensors are left out (vLLM 0.26 does not build it:
-    `interfaces.py` `_mark_tower_model`; Qwen3.5's tower is `model.visual`, `models/qwen3_5.py`). None where the
-    repo has no safetensors weights."""
+    """The tensors vLLM loads (name -> (dtype, bytes)), from the safetensors headers on the Hub as huggingface_hub reads
+    them, less the vision tower with `language_model_only`; None where the repo has no safetensors weights
+    (docs/deploy-time-lookups.md#made-by-this-program-infra)."""
     get = fetch or https_get
     auth = {"Authorization": f"Bearer {token}"} if token else {}
 

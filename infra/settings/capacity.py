@@ -104,11 +104,9 @@ def _dtype_bytes(name: Any, source: str, key: str) -> int:
 
 
 def kv_layout(config: Mapping[str, Any], tensor_parallel_size: int, kv_cache_dtype: str = "auto") -> KvLayout | None:
-    """The layout of a full-attention or a Gated DeltaNet hybrid (Qwen3.5, Qwen3-Next) text config; None for a
-    model with other layer kinds (sliding window, MLA, other state), or without the keys, whose sizing this does
-    not redo. An FP8 `kv_cache_dtype` stores attention KV at one byte per element (`STR_DTYPE_TO_TORCH_DTYPE`:
-    torch.uint8; `_align_hybrid_block_size` sizes the block from it), the Gated DeltaNet state not
-    (infra/settings/quantization.py)."""
+    """The layout of a full-attention or a Gated DeltaNet hybrid (Qwen3.5, Qwen3-Next) text config; None for other layer
+    kinds (sliding window, MLA, other state) or without the keys. An FP8 `kv_cache_dtype` stores attention KV at one
+    byte per element, the Gated DeltaNet state not (docs/scaling.md#the-capacity-arithmetic-read-in-vllm-026)."""
     try:
         return _kv_layout(config.get("text_config") or config, config, tensor_parallel_size, kv_cache_dtype)
     except KeyError:
