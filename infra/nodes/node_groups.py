@@ -73,12 +73,8 @@ MAX_UNAVAILABLE_NODES = 1
 
 def node_group_options(update_strategy: str) -> Callable[[pulumi.ResourceTransformArgs], Any]:
     """A transform for pulumi-eks's inner `aws:eks/nodeGroup:NodeGroup`, which its ManagedNodeGroup has no input for:
-    delete before replace, and the group's update behaviour.
-
-    EKS node group names are unique in a cluster and ours are fixed, so a replacement (new instance type, subnets,
-    launch template) must delete the old group before creating the new one. The props of a child registered by
-    pulumi-eks reach the transform under their wire (camelCase) names (pulumi `runtime/_callbacks.py`
-    deserializes the request's properties as they are)."""
+    delete before replace (EKS node group names are unique in a cluster, and ours are fixed), and the group's update
+    behaviour. The child's props arrive under their wire (camelCase) names (pulumi `runtime/_callbacks.py`)."""
 
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
         if args.type_ != NODE_GROUP_TYPE:
@@ -330,12 +326,8 @@ class SystemNodes(pulumi.ComponentResource):
 def efa_network_interfaces(
     efa_interfaces: int, security_group_ids: list[pulumi.Input[str]]
 ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
-    """One EFA interface per EFA-capable network card.
-
-    EC2 wants the primary (card 0, device 0) to be an EFA with ENA, and each further card's interface
-    at device index 1; those are EFA-only, which take no IP address (no private addresses used up, no
-    second route for the node's traffic), so only the primary carries the public-IP setting.
-    """
+    """One EFA interface per EFA-capable network card: the primary (card 0, device 0) an EFA with ENA, each further
+    card's at device index 1, EFA-only, taking no IP address, so only the primary carries the public-IP setting."""
     return [
         aws.ec2.LaunchTemplateNetworkInterfaceArgs(
             network_card_index=card,

@@ -1,9 +1,6 @@
-"""What the stack needs to know about the GPU instance type, as EC2 itself reports it.
-
-The facts come from EC2's DescribeInstanceTypes at deploy time (`aws.ec2.get_instance_type`, asked in
-`infra.nodes.node_groups.describe_instance_type` before any resource is declared), so every GPU type EC2
-offers works without a table to keep. This module only reads the answer, and needs no cloud SDK.
-"""
+"""What the stack needs to know about the GPU instance type, as EC2 reports it at deploy time
+(`aws.ec2.get_instance_type`, asked before any resource), so every GPU type EC2 offers works without a table; this
+module only reads the answer."""
 
 from __future__ import annotations
 
@@ -36,11 +33,9 @@ class InstanceShape:
 
 
 def instance_shape(result: Any) -> InstanceShape:
-    """The shape of pulumi-aws's `GetInstanceTypeResult` (pulumi_aws/ec2/get_instance_type.py: `gpuses` holds
-    one `GetInstanceTypeGpusResult` per GPU model with its `count`, `manufacturer`, `name` and per-GPU
-    `memory_size` in MiB; `memory_size` is the instance's memory in MiB). The provider leaves out what EC2 does
-    not report for a type ("Not all attributes are set for every instance type", the data source's docs), so an
-    absent GPU list or EFA count reads as none."""
+    """The shape of pulumi-aws's `GetInstanceTypeResult` (pulumi_aws/ec2/get_instance_type.py: one `gpuses` entry per
+    GPU model, memory in MiB); "Not all attributes are set for every instance type" (its docs), so an absent GPU list
+    or EFA count reads as none."""
     nvidia = [gpu for gpu in result.gpuses or () if gpu.manufacturer == GPU_MANUFACTURER]
     return InstanceShape(
         instance_type=result.instance_type,

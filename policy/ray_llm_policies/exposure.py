@@ -1,10 +1,6 @@
-"""Rules on what leaves the cluster: a load balancer onto Serve's port of the serving pods, and nothing else.
-
-The Ray head listens on more than Serve: the dashboard (8265, which also takes job submissions), the Ray client
-(10001), GCS (6379) and metrics (8080), none of them behind the API keys. The serve endpoint rules (serving.py) judge a
-load balancer's own settings (scheme, source ranges, TLS) and the keys of the RayServices it selects; these judge what
-it reaches, for every Service the stack declares and every one KubeRay makes of a RayService (services.py).
-"""
+"""Rules on what leaves the cluster: a load balancer onto Serve's port of the serving pods, and nothing else (not the
+head's dashboard, Ray client, GCS or metrics, none behind the API keys), for every Service the stack declares and
+every one KubeRay makes of a RayService (services.py); serving.py judges the load balancer's own settings."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Whether a set of CIDRs admits the whole internet: judged on their union, not on a literal 0.0.0.0/0.
-
-`0.0.0.0/1` + `128.0.0.0/1` is as open as `0.0.0.0/0`. The one home of this rule: the pack judges a preview's
-resources with it, and the program's settings refuse such a set at config time with it (infra/settings/kinds.py,
-rules_network.py). Standard library only, since the pack cannot import the program and the program has no pack SDK.
-"""
+"""Whether a set of CIDRs admits the whole internet, judged on their union (`0.0.0.0/1` + `128.0.0.0/1` is as open as
+`0.0.0.0/0`): the one home of this rule, shared by the pack and the program's settings, so standard library only."""
 
 from __future__ import annotations
 
