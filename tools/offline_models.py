@@ -1,8 +1,6 @@
-"""The model repositories an offline run reads: the Hugging Face Hub's and the S3 mirror's, as those services answer.
-
-The model preflight (infra/serving/model_source.py) reads a model's config.json and its checkpoint's headers; offline
-they come from the tables here (and tools/offline_hub/), never from the network.
-"""
+"""The model repositories an offline run reads, the Hugging Face Hub's and the S3 mirror's, as those services answer:
+the model preflight's config.json and checkpoint headers come from the tables here (and tools/offline_hub/), never
+from the network."""
 
 from __future__ import annotations
 

@@ -17,11 +17,9 @@ KUBERAY_OPERATOR_SELECTOR = {"app.kubernetes.io/name": "kuberay-operator"}
 # The Prometheus operator sets app.kubernetes.io/name: prometheus on every Prometheus pod, a label podMetadata cannot
 # override (vendor/kube-prometheus-stack-88.5.3/crd-prometheuses.yaml, podMetadata).
 PROMETHEUS_POD_SELECTOR = {"app.kubernetes.io/name": "prometheus"}
-# The head's two other metrics servers, which KubeRay's own head PodMonitor scrapes as well (config/prometheus/
-# podMonitor.yaml, ports as-metrics and dash-metrics): the dashboard's, always on the head (Ray 2.58
-# ray/dashboard/consts.py DASHBOARD_METRIC_PORT, served by dashboard/head.py), and the autoscaler's, served by the
-# head pod's autoscaler sidecar (ray/autoscaler/_private/constants.py AUTOSCALER_METRIC_PORT), which KubeRay adds only
-# with Ray's in-tree autoscaling (serveAutoscaling).
+# The head's two other metrics servers, which KubeRay's head PodMonitor scrapes too: the dashboard's (Ray 2.58
+# ray/dashboard/consts.py DASHBOARD_METRIC_PORT) and, with serveAutoscaling, the autoscaler sidecar's
+# (ray/autoscaler/_private/constants.py AUTOSCALER_METRIC_PORT); docs/observability.md#observability.
 RAY_DASHBOARD_METRICS_PORT_NUMBER = 44227
 RAY_AUTOSCALER_METRICS_PORT_NUMBER = 44217
 

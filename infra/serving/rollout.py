@@ -111,11 +111,9 @@ class KubernetesReader:
         return f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}"
 
     def roll_back(self, serve_config_v2: str, annotations: Mapping[str, str]) -> None:
-        """Writes `serve_config_v2` into the RayService, with `annotations`: a JSON merge patch of those fields alone.
-        Through the object, not Ray's dashboard: KubeRay 1.4.0 and 1.7.0 send the spec's serveConfigV2 again whenever
-        their cache of it is empty (an operator restart) or differs from the spec (rayservice_controller.go
-        checkIfNeedSubmitServeApplications), so a config put back on the dashboard alone would be replaced by the
-        broken one at the operator's next start; in the spec, KubeRay sends it at once (cache and spec differ)."""
+        """Writes `serve_config_v2` into the RayService, with `annotations`: a JSON merge patch of those fields alone,
+        through the object, not Ray's dashboard, whose config KubeRay would replace at its next start
+        (docs/changes.md#rolling-back)."""
         body = {"metadata": {"annotations": dict(annotations)}, "spec": {"serveConfigV2": serve_config_v2}}
         method, url, headers, serialized, _ = self._api.param_serialize(
             "PATCH",

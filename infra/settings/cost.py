@@ -1,8 +1,6 @@
 """What the stack costs: its parts' On-Demand prices by region, the hourly and monthly cost by part, and the cost per
-million output tokens at the measured capacity, said in the preview (infra/preview_notes.py `cost_note`).
-
-Every price is estimated (docs/cost.md#the-price-table says how, docs/cost.md#the-live-price why the stack does not
-ask the Price List API); a region the table lacks gets no figure rather than another region's."""
+million output tokens at the measured capacity, said in the preview (`cost_note`). Every price is estimated, and a
+region the table lacks gets no figure (docs/cost.md#the-price-table, docs/cost.md#the-live-price)."""
 
 from __future__ import annotations
 
