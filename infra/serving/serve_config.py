@@ -172,11 +172,10 @@ def _engine_overrides(args: ServeAppArgs, side: ServeSide) -> dict[str, int | st
 
 
 def prefix_caching_kwargs(enabled: bool | None, model_hybrid: bool | None) -> dict[str, bool | str | None]:
-    """vLLM's `enable_prefix_caching` where the side's differs from vLLM's own default (on unless the model is
-    hybrid, infra/settings/prefix_caching.py): a serve config that states the default anew would restart every
-    engine for nothing. With the cache on, a model that is hybrid, or may be, runs `mamba_cache_mode` align, the mode
-    whose block size its uncached PD partner has; vLLM 0.26 picks align itself for Qwen3.5, and stated, a hybrid whose
-    Mamba layers support "all" keeps the pair's block sizes equal too. An attention-only model has no Mamba cache."""
+    """vLLM's `enable_prefix_caching` where the side's differs from vLLM's own default (stating the default anew would
+    restart every engine for nothing), and `mamba_cache_mode` align on a cached side of a model that is or may be
+    hybrid, so the PD pair's block sizes stay equal
+    (docs/prefix-caching.md#each-side-of-pd-read-in-vllm-026s-nixlconnector-vllmdistributedkv_transferkv_connectorv1nixl)."""
     vllm_default = None if model_hybrid is None else not model_hybrid
     enable = None if enabled == vllm_default else enabled
     mode = PD_MAMBA_CACHE_MODE if enabled and model_hybrid is not False else None
@@ -184,10 +183,9 @@ def prefix_caching_kwargs(enabled: bool | None, model_hybrid: bool | None) -> di
 
 
 def model_loading_config(model_id: str, model_source: str) -> dict[str, str]:
-    """Where the engines load the weights from. An `s3://` source is Ray Serve LLM 2.58's cloud loading: each node
-    downloads the files from S3 into its Hugging Face cache with boto3, and vLLM loads that local copy
-    (ray/llm/_internal/serve/engines/vllm/vllm_models.py `from_llm_config`, infra/serving/model_cache.py); the GPU proof
-    (lab/s3_load.py) loads through this same function."""
+    """Where the engines load the weights from; an `s3://` source is Ray Serve LLM 2.58's cloud loading
+    (docs/model-cache.md#model-cache-and-cold-start), which the GPU proof (lab/s3_load.py) loads through this
+    function."""
     return {"model_id": model_id, "model_source": model_source}
 
 
@@ -248,11 +246,9 @@ def application_name(cfg: StackConfig) -> str:
 
 
 def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:
-    """The app; with API keys on, the PD builder's ingress is ours (infra/serving/serve_auth.py), and a side that routes
-    by prefix names the stack's router (infra/serving/prefix_routing.py), each loaded from a zip the app's runtime_env
-    names, on top of what the image has. With aggregated models beside the PD pair, the stack's builder binds them all
-    to the one ingress (serve_ext/ray_llm_eks_models). Serve's proxy listens behind the edge, on each pod's loopback
-    (infra/serving/edge.py)."""
+    """The app; with API keys on, the PD builder's ingress is ours (serve_auth.py), a side that routes by prefix names
+    the stack's router (prefix_routing.py), aggregated models are bound to the one ingress by the stack's builder
+    (serve_ext/ray_llm_eks_models), and Serve's proxy listens behind the edge, on each pod's loopback (edge.py)."""
     import_path = MODELS_IMPORT_PATH if args.aggregated_models else PD_IMPORT_PATH
     app: dict[str, Any] = {"name": args.name, "import_path": import_path, "route_prefix": "/"}
     code = [package.uri() for package in code_packages(args)]

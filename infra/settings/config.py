@@ -124,11 +124,8 @@ def load_config(
     *,
     describe_instance_type: Callable[[str], InstanceShape | None],
 ) -> StackConfig:
-    """Builds the frozen stack config, or raises ConfigError naming every bad key.
-
-    `describe_instance_type` is EC2's answer for the GPU type (`infra.nodes.node_groups.describe_instance_type`,
-    None when EC2 does not know it): the layout is checked against what the type really has.
-    """
+    """Builds the frozen stack config, or raises ConfigError naming every bad key; `describe_instance_type` is EC2's
+    answer for the GPU type (None when EC2 does not know it), against which the layout is checked."""
     config = config or pulumi.Config()
     read = Reader(config, aws_config or pulumi.Config("aws"))
     values = {setting.key: read.read(setting) for setting in SETTINGS}

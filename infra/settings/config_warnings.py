@@ -71,13 +71,10 @@ def _cidr_items(raw: str) -> dict[int, ipaddress.IPv4Network]:
     return networks
 
 
-# Settings that act only under another setting's value, by that setting: (the value that switches them off, why
-# nothing reads them then, the values that switch them on, the settings). With the other setting off, nothing is
-# built for them, so the value is harmless and takes effect when it is switched on: warned, not refused (a stack
-# can turn its endpoint off and on again without re-entering its secrets). A value that states an outcome the user
-# would miss without a word is refused instead, by its own rule: ampWorkspaceUrl (a workspace that receives no
-# metrics), the alert receivers (a receiver that is sent no alert), <side>MaxReplicas and
-# <side>TargetOngoingRequests (a side that never scales).
+# Settings that act only under another setting's value: (the value that switches them off, why nothing reads them
+# then, the values that switch them on, the settings). Warned, not refused: nothing is built for them, and a stack can
+# turn its endpoint off and on again without re-entering its secrets. A value whose outcome the user would miss
+# (ampWorkspaceUrl, the alert receivers, <side>MaxReplicas, <side>TargetOngoingRequests) is refused by its own rule.
 SWITCHED_OFF = {
     "serveExposure": (
         "none",
