@@ -332,12 +332,8 @@ def run_stack(
     existing: StackRun | None = None,
 ) -> StackRun:
     """Runs a Pulumi program (the project's `__main__.py`) with the given stack's config; returns what it declared.
-
-    `vcpu_quota` is what Service Quotas answers for the GPU family's On-Demand vCPU quota, `caller_arn` what STS
-    answers for the deploying identity, `existing_clusters` the EKS clusters the region already has. `existing`: the
-    run whose objects the stack's state already holds (a change to a running stack); without it every object is
-    created, as on a first deploy.
-    """
+    `vcpu_quota`, `caller_arn` and `existing_clusters` are what Service Quotas, STS and EKS answer; `existing` is the
+    run whose objects the stack's state already holds (a change to a running stack), else every object is created."""
     monitor = _configure_runtime(
         overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota, caller_arn, existing_clusters, existing
     )

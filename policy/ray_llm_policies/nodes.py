@@ -34,11 +34,8 @@ EKS_DEFAULT_DISK_GIB = 20
 
 
 def node_group_settings(resource: Inspected) -> Mapping[str, Any] | None:
-    """A managed node group's settings, or None where they are not visible on this resource.
-
-    The pulumi-eks component carries them under mocks; in a real preview it has no inputs and its
-    `aws:eks` NodeGroup child carries them (same property names).
-    """
+    """A managed node group's settings, or None where they are not visible on this resource: the pulumi-eks component
+    under mocks, its `aws:eks` NodeGroup child in a real preview (docs/policy.md#what-a-policy-can-and-cannot-see)."""
     if resource.resource_type not in NODE_GROUPS:
         return None
     if resource.resource_type in EKS_COMPONENTS and not resource.props:
