@@ -127,8 +127,20 @@ CLUSTER_UPGRADE_STRATEGIES = (REPLACE, NEW_CLUSTER)
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 
 # Upper bounds, each with the reason it names in its message.
-# A VPC is split into 8 blocks (infra.network.subnets PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
-MAX_AZS = 7
+# The subnet plan (infra/network/subnets.py) cuts the VPC into 2**PRIVATE_PREFIX_DELTA blocks: a private subnet per AZ,
+# the last block cut again into public subnets PUBLIC_PREFIX_DELTA bits narrower than the VPC. A VPC and a subnet are
+# /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html), so the VPC is at most /22; its
+# public /28s keep 10 addresses beside a NAT gateway, the 8 an internet-facing NLB needs per subnet
+# (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/availability-zones.html).
+PRIVATE_PREFIX_DELTA = 3
+PUBLIC_PREFIX_DELTA = 6
+MIN_VPC_PREFIX = 16
+MAX_SUBNET_PREFIX = 28
+MAX_VPC_PREFIX = MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA
+MAX_AZS = 2**PRIVATE_PREFIX_DELTA - 1
+# A cluster needs "at least two subnets that are in different Availability Zones"
+# (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
+EKS_MIN_AZS = 2
 # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_NODES_PER_NODE_GROUP = 450
 # gp3 volume size is 1 GiB - 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
