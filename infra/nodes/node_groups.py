@@ -239,7 +239,6 @@ class SystemNodesArgs:
 
 
 def _node_count_errors(path: str, count: int, least: int) -> list[InputPropertyErrorDetails]:
-    # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
     if least <= count <= MAX_NODES_PER_NODE_GROUP:
         return []
     return [problem(path, f"{count} nodes: allowed is {least} to {MAX_NODES_PER_NODE_GROUP} (EKS's per-group quota)")]

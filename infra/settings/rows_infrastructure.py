@@ -31,7 +31,6 @@ from infra.settings.kinds import (
     INSTANCE_TYPE_PATTERN,
     INTERNET_CIDR_LIST,
     MAX_AZS,
-    MAX_GP3_GIB,
     MAX_NODES_PER_NODE_GROUP,
     MAX_VPC_PREFIX,
     MIN_VPC_PREFIX,
@@ -46,6 +45,7 @@ from infra.settings.kinds import (
     iam_principal,
     internet_client_cidr,
 )
+from policy.ray_llm_policies.aws_rules import MAX_GP3_GIB
 
 INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
     "provider": (

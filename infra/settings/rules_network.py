@@ -36,9 +36,6 @@ from infra.settings.stack_config import (
 )
 from policy.ray_llm_policies.internet import covers_the_internet
 
-REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
-
-
 MIN_KUBERNETES_MINOR = 29
 
 
@@ -126,7 +123,7 @@ def kube_proxy_version_problem(kube_proxy_version: str | None, kubernetes_versio
 
 
 def gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
-    if gpu_az is None or not REGION_PATTERN.match(region):
+    if gpu_az is None or region_problem(region):
         return None
     if re.fullmatch(re.escape(region) + r"[a-z]", gpu_az):
         return None
