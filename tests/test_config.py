@@ -209,7 +209,7 @@ BAD_VALUES = [
     ("apiPublicAccessCidrs", ["198.51.100.0/24"], "it lies in 198.51.100.0/24, space no internet client comes from"),
     ("apiPublicAccessCidrs", ["203.0.113.7/32"], "it lies in 203.0.113.0/24, space no internet client comes from"),
     ("adminPrincipalArns", ["admin"], "IAM role or user ARNs"),
-    ("dlcImage", "example.com/ray/llm:latest", "'latest' is not a pinned tag"),
+    ("dlcImage", "example.com/ray/llm:latest", "uses the 'latest' tag"),
     ("dlcImage", "example.com/ray/llm", "pinned by tag or digest"),
     ("kuberayVersion", "latest", "a version such as 1.4.0"),
     ("kuberayVersion", "9.9.9", "validated against (1.4.0, 1.7.0)"),
