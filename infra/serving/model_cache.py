@@ -39,7 +39,7 @@ from infra.kube.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_s
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
-from infra.settings.model_sources import bucket_name_breaks_rules, is_s3_uri, split_s3_uri
+from infra.settings.model_sources import s3_location_reason, split_s3_uri
 
 MIRROR_SERVICE_ACCOUNT = "model-mirror"
 # The GPU workers' service account, in the serving namespace: read-only on the model's prefix.
@@ -195,14 +195,9 @@ class ModelCacheArgs:
 
 
 def model_cache_args_errors(args: ModelCacheArgs) -> list[InputPropertyErrorDetails]:
-    """An s3:// URI with a bucket and a prefix: the policies grant that prefix only. A mirror's bucket is made here,
-    so its name must be one S3 takes."""
-    bucket, prefix = split_s3_uri(args.uri)
-    if not is_s3_uri(args.uri) or not bucket or not prefix:
-        return [problem("uri", f"{args.uri!r} is not an s3://<bucket>/<prefix> URI")]
-    if args.repo is not None and bucket_name_breaks_rules(bucket):
-        return [problem("uri", f"bucket {bucket!r} breaks S3's bucket naming rules")]
-    return []
+    """The bucket and prefix the workers' role is granted, by the settings' own rule."""
+    reason = s3_location_reason(args.uri)
+    return [problem("uri", f"{args.uri!r} is invalid: {reason}")] if reason else []
 
 
 class ModelCache(pulumi.ComponentResource):
