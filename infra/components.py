@@ -8,13 +8,10 @@ Imports: infra.settings."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pulumi
 from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
-
-from infra.settings.kinds import EKS_NAME_PATTERN
 
 
 class Children:
@@ -34,24 +31,6 @@ class Children:
 
 def problem(property_path: str, reason: str) -> InputPropertyErrorDetails:
     return InputPropertyErrorDetails(property_path=property_path, reason=reason)
-
-
-# What the common patterns (infra/settings/config.py) allow, for the errors of `unmatched`.
-CHART_VERSION = "a chart version such as 1.2.3"
-REGION = "an AWS region name such as us-east-1"
-NAMESPACE_NAME = "a Kubernetes namespace name (a DNS label)"
-
-
-def unmatched(fields: dict[str, str], pattern: re.Pattern[str], allowed: str) -> list[InputPropertyErrorDetails]:
-    """A problem for each field (path -> value) whose value `pattern` does not match; `allowed` says what would."""
-    return [problem(path, f"{value!r} is not {allowed}") for path, value in fields.items() if not pattern.match(value)]
-
-
-def cluster_name_errors(cluster_name: str) -> list[InputPropertyErrorDetails]:
-    """The `cluster_name` field of any component's args: the EKS cluster it is for."""
-    if EKS_NAME_PATTERN.match(cluster_name):
-        return []
-    return [problem("cluster_name", f"{cluster_name!r} is not an EKS cluster name (1-100 letters, digits, - and _)")]
 
 
 def raise_input_errors(component: str, errors: list[InputPropertyErrorDetails]) -> None:

@@ -59,22 +59,15 @@ T = TypeVar("T")
 # stack reports the key the user sets (config.py checks the keys first; this keeps a rule only a component knows
 # in the stack's terms). A path's first part, before any "[index]", is the field.
 CONFIG_KEYS = {
-    "Network": {"cluster_name": "clusterName", "vpc_cidr": "vpcCidr", "azs": "maxAzs"},
-    "Cluster": {
-        "cluster_name": "clusterName",
-        "kubernetes_version": "kubernetesVersion",
-        "api_public_access_cidrs": "apiPublicAccessCidrs",
-    },
-    "SystemNodes": {"instance_type": "systemNodeType", "count": "systemNodeCount"},
+    "Network": {"vpc_cidr": "vpcCidr", "azs": "maxAzs"},
+    "Cluster": {"api_public_access_cidrs": "apiPublicAccessCidrs"},
+    "SystemNodes": {"count": "systemNodeCount"},
     "GpuNodes": {
-        "node_group_name": "gpuNodegroupName",
         "instance_type": "gpuNodeType",
-        "root_volume_gib": "gpuRootVolumeGiB",
         "capacity_type": "gpuCapacityType",
         "capacity_reservation_id": "capacityReservationId",
     },
-    "ModelCache": {"uri": "modelSource", "repo": "modelSource", "image": "dlcImage", "namespace": "namespace"},
-    "GcsStore": {"node_type": "gcsRedisNodeType", "maintenance_window": "gcsRedisMaintenanceWindow"},
+    "ModelCache": {"uri": "modelSource"},
 }
 
 

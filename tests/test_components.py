@@ -175,65 +175,46 @@ def test_two_of_each_component_give_no_duplicate_urn(two_of_each):
 
 BAD_ARGS = {
     "Network": (
-        "Network('n', NetworkArgs(cluster_name='-bad', vpc_cidr='10.0.0.0/255.255.0.0', azs=('us-east-1a',), "
-        "region='us'))",
-        {"cluster_name", "vpc_cidr", "azs", "region"},
+        "Network('n', NetworkArgs(cluster_name='n', vpc_cidr='10.0.0.0/255.255.0.0', azs=('us-east-1a',), "
+        "region='us-east-1'))",
+        {"vpc_cidr", "azs"},
     ),
     "Cluster": (
-        "Cluster('c', ClusterArgs(cluster_name='c', kubernetes_version='1.20', partition=Partition('aws', "
+        "Cluster('c', ClusterArgs(cluster_name='c', kubernetes_version='1.35', partition=Partition('aws', "
         "'amazonaws.com'), vpc_cni_version='v1.21.1-eksbuild.1', kube_proxy_version='v1.35.0-eksbuild.2', "
         "vpc_id='vpc-1', private_subnet_ids=[], public_subnet_ids=[], api_public_access_cidrs=()))",
-        {"kubernetes_version", "private_subnet_ids", "api_public_access_cidrs"},
+        {"private_subnet_ids", "api_public_access_cidrs"},
     ),
     "SystemNodes": (
-        "SystemNodes('s', SystemNodesArgs(instance_type='M7I', count=0, coredns_version='1.13', subnet_ids=[], "
-        "vpc_id='vpc-1'), None)",
-        {"instance_type", "count", "coredns_version", "subnet_ids"},
+        "SystemNodes('s', SystemNodesArgs(instance_type='m7i.xlarge', count=0, coredns_version='v1.13.2-eksbuild.1', "
+        "subnet_ids=[], vpc_id='vpc-1'), None)",
+        {"count", "subnet_ids"},
     ),
     "GpuNodes": (
-        "GpuNodes('g', GpuNodesArgs(node_group_name='-g', instance_type='g6.xlarge', count=451, vpc_id='vpc-1', "
-        "subnet_id='subnet-1', capacity_type='capacity-block', root_volume_gib=0), None)",
-        {"node_group_name", "instance_type", "count", "capacity_reservation_id", "root_volume_gib"},
+        "GpuNodes('g', GpuNodesArgs(node_group_name='g', instance_type='g6.xlarge', count=451, vpc_id='vpc-1', "
+        "subnet_id='subnet-1', capacity_type='capacity-block'), None)",
+        {"instance_type", "count", "capacity_reservation_id"},
     ),
-    "DevicePlugins": (
-        "DevicePlugins('d', DevicePluginsArgs(nvidia_version='latest', efa_version='0.5', region='us'), None, None)",
-        {"nvidia_version", "efa_version", "region"},
-    ),
-    "ClusterAutoscaler": (
-        "ClusterAutoscaler('a', ClusterAutoscalerArgs(version='9', cluster_name='-c', region='us'), None, [])",
-        {"version", "cluster_name", "region"},
-    ),
-    "KubeRayOperator": ("KubeRayOperator('k', KubeRayOperatorArgs(version='latest'), None, [])", {"version"}),
     "Serving": (
-        "Serving('s', ServingArgs(namespace='Ray', operator=KubeRayOperatorArgs(version='1.4.0'), "
+        "Serving('s', ServingArgs(namespace='ray', operator=KubeRayOperatorArgs(version='1.4.0'), "
         "rayservice={'kind': 'RayCluster', 'metadata': {'namespace': 'ray'}}, ready_timeout_seconds=0, "
         "worker_service_account=('model-reader', 'arn:aws:iam::123456789012:role/r')), None, None, None)",
-        {"namespace", "rayservice", "ready_timeout_seconds", "worker_service_account"},
+        {"rayservice", "ready_timeout_seconds", "worker_service_account"},
     ),
     "GcsStore": (
-        "GcsStore('g', GcsStoreArgs(vpc_id='vpc-1', subnet_ids=[], client_security_group_id='sg-1', "
-        "node_type='t4g.micro'))",
-        {"subnet_ids", "node_type"},
+        "GcsStore('g', GcsStoreArgs(vpc_id='vpc-1', subnet_ids=[], client_security_group_id='sg-1'))",
+        {"subnet_ids"},
     ),
     "ModelCache": (
-        "ModelCache('m', ModelCacheArgs(uri='s3://Models_Bucket/', namespace='Ray', partition='aws', "
-        "repo='models/org/model', mirror_namespace='mirror'), None)",
-        {"uri", "namespace", "repo", "image"},
-    ),
-    "Observability": (
-        "Observability('o', ObservabilityArgs(stack_version='88', dcgm_version='4.8.2', ray_namespace='Ray', "
-        "kuberay_namespace='kuberay_system', alerts=AlertArgs('llm', 'ray', 2, 2700)), None, None, None)",
-        {"stack_version", "ray_namespace", "kuberay_namespace"},
+        "ModelCache('m', ModelCacheArgs(uri='s3://models-bucket/', namespace='ray', partition='aws', "
+        "image='public.ecr.aws/example/mirror:1.0', repo='org/model', mirror_namespace='mirror'), None)",
+        {"uri"},
     ),
 }
 IMPORTS = """
-from infra.observability.alerts import AlertArgs
-from infra.nodes.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from infra.nodes.device_plugins import DevicePlugins, DevicePluginsArgs
-from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from infra.serving.kuberay import KubeRayOperatorArgs
 from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.model_cache import ModelCache, ModelCacheArgs
-from infra.observability.monitoring import Observability, ObservabilityArgs
 from infra.serving.serve_app import Serving, ServingArgs
 from infra.cluster.eks import Cluster, ClusterArgs
 from infra.network.vpc import Network, NetworkArgs

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 
 import pulumi
 import pytest
 
+from infra.network.subnets import plan_subnets
 from infra.nodes.node_groups import describe_instance_type
 from infra.settings.config import load_config
 from infra.settings.config_keys import aws_provider_keys, kubernetes_provider_keys
@@ -191,7 +193,8 @@ BAD_VALUES = [
     ("clusterName", "-bad", "letters, digits"),
     ("rayServiceName", "Ray_LLM", "DNS label"),
     ("namespace", "Inference", "DNS label"),
-    ("vpcCidr", "10.0.0.0/24", "/16 to /20"),
+    ("vpcCidr", "10.0.0.0/24", "/16 to /22"),
+    ("vpcCidr", "10.0.0.0/15", "/16 to /22"),
     ("vpcCidr", "10.0.0.1/16", "has host bits set"),
     ("vpcCidr", "999.1.2.3/16", "Octet 999 (> 255) not permitted"),
     # Ranges no VPC can use (infra/settings/config.py NON_VPC_RANGES: RFC 6890; 172.17.0.0/16 per
@@ -206,7 +209,7 @@ BAD_VALUES = [
     ("apiPublicAccessCidrs", ["198.51.100.0/24"], "it lies in 198.51.100.0/24, space no internet client comes from"),
     ("apiPublicAccessCidrs", ["203.0.113.7/32"], "it lies in 203.0.113.0/24, space no internet client comes from"),
     ("adminPrincipalArns", ["admin"], "IAM role or user ARNs"),
-    ("dlcImage", "example.com/ray/llm:latest", "'latest' is not a pinned tag"),
+    ("dlcImage", "example.com/ray/llm:latest", "uses the 'latest' tag"),
     ("dlcImage", "example.com/ray/llm", "pinned by tag or digest"),
     ("kuberayVersion", "latest", "a version such as 1.4.0"),
     ("kuberayVersion", "9.9.9", "validated against (1.4.0, 1.7.0)"),
@@ -225,6 +228,18 @@ BAD_VALUES = [
 ]
 
 
+def test_the_narrowest_vpc_accepted_is_the_narrowest_the_subnet_plan_can_cut():
+    """A subnet is /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html), and the plan's
+    public subnets are its narrowest: a /22 VPC gets public /28s. AWS keeps 5 addresses of each subnet (the same page),
+    a NAT gateway takes one, and 10 are left of the 8 an internet-facing NLB needs per subnet
+    (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/availability-zones.html)."""
+    narrowest = load_stack_config({"vpcCidr": "10.20.0.0/22"}).vpc_cidr
+    public = ipaddress.IPv4Network(plan_subnets(narrowest, ("sa-east-1a", "sa-east-1b"))[0].public_cidr)
+    assert public.prefixlen == 28
+    (problem,) = rejection({"vpcCidr": "10.20.0.0/23"}).problems
+    assert problem.startswith("vpcCidr='10.20.0.0/23' is invalid (a /23 block")
+
+
 @pytest.mark.parametrize(("key", "value", "allowed"), BAD_VALUES)
 def test_bad_value_is_rejected_naming_key_value_and_what_is_allowed(key, value, allowed):
     with pytest.raises(ConfigError) as rejected:
@@ -241,7 +256,7 @@ def test_bad_value_is_rejected_naming_key_value_and_what_is_allowed(key, value, 
 REJECTED_COMBINATIONS = {
     "empty-api-allow-list": (
         {"apiPublicAccessCidrs": []},
-        ["apiPublicAccessCidrs is empty", "0.0.0.0/0", f"`{API_ALLOW_LIST_COMMAND}`"],
+        ["apiPublicAccessCidrs is invalid: empty", "0.0.0.0/0", f"`{API_ALLOW_LIST_COMMAND}`"],
     ),
     "serve-open-to-all": (
         {"serveExposure": "internet-facing", "serveSourceCidrs": ["0.0.0.0/0"]},

@@ -6,7 +6,8 @@ import ipaddress
 
 import pytest
 
-from infra.network.subnets import MAX_SUBNET_PREFIX, MIN_VPC_PREFIX, PUBLIC_PREFIX_DELTA, plan_subnets, subnet_blocks
+from infra.network.subnets import plan_subnets, subnet_blocks
+from infra.settings.kinds import MAX_SUBNET_PREFIX, MAX_VPC_PREFIX, MIN_VPC_PREFIX
 from infra.settings.stack_config import ConfigError
 from tools.offline import StackRun, run_stack
 
@@ -155,7 +156,7 @@ def test_s3_is_reached_from_the_private_subnets_through_a_gateway_endpoint(dev):
 # has room for: the plan is plain arithmetic, so the whole space is checked rather than a sample.
 PLANNABLE = [
     (f"10.{second}.0.0/{prefix}", count)
-    for prefix in range(MIN_VPC_PREFIX, MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA + 1)
+    for prefix in range(MIN_VPC_PREFIX, MAX_VPC_PREFIX + 1)
     for second in (0, 128)
     for count in range(2, len(subnet_blocks(f"10.0.0.0/{prefix}")))
 ]

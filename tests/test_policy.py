@@ -26,8 +26,10 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from infra.settings import kinds as program_kinds
 from infra.settings import rules_network as program_rules
+from infra.settings import rules_serving as program_serving_rules
 from policy.ray_llm_policies import governance as pack_governance
 from policy.ray_llm_policies import internet as pack_internet
+from policy.ray_llm_policies import pinning as pack_pinning
 from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
 from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed
@@ -1246,6 +1248,11 @@ def test_the_program_refuses_an_open_set_with_the_packs_own_rule() -> None:
     """One home for "open to the internet": the settings import the pack's stdlib-only rule, not a copy of it."""
     assert program_rules.covers_the_internet is pack_internet.covers_the_internet
     assert program_kinds.IPV4_NOT_ON_THE_INTERNET is pack_internet.IPV4_NOT_ON_THE_INTERNET
+
+
+def test_the_program_refuses_an_unpinned_image_with_the_packs_own_rule() -> None:
+    """One home for "pinned image": dlcImage is judged by the rule the pack's images-pinned applies."""
+    assert program_serving_rules.unpinned_image_reason is pack_pinning.unpinned_image_reason
 
 
 @pytest.mark.parametrize(

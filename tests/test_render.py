@@ -416,7 +416,7 @@ def test_the_program_still_refuses_the_unset_allow_list(as_shipped):
     opens the public endpoint to 0.0.0.0/0 (https://docs.aws.amazon.com/eks/latest/APIReference/
     API_VpcConfigRequest.html), so the unset key is refused as before."""
     (problem,) = rejection({}, stack="dev").problems
-    assert problem.startswith("apiPublicAccessCidrs is empty: EKS would then open the public API endpoint")
+    assert problem.startswith("apiPublicAccessCidrs is invalid: empty: EKS would then open the public API endpoint")
 
 
 def test_the_placeholder_passes_the_allow_lists_check_where_a_documentation_range_does_not():
@@ -444,7 +444,7 @@ def test_an_allow_list_in_the_stack_file_is_used_untouched(tmp_path, capsys):
 def test_an_allow_list_given_empty_is_refused_like_pulumi_up(as_shipped, tmp_path, capsys):
     assert main(["--out", str(tmp_path / "out"), "--config", "apiPublicAccessCidrs=[]"]) == 1
     stderr = capsys.readouterr().err
-    assert "apiPublicAccessCidrs is empty" in stderr
+    assert "apiPublicAccessCidrs is invalid: empty" in stderr
     assert ALLOW_LIST_PLACEHOLDER not in stderr
 
 

@@ -17,10 +17,9 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 from pulumi.errors import InputPropertyErrorDetails
 
-from infra.components import Children, cluster_name_errors, problem, raise_input_errors
-from infra.settings.kinds import KUBERNETES_VERSION_PATTERN, ipv4_network
+from infra.components import Children, problem, raise_input_errors
 from infra.settings.regions import Partition, partition_problems
-from infra.settings.rules_network import MAX_API_PUBLIC_ACCESS_CIDRS, MIN_KUBERNETES_MINOR, covers_the_internet
+from infra.settings.rules_network import api_allow_list_reason
 from infra.settings.stack_config import ConfigError, StackConfig
 
 CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -149,40 +148,16 @@ class ClusterArgs:
 
 
 def cluster_args_errors(args: ClusterArgs) -> list[InputPropertyErrorDetails]:
-    """What EKS refuses or what would leave the API open, in the args' own terms."""
-    errors = cluster_name_errors(args.cluster_name)
-    version = KUBERNETES_VERSION_PATTERN.match(args.kubernetes_version)
-    if not version or int(version.group(1)) < MIN_KUBERNETES_MINOR:
-        errors.append(
-            problem(
-                "kubernetes_version",
-                f"{args.kubernetes_version!r} is not MAJOR.MINOR, 1.{MIN_KUBERNETES_MINOR} or newer",
-            )
-        )
+    """What would leave the cluster without its subnets or its API open; a value's form is the settings' to check
+    (docs/architecture.md, Errors in the args' terms)."""
+    errors: list[InputPropertyErrorDetails] = []
     if not args.private_subnet_ids:
         errors.append(
             problem("private_subnet_ids", "empty: the nodes and the cluster's network interfaces need subnets")
         )
-    cidrs = args.api_public_access_cidrs
-    if not cidrs:
-        # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
-        # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
-        errors.append(problem("api_public_access_cidrs", "empty: EKS would open the public API endpoint to 0.0.0.0/0"))
-    elif len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
-        # EKS quota "Public endpoint access CIDR ranges per cluster", not adjustable
-        # (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
-        errors.append(
-            problem("api_public_access_cidrs", f"{len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS}")
-        )
-    for index, cidr in enumerate(cidrs):
-        try:
-            ipv4_network(cidr)
-        except ValueError as error:
-            errors.append(problem(f"api_public_access_cidrs[{index}]", f"{cidr!r} is invalid: {error}"))
-    if not any(
-        error["property_path"].startswith("api_public_access_cidrs") for error in errors
-    ) and covers_the_internet(cidrs):
-        errors.append(problem("api_public_access_cidrs", f"{list(cidrs)} together admit every internet address"))
+    allow_list = api_allow_list_reason(args.api_public_access_cidrs)
+    if allow_list:
+        errors.append(problem("api_public_access_cidrs", allow_list))
     return errors
 
 

@@ -7,11 +7,8 @@ from dataclasses import dataclass
 
 import pulumi_aws as aws
 
+from infra.settings.kinds import EKS_MIN_AZS
 from infra.settings.stack_config import ConfigError, StackConfig
-
-# A cluster needs "at least two subnets that are in different Availability Zones"
-# (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
-EKS_MIN_AZS = 2
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-# Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP);
-# the last of those blocks is cut into small public subnets that only hold NAT gateways and NLBs.
-PRIVATE_PREFIX_DELTA = 3
-PUBLIC_PREFIX_DELTA = 6
-MIN_VPC_PREFIX = 16
-MAX_SUBNET_PREFIX = 28
+# Private subnets get /19s of a /16 (8 k addresses each: the VPC CNI gives every pod a VPC IP); the last of those
+# blocks is cut into small public subnets that only hold NAT gateways and NLBs. The deltas live with the settings they
+# bound (vpcCidr, maxAzs).
+from infra.settings.kinds import PRIVATE_PREFIX_DELTA, PUBLIC_PREFIX_DELTA
 
 
 @dataclass(frozen=True)

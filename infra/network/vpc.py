@@ -13,18 +13,10 @@ import pulumi
 import pulumi_aws as aws
 from pulumi.errors import InputPropertyErrorDetails
 
-from infra.components import REGION, Children, cluster_name_errors, problem, raise_input_errors, unmatched
-from infra.network.placement import EKS_MIN_AZS
-from infra.network.subnets import (
-    MAX_SUBNET_PREFIX,
-    MIN_VPC_PREFIX,
-    PUBLIC_PREFIX_DELTA,
-    SubnetPlan,
-    plan_subnets,
-    subnet_blocks,
-)
-from infra.settings.kinds import ipv4_network
-from infra.settings.rules_network import REGION_PATTERN
+from infra.components import Children, problem, raise_input_errors
+from infra.network.subnets import SubnetPlan, plan_subnets, subnet_blocks
+from infra.settings.kinds import EKS_MIN_AZS
+from infra.settings.rules_network import vpc_block_reason
 
 
 @dataclass(frozen=True)
@@ -46,39 +38,20 @@ class NetworkArgs:
 
 
 def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
-    """What EKS and the subnet plan need: a valid name and CIDR, and two AZs up to as many as the CIDR has room for."""
-    errors = cluster_name_errors(args.cluster_name)
-    room = None
-    try:
-        vpc = ipv4_network(args.vpc_cidr)
-    except ValueError as error:
-        errors.append(problem("vpc_cidr", f"{args.vpc_cidr!r} is invalid: {error}"))
-    else:
-        # A VPC subnet is /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html); the
-        # public subnets are PUBLIC_PREFIX_DELTA bits narrower than the VPC.
-        if not MIN_VPC_PREFIX <= vpc.prefixlen <= MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA:
-            errors.append(
-                problem(
-                    "vpc_cidr",
-                    f"{args.vpc_cidr} is invalid: allowed is a /{MIN_VPC_PREFIX} to "
-                    f"/{MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA} block "
-                    f"(its public subnets are {PUBLIC_PREFIX_DELTA} bits narrower)",
-                )
-            )
-        else:
-            room = len(subnet_blocks(args.vpc_cidr)) - 1
+    """What the subnet plan needs: a VPC block it can cut, and two AZs (EKS's least) up to its room."""
+    errors: list[InputPropertyErrorDetails] = []
+    block = vpc_block_reason(args.vpc_cidr)
+    if block:
+        errors.append(problem("vpc_cidr", f"{args.vpc_cidr!r} is invalid: {block}"))
     if len(set(args.azs)) != len(args.azs):
         errors.append(problem("azs", f"{list(args.azs)} names an Availability Zone twice"))
+    room = len(subnet_blocks(args.vpc_cidr)) - 1 if block is None else None
     if len(args.azs) < EKS_MIN_AZS:
-        # A cluster needs "at least two subnets that are in different Availability Zones"
-        # (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
         errors.append(problem("azs", f"{len(args.azs)} Availability Zone(s): EKS needs two"))
     elif room is not None and len(args.azs) > room:
         errors.append(
             problem("azs", f"{len(args.azs)} Availability Zones: vpc_cidr={args.vpc_cidr} has room for {room}")
         )
-    if args.region:
-        errors += unmatched({"region": args.region}, REGION_PATTERN, REGION)
     return errors
 
 

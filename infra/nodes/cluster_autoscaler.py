@@ -13,15 +13,12 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
 from infra.cluster.irsa import service_account_trust
-from infra.components import CHART_VERSION, REGION, Children, cluster_name_errors, raise_input_errors, unmatched
+from infra.components import Children
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
-from infra.settings.kinds import CHART_VERSION_PATTERN
-from infra.settings.rules_network import REGION_PATTERN
 
 CLUSTER_AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
 NAMESPACE = "kube-system"
@@ -55,14 +52,6 @@ class ClusterAutoscalerArgs:
     tags: Mapping[str, str] = field(default_factory=dict)  # on its IAM role
 
 
-def cluster_autoscaler_args_errors(args: ClusterAutoscalerArgs) -> list[InputPropertyErrorDetails]:
-    return [
-        *unmatched({"version": args.version}, CHART_VERSION_PATTERN, CHART_VERSION),
-        *cluster_name_errors(args.cluster_name),
-        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
-    ]
-
-
 def autoscaler_policy(cluster_name: str) -> dict[str, Any]:
     """Describe anything; scale and terminate in this cluster's Auto Scaling groups only."""
     this_cluster = {"Null": {f"aws:ResourceTag/{CLUSTER_TAG_PREFIX}{cluster_name}": "false"}}
@@ -94,7 +83,6 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        raise_input_errors("ClusterAutoscaler", cluster_autoscaler_args_errors(args))
         super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(

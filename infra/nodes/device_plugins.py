@@ -10,16 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
-from infra.components import CHART_VERSION, REGION, Children, raise_input_errors, unmatched
+from infra.components import Children
 from infra.kube.scheduling import gpu_node_scheduling
 from infra.nodes.node_groups import GpuNodes
-from infra.settings.kinds import CHART_VERSION_PATTERN
 from infra.settings.regions import efa_plugin_repository
-from infra.settings.rules_network import REGION_PATTERN
 
 NVIDIA_REPO = "https://nvidia.github.io/k8s-device-plugin"
 EKS_CHARTS_REPO = "https://aws.github.io/eks-charts"
@@ -34,14 +31,6 @@ class DevicePluginsArgs:
     nvidia_version: str  # of the nvidia-device-plugin chart, e.g. "0.20.0"
     efa_version: str  # of the aws-efa-k8s-device-plugin chart, e.g. "v0.5.30"
     region: str  # the cluster's region: its ECR serves the EFA plugin's image
-
-
-def device_plugins_args_errors(args: DevicePluginsArgs) -> list[InputPropertyErrorDetails]:
-    versions = {"nvidia_version": args.nvidia_version, "efa_version": args.efa_version}
-    return [
-        *unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION),
-        *unmatched({"region": args.region}, REGION_PATTERN, REGION),
-    ]
 
 
 # The chart pins its DaemonSet to the instance types of a list it ships (a required node affinity on this
@@ -69,7 +58,6 @@ class DevicePlugins(pulumi.ComponentResource):
         gpu_nodes: GpuNodes,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        raise_input_errors("DevicePlugins", device_plugins_args_errors(args))
         super().__init__("ray-llm-eks:nodes:DevicePlugins", name, None, opts)
         children = Children(self, name)
         # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.

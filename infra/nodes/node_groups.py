@@ -27,13 +27,7 @@ from infra.kube.scheduling import (
     accelerator_label,
 )
 from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, instance_shape, unfit_gpu_node_reason
-from infra.settings.kinds import (
-    ADDON_VERSION_PATTERN,
-    INSTANCE_TYPE_PATTERN,
-    MAX_GP3_GIB,
-    MAX_NODES_PER_NODE_GROUP,
-    NODEGROUP_NAME_PATTERN,
-)
+from infra.settings.kinds import MAX_NODES_PER_NODE_GROUP
 
 SYSTEM_AMI_TYPE = f"AL2023_{NODE_ARCHITECTURE}_STANDARD"
 GPU_AMI_TYPE = f"AL2023_{NODE_ARCHITECTURE}_NVIDIA"
@@ -237,7 +231,6 @@ class SystemNodesArgs:
 
 
 def _node_count_errors(path: str, count: int, least: int) -> list[InputPropertyErrorDetails]:
-    # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
     if least <= count <= MAX_NODES_PER_NODE_GROUP:
         return []
     return [problem(path, f"{count} nodes: allowed is {least} to {MAX_NODES_PER_NODE_GROUP} (EKS's per-group quota)")]
@@ -245,14 +238,6 @@ def _node_count_errors(path: str, count: int, least: int) -> list[InputPropertyE
 
 def system_nodes_args_errors(args: SystemNodesArgs) -> list[InputPropertyErrorDetails]:
     errors = _node_count_errors("count", args.count, 1)
-    if not INSTANCE_TYPE_PATTERN.match(args.instance_type):
-        errors.append(
-            problem("instance_type", f"{args.instance_type!r} is not an EC2 instance type such as m7i.xlarge")
-        )
-    if not ADDON_VERSION_PATTERN.match(args.coredns_version):
-        errors.append(
-            problem("coredns_version", f"{args.coredns_version!r} is not an add-on build such as v1.13.2-eksbuild.1")
-        )
     if not args.subnet_ids:
         errors.append(problem("subnet_ids", "empty: a managed node group needs a subnet"))
     return errors
@@ -367,19 +352,12 @@ class GpuNodesArgs:
 
 
 def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> list[InputPropertyErrorDetails]:
-    """What EKS and EC2 refuse in the args, with EC2's answer (`shape`) about the instance type."""
+    """The counts' order, the capacity type's needs and EC2's answer (`shape`) about the instance type."""
     errors = _node_count_errors("count", args.count, 0)
     if args.max_count is not None:
         errors += _node_count_errors("max_count", args.max_count, max(args.count, 1))
     if args.min_count is not None and not 0 <= args.min_count <= args.count:
         errors.append(problem("min_count", f"{args.min_count} nodes: allowed is 0 to count ({args.count})"))
-    if not NODEGROUP_NAME_PATTERN.match(args.node_group_name):
-        errors.append(
-            problem(
-                "node_group_name",
-                f"{args.node_group_name!r} is not an EKS node group name (1-63 letters, digits, - and _)",
-            )
-        )
     reason = unfit_gpu_node_reason(shape, "the deploy region")
     if reason:
         errors.append(problem("instance_type", f"{args.instance_type!r} cannot be a GPU node: {reason}"))
@@ -391,9 +369,6 @@ def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> li
         errors.append(
             problem("capacity_reservation_id", "a Capacity Block is launched into through its reservation id")
         )
-    # gp3 holds at most 16384 GiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
-    if not 1 <= args.root_volume_gib <= MAX_GP3_GIB:
-        errors.append(problem("root_volume_gib", f"{args.root_volume_gib} GiB: a gp3 volume holds 1 to {MAX_GP3_GIB}"))
     return errors
 
 

@@ -12,12 +12,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.cluster.irsa import service_account_trust
-from infra.components import CHART_VERSION, NAMESPACE_NAME, Children, raise_input_errors, unmatched
+from infra.components import Children
 from infra.kube.namespaces import MONITORING_NAMESPACE as NAMESPACE
 from infra.kube.pod_labels import (
     KUBERAY_OPERATOR_SELECTOR,
@@ -38,7 +37,6 @@ from infra.settings.footprint import (
     PROMETHEUS_OPERATOR_RESOURCES,
     PROMETHEUS_RESOURCES,
 )
-from infra.settings.kinds import CHART_VERSION_PATTERN, DNS_LABEL_PATTERN
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
 # NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").
@@ -105,14 +103,6 @@ class ObservabilityArgs:
     remote_write: RemoteWrite | None = None  # a managed Prometheus workspace to write to as well
     receivers: Receivers = field(default_factory=Receivers)  # where the alerts go; none: they stay in Alertmanager
     tags: Mapping[str, str] = field(default_factory=dict)  # on the IAM roles
-
-
-def observability_args_errors(args: ObservabilityArgs) -> list[InputPropertyErrorDetails]:
-    versions = {"stack_version": args.stack_version, "dcgm_version": args.dcgm_version}
-    namespaces = {"ray_namespace": args.ray_namespace, "kuberay_namespace": args.kuberay_namespace}
-    errors = unmatched(versions, CHART_VERSION_PATTERN, CHART_VERSION)
-    errors += unmatched(namespaces, DNS_LABEL_PATTERN, NAMESPACE_NAME)
-    return errors
 
 
 def remote_write_values(remote_write: RemoteWrite, role_arn: pulumi.Input[str]) -> dict[str, Any]:
@@ -267,7 +257,6 @@ class Observability(pulumi.ComponentResource):
         gpu_nodes: pulumi.Resource,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        raise_input_errors("Observability", observability_args_errors(args))
         super().__init__("ray-llm-eks:observability:Observability", name, None, opts)
         children = Children(self, name)
         remote_write = None

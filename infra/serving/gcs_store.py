@@ -19,13 +19,6 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import Children, problem, raise_input_errors
 from infra.serving.rayservice import GCS_REDIS_PORT
-from infra.settings.kinds import (
-    CACHE_NODE_TYPE_PATTERN,
-    MAINTENANCE_WINDOW_ALLOWED,
-    MAINTENANCE_WINDOW_PATTERN,
-    MIN_MAINTENANCE_WINDOW_MINUTES,
-    maintenance_window_minutes,
-)
 
 ENGINE = "valkey"
 ENGINE_VERSION = "8.0"
@@ -55,20 +48,9 @@ class GcsStoreArgs:
 
 
 def gcs_store_args_errors(args: GcsStoreArgs) -> list[InputPropertyErrorDetails]:
-    errors = []
-    if not CACHE_NODE_TYPE_PATTERN.match(args.node_type):
-        errors.append(
-            problem("node_type", f"{args.node_type!r} is not an ElastiCache node type such as cache.t4g.micro")
-        )
-    if not MAINTENANCE_WINDOW_PATTERN.fullmatch(args.maintenance_window) or (
-        maintenance_window_minutes(args.maintenance_window) < MIN_MAINTENANCE_WINDOW_MINUTES
-    ):
-        errors.append(
-            problem("maintenance_window", f"{args.maintenance_window!r}: allowed is {MAINTENANCE_WINDOW_ALLOWED}")
-        )
-    if not args.subnet_ids:
-        errors.append(problem("subnet_ids", "empty: the replication group needs a subnet"))
-    return errors
+    if args.subnet_ids:
+        return []
+    return [problem("subnet_ids", "empty: the replication group needs a subnet")]
 
 
 def multi_az(subnet_count: int) -> bool:

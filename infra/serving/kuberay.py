@@ -9,12 +9,11 @@ import pulumi
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
-from infra.components import Children, raise_input_errors, unmatched
+from infra.components import Children
 from infra.kube.pod_security import OPERATOR_LEVEL
 from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.serving.crds import KubeRayCrds, KubeRayCrdsArgs, vendored_crd_digests
 from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
-from infra.settings.kinds import SEMVER_PATTERN
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
 
@@ -40,9 +39,6 @@ class KubeRayOperator(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        raise_input_errors(
-            "KubeRayOperator", unmatched({"version": args.version}, SEMVER_PATTERN, "a version such as 1.4.0")
-        )
         super().__init__("ray-llm-eks:serving:KubeRayOperator", name, None, opts)
         children = Children(self, name)
         # The release's CRDs, applied before it (infra/serving/crds.py); an unvalidated release has none vendored

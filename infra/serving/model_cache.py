@@ -20,14 +20,13 @@ from pulumi.errors import InputPropertyErrorDetails
 from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
-from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.components import Children, problem, raise_input_errors
 from infra.kube.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
 from infra.kube.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
 from infra.settings.footprint import MIRROR_RESOURCES
-from infra.settings.kinds import DNS_LABEL_PATTERN, IMAGE_PATTERN
-from infra.settings.model_sources import bucket_name_breaks_rules, is_hub_repo, is_s3_uri, split_s3_uri
+from infra.settings.model_sources import s3_location_reason, split_s3_uri
 
 MIRROR_SERVICE_ACCOUNT = "model-mirror"
 # The GPU workers' service account, in the serving namespace: read-only on the model's prefix.
@@ -178,21 +177,9 @@ class ModelCacheArgs:
 
 
 def model_cache_args_errors(args: ModelCacheArgs) -> list[InputPropertyErrorDetails]:
-    """An s3:// URI with a bucket and a prefix (the policies grant that prefix only), namespaces Kubernetes takes,
-    and for a mirror a Hub repo, a bucket name S3 takes and a pinned image."""
-    errors = unmatched(
-        {"namespace": args.namespace, "mirror_namespace": args.mirror_namespace}, DNS_LABEL_PATTERN, NAMESPACE_NAME
-    )
-    bucket, prefix = split_s3_uri(args.uri)
-    if not is_s3_uri(args.uri) or not bucket or not prefix:
-        errors.append(problem("uri", f"{args.uri!r} is not an s3://<bucket>/<prefix> URI"))
-    if args.repo is not None:
-        if not is_hub_repo(args.repo):
-            errors.append(problem("repo", f"{args.repo!r} is not a Hugging Face repo id (owner/name)"))
-        if bucket and bucket_name_breaks_rules(bucket):
-            errors.append(problem("uri", f"bucket {bucket!r} breaks S3's bucket naming rules"))
-        errors += unmatched({"image": args.image}, IMAGE_PATTERN, "an image reference pinned by tag or digest")
-    return errors
+    """The bucket and prefix the workers' role is granted, by the settings' own rule."""
+    reason = s3_location_reason(args.uri)
+    return [problem("uri", f"{args.uri!r} is invalid: {reason}")] if reason else []
 
 
 class ModelCache(pulumi.ComponentResource):

@@ -15,7 +15,7 @@ import yaml
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
-from infra.components import NAMESPACE_NAME, Children, problem, raise_input_errors, unmatched
+from infra.components import Children, problem, raise_input_errors
 from infra.kube.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.serving import edge, prefix_routing, serve_auth
 from infra.serving.code_package import CodePackage
@@ -39,7 +39,6 @@ from infra.serving.rayservice import (
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.serving.serve_config import AUTOSCALE_CODE, MODELS_CODE
-from infra.settings.kinds import DNS_LABEL_PATTERN
 
 # A change under these replaces the RayService (RAYSERVICE_REPLACED): Pulumi's engine makes every changed path below
 # one a replacement (pulumi/pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges).
@@ -129,7 +128,7 @@ class ServingArgs:
 
 
 def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
-    errors = unmatched({"namespace": args.namespace}, DNS_LABEL_PATTERN, NAMESPACE_NAME)
+    errors: list[InputPropertyErrorDetails] = []
     if (
         args.rayservice.get("kind") != "RayService"
         or args.rayservice.get("metadata", {}).get("namespace") != args.namespace
@@ -157,7 +156,6 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
         errors.append(problem("ready_timeout_seconds", f"{args.ready_timeout_seconds}: allowed is a positive number"))
     if args.worker_service_account is not None:
         account = args.worker_service_account[0]
-        errors += unmatched({"worker_service_account": account}, DNS_LABEL_PATTERN, "a service account name")
         # An account no worker pod names gives the workers nothing: they would load without the access it grants.
         groups = args.rayservice.get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
         named = [group.get("template", {}).get("spec", {}).get("serviceAccountName") for group in groups]

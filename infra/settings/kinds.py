@@ -16,6 +16,11 @@ from infra.settings.changes import (
     SERVE_IN_PLACE,
     Effect,
 )
+from policy.ray_llm_policies.aws_rules import (
+    EKS_CLUSTER_NAME_PATTERN,
+    MAX_TAG_VALUE_LENGTH,
+    TAG_CHARACTERS,
+)
 from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 
 # Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
@@ -85,8 +90,10 @@ MAINTENANCE_WINDOW_ALLOWED = (
 )
 ADDON_VERSION_PATTERN = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+\Z")
 INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+\Z")
+# An AWS region name's form, in the ARNs that carry one (aws:region itself is checked against the supported list).
+REGION_NAME = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d"
 AZ_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]\Z")
-EKS_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}\Z")
+EKS_NAME_PATTERN = re.compile(rf"^{EKS_CLUSTER_NAME_PATTERN}\Z")
 NODEGROUP_NAME_PATTERN = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,62}\Z")
 # RayService names prefix the RayCluster, its pods and `<name>-serve-svc`, which must stay DNS labels.
 RAYSERVICE_NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?\Z")
@@ -105,14 +112,14 @@ AMP_WORKSPACE_PATTERN = re.compile(
 # A standard or FIFO SNS topic (https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html: a name of up to 256
 # letters, digits, '-' and '_', a FIFO topic's ending in .fifo); its region is the ARN's fourth field.
 SNS_TOPIC_ARN_PATTERN = re.compile(
-    r"^arn:aws[a-z-]*:sns:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?\Z"
+    rf"^arn:aws[a-z-]*:sns:(?P<region>{REGION_NAME}):\d{{12}}:[A-Za-z0-9_-]{{1,256}}(\.fifo)?\Z"
 )
 # A page a browser opens, without a fragment: the alerts add each one's section anchor.
 RUNBOOK_URL_PATTERN = re.compile(r"^https?://[^\s/#]+(/[^\s#]*)?\Z")
 # An ACM certificate: the NLB's TLS listener names it; ACM certificates are regional and a load balancer takes
 # one of its own region (https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html).
 CERTIFICATE_ARN_PATTERN = re.compile(
-    r"^arn:aws[a-z-]*:acm:(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}\Z"
+    rf"^arn:aws[a-z-]*:acm:(?P<region>{REGION_NAME}):\d{{12}}:certificate/[0-9a-f-]{{36}}\Z"
 )
 SERVE_EXPOSURES = ("none", "internal", "internet-facing")
 GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
@@ -122,12 +129,22 @@ CLUSTER_UPGRADE_STRATEGIES = (REPLACE, NEW_CLUSTER)
 KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 
 # Upper bounds, each with the reason it names in its message.
-# A VPC is split into 8 blocks (infra.network.subnets PRIVATE_PREFIX_DELTA = 3): one public, at most 7 private ones.
-MAX_AZS = 7
+# The subnet plan (infra/network/subnets.py) cuts the VPC into 2**PRIVATE_PREFIX_DELTA blocks: a private subnet per AZ,
+# the last block cut again into public subnets PUBLIC_PREFIX_DELTA bits narrower than the VPC. A VPC and a subnet are
+# /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html), so the VPC is at most /22; its
+# public /28s keep 10 addresses beside a NAT gateway, the 8 an internet-facing NLB needs per subnet
+# (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/availability-zones.html).
+PRIVATE_PREFIX_DELTA = 3
+PUBLIC_PREFIX_DELTA = 6
+MIN_VPC_PREFIX = 16
+MAX_SUBNET_PREFIX = 28
+MAX_VPC_PREFIX = MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA
+MAX_AZS = 2**PRIVATE_PREFIX_DELTA - 1
+# A cluster needs "at least two subnets that are in different Availability Zones"
+# (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).
+EKS_MIN_AZS = 2
 # EKS quota "Nodes per managed node group": 450 (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
 MAX_NODES_PER_NODE_GROUP = 450
-# gp3 volume size is 1 GiB - 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
-MAX_GP3_GIB = 16384
 # 2^20 tokens: an 8B GQA model's KV cache for that context (128 KiB/token) alone needs 128 GiB, more than any
 # one GPU of the supported types holds; vLLM further caps it at the model's own max_position_embeddings.
 MAX_MODEL_LEN = 1_048_576
@@ -138,10 +155,10 @@ NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed n
 AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
 VLLM_DEFAULT = " (0 leaves vLLM's default)"
 
-# AWS tag values: up to 256 Unicode characters; letters, numbers, spaces and _ . : / = + - @
-# (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
-TAG_VALUE_PATTERN = re.compile(r"[\w .:/=+\-@]{0,256}\Z")
-TAG_VALUE_ALLOWED = "at most 256 letters, digits, spaces and _ . : / = + - @ (AWS tag value rules) (or empty)"
+TAG_VALUE_PATTERN = re.compile(rf"{TAG_CHARACTERS}{{0,{MAX_TAG_VALUE_LENGTH}}}\Z")
+TAG_VALUE_ALLOWED = (
+    f"at most {MAX_TAG_VALUE_LENGTH} letters, digits, spaces and _ . : / = + - @ (AWS tag value rules) (or empty)"
+)
 
 # RFC 5737's documentation ranges: no real client has one of these addresses.
 DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))

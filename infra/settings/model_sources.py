@@ -70,21 +70,28 @@ def _is_ip_address(text: str) -> bool:
     return True
 
 
+def s3_location_reason(uri: str) -> str | None:
+    """Why `uri` cannot be where the workers read the model, or None: a bucket S3 takes and a prefix under it, the
+    only part the workers' role may read. The setting (model_source_problem) and ModelCacheArgs
+    (infra/serving/model_cache.py) share it."""
+    bucket, prefix = split_s3_uri(uri)
+    if not is_s3_uri(uri):
+        return "it is not an s3:// URI"
+    if bucket_name_breaks_rules(bucket):
+        return f"bucket {bucket!r} breaks S3's bucket naming rules"
+    if not prefix:
+        return "it names no prefix under the bucket, and the workers' role may read the model's prefix only"
+    return None
+
+
 def model_source_problem(source: str) -> str | None:
     """modelSource in none of the forms the engines load, naming what is wrong and the forms allowed."""
     if source.startswith("/") or is_hub_repo(source):
         return None
-    if is_s3_uri(source):
-        bucket, prefix = split_s3_uri(source)
-        if bucket_name_breaks_rules(bucket):
-            return (
-                f"modelSource={source!r} is invalid: bucket {bucket!r} breaks S3's bucket naming rules; allowed is "
-                f"s3://<bucket>/<prefix> with a bucket name of {BUCKET_RULES}"
-            )
-        if not prefix:
-            return (
-                f"modelSource={source!r} is invalid: it names no prefix under the bucket, and the workers' role may "
-                "read the model's prefix only; allowed is s3://<bucket>/<prefix>"
-            )
+    if not is_s3_uri(source):
+        return f"modelSource={source!r} is invalid: allowed is {ALLOWED_FORMS}"
+    reason = s3_location_reason(source)
+    if reason is None:
         return None
-    return f"modelSource={source!r} is invalid: allowed is {ALLOWED_FORMS}"
+    allowed = f"s3://<bucket>/<prefix> with a bucket name of {BUCKET_RULES}"
+    return f"modelSource={source!r} is invalid: {reason}; allowed is {allowed}"

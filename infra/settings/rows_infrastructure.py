@@ -25,13 +25,15 @@ from infra.settings.kinds import (
     BOOLEAN,
     CAPACITY_RESERVATION_PATTERN,
     CHART_VERSION_PATTERN,
+    EKS_MIN_AZS,
     EKS_NAME_PATTERN,
     GPU_CAPACITY_TYPES,
     INSTANCE_TYPE_PATTERN,
     INTERNET_CIDR_LIST,
     MAX_AZS,
-    MAX_GP3_GIB,
     MAX_NODES_PER_NODE_GROUP,
+    MAX_VPC_PREFIX,
+    MIN_VPC_PREFIX,
     NODE_GROUP_QUOTA,
     NODEGROUP_NAME_PATTERN,
     Choice,
@@ -43,6 +45,7 @@ from infra.settings.kinds import (
     iam_principal,
     internet_client_cidr,
 )
+from policy.ray_llm_policies.aws_rules import MAX_GP3_GIB
 
 INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
     "provider": (
@@ -61,14 +64,16 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "vpcCidr",
             Text(),
             "10.0.0.0/16",
-            "IPv4 network of the VPC (/16 to /20, RFC 1918 or other unicast); private and public subnets are carved "
-            "from it per AZ.",
+            f"IPv4 network of the VPC (/{MIN_VPC_PREFIX} to /{MAX_VPC_PREFIX}, RFC 1918 or other unicast); private and "
+            "public subnets are carved from it per AZ.",
             feeds="vpc_cidr",
             effects=(STACK_REBUILT,),
         ),
         Setting(
             "maxAzs",
-            Integer(2, f" (EKS needs two Availability Zones; vpcCidr has room for {MAX_AZS})", maximum=MAX_AZS),
+            Integer(
+                EKS_MIN_AZS, f" (EKS needs two Availability Zones; vpcCidr has room for {MAX_AZS})", maximum=MAX_AZS
+            ),
             3,
             "Most Availability Zones to span (2 to 7; EKS needs 2); AZs offering gpuNodeType are used first.",
             feeds="max_azs",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from infra.kube.namespaces import CREATED_NAMESPACES
 from infra.kube.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
@@ -21,7 +21,11 @@ from infra.settings.kinds import (
     CHECKIP,
     INSTANCE_TYPE_PATTERN,
     KUBERNETES_VERSION_PATTERN,
+    MAX_SUBNET_PREFIX,
+    MAX_VPC_PREFIX,
+    MIN_VPC_PREFIX,
     NEW_CLUSTER,
+    PUBLIC_PREFIX_DELTA,
     ipv4_network,
 )
 from infra.settings.regions import (
@@ -31,9 +35,6 @@ from infra.settings.stack_config import (
     StackConfig,
 )
 from policy.ray_llm_policies.internet import covers_the_internet
-
-REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d\Z")
-
 
 MIN_KUBERNETES_MINOR = 29
 
@@ -67,21 +68,33 @@ MAX_API_PUBLIC_ACCESS_CIDRS = 40
 OFFLINE_ALLOW_LIST_OPTION = f'--config "apiPublicAccessCidrs=[\\"{CHECKIP}/32\\"]"'
 
 
-def vpc_cidr_problem(value: str) -> str | None:
-    allowed = (
-        "an IPv4 network address with a /16 to /20 prefix and no host bits set, in RFC 1918 private space "
-        "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
-    )
+VPC_CIDR_ALLOWED = (
+    f"an IPv4 network address with a /{MIN_VPC_PREFIX} to /{MAX_VPC_PREFIX} prefix and no host bits set, in RFC 1918 "
+    "private space (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
+)
+
+
+def vpc_block_reason(value: str) -> str | None:
+    """Why `value` cannot be a VPC the subnet plan cuts, or None; the setting (vpc_cidr_problem) and NetworkArgs
+    (infra/network/vpc.py) share it."""
     try:
         network = ipv4_network(value)
     except ValueError as error:
-        return f"vpcCidr={value!r} is invalid ({error}): allowed is {allowed}"
-    if not 16 <= network.prefixlen <= 20:
-        return f"vpcCidr={value!r} is invalid: allowed is {allowed}"
+        return str(error)
+    if not MIN_VPC_PREFIX <= network.prefixlen <= MAX_VPC_PREFIX:
+        return (
+            f"a /{network.prefixlen} block; its public subnets are {PUBLIC_PREFIX_DELTA} bits narrower, and a VPC "
+            f"subnet is /{MIN_VPC_PREFIX} to /{MAX_SUBNET_PREFIX}"
+        )
     for block, why in NON_VPC_RANGES.items():
         if network.overlaps(ipaddress.IPv4Network(block)):
-            return f"vpcCidr={value!r} is invalid: it overlaps {block}, {why}; allowed is {allowed}"
+            return f"it overlaps {block}, {why}"
     return None
+
+
+def vpc_cidr_problem(value: str) -> str | None:
+    reason = vpc_block_reason(value)
+    return None if reason is None else f"vpcCidr={value!r} is invalid ({reason}): allowed is {VPC_CIDR_ALLOWED}"
 
 
 def kubernetes_version_problem(value: str) -> str | None:
@@ -110,7 +123,7 @@ def kube_proxy_version_problem(kube_proxy_version: str | None, kubernetes_versio
 
 
 def gpu_az_problem(gpu_az: str | None, region: str) -> str | None:
-    if gpu_az is None or not REGION_PATTERN.match(region):
+    if gpu_az is None or region_problem(region):
         return None
     if re.fullmatch(re.escape(region) + r"[a-z]", gpu_az):
         return None
@@ -133,29 +146,38 @@ def cluster_autoscaler_problem(cfg: StackConfig) -> str | None:
     )
 
 
-def api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+API_ALLOW_LIST_ALLOWED = (
+    f"at most {MAX_API_PUBLIC_ACCESS_CIDRS} public CIDRs that `pulumi up`, kubectl and CI connect from: fixed egress "
+    "addresses (a NAT gateway's, a self-hosted CI runner's), not a CI provider's published ranges (docs/policy.md, "
+    f"Deploying from CI); add yours with `{API_ALLOW_LIST_COMMAND}` (your address: "
+    "`curl https://checkip.amazonaws.com`); offline, without the Pulumi CLI, pass "
+    f"`python -m tools.render ... {OFFLINE_ALLOW_LIST_OPTION}`"
+)
+
+
+def api_allow_list_reason(cidrs: Sequence[str]) -> str | None:
+    """Why EKS's public API endpoint must not be given `cidrs`, or None; the setting (api_allow_list_problem) and
+    ClusterArgs (infra/cluster/eks.py) share it."""
     if len(cidrs) > MAX_API_PUBLIC_ACCESS_CIDRS:
         return (
-            f"apiPublicAccessCidrs has {len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS} "
-            "(quota 'Public endpoint access CIDR ranges per cluster', not adjustable) and would refuse the cluster "
-            "mid-deploy; allowed is at most 40: list fixed egress addresses (a NAT gateway's, a self-hosted CI "
-            "runner's), not a CI provider's published ranges (docs/policy.md, Deploying from CI)"
+            f"{len(cidrs)} CIDRs: EKS allows at most {MAX_API_PUBLIC_ACCESS_CIDRS} (quota 'Public endpoint access CIDR "
+            "ranges per cluster', not adjustable) and would refuse the cluster mid-deploy"
         )
     if covers_the_internet(cidrs):
-        return (
-            f"apiPublicAccessCidrs={list(cidrs)} is invalid: together they admit every internet address; allowed "
-            "is the public CIDRs `pulumi up`, kubectl and CI connect from"
-        )
-    if cidrs or raw not in ("", "[]"):
+        return f"{list(cidrs)} together admit every internet address"
+    if not cidrs:
+        # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
+        # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+        return "empty: EKS would then open the public API endpoint to 0.0.0.0/0"
+    return None
+
+
+def api_allow_list_problem(cidrs: tuple[str, ...], raw: str) -> str | None:
+    """The setting's list once the reader kept its valid items; a list whose every item it refused is reported."""
+    if not cidrs and raw not in ("", "[]"):
         return None
-    # With no publicAccessCidrs EKS opens the public endpoint to 0.0.0.0/0
-    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
-    return (
-        "apiPublicAccessCidrs is empty: EKS would then open the public API endpoint to 0.0.0.0/0. "
-        "Allowed is a list of the public CIDRs `pulumi up`, kubectl and CI connect from; add yours with "
-        f"`{API_ALLOW_LIST_COMMAND}` (your address: `curl https://checkip.amazonaws.com`); offline, without the "
-        f"Pulumi CLI, pass `python -m tools.render ... {OFFLINE_ALLOW_LIST_OPTION}`"
-    )
+    reason = api_allow_list_reason(cidrs)
+    return None if reason is None else f"apiPublicAccessCidrs is invalid: {reason}; allowed is {API_ALLOW_LIST_ALLOWED}"
 
 
 def serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:

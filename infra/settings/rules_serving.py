@@ -20,6 +20,7 @@ from infra.settings.kinds import (
     CERTIFICATE_ARN_PATTERN,
     ELASTICACHE_NODE_TYPES,
     GCS_REDIS,
+    IMAGE_PATTERN,
     KUBERAY_AUTH_OPTIONS_SINCE,
     KUBERAY_DELETION_DELAY_SINCE,
     KUBERAY_GCS_FT_OPTIONS_SINCE,
@@ -51,6 +52,7 @@ from infra.settings.stack_config import (
     model_hybrid,
 )
 from infra.settings.topology import Topology, topology_problems
+from policy.ray_llm_policies.pinning import unpinned_image_reason
 
 # The serve endpoint's API keys: one secret setting whose value is a JSON list, so that several keys can be
 # valid at once while one is rotated (`pulumi config set --secret serveApiKeys '["<new>", "<old>"]'`).
@@ -260,9 +262,11 @@ def layout_topology(
 
 
 def latest_image_problem(dlc_image: str | None) -> str | None:
-    if dlc_image and dlc_image.endswith(":latest"):
-        return f"dlcImage={dlc_image!r} is invalid: 'latest' is not a pinned tag"
-    return None
+    """A dlcImage of the row's form that may still pull another image later (the pack's rule, one home)."""
+    reason = unpinned_image_reason(dlc_image) if dlc_image and IMAGE_PATTERN.fullmatch(dlc_image) else None
+    if reason is None:
+        return None
+    return f"dlcImage={dlc_image!r} is invalid: it {reason}; allowed is a tag other than latest, or a digest"
 
 
 def ray_version_problem(ray_version: str, custom_image: bool) -> str | None:

@@ -78,13 +78,14 @@ _TAGGING = (
     "IAM's Tag, the strictest of the services here: https://docs.aws.amazon.com/IAM/latest/APIReference/API_Tag.html"
 )
 # Letters, numbers and spaces representable in UTF-8, and _ . : / = + - @ (Python's \w is Unicode letters, digits, _).
-_TAG_CHARACTERS = r"[\w .:/=+\-@]"
+TAG_CHARACTERS = r"[\w .:/=+\-@]"
+MAX_TAG_VALUE_LENGTH = 256
 TAG_KEY = Rule(
     "tag key",
     "1-128 letters, numbers, spaces and _ . : / = + - @, not starting with aws:",
     _TAGGING,
     "owner's",
-    pattern=rf"(?!aws:){_TAG_CHARACTERS}+",
+    pattern=rf"(?!aws:){TAG_CHARACTERS}+",
     min_length=1,
     max_length=128,
 )
@@ -93,8 +94,8 @@ TAG_VALUE = Rule(
     "0-256 letters, numbers, spaces and _ . : / = + - @",
     _TAGGING,
     "the head's store",
-    pattern=rf"{_TAG_CHARACTERS}*",
-    max_length=256,
+    pattern=rf"{TAG_CHARACTERS}*",
+    max_length=MAX_TAG_VALUE_LENGTH,
 )
 
 # --- EC2 -------------------------------------------------------------------------------------------------------------
@@ -157,13 +158,14 @@ VOLUME_TYPE = Rule(
     "gp4",
     values=("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"),
 )
+MAX_GP3_GIB = 16384
 GP3_SIZE = Rule(
     "gp3 volume size",
     "1 to 16384 GiB",
     "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html (gp3: 1 GiB - 16 TiB)",
     16385,
     minimum=1,
-    maximum=16384,
+    maximum=MAX_GP3_GIB,
 )
 HTTP_ENDPOINT = Rule(
     "instance metadata endpoint",
@@ -322,12 +324,13 @@ KMS_DELETION_WINDOW = Rule(
 )
 
 # --- EKS -------------------------------------------------------------------------------------------------------------
+EKS_CLUSTER_NAME_PATTERN = r"[0-9A-Za-z][0-9A-Za-z_-]{0,99}"
 EKS_CLUSTER_NAME = Rule(
     "EKS cluster name",
     "1-100 letters, digits, - and _, starting with a letter or digit",
     f"{TF}eks/validate.go validClusterName; {EKS_API}API_CreateCluster.html (name)",
     "-ray-llm",
-    pattern=r"[0-9A-Za-z][0-9A-Za-z_-]*",
+    pattern=EKS_CLUSTER_NAME_PATTERN,
     min_length=1,
     max_length=100,
 )

@@ -12,6 +12,7 @@ from pulumi_policy import EnforcementLevel, PolicyResource
 
 from .internet import covers_the_internet
 from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
+from .pinning import unpinned_image_reason
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected, of_type, resource_policy, stack_policy
@@ -30,7 +31,6 @@ CHART_VERSION_KEYS = {
     "aws-efa-k8s-device-plugin": "efaDevicePluginVersion",
 }
 EXACT_CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
-IMAGE_DIGEST_MARKER = "@sha256:"
 # The in-tree/cloud-controller annotation, and the AWS Load Balancer Controller's scheme annotation.
 INTERNAL_LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-internal"
 LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
@@ -220,17 +220,6 @@ def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
             )
 
 
-def _image_problem(image: str) -> str | None:
-    if IMAGE_DIGEST_MARKER in image:
-        return None
-    last_part = image.rsplit("/", 1)[-1]
-    if ":" not in last_part:
-        return "has no tag (which means 'latest')"
-    if last_part.rsplit(":", 1)[1] == "latest":
-        return "uses the 'latest' tag"
-    return None
-
-
 def kind_of(resource: Inspected) -> str:
     """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
     return resource.resource_type.rsplit(":", 1)[-1]
@@ -239,7 +228,7 @@ def kind_of(resource: Inspected) -> str:
 def _unpinned_images(resource: Inspected) -> Iterator[str]:
     for container in containers(resource.props):
         image = get(container, "image")
-        problem = _image_problem(image) if isinstance(image, str) else "is not set"
+        problem = unpinned_image_reason(image) if isinstance(image, str) else "is not set"
         if problem:
             yield (
                 f"{kind_of(resource)} '{resource.name}': container '{get(container, 'name')}' image {image!r} "
