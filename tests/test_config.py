@@ -14,7 +14,7 @@ from infra.settings.config import load_config
 from infra.settings.config_keys import aws_provider_keys, kubernetes_provider_keys
 from infra.settings.kinds import API_ALLOW_LIST_COMMAND, VALIDATED_KUBERAY_VERSIONS
 from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION
-from infra.settings.rules_network import covers_the_internet
+from infra.settings.rules_network import covers_the_internet, vpc_block_reason
 from infra.settings.stack_config import ConfigError, ServeSide
 from tests.conftest import rejection
 from tests.schemas import kuberay_dir
@@ -193,8 +193,8 @@ BAD_VALUES = [
     ("clusterName", "-bad", "letters, digits"),
     ("rayServiceName", "Ray_LLM", "DNS label"),
     ("namespace", "Inference", "DNS label"),
-    ("vpcCidr", "10.0.0.0/24", "/16 to /22"),
-    ("vpcCidr", "10.0.0.0/15", "/16 to /22"),
+    ("vpcCidr", "10.0.0.0/24", "/16 to /20"),
+    ("vpcCidr", "10.0.0.0/15", "/16 to /20"),
     ("vpcCidr", "10.0.0.1/16", "has host bits set"),
     ("vpcCidr", "999.1.2.3/16", "Octet 999 (> 255) not permitted"),
     # Ranges no VPC can use (infra/settings/config.py NON_VPC_RANGES: RFC 6890; 172.17.0.0/16 per
@@ -228,16 +228,27 @@ BAD_VALUES = [
 ]
 
 
-def test_the_narrowest_vpc_accepted_is_the_narrowest_the_subnet_plan_can_cut():
+def test_the_narrowest_vpc_the_subnet_plan_can_cut_is_a_22():
     """A subnet is /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html), and the plan's
     public subnets are its narrowest: a /22 VPC gets public /28s. AWS keeps 5 addresses of each subnet (the same page),
     a NAT gateway takes one, and 10 are left of the 8 an internet-facing NLB needs per subnet
     (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/availability-zones.html)."""
-    narrowest = load_stack_config({"vpcCidr": "10.20.0.0/22"}).vpc_cidr
-    public = ipaddress.IPv4Network(plan_subnets(narrowest, ("sa-east-1a", "sa-east-1b"))[0].public_cidr)
+    public = ipaddress.IPv4Network(plan_subnets("10.20.0.0/22", ("sa-east-1a", "sa-east-1b"))[0].public_cidr)
     assert public.prefixlen == 28
-    (problem,) = rejection({"vpcCidr": "10.20.0.0/23"}).problems
-    assert problem.startswith("vpcCidr='10.20.0.0/23' is invalid (a /23 block")
+    assert vpc_block_reason("10.20.0.0/22") is None
+    assert vpc_block_reason("10.20.0.0/23").startswith("a /23 block")
+
+
+def test_the_setting_keeps_private_subnets_of_at_least_a_23():
+    """By the VPC CNI's default WARM_ENI_TARGET=1 each node keeps a whole spare ENI of addresses
+    (https://github.com/aws/amazon-vpc-cni-k8s/blob/master/docs/eni-and-ip-target.md), so vpcCidr stops at /20 (private
+    /23s) although the plan could cut a /22."""
+    private = ipaddress.IPv4Network(
+        plan_subnets(load_stack_config({"vpcCidr": "10.20.0.0/20"}).vpc_cidr, ("a", "b"))[0].private_cidr
+    )
+    assert private.prefixlen == 23
+    (problem,) = rejection({"vpcCidr": "10.20.0.0/21"}).problems
+    assert problem.startswith("vpcCidr='10.20.0.0/21' is invalid (a /21 block leaves too few addresses per AZ")
 
 
 @pytest.mark.parametrize(("key", "value", "allowed"), BAD_VALUES)

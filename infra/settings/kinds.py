@@ -139,6 +139,11 @@ PUBLIC_PREFIX_DELTA = 6
 MIN_VPC_PREFIX = 16
 MAX_SUBNET_PREFIX = 28
 MAX_VPC_PREFIX = MAX_SUBNET_PREFIX - PUBLIC_PREFIX_DELTA
+# The setting stops two bits short of what the plan can cut: its private subnets (/23 of a /20, 507 addresses) hold
+# every pod's VPC address and, by the VPC CNI's default WARM_ENI_TARGET=1, a whole spare ENI of addresses per node
+# (https://github.com/aws/amazon-vpc-cni-k8s/blob/master/docs/eni-and-ip-target.md), which a /25 of a /22 (123) runs
+# out of with a few GPU nodes in the one GPU AZ (a sizing margin, estimated).
+MAX_VPC_CIDR_SETTING_PREFIX = 20
 MAX_AZS = 2**PRIVATE_PREFIX_DELTA - 1
 # A cluster needs "at least two subnets that are in different Availability Zones"
 # (https://docs.aws.amazon.com/eks/latest/userguide/network_reqs.html).

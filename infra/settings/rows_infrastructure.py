@@ -32,7 +32,7 @@ from infra.settings.kinds import (
     INTERNET_CIDR_LIST,
     MAX_AZS,
     MAX_NODES_PER_NODE_GROUP,
-    MAX_VPC_PREFIX,
+    MAX_VPC_CIDR_SETTING_PREFIX,
     MIN_VPC_PREFIX,
     NODE_GROUP_QUOTA,
     NODEGROUP_NAME_PATTERN,
@@ -64,8 +64,8 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "vpcCidr",
             Text(),
             "10.0.0.0/16",
-            f"IPv4 network of the VPC (/{MIN_VPC_PREFIX} to /{MAX_VPC_PREFIX}, RFC 1918 or other unicast); private and "
-            "public subnets are carved from it per AZ.",
+            f"IPv4 network of the VPC (/{MIN_VPC_PREFIX} to /{MAX_VPC_CIDR_SETTING_PREFIX}, RFC 1918 or other "
+            "unicast); private and public subnets are carved from it per AZ.",
             feeds="vpc_cidr",
             effects=(STACK_REBUILT,),
         ),

@@ -22,6 +22,7 @@ from infra.settings.kinds import (
     INSTANCE_TYPE_PATTERN,
     KUBERNETES_VERSION_PATTERN,
     MAX_SUBNET_PREFIX,
+    MAX_VPC_CIDR_SETTING_PREFIX,
     MAX_VPC_PREFIX,
     MIN_VPC_PREFIX,
     NEW_CLUSTER,
@@ -69,8 +70,8 @@ OFFLINE_ALLOW_LIST_OPTION = f'--config "apiPublicAccessCidrs=[\\"{CHECKIP}/32\\"
 
 
 VPC_CIDR_ALLOWED = (
-    f"an IPv4 network address with a /{MIN_VPC_PREFIX} to /{MAX_VPC_PREFIX} prefix and no host bits set, in RFC 1918 "
-    "private space (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
+    f"an IPv4 network address with a /{MIN_VPC_PREFIX} to /{MAX_VPC_CIDR_SETTING_PREFIX} prefix and no host bits set, "
+    "in RFC 1918 private space (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another unicast range"
 )
 
 
@@ -94,6 +95,11 @@ def vpc_block_reason(value: str) -> str | None:
 
 def vpc_cidr_problem(value: str) -> str | None:
     reason = vpc_block_reason(value)
+    if reason is None and ipv4_network(value).prefixlen > MAX_VPC_CIDR_SETTING_PREFIX:
+        reason = (
+            f"a /{ipv4_network(value).prefixlen} block leaves too few addresses per AZ for the VPC CNI's pods and "
+            "warm ENIs"
+        )
     return None if reason is None else f"vpcCidr={value!r} is invalid ({reason}): allowed is {VPC_CIDR_ALLOWED}"
 
 
