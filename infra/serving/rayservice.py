@@ -201,8 +201,9 @@ def serve_edge(cfg: StackConfig) -> edge.Edge:
 def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | None = None) -> dict[str, Any]:
     """One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it. The edge in front of its
     Serve proxy takes its share of the pod's CPU and memory (infra/serving/edge.py). KubeRay's readiness probe asks
-    localhost:8000/-/healthz, the ray container's `serve` port or 8000 without one (kuberay v1.4.0 pod.go
-    initLivenessAndReadinessProbe), so it goes through the edge too."""
+    localhost:8000/-/healthz, the ray container's `serve` port or 8000 without one (kuberay v1.4.0 and v1.7.0 pod.go
+    initLivenessAndReadinessProbe: 1.7.0 makes its probes HTTP for Ray 2.53 and later, but a RayService worker's
+    readiness stays this command), so it goes through the edge too."""
     edge_proxy = serve_edge(cfg)
     code_pod_volumes, code_mounts = code_volumes(cfg)
     return {
@@ -300,8 +301,10 @@ def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
 
 
 # KubeRay deletes the cluster a NewCluster upgrade left 60 s after the switch (1.4.0: RayClusterDeletionDelayDuration,
-# fixed), cutting the streams still running there; where it reads rayClusterDeletionDelaySeconds the old cluster stays
-# for the longest stream the config allows (serve_config.longest_stream_s), as a replica replaced in place does.
+# fixed), cutting the streams still running there; where it reads rayClusterDeletionDelaySeconds (1.7.0, the default)
+# the old cluster stays for the longest stream the config allows (serve_config.longest_stream_s), as a replica replaced
+# in place does. 1.7.0 applies the delay to every cluster it drops, a failed pending one after a rollback too
+# (cleanUpRayClusterInstance).
 KUBERAY_DELETION_DELAY_S = 60
 
 
@@ -343,7 +346,8 @@ def build_rayservice(
                 # report success (lab/tests/test_kuberay_upgrade.py).
                 "pulumi.com/skipAwait": "true",
                 # Gone at once, its cluster deleted after it: a foreground delete waits on the cluster KubeRay 1.4.0
-                # builds anew (docs/kuberay-versions.md#c-deleting-a-rayservice).
+                # builds anew; 1.7.0's finalizer holds the RayService only until its RayClusters are deleted
+                # (docs/kuberay-versions.md#c-deleting-a-rayservice).
                 "pulumi.com/deletionPropagationPolicy": "background",
                 # A serve config the rollout put back after a failed one (infra/serving/rollout.py roll_back) is the
                 # rollout's field; Pulumi's next apply of serveConfigV2 takes it back instead of failing on the field

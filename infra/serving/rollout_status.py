@@ -48,16 +48,19 @@ ROLLBACK_HINT = (
     "another delete and a cold start (image pull and model load), and `pulumi up` waits for it"
 )
 # With clusterUpgradeStrategy newCluster the change was built as a pending RayCluster beside the active one, which
-# keeps serving; KubeRay compares the RayService with the pending cluster when there is one (rayservice_controller.go
-# shouldPrepareNewCluster), so the previous spec is yet another new cluster, and the failed one, then neither active
-# nor pending, is deleted 60 s later (cleanUpRayClusterInstance); while a pending cluster exists a serve config goes
-# to it alone (Reconcile: reconcileServe of the active cluster only without a pending one).
+# keeps serving; KubeRay (1.4.0 and 1.7.0) compares the RayService with the pending cluster when there is one
+# (rayservice_controller.go shouldPrepareNewCluster), so the previous spec is yet another new cluster, and the failed
+# one, then neither active nor pending, is deleted after the deletion delay (cleanUpRayClusterInstance: 1.7.0 reads
+# the RayService's rayClusterDeletionDelaySeconds, which the stack sets to the longest stream, for any cluster it
+# drops; 1.4.0's is a fixed 60 s); while a pending cluster exists a serve config goes to it alone (Reconcile:
+# reconcileServe of the active cluster only without a pending one).
 NEW_CLUSTER_ROLLBACK_HINT = (
     "The active RayCluster keeps serving the previous version. To roll back, set the previous values again "
     "(`pulumi config set KEY OLD_VALUE`, or restore Pulumi.<stack>.yaml from version control) and run `pulumi up`: "
     "KubeRay compares the RayService with the failed pending cluster, not the active one, so it builds yet another "
     "cluster of the previous spec beside the active one (another surge: GPU nodes, image pull, model load), moves the "
-    "serve Service to it once its apps run and deletes the failed cluster 60 s after the rollback is applied; "
+    "serve Service to it once its apps run and deletes the failed cluster after its deletion delay (the RayService's "
+    "rayClusterDeletionDelaySeconds; 60 s with KubeRay 1.4.0), which the new cluster's pods may wait for; "
     "`pulumi up` waits for it. A fix of the serve config alone is sent to the pending cluster, not the active one"
 )
 
@@ -111,10 +114,10 @@ def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     """What KubeRay's status says: READY with the RayCluster to read Serve on, once KubeRay has seen this
     generation and names one cluster.
 
-    KubeRay 1.4.0 starts every RayService's first cluster as the *pending* one, and makes it active only once its
-    apps run (rayservice_controller.go shouldPrepareNewCluster, calculateStatus): on a first create, and after a
-    replacement, the pending cluster is the one to read. Both at once is KubeRay's zero-downtime upgrade, which
-    `upgradeStrategy: None` keeps from happening: wait it out."""
+    KubeRay (1.4.0 and 1.7.0) starts every RayService's first cluster as the *pending* one, and makes it active only
+    once its apps run (rayservice_controller.go shouldPrepareNewCluster, calculateStatus): on a first create, and
+    after a replacement, the pending cluster is the one to read. Both at once is KubeRay's zero-downtime upgrade,
+    which `upgradeStrategy: None` keeps from happening: wait it out."""
     unobserved = _unobserved(rayservice)
     if unobserved:
         return unobserved
@@ -280,11 +283,12 @@ def new_cluster_verdict(
     reader: RayServiceReader, rayservice: Mapping[str, Any], applications: Sequence[Mapping[str, Any]], spec: str
 ) -> Verdict:
     """upgradeStrategy NewCluster: READY with the cluster to read Serve on once KubeRay has promoted a RayCluster
-    built from the applied spec (digest `spec`) and has no pending one. KubeRay 1.4.0 writes the new generation with
-    the new pending cluster's name in one status write (calculateStatus: ObservedGeneration, then
+    built from the applied spec (digest `spec`) and has no pending one. KubeRay (1.4.0 and 1.7.0) writes the new
+    generation with the new pending cluster's name in one status write (calculateStatus: ObservedGeneration, then
     shouldPrepareNewCluster), builds it, sends it the serve config, points the serve Service at it once every app of it
     is RUNNING (getAndCheckServeStatus, reconcileServicesToReadyCluster) and then moves it from pending to active
-    (calculateStatus). A pending cluster's DEPLOY_FAILED fails the wait: it stays pending, never switched to."""
+    (calculateStatus; 1.7.0 reconcilePromotionAndServingStatus). A pending cluster's DEPLOY_FAILED fails the wait:
+    it stays pending, never switched to."""
     unobserved = _unobserved(rayservice)
     if unobserved:
         return unobserved
@@ -358,8 +362,8 @@ def current_verdict(
     return dataclasses.replace(verdict, cluster=cluster.cluster)
 
 
-# KubeRay labels a RayCluster's pods with its name and their node type (kuberay v1.4.0 common/pod.go labelPod), and
-# puts the Ray container first (utils.RayContainerIndex). The stack's own names for the labels are
+# KubeRay labels a RayCluster's pods with its name and their node type (kuberay v1.4.0 and v1.7.0 common/pod.go
+# labelPod), and puts the Ray container first (utils.RayContainerIndex). The stack's own names for the labels are
 # infra/serving/rayservice.py RAY_CLUSTER_LABEL and infra/kube/pod_labels.py RAY_NODE_TYPE_LABEL (this module
 # imports nothing of the stack; a test holds them equal, as CLUSTER_SPEC_ANNOTATION).
 RAY_CLUSTER_LABEL, NODE_TYPE_LABEL = "ray.io/cluster", "ray.io/node-type"

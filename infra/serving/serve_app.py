@@ -448,11 +448,12 @@ def _load_balancer_hostname(
     """The load balancer Service. With `rollout` (an in-place cluster upgrade), it selects the pods of the RayCluster
     the rollout last saw serving the applied config, and moves only after it: a new cluster's pods carry
     ray.io/serve=true, and pass their readiness probe once Serve's proxy there has a running replica, before every
-    app of it runs (kuberay v1.4.0 common/pod.go BuildPod, initLivenessAndReadinessProbe; Ray 2.58
+    app of it runs (kuberay v1.4.0 and v1.7.0 common/pod.go BuildPod, initLivenessAndReadinessProbe; Ray 2.58
     serve/_private/proxy_router.py ready_for_traffic), where KubeRay's own serve Service waits for all of them
-    (getAndCheckServeStatus). KubeRay deletes the old cluster RayClusterDeletionDelayDuration (60 s) after the switch
-    (cleanUpRayClusterInstance), and the rollout sees the switch within its poll (POLL_SECONDS), so the old cluster
-    still serves while the selector moves. Not spec.serveService: KubeRay 1.4.0 writes only an existing serve
+    (getAndCheckServeStatus). KubeRay deletes the old cluster at least 60 s after the switch (cleanUpRayClusterInstance:
+    1.4.0's fixed RayClusterDeletionDelayDuration, 1.7.0's rayClusterDeletionDelaySeconds, which the stack sets to the
+    longest stream), and the rollout sees the switch within its poll (POLL_SECONDS), so the old cluster still serves
+    while the selector moves. Not spec.serveService: KubeRay (1.4.0 and 1.7.0) writes only an existing serve
     Service's spec, and only when it switches clusters, never its annotations (reconcileServices), so the TLS
     certificate and scheme could not change and a Service made before would become a load balancer without them."""
     spec: Any = service["spec"]

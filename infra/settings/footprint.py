@@ -116,7 +116,7 @@ def system_node_load(
     beside the head.
     With `new_cluster` (clusterUpgradeStrategy newCluster) a second head too: KubeRay builds the new RayCluster's head
     beside the active one for an upgrade, and a new cluster that failed keeps its head until the next change, which
-    may be a model change that runs the mirror (vendor/kuberay-v1.4.0/rayservice_controller.go reconcileRayCluster,
+    may be a model change that runs the mirror (KubeRay 1.4.0 and 1.7.0 rayservice_controller.go reconcileRayCluster,
     createRayClusterInstance; cleanUpRayClusterInstance deletes a cluster only once it is neither active nor
     pending)."""
     load = {
