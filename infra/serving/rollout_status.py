@@ -33,6 +33,7 @@ CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 FAILED_APP_STATUSES = ("DEPLOY_FAILED", "UNHEALTHY")
 UNHEALTHY_GRACE_S = 300.0
 HEALTHY_DEPLOYMENT = "HEALTHY"
+VALIDATION_FAILED = "ValidationFailed"  # rayv1.RayServiceValidationFailed (vendor/kuberay-v1.7.0/rayservice_types.go)
 RUNNING_REPLICA = "RUNNING"
 # Serve's messages carry whole tracebacks; the end names the cause.
 MESSAGE_TAIL_CHARS = 1200
@@ -94,11 +95,24 @@ def config_matches(submitted: Any, deployed: Any) -> bool:
     return bool(submitted == deployed)
 
 
+def _refusal(rayservice: Mapping[str, Any]) -> str:
+    """The error of a spec KubeRay refused, "" for none: KubeRay 1.7.0 writes it into the Ready condition (reason
+    ValidationFailed) and leaves status.observedGeneration as it was (vendor/kuberay-v1.7.0/rayservice_controller.go
+    Reconcile, validateRayService); 1.4.0 writes no status for it. The condition stays until the endpoints count
+    again, so it may be an earlier generation's: the wait names it and goes on."""
+    for condition in (rayservice.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("reason") == VALIDATION_FAILED:
+            return str(condition.get("message") or "")
+    return ""
+
+
 def _unobserved(rayservice: Mapping[str, Any]) -> Verdict | None:
     generation = rayservice.get("metadata", {}).get("generation", 0)
     observed = (rayservice.get("status") or {}).get("observedGeneration", 0)
     if observed < generation:
-        return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed})")
+        refused = _refusal(rayservice)
+        said = f"; KubeRay refused a spec of this RayService: {_tail(refused)}" if refused else ""
+        return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed}){said}")
     return None
 
 
