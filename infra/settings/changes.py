@@ -43,7 +43,7 @@ from dataclasses import dataclass
 # What one GPU node of a newCluster surge runs beside the active cluster, in minutes, from its launch until the
 # Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements), docs/model-cache.md
 # "What a new node waits for"; the lab's test holds the model to it (lab/tests/test_cold_start.py).
-SURGE_MINUTES_PER_GPU_NODE = 20
+SURGE_MINUTES_PER_GPU_NODE = 23
 
 
 @dataclass(frozen=True)
