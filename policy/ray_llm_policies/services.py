@@ -1,10 +1,10 @@
 """The Services in front of the Ray pods: a Service the stack declares, or the ones KubeRay makes of a RayService.
 
-KubeRay 1.4.0 makes two of every RayService (vendor/kuberay-v1.4.0/service.go): the head Service, onto every port of
-the Ray head (GCS, dashboard, Ray client, Serve, metrics), and the serve Service, onto the pods whose Serve proxy
-serves. Both take their type from the head group's `serviceType` unless their own spec (`headGroupSpec.headService`,
-`spec.serveService`) names one, so a RayService can make load balancers and NodePort Services of its own; the rules
-read them as they read a declared Service.
+KubeRay (1.4.0 and 1.7.0) makes two of every RayService (common/service.go, vendored at both tags): the head Service,
+onto every port of the Ray head (GCS, dashboard, Ray client, Serve, metrics), and the serve Service, onto the pods
+whose Serve proxy serves. Both take their type from the head group's `serviceType` unless their own spec
+(`headGroupSpec.headService`, `spec.serveService`) names one, so a RayService can make load balancers and NodePort
+Services of its own; the rules read them as they read a declared Service.
 """
 
 from __future__ import annotations
