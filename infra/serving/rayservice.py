@@ -22,6 +22,7 @@ from infra.serving.serve_config import (
     build_serve_config,
     code_packages,
     engine_restart_digest,
+    longest_context,
     longest_stream_s,
     serve_app_args,
 )
@@ -311,7 +312,8 @@ KUBERAY_DELETION_DELAY_S = 60
 def old_cluster_deletion_delay(cfg: StackConfig) -> dict[str, int]:
     if not (cfg.new_cluster and sets_cluster_deletion_delay(cfg.kuberay_version)):
         return {}
-    return {"rayClusterDeletionDelaySeconds": max(KUBERAY_DELETION_DELAY_S, longest_stream_s(cfg.max_model_len))}
+    longest = longest_stream_s(longest_context(cfg.max_model_len, cfg.aggregated_models))
+    return {"rayClusterDeletionDelaySeconds": max(KUBERAY_DELETION_DELAY_S, longest)}
 
 
 def runs_ray_autoscaler(cfg: StackConfig) -> bool:
