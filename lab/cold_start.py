@@ -21,8 +21,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from infra.nodes.node_groups import GPU_ROOT_THROUGHPUT_MIBPS, SYSTEM_ROOT_THROUGHPUT_MIBPS
+from infra.serving.rayservice import KUBERAY_DELETION_DELAY_S
 from infra.serving.rollout import POLL_SECONDS
+from infra.serving.serve_config import longest_stream_s
 from infra.settings.changes import SURGE_MINUTES_PER_GPU_NODE
+from infra.settings.table import SETTINGS_BY_KEY
 from serve_ext.model_mirror import PARALLEL_FILES
 from tools.offline_models import MAX_SHARD_BYTES
 from tools.project import PROJECT_DIR, replace_generated_block
@@ -45,6 +48,8 @@ class Figure:
 
 S3_LOAD_RUN = "docs/cold-start.md, second run (the lent H200 host, rclone's S3 server on loopback)"
 PD_RUN = "lab/records/gpu-end-to-end.md, fourth session (PD app, full-size shape on an L4's share of an H200)"
+# What the default stack (KubeRay 1.7.0) keeps an upgrade's old cluster after the switch, with newCluster.
+DEFAULT_DELETION_DELAY_S = max(KUBERAY_DELETION_DELAY_S, longest_stream_s(SETTINGS_BY_KEY["maxModelLen"].default))
 FIGURES = {
     "weights": Figure(
         18.82,
@@ -211,11 +216,13 @@ FIGURES = {
         POLL_SECONDS, "s", CITED, "the rollout's poll of Serve's status (infra/serving/rollout.py POLL_SECONDS)"
     ),
     "cluster_deletion_delay": Figure(
-        60,
+        DEFAULT_DELETION_DELAY_S,
         "s",
         CITED,
-        "KubeRay 1.4.0 deletes the old RayCluster 60 s after the switch (vendor/kuberay-v1.4.0/"
-        "rayservice_controller.go RayClusterDeletionDelayDuration, cleanUpRayClusterInstance)",
+        "KubeRay 1.7.0, the default, deletes the old RayCluster rayClusterDeletionDelaySeconds after the switch, which "
+        "the stack sets to the longest stream at the default maxModelLen (infra/serving/rayservice.py "
+        "old_cluster_deletion_delay; vendor/kuberay-v1.7.0/rayservice_controller.go cleanUpRayClusterInstance); "
+        "1.4.0's is a fixed 60 s (RayClusterDeletionDelayDuration)",
     ),
     "scale_down_unneeded": Figure(
         600,

@@ -1,4 +1,4 @@
-"""API answers in the shapes the rollout reads them: KubeRay 1.4.0's RayService object, Ray 2.58's
+"""API answers in the shapes the rollout reads them: KubeRay's RayService object (1.4.0 and 1.7.0), Ray 2.58's
 `GET /api/serve/applications/` (ServeInstanceDetails), a Kubernetes PodList, and with Ray's token auth KubeRay 1.7.0's
 RayCluster and the Secret of its token. The tests hold each builder's output to the real schema (the vendored CRD,
 Ray's own pydantic model, Kubernetes' OpenAPI schema)."""
@@ -22,12 +22,23 @@ def rayservice_status(
     pending: str = "",
     app_status: str = "RUNNING",
     pending_app_status: str = "",
+    refused: str = "",
 ) -> dict[str, Any]:
-    """A RayService's status as KubeRay 1.4.0 writes it (rayservice_controller.go calculateStatus and
+    """A RayService's status as KubeRay 1.4.0 and 1.7.0 write it (rayservice_controller.go calculateStatus and
     calculateConditions). A first cluster is pending until its apps run: `active=""` with `pending` set. During a
     NewCluster upgrade both are named; KubeRay then reads Serve on the pending cluster alone and writes its
     applications there (`pending_app_status`), the active one's left as they were (Reconcile: reconcileServe of the
-    active cluster only without a pending one)."""
+    active cluster only without a pending one). `refused`: the error of a spec KubeRay 1.7.0 refused, which it writes
+    into the Ready condition (reason ValidationFailed) with the status's observedGeneration left as it was
+    (vendor/kuberay-v1.7.0/rayservice_controller.go Reconcile, validateRayService, setCondition)."""
+    status = _status(observed, active, pending, app_status, pending_app_status)
+    if refused:
+        ready = status["conditions"][0]
+        ready.update(status="False", reason="ValidationFailed", message=refused)
+    return status
+
+
+def _status(observed: int, active: str, pending: str, app_status: str, pending_app_status: str) -> dict[str, Any]:
     return {
         "observedGeneration": observed,
         "numServeEndpoints": 1 if active else 0,

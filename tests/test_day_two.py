@@ -220,7 +220,7 @@ def test_with_new_cluster_every_step_that_changes_the_rayservice_waits_for_the_a
 @pytest.mark.parametrize("index", range(len(NEW_CLUSTER_LIFE)), ids=[step.name for step in NEW_CLUSTER_LIFE])
 def test_with_new_cluster_every_system_pod_of_the_step_finds_room(new_cluster_life, index):
     """Two heads at once during an upgrade, and a failed new cluster's head until the change after it (at its
-    rollback for KubeRay's 60 s with a third, which waits Pending that long: not counted)."""
+    rollback for KubeRay's deletion delay with a third, which waits Pending that long: not counted)."""
     step, run = new_cluster_life[index]
     assert unplaced(pods_during(run, step), system_nodes(run)) == []
 
@@ -229,7 +229,8 @@ def test_with_new_cluster_every_system_pod_of_the_step_finds_room(new_cluster_li
 def test_with_new_cluster_the_surge_fits_the_gpu_node_group(new_cluster_life, index):
     """The active cluster (the last step that succeeded: a failed new cluster is never switched to) at its most beside
     the new one's workers: within the group's maximum, which the Cluster Autoscaler fills (a rollback's new cluster
-    takes the failed one's nodes once KubeRay deletes it, 60 s on)."""
+    takes the failed one's nodes once KubeRay deletes it, after the deletion delay: the stack's
+    rayClusterDeletionDelaySeconds with 1.7.0, 60 s with 1.4.0)."""
     step, run = new_cluster_life[index]
     active = next(earlier for s, earlier in reversed(new_cluster_life[:index]) if not s.fails)
     if step.surge:
@@ -263,15 +264,15 @@ def test_with_new_cluster_the_nlb_follows_each_cluster_the_rollout_saw(new_clust
 
 
 class LiveCluster:
-    """The RayService, its RayClusters and Serve as the rollout reads them, in the shapes KubeRay 1.4.0 and Ray 2.58
-    answer (tests/rollout_states.py), moved by KubeRay's rules at each read: observedGeneration follows the
-    generation (calculateStatus); with NewCluster a spec whose hash (the head template's digest) differs from the
-    pending cluster's, else the active one's, gets a new pending cluster (shouldPrepareNewCluster), which alone is
-    sent the serve config while it exists and is promoted once its application runs (reconcileServe,
-    getAndCheckServeStatus); without it the serve config goes to the one cluster whenever it differs from the last
-    one sent (checkIfNeedSubmitServeApplications). Serve runs a config, or fails one the test names broken
-    (DEPLOY_FAILED, nothing serving: docs/serve-updates.md). `serving` records, per read, whether the active cluster's
-    application answers."""
+    """The RayService, its RayClusters and Serve as the rollout reads them, in the shapes KubeRay (1.4.0 and 1.7.0)
+    and Ray 2.58 answer (tests/rollout_states.py), moved by KubeRay's rules at each read, the same at both tags:
+    observedGeneration follows the generation (calculateStatus); with NewCluster a spec whose hash (the head
+    template's digest) differs from the pending cluster's, else the active one's, gets a new pending cluster
+    (shouldPrepareNewCluster), which alone is sent the serve config while it exists and is promoted once its
+    application runs (reconcileServe, getAndCheckServeStatus); without it the serve config goes to the one cluster
+    whenever it differs from the last one sent (checkIfNeedSubmitServeApplications). Serve runs a config, or fails one
+    the test names broken (DEPLOY_FAILED, nothing serving: docs/serve-updates.md). `serving` records, per read,
+    whether the active cluster's application answers."""
 
     def __init__(self, manifest: dict, broken: list[dict]) -> None:
         self.manifest = copy.deepcopy(manifest)

@@ -6,6 +6,7 @@ shaped as KubeRay writes them (tests/rollout_states.py)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -564,6 +565,18 @@ def test_with_kuberay_1_7_the_old_cluster_stays_for_the_longest_stream():
     max_model_len = app["args"]["decode_config"]["engine_kwargs"]["max_model_len"]
     assert manifest["spec"]["rayClusterDeletionDelaySeconds"] == longest_stream_s(max_model_len) > 60
     assert rayservice_errors(manifest, kuberay_version="1.7.0") == []
+
+
+def test_the_old_cluster_stays_for_the_longest_stream_of_any_model():
+    """Every model of the app streams on the old cluster until KubeRay 1.7.0 deletes it (cleanUpRayClusterInstance),
+    an aggregated model with a longer context than the PD pair's too, as the ingress's graceful shutdown counts it
+    (serve_config.ingress_deployment_config)."""
+    from infra.serving.serve_config import longest_stream_s
+
+    longer = {"id": "small", "source": "Qwen/Qwen3-8B", "serving": "aggregated", "maxModelLen": 8192}
+    pair = {"id": "qwen3.5-9b", "source": "Qwen/Qwen3.5-9B", "serving": "pd"}
+    manifest = rayservice(run_stack({**NEW_CLUSTER, "models": json.dumps([pair, longer])}))
+    assert manifest["spec"]["rayClusterDeletionDelaySeconds"] == longest_stream_s(8192)
 
 
 def test_with_kuberay_1_4_the_delay_is_not_set_its_crd_has_no_such_field(manifest_on_1_4):

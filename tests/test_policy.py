@@ -15,7 +15,7 @@ import base64
 import copy
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -458,10 +458,19 @@ def _add_plain_port(captured: CapturedStack) -> None:
     SERVE_LB(captured)["spec"]["ports"].append({"name": "http", "port": 80, "targetPort": 8000, "protocol": "TCP"})
 
 
-def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", ranges: bool = True) -> Callable:
+HTTPS_ONLY = ({"name": "https", "port": 443},)
+# A serveService port named `serve` that goes elsewhere: KubeRay 1.7.0 keeps it whole in place of the head's (to keep
+# its appProtocol; vendor/kuberay-v1.7.0/service.go BuildServeService), so it reaches the dashboard; 1.4.0 would drop
+# its targetPort.
+SERVE_PORT_ONTO_DASHBOARD = ({"name": "serve", "port": 8000, "targetPort": 8265},)
+
+
+def _serve_service(
+    internal: bool, certificate: bool, tls_ports: str = "", ranges: bool = True, ports: Sequence[dict] = HTTPS_ONLY
+) -> Callable:
     """A RayService's spec.serveService made a load balancer, as a hand edit of the stack's manifest could: KubeRay
-    makes it the serve Service with the head's `serve` port, 8000, as its one port (vendor/kuberay-v1.4.0/service.go
-    BuildServeService), whatever ports it names."""
+    makes it the serve Service with the head's `serve` port, 8000, and only that one where `ports` names no port
+    `serve` (BuildServeService in vendor/kuberay-v1.4.0/service.go and vendor/kuberay-v1.7.0/service.go)."""
 
     def edit(captured: CapturedStack) -> None:
         lb = SERVE_LB(captured)
@@ -472,7 +481,7 @@ def _serve_service(internal: bool, certificate: bool, tls_ports: str = "", range
         }
         if tls_ports:
             annotations[TLS_PORTS] = tls_ports
-        spec = {"type": "LoadBalancer", "ports": [{"name": "https", "port": 443}]}
+        spec = {"type": "LoadBalancer", "ports": list(ports)}
         if ranges:
             spec["loadBalancerSourceRanges"] = ["100.24.20.0/24"]
         RAYSERVICE(captured)["spec"]["serveService"] = {"metadata": {"annotations": annotations}, "spec": spec}
@@ -967,6 +976,14 @@ BREAKAGES = [
         "serveCertificateArn",
         stack="prod",
         edit=_serve_service(internal=True, certificate=True, tls_ports="443"),
+    ),
+    Breakage(
+        "serve-service-port-onto-the-dashboard",
+        "load-balancers-serve-only",
+        MANDATORY,
+        None,
+        stack="prod",
+        edit=_serve_service(internal=False, certificate=True, tls_ports="8000", ports=SERVE_PORT_ONTO_DASHBOARD),
     ),
     Breakage(
         "serve-service-no-ranges",

@@ -147,6 +147,7 @@ class Clock:
         {"generation": 2, "observed": 2, "pending": "ray-llm-fghij"},
         {"generation": 1, "observed": 1, "active": ""},
         {"generation": 2, "observed": 2, "app_status": "DEPLOY_FAILED"},
+        {"generation": 3, "observed": 2, "refused": "The RayService spec is invalid"},
     ],
 )
 @pytest.mark.parametrize("kuberay_version", VALIDATED_KUBERAY_VERSIONS)
@@ -184,6 +185,16 @@ def test_pending_pods_are_kubernetes_pods():
 def test_a_generation_kuberay_has_not_seen_is_waited_for(dev):
     verdict = cluster_verdict(live(dev, generation=3, observed=2))
     assert (verdict.state, verdict.message) == (WAITING, "KubeRay has not reconciled generation 3 yet (observed 2)")
+
+
+def test_a_spec_kuberay_refused_is_named_while_the_wait_goes_on(dev):
+    """KubeRay 1.7.0 writes a refused spec's error into the Ready condition without observing its generation
+    (vendor/kuberay-v1.7.0/rayservice_controller.go Reconcile, validateRayService); the condition may be an earlier
+    generation's, so the wait names it and does not fail on it."""
+    refused = "The RayService spec is invalid: Spec.RayClusterDeletionDelaySeconds should be a non-negative integer"
+    verdict = cluster_verdict(live(dev, generation=3, observed=2, refused=refused))
+    assert verdict.state == WAITING
+    assert verdict.message.endswith(f"KubeRay refused a spec of this RayService: {refused}")
 
 
 def test_a_second_cluster_beside_the_active_one_is_waited_for(dev):

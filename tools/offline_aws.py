@@ -495,7 +495,7 @@ class AwsMocks(pulumi.runtime.Mocks):
 
 
 # The letters KubeRay names a RayService's clusters with: `<name>-` and five of k8s.io/apimachinery's rand.String
-# (kuberay v1.4.0 ray-operator/controllers/ray/utils/util.go GenerateRayClusterName; apimachinery
+# (kuberay v1.4.0 and v1.7.0 ray-operator/controllers/ray/utils/util.go GenerateRayClusterName; apimachinery
 # pkg/util/rand/rand.go alphanums).
 CLUSTER_NAME_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
 

@@ -161,7 +161,7 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
     for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items():
         details.append(f"application {app}: {app_status.get('status', '?')}")
     running = status.get("serviceStatus") == "Running" or _is_ready(rayservice)
-    # KubeRay 1.4.0 keeps Ready over a failed serve config (it counts serve endpoints): read the apps themselves.
+    # KubeRay (1.4.0 and 1.7.0) keeps Ready over a failed serve config (it counts serve endpoints): read the apps.
     failed = {
         app: app_status
         for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items()

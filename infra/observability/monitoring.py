@@ -197,7 +197,8 @@ def readdressed(port: int) -> dict[str, Any]:
 
 def pod_monitors(ray_namespace: str, kuberay_namespace: str, ray_autoscaler: bool = False) -> list[dict[str, Any]]:
     """The Ray head (its metrics port, the dashboard's and, with Ray's autoscaler, the autoscaler's), every Ray
-    worker and the KubeRay operator, as KubeRay 1.4.0 documents them."""
+    worker and the KubeRay operator, as KubeRay documents them (config/prometheus/podMonitor.yaml, the same at v1.4.0
+    and v1.7.0)."""
     ray_endpoint = {"port": RAY_METRICS_PORT, "relabelings": [RAY_CLUSTER_RELABELING]}
     head_endpoints = [
         ray_endpoint,

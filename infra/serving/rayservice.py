@@ -22,6 +22,7 @@ from infra.serving.serve_config import (
     build_serve_config,
     code_packages,
     engine_restart_digest,
+    longest_context,
     longest_stream_s,
     serve_app_args,
 )
@@ -201,8 +202,9 @@ def serve_edge(cfg: StackConfig) -> edge.Edge:
 def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | None = None) -> dict[str, Any]:
     """One pod per GPU node, owning all of it: Ray packs the replicas' GPU bundles into it. The edge in front of its
     Serve proxy takes its share of the pod's CPU and memory (infra/serving/edge.py). KubeRay's readiness probe asks
-    localhost:8000/-/healthz, the ray container's `serve` port or 8000 without one (kuberay v1.4.0 pod.go
-    initLivenessAndReadinessProbe), so it goes through the edge too."""
+    localhost:8000/-/healthz, the ray container's `serve` port or 8000 without one (kuberay v1.4.0 and v1.7.0 pod.go
+    initLivenessAndReadinessProbe: 1.7.0 makes its probes HTTP for Ray 2.53 and later, but a RayService worker's
+    readiness stays this command), so it goes through the edge too."""
     edge_proxy = serve_edge(cfg)
     code_pod_volumes, code_mounts = code_volumes(cfg)
     return {
@@ -305,7 +307,8 @@ KUBERAY_DELETION_DELAY_S = 60
 def old_cluster_deletion_delay(cfg: StackConfig) -> dict[str, int]:
     if not (cfg.new_cluster and sets_cluster_deletion_delay(cfg.kuberay_version)):
         return {}
-    return {"rayClusterDeletionDelaySeconds": max(KUBERAY_DELETION_DELAY_S, longest_stream_s(cfg.max_model_len))}
+    longest = longest_stream_s(longest_context(cfg.max_model_len, cfg.aggregated_models))
+    return {"rayClusterDeletionDelaySeconds": max(KUBERAY_DELETION_DELAY_S, longest)}
 
 
 def runs_ray_autoscaler(cfg: StackConfig) -> bool:
@@ -339,7 +342,8 @@ def build_rayservice(
                 # (docs/changes.md#changing-a-running-stack).
                 "pulumi.com/skipAwait": "true",
                 # Gone at once, its cluster deleted after it: a foreground delete waits on the cluster KubeRay 1.4.0
-                # builds anew (docs/kuberay-versions.md#c-deleting-a-rayservice).
+                # builds anew; 1.7.0's finalizer holds the RayService only until its RayClusters are deleted
+                # (docs/kuberay-versions.md#c-deleting-a-rayservice).
                 "pulumi.com/deletionPropagationPolicy": "background",
                 # Pulumi's next apply takes serveConfigV2 back from the rollout's rollback instead of failing on the
                 # field conflict (docs/changes.md#rolling-back).

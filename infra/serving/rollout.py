@@ -188,7 +188,7 @@ class KubernetesReader:
 
     def rayclusters_of_rayservice(self) -> Mapping[str, Any]:
         """The RayClusters KubeRay made for the RayService: it labels each ray.io/originated-from-cr-name=<name>
-        (kuberay v1.4.0 rayservice_controller.go constructRayClusterForRayService, utils/constant.go)."""
+        (kuberay v1.4.0 and v1.7.0 rayservice_controller.go constructRayClusterForRayService, utils/constant.go)."""
         selector = f"{RAY_ORIGINATED_FROM_CR_NAME_LABEL}={self.name}"
         path = f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters"
         return self._get(path, [("labelSelector", selector)]) or {}

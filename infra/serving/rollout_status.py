@@ -24,6 +24,7 @@ CLUSTER_SPEC_ANNOTATION = "ray-llm-eks/cluster-spec-sha256"
 FAILED_APP_STATUSES = ("DEPLOY_FAILED", "UNHEALTHY")
 UNHEALTHY_GRACE_S = 300.0
 HEALTHY_DEPLOYMENT = "HEALTHY"
+VALIDATION_FAILED = "ValidationFailed"  # rayv1.RayServiceValidationFailed (vendor/kuberay-v1.7.0/rayservice_types.go)
 RUNNING_REPLICA = "RUNNING"
 # Serve's messages carry whole tracebacks; the end names the cause.
 MESSAGE_TAIL_CHARS = 1200
@@ -43,7 +44,8 @@ NEW_CLUSTER_ROLLBACK_HINT = (
     "(`pulumi config set KEY OLD_VALUE`, or restore Pulumi.<stack>.yaml from version control) and run `pulumi up`: "
     "KubeRay compares the RayService with the failed pending cluster, not the active one, so it builds yet another "
     "cluster of the previous spec beside the active one (another surge: GPU nodes, image pull, model load), moves the "
-    "serve Service to it once its apps run and deletes the failed cluster 60 s after the rollback is applied; "
+    "serve Service to it once its apps run and deletes the failed cluster after its deletion delay (the RayService's "
+    "rayClusterDeletionDelaySeconds; 60 s with KubeRay 1.4.0), which the new cluster's pods may wait for; "
     "`pulumi up` waits for it. A fix of the serve config alone is sent to the pending cluster, not the active one"
 )
 
@@ -77,11 +79,24 @@ def config_matches(submitted: Any, deployed: Any) -> bool:
     return bool(submitted == deployed)
 
 
+def _refusal(rayservice: Mapping[str, Any]) -> str:
+    """The error of a spec KubeRay refused, "" for none: KubeRay 1.7.0 writes it into the Ready condition (reason
+    ValidationFailed) and leaves status.observedGeneration as it was (vendor/kuberay-v1.7.0/rayservice_controller.go
+    Reconcile, validateRayService); 1.4.0 writes no status for it. The condition stays until the endpoints count
+    again, so it may be an earlier generation's: the wait names it and goes on."""
+    for condition in (rayservice.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("reason") == VALIDATION_FAILED:
+            return str(condition.get("message") or "")
+    return ""
+
+
 def _unobserved(rayservice: Mapping[str, Any]) -> Verdict | None:
     generation = rayservice.get("metadata", {}).get("generation", 0)
     observed = (rayservice.get("status") or {}).get("observedGeneration", 0)
     if observed < generation:
-        return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed})")
+        refused = _refusal(rayservice)
+        said = f"; KubeRay refused a spec of this RayService: {_tail(refused)}" if refused else ""
+        return Verdict(WAITING, f"KubeRay has not reconciled generation {generation} yet (observed {observed}){said}")
     return None
 
 

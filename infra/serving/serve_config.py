@@ -146,13 +146,18 @@ def longest_stream_s(max_model_len: int) -> int:
     return math.ceil(max_model_len * DECODE_SECONDS_PER_TOKEN)
 
 
+def longest_context(max_model_len: int, aggregated_models: tuple[ModelSpec, ...]) -> int:
+    """The longest context any model of the app serves: the PD pair's and each aggregated model's."""
+    return max([max_model_len, *(model.max_model_len for model in aggregated_models)])
+
+
 def ingress_deployment_config(args: ServeAppArgs) -> dict[str, Any]:
     """Every stream passes through an ingress replica, which each serve-config change replaces: it gets the longest
     stream's time to finish (the builder merges these into its own options, ray/llm/_internal/common/dict_utils.py
     `maybe_apply_llm_deployment_config_defaults`). Two ingress replicas where both sides have two or more, else the
     builder's default; a `num_replicas` drops OpenAiIngress's autoscaling default, which Serve refuses beside it."""
-    longest_context = max([args.max_model_len, *(model.max_model_len for model in args.aggregated_models)])
-    options: dict[str, Any] = {"graceful_shutdown_timeout_s": longest_stream_s(longest_context)}
+    longest = longest_context(args.max_model_len, args.aggregated_models)
+    options: dict[str, Any] = {"graceful_shutdown_timeout_s": longest_stream_s(longest)}
     if min(args.prefill.replicas, args.decode.replicas) >= ROLLING_INGRESS_REPLICAS:
         options["num_replicas"] = ROLLING_INGRESS_REPLICAS
     return {"ingress_deployment_config": options}

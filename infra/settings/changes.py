@@ -13,7 +13,7 @@ from dataclasses import dataclass
 # What one GPU node of a newCluster surge runs beside the active cluster, in minutes, from its launch until the
 # Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements), docs/model-cache.md
 # "What a new node waits for"; the lab's test holds the model to it (lab/tests/test_cold_start.py).
-SURGE_MINUTES_PER_GPU_NODE = 20
+SURGE_MINUTES_PER_GPU_NODE = 23
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ SERVE_NEW_CLUSTER = Effect(
         "the active cluster keeps serving the previous version, untouched: no request fails; the failed cluster stays "
         "pending on its GPU nodes and `pulumi up` fails on its DEPLOY_FAILED. Fixing the config (or setting the "
         "previous values), `pulumi up` builds another cluster beside the active one, another surge, and KubeRay "
-        "deletes the failed one 60 s later"
+        "deletes the failed one after its deletion delay (KubeRay 1.7.0: the longest stream the config allows, at "
+        "least 60 s; 1.4.0: 60 s)"
     ),
 )
 GCS_STORE = Effect(
@@ -195,12 +196,14 @@ RAYSERVICE_NEW_CLUSTER = Effect(
     "the RayService is updated in place (clusterUpgradeStrategy newCluster): KubeRay builds a second RayCluster from "
     "the new spec beside the active one (its head on the system nodes, its GPU workers on nodes the Cluster "
     "Autoscaler adds), sends it the serve config, points `<name>-serve-svc` at it once every application runs "
-    "there, and deletes the old cluster 60 s later; the stack's NLB follows after `pulumi up`'s wait",
+    "there, and deletes the old cluster after its deletion delay (KubeRay 1.7.0: the longest stream the config "
+    "allows, at least 60 s; 1.4.0: 60 s); the stack's NLB follows after `pulumi up`'s wait",
     "the old cluster answers until the switch, the new one after it: no gap expected (not measured on EKS)",
     keeps_serving=(
         "yes with the extra capacity: a second Ray head on the system nodes and as many GPU nodes again as the new "
         f"cluster starts with, each about {SURGE_MINUTES_PER_GPU_NODE} minutes (modelled: node start, image pull, "
-        "model load, KubeRay's 60 s, the Cluster Autoscaler's 10 minutes before it removes an unneeded node; "
+        "model load, KubeRay's deletion delay, the Cluster Autoscaler's 10 minutes before it removes an unneeded "
+        "node; "
         "docs/changes.md): extra GPU node-hours about GPU nodes x "
         f"{SURGE_MINUTES_PER_GPU_NODE}/60"
     ),
@@ -208,7 +211,8 @@ RAYSERVICE_NEW_CLUSTER = Effect(
         "the active cluster keeps serving the previous version; the new one stays pending on its GPU nodes "
         "(`pulumi up` fails on its DEPLOY_FAILED). Rolling back (set the previous values, `pulumi up`) builds yet "
         "another cluster of the previous spec beside the active one, another surge (KubeRay compares the RayService "
-        "with the pending cluster, not the active), and deletes the failed one 60 s later; a serve-config fix "
+        "with the pending cluster, not the active), and deletes the failed one after its deletion delay (at least "
+        "60 s); a serve-config fix "
         "instead reaches the pending cluster, not the active"
     ),
 )

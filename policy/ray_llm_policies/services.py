@@ -14,8 +14,8 @@ from .resource_types import KUBERNETES_SERVICE, RAY_SERVICE
 from .rules import Inspected
 
 LOAD_BALANCER, NODE_PORT, CLUSTER_IP = "LoadBalancer", "NodePort", "ClusterIP"
-# KubeRay's names and defaults (vendor/kuberay-v1.4.0/constant.go): the serve port by name and number, the ports a head
-# without container ports gets, and the metrics port it adds to any head that names none.
+# KubeRay's names and defaults (vendor/kuberay-v1.4.0/constant.go, the same in v1.7.0): the serve port by name and
+# number, the ports a head without container ports gets, and the metrics port it adds to any head that names none.
 SERVE_PORT_NAME = "serve"
 DEFAULT_SERVE_PORT = 8000
 METRICS_PORT = {"name": "metrics", "port": 8080}
@@ -73,18 +73,33 @@ def _kuberay_service(
     return KubeRayService(KUBERNETES_SERVICE, f"{rayservice.name} {what}", props, SERVE_LABEL in selector)
 
 
+def _is_serving_port(name: Any) -> bool:
+    """`serve`, or (KubeRay 1.7.0, not 1.4.0) any name that starts `serve-` (vendor/kuberay-v1.7.0/service.go
+    isServingPort)."""
+    return name == SERVE_PORT_NAME or str(name).startswith(f"{SERVE_PORT_NAME}-")
+
+
 def _serve_service(rayservice: Inspected) -> KubeRayService | None:
-    """KubeRay 1.4.0 replaces a given spec.serveService's ports by the head's container port named `serve` when there is
-    one (no targetPort), or keeps only its own port named `serve`; without spec.serveService it makes the Service of the
-    head's `serve` port, and none where the head has no such port (BuildServeService)."""
+    """The serve Service with every port either validated KubeRay release gives it: the pack cannot tell which operator
+    runs, so a rule sees all of them (BuildServeService, vendor/kuberay-v1.7.0/service.go and v1.4.0's). The head's
+    ports are its container ports, KubeRay's defaults where it has none (_head_ports). KubeRay 1.7.0 takes each one
+    named `serve` or `serve-*`, where spec.serveService has a port of the same name that port whole (its targetPort
+    too), and without any such head port spec.serveService's ports as given. 1.4.0 takes the head's `serve` port alone
+    (no targetPort), else spec.serveService's own port named `serve`. Neither makes one without spec.serveService or
+    such a head port."""
     service = get(rayservice.props, "spec", "serveService")
-    head_port = serve_port(rayservice)
-    if not isinstance(service, Mapping):
-        if head_port is None:
-            return None
-        service = None
-    own = [port for port in mappings(get(service, "spec", "ports", default=[])) if get(port, "name") == SERVE_PORT_NAME]
-    ports = [head_port] if head_port else [{"name": SERVE_PORT_NAME, "port": get(own[0], "port")}] if own else []
+    service = service if isinstance(service, Mapping) else None
+    made = [port for port in _head_ports(rayservice) if _is_serving_port(port["name"])]
+    if service is None and not made:
+        return None
+    given = mappings(get(service, "spec", "ports", default=[]))
+    by_name = {get(port, "name"): port for port in given}
+    on_1_7 = [by_name.get(port["name"], port) for port in made] if made else given
+    given_serve = [
+        {"name": SERVE_PORT_NAME, "port": get(port, "port")} for port in given if get(port, "name") == SERVE_PORT_NAME
+    ]
+    on_1_4 = [port for port in made if port["name"] == SERVE_PORT_NAME][:1] or given_serve[:1]
+    ports = [*on_1_7, *(port for port in on_1_4 if port not in on_1_7)]
     what = "spec.serveService" if service is not None else "serve Service"
     return _kuberay_service(rayservice, what, service, ports, {"ray.io/cluster": THE_CLUSTER, SERVE_LABEL: "true"})
 
