@@ -55,7 +55,7 @@ def replaced_on_cluster_change(rayservice: Mapping[str, Any]) -> bool:
 
 def dropped_auth_options(applied: Mapping[str, Any], live: Mapping[str, Any] | None) -> str | None:
     """A RayService applied with authOptions that the API server stored without them: its CRD predates the field, so Ray
-    would run without its token (docs/kuberay-versions.md#e-token-auth)."""
+    would run without its token (docs/kuberay-versions.md#f-token-auth)."""
     if "authOptions" not in applied.get("rayClusterConfig", {}) or live is None:
         return None
     if "authOptions" in (live.get("rayClusterConfig") or {}):
