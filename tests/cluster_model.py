@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.settings.footprint import EKS_ADDON_RESOURCES, NOTHING, Requests, allocatable, requests_of
+from infra.kube.node_allocatable import NOTHING, Requests, allocatable, requests_of
+from infra.kube.pod_resources import EKS_ADDON_RESOURCES
 from tests.chart_values import chart_defaults
 from tools.instance_type_facts import INSTANCE_TYPES
 from tools.offline import StackRun
@@ -20,7 +21,7 @@ RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 JOB = "kubernetes:batch/v1:Job"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 SYSTEM_NODE_GROUP = ("eks:index:ManagedNodeGroup", "system-nodes-system")
-# The stack's Jobs, by the name infra/settings/footprint.py gives their pod.
+# The stack's Jobs, by the name infra/settings/footprint.py system_node_load gives their pod.
 JOB_PODS = {"model-cache-mirror": "model-mirror"}
 # kube-prometheus-stack's workloads on the system nodes, by their path in the chart's values.
 METRICS_WORKLOADS = {

@@ -10,11 +10,12 @@ import json
 import pytest
 import yaml
 
+from infra.kube.node_allocatable import NOTHING, Requests
 from infra.serving.crds import KubeRayCrdsProvider, vendored_crd_digests
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION
 from infra.serving.rollout import ServeRolloutProvider, plain_numbers
 from infra.serving.rollout_status import RolloutFailed, built_from
-from infra.settings.footprint import NOTHING, Requests, system_node_load, unplaced
+from infra.settings.footprint import system_node_load, unplaced
 from infra.settings.stack_config import ConfigError
 from infra.settings.topology import DAEMONSET_CPU_MILLIS, DAEMONSET_MEMORY_MIB
 from tests.cluster_model import (

@@ -92,7 +92,7 @@ def test_a_bad_strategy_is_refused_naming_key_value_and_what_is_allowed():
 
 
 def test_the_default_system_node_cannot_hold_a_second_head():
-    """Two heads ask 4,000m; an m7i.xlarge leaves 3,920m to pods (infra/settings/footprint.py allocatable)."""
+    """Two heads ask 4,000m; an m7i.xlarge leaves 3,920m to pods (infra/kube/node_allocatable.py allocatable)."""
     message = str(rejection({"clusterUpgradeStrategy": "newCluster"}))
     assert "ray-head-new-cluster would find no room" in message
     assert "systemNodeCount 2 of m7i.xlarge holds the default stack" in message

@@ -18,6 +18,7 @@ from ray.llm._internal.common.placement import PlacementGroupConfig
 from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
+from infra.kube.node_allocatable import kube_reserved_cpu_millis
 from infra.preflight.quota import gpu_vcpu_need
 from infra.serving.code_package import SERVE_EXT
 from infra.serving.serve_config import longest_stream_s
@@ -25,7 +26,7 @@ from infra.settings.instance_types import InstanceShape
 from infra.settings.kinds import DEFAULT_KUBERAY_VERSION, VALIDATED_KUBERAY_VERSIONS
 from infra.settings.rules_network import CLUSTER_AUTOSCALER_KUBERNETES_MINOR
 from infra.settings.stack_config import ConfigError
-from infra.settings.topology import kube_reserved_cpu_millis, worker_cpu, worker_memory_gib
+from infra.settings.topology import worker_cpu, worker_memory_gib
 from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
 from tests.chart_values import chart_defaults, unknown_value_keys

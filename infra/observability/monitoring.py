@@ -24,19 +24,19 @@ from infra.kube.pod_labels import (
     RAY_NODE_TYPE_LABEL,
     head_metrics_ports,
 )
-from infra.kube.pod_security import MONITORING_LEVEL
-from infra.kube.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
-from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
-from infra.observability.dashboards import dashboard_config_maps
-from infra.observability.network_policy import monitoring_network_policies
-from infra.observability.receivers import SECRET_NAME, Receivers, alertmanager_values, sns_publish_policy
-from infra.settings.footprint import (
+from infra.kube.pod_resources import (
     ALERTMANAGER_RESOURCES,
     GRAFANA_RESOURCES,
     KUBE_STATE_METRICS_RESOURCES,
     PROMETHEUS_OPERATOR_RESOURCES,
     PROMETHEUS_RESOURCES,
 )
+from infra.kube.pod_security import MONITORING_LEVEL
+from infra.kube.scheduling import SYSTEM_NODE_SELECTOR, gpu_node_scheduling
+from infra.observability.alerts import GROUP, GROUP_LABEL, AlertArgs, prometheus_rule
+from infra.observability.dashboards import dashboard_config_maps
+from infra.observability.network_policy import monitoring_network_policies
+from infra.observability.receivers import SECRET_NAME, Receivers, alertmanager_values, sns_publish_policy
 
 PROMETHEUS_COMMUNITY_REPO = "https://prometheus-community.github.io/helm-charts"
 # NVIDIA's published chart repository (NVIDIA/dcgm-exporter README.md, "Quickstart on Kubernetes").

@@ -10,10 +10,10 @@ import pulumi
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.components import Children
+from infra.kube.pod_resources import KUBERAY_OPERATOR_RESOURCES
 from infra.kube.pod_security import OPERATOR_LEVEL
 from infra.kube.scheduling import OPERATOR_NAMESPACE
 from infra.serving.crds import KubeRayCrds, KubeRayCrdsArgs, vendored_crd_digests
-from infra.settings.footprint import KUBERAY_OPERATOR_RESOURCES
 
 KUBERAY_REPO = "https://ray-project.github.io/kuberay-helm/"
 

@@ -22,10 +22,10 @@ from infra.cluster.eks import Cluster
 from infra.cluster.irsa import service_account_trust
 from infra.components import Children, problem, raise_input_errors
 from infra.kube.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
+from infra.kube.pod_resources import MIRROR_RESOURCES
 from infra.kube.pod_security import CONTAINER_SECURITY, MODEL_CACHE_LEVEL, pod_security_labels
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 from infra.serving.rayservice import HF_TOKEN_KEY, hf_token_env
-from infra.settings.footprint import MIRROR_RESOURCES
 from infra.settings.model_sources import s3_location_reason, split_s3_uri
 
 MIRROR_SERVICE_ACCOUNT = "model-mirror"

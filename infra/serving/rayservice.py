@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from infra import PROJECT_DIR
+from infra.kube.pod_resources import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.kube.pod_security import CONTAINER_SECURITY
 from infra.kube.scheduling import (
     GPU_TOLERATION,
@@ -26,7 +27,6 @@ from infra.serving.serve_config import (
     longest_stream_s,
     serve_app_args,
 )
-from infra.settings.footprint import HEAD_RESOURCES, PREPULL_RESOURCES, RAY_AUTOSCALER_RESOURCES
 from infra.settings.rules_serving import sets_cluster_deletion_delay
 from infra.settings.stack_config import StackConfig
 from infra.settings.topology import ray_worker_cpu, ray_worker_memory_gib

@@ -1,108 +1,23 @@
-"""What the stack's pods ask of the system node, and what a node type offers them: the one source of each pod's
-resources, and the check that the system node holds them all at once, a day-two mirror Job beside a running head
-included. Kubernetes schedules by requests, and a limit without a request is its request
-(https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits)."""
+"""Whether the system nodes hold every pod that runs there at once, a day-two mirror Job beside a running head
+included: the pods' requests (infra/kube/pod_resources.py) against what each node leaves to pods
+(infra/kube/node_allocatable.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
-from infra.settings.topology import (
-    EVICTION_HARD_MEMORY_MIB,
-    KUBE_RESERVED_MEMORY_BASE_MIB,
-    KUBE_RESERVED_MEMORY_PER_POD_MIB,
-    VM_MEMORY_OVERHEAD,
-    kube_reserved_cpu_millis,
+from infra.kube.node_allocatable import NOTHING, Requests, allocatable, requests_of
+from infra.kube.pod_resources import (
+    ALERTMANAGER_RESOURCES,
+    EKS_ADDON_RESOURCES,
+    GRAFANA_RESOURCES,
+    HEAD_RESOURCES,
+    KUBE_STATE_METRICS_RESOURCES,
+    KUBERAY_OPERATOR_RESOURCES,
+    MIRROR_RESOURCES,
+    PREPULL_RESOURCES,
+    PROMETHEUS_OPERATOR_RESOURCES,
+    PROMETHEUS_RESOURCES,
+    RAY_AUTOSCALER_RESOURCES,
 )
-
-# The Ray head only coordinates: it fits an m7i.xlarge (4 vCPU, 16 GiB) beside the system pods.
-HEAD_RESOURCES = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
-# KubeRay's in-tree autoscaler, a sidecar in the head pod with Serve autoscaling.
-RAY_AUTOSCALER_RESOURCES = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
-# The kuberay-operator chart's default 100m CPU limit throttles reconciles while a model-sized RayService comes up:
-# it may burst to 500m, and asks 100m, so the system node keeps room for a mirror Job beside the head.
-KUBERAY_OPERATOR_RESOURCES = {
-    "requests": {"cpu": "100m", "memory": "512Mi"},
-    "limits": {"cpu": "500m", "memory": "512Mi"},
-}
-# What the metrics stack reserves on the system nodes (the chart sets no requests). CPU limits are left off:
-# Prometheus may burst while it compacts.
-PROMETHEUS_RESOURCES = {"requests": {"cpu": "300m", "memory": "1536Mi"}, "limits": {"memory": "3Gi"}}
-GRAFANA_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}
-PROMETHEUS_OPERATOR_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
-KUBE_STATE_METRICS_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}}
-ALERTMANAGER_RESOURCES = {"requests": {"cpu": "25m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
-# The model mirror streams the Hub's files to S3: network-bound, so a quarter core is its floor, and with no CPU
-# limit it uses what the node has idle. Its request must fit beside a running head: a model change runs it then.
-MIRROR_RESOURCES = {"requests": {"cpu": "250m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
-# The image pre-puller (infra/serving/rayservice.py build_prepull_daemonset), on every node: a sleep, which needs
-# almost nothing.
-PREPULL_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
-# The EKS add-ons' pods on every node group, by the requests of their manifests: CoreDNS, 2 replicas of 100m and
-# 70Mi (coredns/deployment kubernetes/coredns.yaml.sed, which EKS's add-on keeps), kube-proxy 100m (EKS's
-# kube-proxy DaemonSet), aws-node 25m (aws/amazon-vpc-cni-k8s config/master/aws-k8s-cni.yaml).
-EKS_ADDON_RESOURCES = {
-    "coredns": ({"requests": {"cpu": "100m", "memory": "70Mi"}}, 2),
-    "kube-proxy": ({"requests": {"cpu": "100m"}}, 1),
-    "aws-node": ({"requests": {"cpu": "25m"}}, 1),
-}
-# The most pods a system node's kubelet is given, for its kube-reserved memory (infra/settings/topology.py has the
-# rest of nodeadm's reservation): Kubernetes' default maxPods, above the ENI-based limit of the small types a system
-# node uses (m7i.xlarge 58, m7i.large 29: awslabs/amazon-eks-ami nodeadm/internal/kubelet/eni-max-pods.txt); a type
-# with a higher limit has memory to spare. An estimate on the safe side.
-SYSTEM_MAX_PODS_BOUND = 110
-
-
-@dataclass(frozen=True)
-class Requests:
-    """What pods ask of a node (or what it offers), in millicores and MiB."""
-
-    millicpu: int
-    memory_mib: int
-
-    def __add__(self, other: Requests) -> Requests:
-        return Requests(self.millicpu + other.millicpu, self.memory_mib + other.memory_mib)
-
-    def __sub__(self, other: Requests) -> Requests:
-        return Requests(self.millicpu - other.millicpu, self.memory_mib - other.memory_mib)
-
-    def fits(self, room: Requests) -> bool:
-        return self.millicpu <= room.millicpu and self.memory_mib <= room.memory_mib
-
-
-NOTHING = Requests(0, 0)
-
-
-def millicpu(quantity: str) -> int:
-    return int(quantity[:-1]) if quantity.endswith("m") else round(float(quantity) * 1000)
-
-
-def mebibytes(quantity: str) -> int:
-    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
-    for suffix, factor in units.items():
-        if quantity.endswith(suffix):
-            return round(float(quantity[: -len(suffix)]) * factor)
-    return round(float(quantity) / (1024 * 1024))  # plain bytes
-
-
-def requests_of(resources: Mapping[str, Any]) -> Requests:
-    """A container's requests as the scheduler counts them: each resource's request, else its limit, else none."""
-    asked = {**resources.get("limits", {}), **resources.get("requests", {})}
-    return Requests(millicpu(asked.get("cpu", "0")), mebibytes(asked.get("memory", "0")))
-
-
-def allocatable(vcpus: int, memory_mib: int) -> Requests:
-    """What the EKS AMI's kubelet leaves to pods on a system node, reserved as infra/settings/topology.py reserves it
-    for a GPU node (nodeadm's kube-reserved CPU and memory, the eviction threshold, the VM's memory overhead)."""
-    capacity_mib = memory_mib * (1 - VM_MEMORY_OVERHEAD)
-    reserved_mib = (
-        KUBE_RESERVED_MEMORY_BASE_MIB
-        + KUBE_RESERVED_MEMORY_PER_POD_MIB * SYSTEM_MAX_PODS_BOUND
-        + EVICTION_HARD_MEMORY_MIB
-    )
-    return Requests(vcpus * 1000 - kube_reserved_cpu_millis(vcpus), int(capacity_mib - reserved_mib))
 
 
 def system_node_load(

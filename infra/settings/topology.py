@@ -9,6 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from infra.kube.node_allocatable import (
+    EVICTION_HARD_MEMORY_MIB,
+    KUBE_RESERVED_MEMORY_BASE_MIB,
+    KUBE_RESERVED_MEMORY_PER_POD_MIB,
+    MAX_PODS_BOUND,
+    VM_MEMORY_OVERHEAD,
+    kube_reserved_cpu_millis,
+)
 from infra.settings.instance_types import InstanceShape
 
 # The one NIXL backend Ray 2.58 registers (`NixlConnector`) is vLLM's pull connector. In vLLM 0.26.0
@@ -17,20 +25,6 @@ from infra.settings.instance_types import InstanceShape
 # pp_size in its kv_transfer_params (nixl/pull_scheduler.py), so decode would read only stage 0.
 MAX_PIPELINE_PARALLEL_SIZE = 1
 
-# Allocatable, as EKS's AL2023 nodeadm sets it (awslabs/amazon-eks-ami,
-# nodeadm/internal/kubelet/config.go): kube-reserved CPU is 6 % of the first core, 1 % of the
-# second, 0.5 % of the next two and 0.25 % of the rest; kube-reserved memory is 255 MiB + 11 MiB per
-# pod the node may hold; the hard eviction threshold keeps another 100 MiB.
-KUBE_RESERVED_CPU_BANDS = ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, None, 25))
-KUBE_RESERVED_MEMORY_BASE_MIB = 255
-KUBE_RESERVED_MEMORY_PER_POD_MIB = 11
-EVICTION_HARD_MEMORY_MIB = 100
-# The most pods nodeadm allows any EFA-capable GPU type (nodeadm/internal/kubelet/eni-max-pods.txt:
-# g5.12xlarge, g6.48xlarge, p4d.24xlarge ... 737); using the bound keeps the pod inside allocatable.
-MAX_PODS_BOUND = 737
-# The kernel and firmware keep part of the nominal memory from the node's capacity; Karpenter
-# subtracts 7.5 % by default for the same reason (karpenter-provider-aws, VM_MEMORY_OVERHEAD_PERCENT).
-VM_MEMORY_OVERHEAD = 0.075
 # DaemonSets on every GPU node: aws-node, kube-proxy, the NVIDIA and EFA device plugins.
 DAEMONSET_CPU_MILLIS = 1000
 DAEMONSET_MEMORY_MIB = 1024
@@ -132,16 +126,6 @@ def topology_problems(topology: Topology) -> list[str]:
             f"{idle} GPU(s) per node would stay idle; allowed is a divisor of {node.gpus}"
         )
     return problems
-
-
-def kube_reserved_cpu_millis(vcpus: int) -> int:
-    total = vcpus * 1000
-    reserved = 0
-    for start, end, per_ten_thousand in KUBE_RESERVED_CPU_BANDS:
-        top = total if end is None else min(total, end)
-        if top > start:
-            reserved += (top - start) * per_ten_thousand // 10000
-    return reserved
 
 
 # The GPU pod's edge (infra/serving/edge.py): one thread, which took 2-3 % of a CPU under the record's attacks
