@@ -30,9 +30,9 @@ from infra.settings import rules_serving as program_serving_rules
 from policy.ray_llm_policies import governance as pack_governance
 from policy.ray_llm_policies import internet as pack_internet
 from policy.ray_llm_policies import pinning as pack_pinning
-from policy.ray_llm_policies.offline import EngineResource, OfflinePolicyEngine, Violation, secret
 from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
 from tests.conftest import API_KEYS, EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed
+from tests.policy_engine import EngineResource, OfflinePolicyEngine, Violation, secret
 from tools.offline import Resource, StackRun, run_stack
 from tools.project import PROJECT, SHIPPED_STACKS, declared_config
 

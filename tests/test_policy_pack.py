@@ -16,8 +16,8 @@ from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, StackValidationPolicy
 
-from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
+from tests.policy_engine import OfflinePolicyEngine
 from tools.project import PROJECT_DIR
 
 POLICY_DIR = PROJECT_DIR / "policy"

@@ -27,10 +27,10 @@ from infra.settings.kinds import DEFAULT_KUBERAY_VERSION, VALIDATED_KUBERAY_VERS
 from infra.settings.rules_network import CLUSTER_AUTOSCALER_KUBERNETES_MINOR
 from infra.settings.stack_config import ConfigError
 from infra.settings.topology import worker_cpu, worker_memory_gib
-from policy.ray_llm_policies.offline import OfflinePolicyEngine
 from policy.ray_llm_policies.pack import PACK_NAME, POLICIES
 from tests.chart_values import chart_defaults, unknown_value_keys
 from tests.conftest import rejection
+from tests.policy_engine import OfflinePolicyEngine
 from tests.rayservice_parts import pd_args, ray_container, rayservice, serve_config, worker_group
 from tests.schemas import rayservice_errors, schemas_dir
 from tests.test_policy import CapturedStack, preview

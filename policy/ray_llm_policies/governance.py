@@ -206,7 +206,7 @@ def _named_values(resource: Inspected) -> Iterator[tuple[str, str, str]]:
                 where = f"{kind_of(resource)} '{resource.name}' container '{get(container, 'name')}' env {name}"
                 yield where, name, value
     if resource.resource_type == RAY_SERVICE:
-        for name, value in _serve_env_vars(serve_config(resource)):
+        for name, value in _serve_env_vars(serve_config(resource.props)):
             yield f"RayService '{resource.name}' serveConfigV2 env_vars {name}", name, value
 
 

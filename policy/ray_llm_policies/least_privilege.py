@@ -11,7 +11,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource
 
 from .props import as_bool, get, is_sequence, known, mappings
-from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, RAY_SERVICE, SUBNET
+from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, NODE_GROUPS, RAY_SERVICE, SUBNET
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
 # The one host path a pod of the stack mounts: vLLM's compile cache on the GPU node (infra/kube/scheduling.py
@@ -56,7 +56,6 @@ ADMIN_GROUPS = frozenset({"system:masters"})
 ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 ROUTE = "aws:ec2/route:Route"
 ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
-NODE_GROUP_TYPES = {"eks:index:ManagedNodeGroup", "aws:eks/nodeGroup:NodeGroup"}
 
 
 def _pod_specs(resource: Inspected) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -204,28 +203,19 @@ def _administrators(resources: Sequence[PolicyResource]) -> Iterator[tuple[Polic
     for resource in resources:
         if resource.resource_type in IAM_ATTACHMENTS:
             for arn in _listed(known(resource.props, "policyArn")) + _listed(known(resource.props, "policyArns")):
-                if arn.rsplit("/", 1)[-1] not in ADMIN_POLICIES:
-                    continue
-                yield (
-                    resource,
-                    f"'{resource.name}' attaches {arn}: no role of this stack administers the account. {FIX_ROLE}",
-                )
+                if arn.rsplit("/", 1)[-1] in ADMIN_POLICIES:
+                    message = f"attaches {arn}: no role of this stack administers the account. {FIX_ROLE}"
+                    yield resource, f"'{resource.name}' {message}"
         elif resource.resource_type == "aws:iam/role:Role":
             for arn in _listed(known(resource.props, "managedPolicyArns")):
                 if arn.rsplit("/", 1)[-1] in ADMIN_POLICIES:
-                    yield resource, f"role '{resource.name}' carries {arn}. {CODE_ONLY} the role's module (infra/)."
+                    yield resource, f"role '{resource.name}' carries {arn}. {FIX_ROLE}"
             for inline in mappings(known(resource.props, "inlinePolicies")):
                 for wide in _admin_statements(get(inline, "policy")):
-                    yield (
-                        resource,
-                        f"role '{resource.name}' allows {wide} on every resource. {FIX_ROLE}",
-                    )
+                    yield resource, f"role '{resource.name}' allows {wide} on every resource. {FIX_ROLE}"
         elif resource.resource_type in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
             for wide in _admin_statements(known(resource.props, "policy")):
-                yield (
-                    resource,
-                    f"IAM policy '{resource.name}' allows {wide} on every resource. {FIX_ROLE}",
-                )
+                yield resource, f"IAM policy '{resource.name}' allows {wide} on every resource. {FIX_ROLE}"
 
 
 def _admin_bindings(resource: Inspected) -> Iterator[str]:
@@ -264,7 +254,7 @@ def _public_subnets(resources: Sequence[PolicyResource]) -> set[str]:
 def _nodes_in_public_subnets(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     public = _public_subnets(resources)
     for group in resources:
-        if group.resource_type not in NODE_GROUP_TYPES:
+        if group.resource_type not in NODE_GROUPS:
             continue
         exposed = [dep.name for dep in group.dependencies if dep.resource_type == SUBNET and dep.urn in public]
         if exposed:

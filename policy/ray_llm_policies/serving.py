@@ -15,7 +15,7 @@ from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
 from .pinning import unpinned_image_reason
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
-from .rules import Inspected, of_type, resource_policy, stack_policy
+from .rules import Inspected, ResourceCheck, of_type, resource_policy, stack_policy
 from .services import selects, services_of
 
 NIXL_CONNECTOR = "NixlConnector"
@@ -108,11 +108,7 @@ def pd_applications(rayservice: Mapping[str, Any]) -> list[PdApplication]:
 def aggregated_llm_configs(rayservice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The LLM configs of the models served beside the pair (the several-model builder's `llm_configs`, docs/models.md);
     none where serveConfigV2 is absent or unreadable (pd_applications reports that)."""
-    text = get(rayservice, "spec", "serveConfigV2")
-    try:
-        document = yaml.safe_load(text) if isinstance(text, str) else None
-    except yaml.YAMLError:
-        return []
+    document = serve_config(rayservice)
     if not isinstance(document, Mapping):
         return []
     return [
@@ -256,17 +252,16 @@ def _is_internal_load_balancer(annotations: Mapping[str, Any]) -> bool:
     return internal not in ("", "false") or get(annotations, LB_SCHEME_ANNOTATION) == "internal"
 
 
-def _open_load_balancers(resource: Inspected) -> Iterator[str]:
-    for service in services_of(resource):
-        yield from _open_load_balancer(service)
+def _of_each_service(check: ResourceCheck) -> ResourceCheck:
+    """`check` on each Service a resource puts in front of pods (services.py services_of)."""
+    return lambda resource: (problem for service in services_of(resource) for problem in check(service))
 
 
 def _open_load_balancer(resource: Inspected) -> Iterator[str]:
-    spec = get(resource.props, "spec", default={})
-    if get(spec, "type") != "LoadBalancer" or _is_internal_load_balancer(
-        get(resource.props, "metadata", "annotations", default={})
-    ):
+    annotations = _load_balancer_annotations(resource)
+    if annotations is None or _is_internal_load_balancer(annotations):
         return
+    spec = get(resource.props, "spec", default={})
     fix = "Fix: set serveSourceCidrs to the CIDRs of the clients, or serveExposure to internal (or none)."
     source_ranges = list(get(spec, "loadBalancerSourceRanges", default=[]))
     if not source_ranges:
@@ -289,11 +284,6 @@ def _load_balancer_annotations(resource: Inspected) -> Mapping[str, Any] | None:
 
 
 def _plain_text_ports(resource: Inspected) -> Iterator[str]:
-    for service in services_of(resource):
-        yield from _plain_text_ports_of(service)
-
-
-def _plain_text_ports_of(resource: Inspected) -> Iterator[str]:
     annotations = _load_balancer_annotations(resource)
     if annotations is None:
         return
@@ -333,10 +323,10 @@ def _ports_without_tls(resource: Inspected, annotations: Mapping[str, Any]) -> I
             )
 
 
-def serve_config(rayservice: Inspected) -> Any:
+def serve_config(rayservice: Mapping[str, Any]) -> Any:
     """The RayService's serveConfigV2 document; None where it is absent or unreadable (prefill-decode-consistent
     reports that)."""
-    text = get(rayservice.props, "spec", "serveConfigV2")
+    text = get(rayservice, "spec", "serveConfigV2")
     try:
         return yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
@@ -344,10 +334,10 @@ def serve_config(rayservice: Inspected) -> Any:
 
 
 def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
-    document = serve_config(rayservice)
+    document = serve_config(rayservice.props)
     return [
         str(get(app, "name", default=""))
-        for app in mappings(get(document, "applications") if isinstance(document, Mapping) else None)
+        for app in mappings(get(document, "applications"))
         if get(app, "args", "ingress_cls_config", "ingress_cls") != AUTH_INGRESS_CLS
     ]
 
@@ -411,7 +401,7 @@ SERVE_ENDPOINT_NOT_OPEN = resource_policy(
     "source CIDRs, a gate in front of its API keys.",
     EnforcementLevel.MANDATORY,
     {KUBERNETES_SERVICE, RAY_SERVICE},
-    _open_load_balancers,
+    _of_each_service(_open_load_balancer),
 )
 SERVE_ENDPOINT_TLS = resource_policy(
     "serve-endpoint-tls",
@@ -419,7 +409,7 @@ SERVE_ENDPOINT_TLS = resource_policy(
     "a certificate, on every port, under a security policy of TLS 1.2 or later.",
     EnforcementLevel.MANDATORY,
     {KUBERNETES_SERVICE, RAY_SERVICE},
-    _plain_text_ports,
+    _of_each_service(_plain_text_ports),
 )
 SERVE_ENDPOINT_AUTHENTICATED = stack_policy(
     "serve-endpoint-authenticated",
