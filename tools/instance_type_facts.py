@@ -102,57 +102,25 @@ UNREAD_FIELDS: dict[str, Any] = {
 
 
 def describe_instance_type(instance_type: str, region: str) -> dict[str, Any]:
-    """GetInstanceTypeResult's fields for one known type (KeyError for any other)."""
+    """GetInstanceTypeResult's fields for one known type (KeyError for any other). Graviton runs one thread a core and
+    boots UEFI only, the Intel and AMD types here two threads a core (the instance type pages' vCPU and core columns:
+    https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    ami-boot.html). `gpuses` has one entry per GPU model, with its count; each network card has its interface limit
+    (8 on a one-card type, 2 per card otherwise)."""
     facts = INSTANCE_TYPES[instance_type]
+    arm = facts.architecture == "arm64"
+    threads = 1 if arm else 2
+    interfaces_per_card = 2 if facts.network_cards > 1 else 8
+    gpu = {"count": facts.gpus, "manufacturer": "NVIDIA", "name": facts.gpu_name, "memorySize": facts.gpu_memory_mib}
     return {
         "id": instance_type,
         "instanceType": instance_type,
         "region": region,
-        **_compute_fields(facts),
-        **_network_fields(facts),
-        "supportedArchitectures": [facts.architecture],
-        **_processor_fields(facts),
-        **copy.deepcopy(UNREAD_FIELDS),  # each answer its own lists
-    }
-
-
-def _threads_per_core(facts: InstanceTypeFacts) -> int:
-    """Graviton runs one thread a core, the Intel and AMD types here two (the instance type pages' vCPU and core
-    columns: https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html)."""
-    return 1 if facts.architecture == "arm64" else 2
-
-
-def _processor_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
-    """Threads per core, and the boot modes: Graviton boots UEFI only
-    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ami-boot.html)."""
-    threads = _threads_per_core(facts)
-    return {
-        "defaultThreadsPerCore": threads,
-        "validThreadsPerCores": [1] if threads == 1 else [1, 2],
-        "bootModes": ["uefi"] if facts.architecture == "arm64" else ["legacy-bios", "uefi"],
-    }
-
-
-def _compute_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
-    """vCPUs, memory and GPUs (`gpuses`: one entry per GPU model, with its count)."""
-    gpus = (
-        [{"count": facts.gpus, "manufacturer": "NVIDIA", "name": facts.gpu_name, "memorySize": facts.gpu_memory_mib}]
-        if facts.gpus
-        else []
-    )
-    return {
         "defaultVcpus": facts.vcpus,
-        "defaultCores": facts.vcpus // _threads_per_core(facts),
+        "defaultCores": facts.vcpus // threads,
         "memorySize": facts.memory_mib,
-        "gpuses": gpus,
+        "gpuses": [gpu] if facts.gpus else [],
         "totalGpuMemory": facts.gpus * facts.gpu_memory_mib,
-    }
-
-
-def _network_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
-    """EFA and the network cards, each card with its interface limit (8 on a one-card type, 2 per card otherwise)."""
-    interfaces_per_card = 2 if facts.network_cards > 1 else 8
-    return {
         "efaSupported": facts.efa_interfaces > 0,
         "efaMaximumInterfaces": facts.efa_interfaces,
         "enaSrdSupported": facts.efa_interfaces > 0,
@@ -169,4 +137,9 @@ def _network_fields(facts: InstanceTypeFacts) -> dict[str, Any]:
         ],
         "maximumNetworkInterfaces": interfaces_per_card * facts.network_cards,
         "networkPerformance": facts.network_performance,
+        "supportedArchitectures": [facts.architecture],
+        "defaultThreadsPerCore": threads,
+        "validThreadsPerCores": [1] if arm else [1, 2],
+        "bootModes": ["uefi"] if arm else ["legacy-bios", "uefi"],
+        **copy.deepcopy(UNREAD_FIELDS),  # each answer its own lists
     }

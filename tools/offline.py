@@ -13,7 +13,7 @@ import runpy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import pulumi
 from google.protobuf import json_format
@@ -129,15 +129,8 @@ class EngineMessage(NamedTuple):
 
 
 class EngineLog(logging.Handler):
-    """Pulumi's mock engine hands each message to a logger (pulumi/runtime/mocks.py MockEngine.Log: logger.info,
-    logger.warning, ...); this keeps them, in order, for the run."""
-
-    SEVERITIES: ClassVar[dict[int, str]] = {
-        logging.DEBUG: "debug",
-        logging.INFO: "info",
-        logging.WARNING: "warning",
-        logging.ERROR: "error",
-    }
+    """Pulumi's mock engine hands each message to a logger (pulumi/runtime/mocks.py MockEngine.Log: logger.debug,
+    .info, .warning or .error, whose level names are the severities); this keeps them, in order, for the run."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -148,7 +141,7 @@ class EngineLog(logging.Handler):
         self.logger.propagate = False
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(EngineMessage(self.SEVERITIES.get(record.levelno, "error"), record.getMessage()))
+        self.messages.append(EngineMessage(record.levelname.lower(), record.getMessage()))
 
 
 @dataclass

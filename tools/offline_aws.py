@@ -132,13 +132,11 @@ class AwsMocks(pulumi.runtime.Mocks):
         """hub_fetch's answer, noting a repository the offline Hub refuses (it holds a few, HUB_CONFIGS)."""
         answer = hub_fetch(url, headers)
         repo = url.removeprefix(f"{model_source.HUB}/").partition("/resolve/")[0]
-        refusal = answer.headers.get("X-Error-Code")
-        if refusal == "RepoNotFound":
-            table = "HUB_CONFIGS"
-            self._note(repo, f"not in the offline Hugging Face table (tools/offline_models.py {table}){ASKS_THE_HUB}")
-        elif refusal == "GatedRepo":
-            table = "GATED_REPOS"
-            self._note(repo, f"gated in the offline Hugging Face table (tools/offline_models.py {table}){ASKS_THE_HUB}")
+        refusal = {"RepoNotFound": ("not in", "HUB_CONFIGS"), "GatedRepo": ("gated in", "GATED_REPOS")}
+        noted = refusal.get(answer.headers.get("X-Error-Code", ""))
+        if noted:
+            how, table = noted
+            self._note(repo, f"{how} the offline Hugging Face table (tools/offline_models.py {table}){ASKS_THE_HUB}")
         return answer
 
     def service_quota(self, service_code: str, quota_code: str) -> dict:
@@ -237,29 +235,22 @@ class AwsMocks(pulumi.runtime.Mocks):
     def _instance_type_offerings(self, request: dict[str, Any]) -> LookupAnswer:
         """Region-wide: the types in OFFERED_INSTANCE_TYPES; by AZ: the AZs that offer the GPU type."""
         instance_type = request["filters"][0]["values"][0]
+        locations = self.gpu_offering_azs
         if request.get("locationType") == "region":
-            offered = instance_type in OFFERED_INSTANCE_TYPES
-            if not offered:
+            locations = [self.region] if instance_type in OFFERED_INSTANCE_TYPES else []
+            if not locations:
                 self._note(
                     instance_type,
                     "not among the types the offline region offers (tools/offline_aws.py OFFERED_INSTANCE_TYPES)"
                     + ASKS_EC2,
                 )
-            return {
-                **request,
-                "id": self.region,
-                "region": self.region,
-                "locations": [self.region] if offered else [],
-                "locationTypes": ["region"] if offered else [],
-                "instanceTypes": [instance_type] if offered else [],
-            }
         return {
             **request,
             "id": self.region,
             "region": self.region,
-            "locations": self.gpu_offering_azs,
-            "locationTypes": [request["locationType"]] * len(self.gpu_offering_azs),
-            "instanceTypes": [instance_type] * len(self.gpu_offering_azs),
+            "locations": locations,
+            "locationTypes": [request["locationType"]] * len(locations),
+            "instanceTypes": [instance_type] * len(locations),
         }
 
     def _instance_type(self, request: dict[str, Any]) -> LookupAnswer:

@@ -149,10 +149,7 @@ class KubernetesCluster:
             raise
 
     def list_nodes(self, label_selector: str) -> list[dict[str, Any]]:
-        nodes: list[dict[str, Any]] = (self._json(self.core.list_node, label_selector=label_selector) or {}).get(
-            "items", []
-        )
-        return nodes
+        return list((self._json(self.core.list_node, label_selector=label_selector) or {}).get("items", []))
 
     def get_rayservice(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._json(self.custom.get_namespaced_custom_object, "ray.io", "v1", namespace, "rayservices", name)
@@ -162,8 +159,7 @@ class KubernetesCluster:
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         found = self._json(self.core.list_namespaced_pod, namespace, label_selector=label_selector)
-        pods: list[dict[str, Any]] = (found or {}).get("items", [])
-        return pods
+        return list((found or {}).get("items", []))
 
     def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str]) -> str:
         # `stream` swaps the transport of the API client it is given for the call's duration: a client

@@ -74,24 +74,16 @@ NCCL_OFI_PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (\w+)")
 EndpointOpener = Callable[[], AbstractContextManager[str]]
 
 
+@dataclass
 class VerifyContext:
     """What every check reads; the RayService is fetched once and shared."""
 
-    def __init__(
-        self,
-        outputs: StackOutputs,
-        cluster: Cluster,
-        open_endpoint: EndpointOpener,
-        timeout_s: float,
-        open_prometheus: EndpointOpener | None = None,
-        metrics_wait_s: float = 0.0,
-    ) -> None:
-        self.outputs = outputs
-        self.cluster = cluster
-        self.open_endpoint = open_endpoint
-        self.timeout_s = timeout_s
-        self.open_prometheus = open_prometheus
-        self.metrics_wait_s = metrics_wait_s
+    outputs: StackOutputs
+    cluster: Cluster
+    open_endpoint: EndpointOpener
+    timeout_s: float
+    open_prometheus: EndpointOpener | None = None
+    metrics_wait_s: float = 0.0
 
     @cached_property
     def rayservice(self) -> dict[str, Any] | None:
@@ -157,16 +149,12 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
     if rayservice is None:
         return CheckResult(False, f"RayService {outputs.namespace}/{outputs.ray_service_name} does not exist")
     status = rayservice.get("status", {})
+    apps = status.get("activeServiceStatus", {}).get("applicationStatuses", {})
     details = [f"serviceStatus: {status.get('serviceStatus') or '-'}, Ready: {_is_ready(rayservice)}"]
-    for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items():
-        details.append(f"application {app}: {app_status.get('status', '?')}")
+    details += [f"application {app}: {app_status.get('status', '?')}" for app, app_status in apps.items()]
     running = status.get("serviceStatus") == "Running" or _is_ready(rayservice)
     # KubeRay (1.4.0 and 1.7.0) keeps Ready over a failed serve config (it counts serve endpoints): read the apps.
-    failed = {
-        app: app_status
-        for app, app_status in status.get("activeServiceStatus", {}).get("applicationStatuses", {}).items()
-        if app_status.get("status") in FAILED_APP_STATUSES
-    }
+    failed = {app: app_status for app, app_status in apps.items() if app_status.get("status") in FAILED_APP_STATUSES}
     cluster = cluster_verdict(rayservice)
     service = ctx.cluster.get_service(outputs.namespace, outputs.serve_service)
     if service is not None:

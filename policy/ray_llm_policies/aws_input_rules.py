@@ -275,9 +275,8 @@ EXPLAINED: Mapping[str, Mapping[str, str]] = {
     },
 }
 
-# pulumi-aws fills these name properties in Check when the program leaves them out: the resource's logical name, a
-# "-" and 7 random characters (pulumi/pulumi-terraform-bridge pkg/tfbridge AutoNameTransform: Separator "-",
-# Randlen 7; pulumi/pulumi-aws provider/resources.go), the replication group's id lowercased.
+# pulumi-aws fills these name properties in Check when the program leaves them out, from the logical name
+# (pulumi/pulumi-terraform-bridge pkg/tfbridge AutoNameTransform; pulumi/pulumi-aws provider/resources.go).
 AUTONAMED: Mapping[str, str] = {
     "aws:ec2/securityGroup:SecurityGroup": "name",
     "aws:ec2/launchTemplate:LaunchTemplate": "name",
@@ -287,17 +286,6 @@ AUTONAMED: Mapping[str, str] = {
     "aws:elasticache/subnetGroup:SubnetGroup": "name",
     "aws:elasticache/replicationGroup:ReplicationGroup": "replicationGroupId",
 }
-AUTONAME_SUFFIX = "-" + "0a1b2c3"
-
-
-def autonamed(type_: str, logical_name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The inputs as pulumi-aws's Check completes them: an autonamed property the program left out gets its name."""
-    prop = AUTONAMED.get(type_)
-    if prop is None or prop in inputs:
-        return dict(inputs)
-    name = logical_name + AUTONAME_SUFFIX
-    return {**inputs, prop: name.lower() if prop == "replicationGroupId" else name}
-
 
 # Map-valued properties: their keys are data (tag keys, label keys, chosen entry names), not property names.
 MAP_PROPERTIES = frozenset({"tags", "labels", "accessEntries", "accessPolicies"})
@@ -343,12 +331,3 @@ def violations(type_: str, inputs: Mapping[str, Any]) -> Iterator[Violation]:
         reason = rule.refusal(value) if rule else None
         if rule and reason:
             yield Violation(path, value, rule, reason)
-
-
-def unexplained(type_: str, inputs: Mapping[str, Any]) -> Iterator[str]:
-    """The property paths of these inputs that the table neither rules nor explains."""
-    known = {**RULES.get(type_, {}), **EXPLAINED.get(type_, {})}
-    for path in sorted({path for path, _ in leaves(inputs)}):
-        ancestors = [path[:index] for index, character in enumerate(path) if character == "."]
-        if path not in known and not any(ancestor in known for ancestor in ancestors):
-            yield path
