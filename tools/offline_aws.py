@@ -269,11 +269,10 @@ class AwsMocks(pulumi.runtime.Mocks):
         account does not hold. The commitment and interruption blocks, which a block bought outright has no use for,
         hold empty values of their fields' types."""
         reservation_id = request["id"]
-        if reservation_id not in CAPACITY_BLOCKS:
-            self._note(
-                reservation_id,
-                "not among the offline account's Capacity Blocks (tools/offline_aws.py CAPACITY_BLOCKS)" + ASKS_EC2,
-            )
+        held = reservation_id in CAPACITY_BLOCKS
+        blocks = "the offline account's Capacity Blocks (tools/offline_aws.py CAPACITY_BLOCKS)"
+        self._note(reservation_id, f"{'one of' if held else 'not among'} {blocks}{ASKS_EC2}")
+        if not held:
             return {}, [
                 (
                     "id",
@@ -282,10 +281,6 @@ class AwsMocks(pulumi.runtime.Mocks):
                 )
             ]
         instance_type, az_letter, count, state = CAPACITY_BLOCKS[reservation_id]
-        self._note(
-            reservation_id,
-            "one of the offline account's Capacity Blocks (tools/offline_aws.py CAPACITY_BLOCKS)" + ASKS_EC2,
-        )
         return {
             **request,
             "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:capacity-reservation/{reservation_id}",

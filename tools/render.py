@@ -295,20 +295,17 @@ def kubernetes_manifests(run: StackRun) -> list[dict[str, Any]]:
     return sorted(manifests, key=manifest_path)
 
 
-def helm_install_command(release: dict[str, Any], values_path: str) -> str:
-    return (
-        f"helm upgrade --install {release['name']} {release['chart']} --repo {release['repositoryOpts']['repo']} "
-        f"--version {release['version']} --namespace {release['namespace']} --create-namespace -f {values_path}"
-    )
-
-
 def helm_values_files(run: StackRun) -> dict[str, str]:
     files = {}
     for resource in run.of_type(HELM_RELEASE):
         release = declared_inputs(resource)
         path = f"helm/{release['name']}.values.yaml"
+        install = (
+            f"helm upgrade --install {release['name']} {release['chart']} --repo {release['repositoryOpts']['repo']} "
+            f"--version {release['version']} --namespace {release['namespace']} --create-namespace -f {path}"
+        )
         header = f"# Values of the {release['name']} release ({release['chart']} {release['version']}):\n"
-        files[path] = f"{header}#   {helm_install_command(release, path)}\n" + to_yaml(release.get("values") or {})
+        files[path] = f"{header}#   {install}\n" + to_yaml(release.get("values") or {})
     return files
 
 

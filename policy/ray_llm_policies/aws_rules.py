@@ -72,6 +72,12 @@ class Rule:
         return None
 
 
+def one_of(name: str, source: str, refused_example: str, values: tuple[str, ...]) -> Rule:
+    """A rule of enumerated values, which it names as what is allowed ("a, b or c")."""
+    allowed = values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+    return Rule(name, allowed, source, refused_example, values=values)
+
+
 # --- tags: every tagged resource -------------------------------------------------------------------------------------
 _TAGGING = (
     "https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html (tag naming limits and requirements); "
@@ -151,12 +157,11 @@ USER_DATA = Rule(
     max_length=16384,
     length=_decoded_size,
 )
-VOLUME_TYPE = Rule(
+VOLUME_TYPE = one_of(
     "EBS volume type",
-    "standard, io1, io2, gp2, sc1, st1 or gp3",
     f"{EC2_API}API_LaunchTemplateEbsBlockDeviceRequest.html (VolumeType)",
     "gp4",
-    values=("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"),
+    ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"),
 )
 MAX_GP3_GIB = 16384
 GP3_SIZE = Rule(
@@ -167,19 +172,17 @@ GP3_SIZE = Rule(
     minimum=1,
     maximum=MAX_GP3_GIB,
 )
-HTTP_ENDPOINT = Rule(
+HTTP_ENDPOINT = one_of(
     "instance metadata endpoint",
-    "enabled or disabled",
     f"{EC2_API}API_LaunchTemplateInstanceMetadataOptionsRequest.html (HttpEndpoint)",
     "on",
-    values=("enabled", "disabled"),
+    ("enabled", "disabled"),
 )
-HTTP_TOKENS = Rule(
+HTTP_TOKENS = one_of(
     "instance metadata tokens",
-    "optional or required",
     f"{EC2_API}API_LaunchTemplateInstanceMetadataOptionsRequest.html (HttpTokens)",
     "v2",
-    values=("optional", "required"),
+    ("optional", "required"),
 )
 HOP_LIMIT = Rule(
     "instance metadata hop limit",
@@ -189,26 +192,23 @@ HOP_LIMIT = Rule(
     minimum=1,
     maximum=64,
 )
-INTERFACE_TYPE = Rule(
+INTERFACE_TYPE = one_of(
     "network interface type",
-    "interface, efa or efa-only",
     f"{EC2_API}API_LaunchTemplateInstanceNetworkInterfaceSpecificationRequest.html (InterfaceType)",
     "EFA",
-    values=("interface", "efa", "efa-only"),
+    ("interface", "efa", "efa-only"),
 )
-MARKET_TYPE = Rule(
+MARKET_TYPE = one_of(
     "instance market type",
-    "spot, capacity-block or interruptible-capacity-reservation",
     f"{EC2_API}API_LaunchTemplateInstanceMarketOptionsRequest.html (MarketType)",
     "capacity_block",
-    values=("spot", "capacity-block", "interruptible-capacity-reservation"),
+    ("spot", "capacity-block", "interruptible-capacity-reservation"),
 )
-TAGGED_RESOURCE_TYPE = Rule(
+TAGGED_RESOURCE_TYPE = one_of(
     "launch template tag resource type",
-    "instance, volume, network-interface or spot-instances-request",
     f"{EC2_API}API_LaunchTemplateTagSpecificationRequest.html (ResourceType)",
     "launch-template",
-    values=("instance", "volume", "network-interface", "spot-instances-request"),
+    ("instance", "volume", "network-interface", "spot-instances-request"),
 )
 PLACEMENT_GROUP_NAME = Rule(
     "placement group name",
@@ -218,12 +218,11 @@ PLACEMENT_GROUP_NAME = Rule(
     pattern=r"[\x00-\x7f]*",
     max_length=255,
 )
-PLACEMENT_STRATEGY = Rule(
+PLACEMENT_STRATEGY = one_of(
     "placement strategy",
-    "cluster, spread or partition",
     f"{EC2_API}API_CreatePlacementGroup.html (Strategy)",
     "clustered",
-    values=("cluster", "spread", "partition"),
+    ("cluster", "spread", "partition"),
 )
 CIDR_BLOCK = Rule(
     "VPC or subnet IPv4 block",
@@ -233,19 +232,12 @@ CIDR_BLOCK = Rule(
     "10.0.0.0/12",
     pattern=r"\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-8])",
 )
-ADDRESS_DOMAIN = Rule(
-    "Elastic IP domain",
-    "vpc or standard",
-    f"{EC2_API}API_AllocateAddress.html (Domain)",
-    "VPC",
-    values=("vpc", "standard"),
-)
-VPC_ENDPOINT_TYPE = Rule(
+ADDRESS_DOMAIN = one_of("Elastic IP domain", f"{EC2_API}API_AllocateAddress.html (Domain)", "VPC", ("vpc", "standard"))
+VPC_ENDPOINT_TYPE = one_of(
     "VPC endpoint type",
-    "Interface, Gateway, GatewayLoadBalancer, Resource or ServiceNetwork",
     f"{EC2_API}API_CreateVpcEndpoint.html (VpcEndpointType)",
     "gateway",
-    values=("Interface", "Gateway", "GatewayLoadBalancer", "Resource", "ServiceNetwork"),
+    ("Interface", "Gateway", "GatewayLoadBalancer", "Resource", "ServiceNetwork"),
 )
 
 # --- IAM -------------------------------------------------------------------------------------------------------------
@@ -357,33 +349,29 @@ ADDON_VERSION = Rule(
     pattern=r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-((0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
     r"(\.(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?",
 )
-RESOLVE_CONFLICTS_ON_CREATE = Rule(
+RESOLVE_CONFLICTS_ON_CREATE = one_of(
     "EKS add-on conflict resolution on create",
-    "NONE or OVERWRITE",
     f"{TF}eks/addon.go resolve_conflicts_on_create",
     "PRESERVE",
-    values=("NONE", "OVERWRITE"),
+    ("NONE", "OVERWRITE"),
 )
-RESOLVE_CONFLICTS_ON_UPDATE = Rule(
+RESOLVE_CONFLICTS_ON_UPDATE = one_of(
     "EKS add-on conflict resolution on update",
-    "NONE, OVERWRITE or PRESERVE",
     f"{TF}eks/addon.go resolve_conflicts_on_update (types.ResolveConflicts); {EKS_API}API_UpdateAddon.html",
     "KEEP",
-    values=("NONE", "OVERWRITE", "PRESERVE"),
+    ("NONE", "OVERWRITE", "PRESERVE"),
 )
-LOG_TYPE = Rule(
+LOG_TYPE = one_of(
     "EKS control plane log type",
-    "api, audit, authenticator, controllerManager or scheduler",
     f"{EKS_API}API_LogSetup.html (types)",
     "controller-manager",
-    values=("api", "audit", "authenticator", "controllerManager", "scheduler"),
+    ("api", "audit", "authenticator", "controllerManager", "scheduler"),
 )
-AUTHENTICATION_MODE = Rule(
+AUTHENTICATION_MODE = one_of(
     "EKS authentication mode",
-    "API, API_AND_CONFIG_MAP or CONFIG_MAP",
     f"{EKS_API}API_CreateAccessConfigRequest.html (authenticationMode)",
     "IAM",
-    values=("API", "API_AND_CONFIG_MAP", "CONFIG_MAP"),
+    ("API", "API_AND_CONFIG_MAP", "CONFIG_MAP"),
 )
 ACCESS_POLICY_ARN = Rule(
     "EKS access policy ARN",
@@ -393,19 +381,14 @@ ACCESS_POLICY_ARN = Rule(
     "AmazonEKSClusterAdminPolicy",
     pattern=r"arn:aws(-[a-z]+)*:eks::aws:cluster-access-policy/[A-Za-z]+",
 )
-ACCESS_SCOPE_TYPE = Rule(
-    "EKS access scope type",
-    "cluster or namespace",
-    f"{EKS_API}API_AccessScope.html (type)",
-    "Cluster",
-    values=("cluster", "namespace"),
+ACCESS_SCOPE_TYPE = one_of(
+    "EKS access scope type", f"{EKS_API}API_AccessScope.html (type)", "Cluster", ("cluster", "namespace")
 )
-ENCRYPTED_RESOURCES = Rule(
+ENCRYPTED_RESOURCES = one_of(
     "EKS encryption resources",
-    "secrets",
     f"{EKS_API}API_EncryptionConfig.html (resources: the only supported value is secrets)",
     "configmaps",
-    values=("secrets",),
+    ("secrets",),
 )
 AMI_TYPE = Rule(
     "EKS node group AMI type",
@@ -434,12 +417,11 @@ AMI_TYPE = Rule(
         "AL2023_ARM_64_NVIDIA",
     ),
 )
-CAPACITY_TYPE = Rule(
+CAPACITY_TYPE = one_of(
     "EKS node group capacity type",
-    "ON_DEMAND, SPOT or CAPACITY_BLOCK",
     f"{EKS_API}API_CreateNodegroup.html (capacityType); {TF}eks/node_group.go capacity_type",
     "on-demand",
-    values=("ON_DEMAND", "SPOT", "CAPACITY_BLOCK"),
+    ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK"),
 )
 TAINT_KEY = Rule(
     "EKS taint key",
@@ -456,12 +438,11 @@ TAINT_VALUE = Rule(
     "t" * 64,
     max_length=63,
 )
-TAINT_EFFECT = Rule(
+TAINT_EFFECT = one_of(
     "EKS taint effect",
-    "NO_SCHEDULE, NO_EXECUTE or PREFER_NO_SCHEDULE",
     f"{EKS_API}API_Taint.html (effect); {TF}eks/node_group.go taint.effect",
     "NoSchedule",
-    values=("NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"),
+    ("NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"),
 )
 NODE_LABEL = Rule(
     "EKS node group label key or value",
@@ -524,12 +505,11 @@ AUTH_TOKEN = Rule(
     min_length=16,
     max_length=128,
 )
-ENGINE = Rule(
+ENGINE = one_of(
     "ElastiCache engine",
-    "redis or valkey",
     f"{TF}elasticache/replication_group.go engine: StringInSlice(engineRedis, engineValkey)",
     "memcached",
-    values=("redis", "valkey"),
+    ("redis", "valkey"),
 )
 CACHE_CLUSTERS = Rule(
     "ElastiCache replication group cache clusters",
@@ -575,10 +555,9 @@ BUCKET_NAME = Rule(
     min_length=3,
     max_length=63,
 )
-SSE_ALGORITHM = Rule(
+SSE_ALGORITHM = one_of(
     "S3 default encryption algorithm",
-    "AES256, aws:kms or aws:kms:dsse",
     "https://docs.aws.amazon.com/AmazonS3/latest/API/API_ServerSideEncryptionByDefault.html (SSEAlgorithm)",
     "SSE-S3",
-    values=("AES256", "aws:kms", "aws:kms:dsse"),
+    ("AES256", "aws:kms", "aws:kms:dsse"),
 )
