@@ -260,27 +260,15 @@ def _configure_runtime(
     overrides: Mapping[str, Any] | None,
     stack: str,
     secret_keys: tuple[str, ...],
-    gpu_offering_azs: list[str] | None,
     preview: bool,
-    vcpu_quota: float = DEFAULT_VCPU_QUOTA,
-    caller_arn: str = DEPLOYER_ARN,
-    existing_clusters: tuple[str, ...] = (),
-    existing: StackRun | None = None,
+    aws_of_region: Callable[[str], AwsMocks],
 ) -> CapturingMonitor:
-    """Points the Pulumi runtime at fresh mocks with the stack's config, as `pulumi up` would see it."""
+    """Points the Pulumi runtime at fresh mocks (`aws_of_region` makes them for the stack's region) with the stack's
+    config, as `pulumi up` would see it."""
     stack_values = stack_file(stack)
     config = {**project_config(), **stack_values.config}
     config.update({_qualified(k): cli_string(v) for k, v in (overrides or {}).items()})
-    monitor = CapturingMonitor(
-        AwsMocks(
-            config["aws:region"],
-            gpu_offering_azs,
-            vcpu_quota,
-            caller_arn,
-            existing_clusters,
-            existing_uids=existing.uids if existing else None,
-        )
-    )
+    monitor = CapturingMonitor(aws_of_region(config["aws:region"]))
     model_source.https_get = monitor.aws.fetch_from_hub  # no network: the model preflight asks the offline Hub
     settings.ROOT.set(None)
     pulumi.runtime.set_mocks(
@@ -294,7 +282,9 @@ def load_stack_config(
     overrides: Mapping[str, Any] | None = None, *, stack: str = "dev", secret_keys: tuple[str, ...] = ()
 ) -> StackConfig:
     """The validated StackConfig of a stack, without running the program (raises ConfigError)."""
-    _configure_runtime(overrides, stack, secret_keys, None, preview=False)
+    _configure_runtime(
+        overrides, stack, secret_keys, preview=False, aws_of_region=lambda region: AwsMocks(region, None)
+    )
     return load_config(describe_instance_type=node_groups.describe_instance_type)
 
 
@@ -327,8 +317,13 @@ def run_stack(
     """Runs a Pulumi program (the project's `__main__.py`) with the given stack's config; returns what it declared.
     `vcpu_quota`, `caller_arn` and `existing_clusters` are what Service Quotas, STS and EKS answer; `existing` is the
     run whose objects the stack's state already holds (a change to a running stack), else every object is created."""
+    uids = existing.uids if existing else None
     monitor = _configure_runtime(
-        overrides, stack, secret_keys, gpu_offering_azs, preview, vcpu_quota, caller_arn, existing_clusters, existing
+        overrides,
+        stack,
+        secret_keys,
+        preview,
+        lambda region: AwsMocks(region, gpu_offering_azs, vcpu_quota, caller_arn, existing_clusters, uids),
     )
     run = StackRun(
         resources=monitor.captured,

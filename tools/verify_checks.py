@@ -220,8 +220,7 @@ def keyless_status(base_url: str, timeout_s: float) -> int:
     """The HTTP status of GET /v1/models sent without an Authorization header."""
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as response:
-            status: int = response.status
-            return status
+            return int(response.status)
     except urllib.error.HTTPError as error:
         return error.code
 
@@ -258,8 +257,7 @@ def check_completion(ctx: VerifyContext) -> CheckResult:
 
 def _container(pod: dict[str, Any]) -> str:
     # KubeRay puts the Ray container first.
-    name: str = pod["spec"]["containers"][0]["name"]
-    return name
+    return str(pod["spec"]["containers"][0]["name"])
 
 
 def kv_buffer_devices(rayservice: dict[str, Any] | None) -> dict[str, str]:
