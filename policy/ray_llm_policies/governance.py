@@ -92,14 +92,15 @@ def _decoded(encoded: str) -> str | None:
 
 def _secret_values(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     """The values of the stack's Kubernetes Secrets (the HF token, the API keys), as given and base64-decoded, and
-    each line of a value of several (the keys file holds one key a line)."""
+    each line of a value of several (the keys file holds one key a line), less those too short to be credentials."""
     for secret in of_type(resources, KUBERNETES_SECRET):
         values = list(known_strings(get(secret.props, "stringData", default={})))
         decoded = (_decoded(encoded) for encoded in known_strings(get(secret.props, "data", default={})))
         values += [value for value in decoded if value is not None]
         for value in values:
             lines = [line.strip() for line in value.splitlines() if line.strip()]
-            yield from ((secret, part) for part in dict.fromkeys([value, *lines]))
+            parts = dict.fromkeys([value, *lines])
+            yield from ((secret, part) for part in parts if len(part) >= MIN_CREDENTIAL_LENGTH)
 
 
 def _parse_document(text: str) -> Any:
@@ -129,9 +130,7 @@ def _holds_kubeconfig(value: Any) -> bool:
 def _credentials_in_outputs(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     """Stack outputs that carry credentials: stricter than "not plain", because a policy gets every secret decrypted and
     unmarked (docs/policy.md#what-a-policy-can-and-cannot-see); the tests prove the outputs' secrecy."""
-    credentials = [
-        (secret, value) for secret, value in _secret_values(resources) if len(value) >= MIN_CREDENTIAL_LENGTH
-    ]
+    credentials = list(_secret_values(resources))
     for stack in of_type(resources, STACK):
         for output_name in stack.props:
             try:
@@ -217,8 +216,7 @@ def _credentials_outside_secrets(resources: Sequence[PolicyResource]) -> Iterato
     digest or a zip name in the stack's own objects has too."""
     holders: dict[str, set[str]] = {}
     for secret, value in _secret_values(resources):
-        if len(value) >= MIN_CREDENTIAL_LENGTH:
-            holders.setdefault(value, set()).add(str(get(secret.props, "metadata", "name")))
+        holders.setdefault(value, set()).add(str(get(secret.props, "metadata", "name")))
     fix = (
         "Fix: no stack config copies it there; pods take a credential from a Secret (a volume, or env valueFrom "
         "secretKeyRef, as infra/serving/rayservice.py does for the API keys and the HF token): remove the copy and "

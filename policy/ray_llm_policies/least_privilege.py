@@ -10,7 +10,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource
 
-from .props import as_bool, get, is_sequence, known, mappings
+from .props import as_bool, get, is_sequence, known, mappings, statements
 from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, NODE_GROUPS, RAY_SERVICE, SUBNET
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
@@ -168,17 +168,12 @@ def _document(text: Any) -> Mapping[str, Any]:
     return document if isinstance(document, Mapping) else {}
 
 
-def _statements(text: Any) -> list[Mapping[str, Any]]:
-    statement = get(_document(text), "Statement")
-    return [statement] if isinstance(statement, Mapping) else mappings(statement)
-
-
 def _listed(value: Any) -> list[str]:
     return [str(v) for v in value] if is_sequence(value) else ([str(value)] if value is not None else [])
 
 
 def _grants_anyone(text: Any) -> bool:
-    for statement in _statements(text):
+    for statement in statements(_document(text)):
         principal = get(statement, "Principal")
         anyone = principal == "*" or "*" in _listed(get(principal, "AWS"))
         if get(statement, "Effect") == "Allow" and anyone:
@@ -189,7 +184,7 @@ def _grants_anyone(text: Any) -> bool:
 def _admin_statements(text: Any) -> list[str]:
     """Allow statements of every action, or of every action of a service, on every resource."""
     found = []
-    for statement in _statements(text):
+    for statement in statements(_document(text)):
         if get(statement, "Effect") != "Allow":
             continue
         actions = _listed(get(statement, "Action"))

@@ -14,7 +14,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from .props import get, is_sequence, known, known_children, mappings
+from .props import get, is_sequence, known, known_children, mappings, statements
 from .resource_types import RAY_SERVICE
 from .rules import of_type, stack_policy
 from .serving import ServeConfigError, aggregated_llm_configs, pd_applications
@@ -65,17 +65,11 @@ def _document(text: Any) -> Mapping[str, Any]:
     return document if isinstance(document, Mapping) else {}
 
 
-def _statements(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A policy's statements: `Statement` is one statement or a list of them."""
-    statement = get(document, "Statement")
-    return [statement] if isinstance(statement, Mapping) else mappings(statement)
-
-
 def _trusted_subjects(role: PolicyResource) -> set[str]:
     """The service-account subjects (or patterns) the role's web-identity trust lets in; ANY_SUBJECT where a
     statement names none."""
     subjects = set()
-    for statement in _statements(_document(get(role.props, "assumeRolePolicy"))):
+    for statement in statements(_document(get(role.props, "assumeRolePolicy"))):
         if get(statement, "Effect") != "Allow" or not get(statement, "Principal", "Federated"):
             continue
         named = set()
@@ -198,7 +192,7 @@ def _worker_access_beyond_the_model(resources: Sequence[PolicyResource]) -> Iter
                     ),
                 )
             for attached, text in _inline_policies(role, resources):
-                for statement in _statements(_document(text)):
+                for statement in statements(_document(text)):
                     problem = _statement_problem(statement, prefixes)
                     if problem:
                         yield (

@@ -41,6 +41,12 @@ def mappings(value: Any) -> list[Mapping[str, Any]]:
     return [item for item in value if isinstance(item, Mapping)] if is_sequence(value) else []
 
 
+def statements(document: Any) -> list[Mapping[str, Any]]:
+    """An IAM policy document's statements: `Statement` is one statement or a list of them."""
+    statement = get(document, "Statement")
+    return [statement] if isinstance(statement, Mapping) else mappings(statement)
+
+
 def as_bool(value: Any) -> bool:
     """True for `True` and for the AWS provider's string form "true"."""
     return value is True or (isinstance(value, str) and value.lower() == "true")
