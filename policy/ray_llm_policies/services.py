@@ -49,14 +49,6 @@ def _head_group(rayservice: Inspected) -> Any:
     return get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", default={})
 
 
-def serve_port(rayservice: Inspected) -> Mapping[str, Any] | None:
-    head = get(_head_group(rayservice), "template", "spec", "containers", 0)
-    for port in mappings(get(head, "ports", default=[])):
-        if get(port, "name") == SERVE_PORT_NAME:
-            return {"name": SERVE_PORT_NAME, "port": get(port, "containerPort")}
-    return None
-
-
 def _kuberay_type(rayservice: Inspected, service: Any) -> str:
     """The Service's own type, else the head group's serviceType (setServiceTypeForUserProvidedService), else
     Kubernetes' default."""
@@ -171,6 +163,9 @@ def selects_serving_pods(service: Inspected, rayservice: Inspected) -> bool:
 
 def serve_port_numbers(rayservices: Sequence[Inspected]) -> set[float]:
     """The port Serve listens on in each RayService's pods (the head's `serve` container port, else KubeRay's)."""
-    ports = (serve_port(rayservice) for rayservice in rayservices)
-    numbers = {as_number(get(port, "port")) for port in ports if port}
+    numbers: set[float | None] = set()
+    for rayservice in rayservices:
+        head = get(_head_group(rayservice), "template", "spec", "containers", 0)
+        serve = [port for port in mappings(get(head, "ports", default=[])) if get(port, "name") == SERVE_PORT_NAME]
+        numbers.add(as_number(get(serve[0], "containerPort")) if serve else None)
     return {number for number in numbers if number is not None} or {float(DEFAULT_SERVE_PORT)}
