@@ -56,8 +56,6 @@ def as_number(value: Any) -> float | None:
     """A number property (floats on the wire; Kubernetes quantities are strings such as "1")."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
     try:
         return float(value)
     except (TypeError, ValueError):
