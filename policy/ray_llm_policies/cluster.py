@@ -30,10 +30,8 @@ def cluster_settings(resource: Inspected) -> ClusterSettings | None:
     """
     if resource.resource_type not in CLUSTERS or not resource.props:
         return None
-    if resource.resource_type == EKS_CLUSTER_COMPONENT:
-        endpoint = resource.props
-    else:
-        endpoint = get(resource.props, "vpcConfig", default={})
+    component = resource.resource_type == EKS_CLUSTER_COMPONENT
+    endpoint = resource.props if component else get(resource.props, "vpcConfig", default={})
     public = get(endpoint, "endpointPublicAccess")
     return ClusterSettings(
         # Both pulumi-eks and EKS default to a public endpoint.

@@ -36,11 +36,8 @@ EKS_DEFAULT_DISK_GIB = 20
 def node_group_settings(resource: Inspected) -> Mapping[str, Any] | None:
     """A managed node group's settings, or None where they are not visible on this resource: the pulumi-eks component
     under mocks, its `aws:eks` NodeGroup child in a real preview (docs/policy.md#what-a-policy-can-and-cannot-see)."""
-    if resource.resource_type not in NODE_GROUPS:
-        return None
-    if resource.resource_type in EKS_COMPONENTS and not resource.props:
-        return None
-    return resource.props
+    seen_without_inputs = resource.resource_type in EKS_COMPONENTS and not resource.props
+    return resource.props if resource.resource_type in NODE_GROUPS and not seen_without_inputs else None
 
 
 def is_gpu_node_group(settings: Mapping[str, Any]) -> bool:
