@@ -52,8 +52,8 @@ def _uncovered(whole: list[IpNetwork], blocks: Iterable[IpNetwork]) -> list[IpNe
         for part in whole:
             if part.version != block.version or not part.overlaps(block):
                 rest.append(part)
-            elif not part.subnet_of(block):
-                rest.extend(part.address_exclude(block))
+            elif not part.subnet_of(block):  # type: ignore[arg-type]  # of one version: checked above
+                rest.extend(part.address_exclude(block))  # type: ignore[arg-type]
         whole = rest
     return whole
 

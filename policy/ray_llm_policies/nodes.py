@@ -147,6 +147,7 @@ def _small_gpu_root_volumes(resources: Sequence[PolicyResource]) -> Iterator[tup
     fix = f"Fix: set gpuRootVolumeGiB to {MIN_GPU_ROOT_VOLUME_GIB} or more (the default is 200)."
     for group in gpu_node_groups(resources):
         template = launch_template_of(group)
+        size: float | None
         if template is None:
             size = as_number(get(group.props, "diskSize")) or EKS_DEFAULT_DISK_GIB
             where = "its diskSize"

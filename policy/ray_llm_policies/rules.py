@@ -21,9 +21,12 @@ from pulumi_policy import (
 class Inspected(Protocol):
     """A resource as a policy sees it (its inputs in a resource policy, its outputs in a stack policy)."""
 
-    resource_type: str
-    name: str
-    props: Mapping[str, Any]
+    @property
+    def resource_type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def props(self) -> Mapping[str, Any]: ...
 
 
 ResourceCheck = Callable[[Inspected], Iterable[str]]

@@ -100,7 +100,7 @@ def _head_ports(rayservice: Inspected) -> list[Mapping[str, Any]]:
     """Every container port of the head's Ray container (an unnamed one as `<number>-port`), KubeRay's defaults where it
     has none, and the metrics port unless one is named so (getServicePorts, getPortsFromCluster)."""
     head = get(_head_group(rayservice), "template", "spec", "containers", 0)
-    ports = [
+    ports: list[Mapping[str, Any]] = [
         {"name": get(port, "name") or f"{get(port, 'containerPort')}-port", "port": get(port, "containerPort")}
         for port in mappings(get(head, "ports", default=[]))
     ] or list(DEFAULT_HEAD_PORTS)
@@ -142,7 +142,7 @@ def target_ports(service: Inspected) -> Iterator[Any]:
         yield target if isinstance(target, str) else as_number(target)
 
 
-def selector(service: Inspected) -> dict[str, Any]:
+def selector(service: Inspected) -> dict[str | int, Any]:
     """The Service's selector, less the values unknown until the update runs."""
     return dict(known_children(get(service.props, "spec", "selector", default={})))
 
