@@ -389,6 +389,9 @@ def _pod_identity_role(captured: CapturedStack) -> None:
 # policy_attachment.py roles; role_policy_attachments_exclusive.py policy_arns).
 READER_ROUTES = (
     ("statement-object", _statement_as_one_object),
+    # A TypeScript program may pass the document itself: @pulumi/aws's RolePolicyArgs.policy is
+    # `Input<string | PolicyDocument>` (sdk/nodejs/iam/rolePolicy.ts).
+    ("document-object", lambda c: READER_POLICY(c).update(policy={"Version": "2012-10-17", "Statement": [ANY_S3]})),
     ("trust-pattern", _loosen_trust(pattern=True)),
     ("trust-any-subject", _loosen_trust(pattern=False)),
     (

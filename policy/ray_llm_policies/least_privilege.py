@@ -4,13 +4,12 @@ Kubernetes role, nodes in private subnets."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource
 
-from .props import as_bool, get, is_sequence, known, mappings, statements
+from .props import as_bool, get, is_sequence, known, mappings, policy_document, statements
 from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, NODE_GROUPS, RAY_SERVICE, SUBNET
 from .rules import Inspected, of_type, resource_policy, stack_policy
 
@@ -160,20 +159,12 @@ def _public_buckets(resources: Sequence[PolicyResource]) -> Iterator[tuple[Polic
                 )
 
 
-def _document(text: Any) -> Mapping[str, Any]:
-    try:
-        document = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return {}
-    return document if isinstance(document, Mapping) else {}
-
-
 def _listed(value: Any) -> list[str]:
     return [str(v) for v in value] if is_sequence(value) else ([str(value)] if value is not None else [])
 
 
 def _grants_anyone(text: Any) -> bool:
-    for statement in statements(_document(text)):
+    for statement in statements(policy_document(text)):
         principal = get(statement, "Principal")
         anyone = principal == "*" or "*" in _listed(get(principal, "AWS"))
         if get(statement, "Effect") == "Allow" and anyone:
@@ -184,7 +175,7 @@ def _grants_anyone(text: Any) -> bool:
 def _admin_statements(text: Any) -> list[str]:
     """Allow statements of every action, or of every action of a service, on every resource."""
     found = []
-    for statement in statements(_document(text)):
+    for statement in statements(policy_document(text)):
         if get(statement, "Effect") != "Allow":
             continue
         actions = _listed(get(statement, "Action"))

@@ -6,7 +6,6 @@ and the IAM and S3 sources: docs/policy.md#policies, `worker-access-model-only`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from .props import get, is_sequence, known, known_children, mappings, statements
+from .props import get, is_sequence, known, known_children, mappings, policy_document, statements
 from .resource_types import RAY_SERVICE
 from .rules import of_type, stack_policy
 from .serving import ServeConfigError, aggregated_llm_configs, pd_applications
@@ -57,19 +56,11 @@ def _worker_subjects(rayservice: PolicyResource) -> set[str]:
     return {f"system:serviceaccount:{namespace}:{account}" for account in accounts if isinstance(account, str)}
 
 
-def _document(text: Any) -> Mapping[str, Any]:
-    try:
-        document = json.loads(text) if isinstance(text, str) else {}
-    except ValueError:
-        return {}
-    return document if isinstance(document, Mapping) else {}
-
-
 def _trusted_subjects(role: PolicyResource) -> set[str]:
     """The service-account subjects (or patterns) the role's web-identity trust lets in; ANY_SUBJECT where a
     statement names none."""
     subjects = set()
-    for statement in statements(_document(get(role.props, "assumeRolePolicy"))):
+    for statement in statements(policy_document(get(role.props, "assumeRolePolicy"))):
         if get(statement, "Effect") != "Allow" or not get(statement, "Principal", "Federated"):
             continue
         named = set()
@@ -192,7 +183,7 @@ def _worker_access_beyond_the_model(resources: Sequence[PolicyResource]) -> Iter
                     ),
                 )
             for attached, text in _inline_policies(role, resources):
-                for statement in statements(_document(text)):
+                for statement in statements(policy_document(text)):
                     problem = _statement_problem(statement, prefixes)
                     if problem:
                         yield (

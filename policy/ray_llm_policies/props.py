@@ -4,6 +4,7 @@ policies read like the stack's own code."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +40,16 @@ def known(value: Any, *path: str | int) -> Any:
 def mappings(value: Any) -> list[Mapping[str, Any]]:
     """The mapping items of a list property (an absent or scalar property has none)."""
     return [item for item in value if isinstance(item, Mapping)] if is_sequence(value) else []
+
+
+def policy_document(value: Any) -> Mapping[str, Any]:
+    """An IAM policy document as a resource holds it: JSON text (Python's SDK), or the document itself (the
+    TypeScript SDK takes `string | PolicyDocument`); {} for anything else."""
+    try:
+        document = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return {}
+    return document if isinstance(document, Mapping) else {}
 
 
 def statements(document: Any) -> list[Mapping[str, Any]]:
