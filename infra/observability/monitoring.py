@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
 from infra.cluster.irsa import service_account_trust
-from infra.components import Children
+from infra.components import Children, declare_manifest, network_policy_role
 from infra.kube.namespaces import MONITORING_NAMESPACE as NAMESPACE
 from infra.kube.pod_labels import (
     KUBERAY_OPERATOR_SELECTOR,
@@ -296,17 +296,14 @@ class Observability(pulumi.ComponentResource):
             [stack, gpu_nodes],
         )
         for manifest in monitoring_objects(args):
-            _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
+            role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+            declare_manifest(children, role, manifest, children.opts(provider=cluster.provider, depends_on=[stack]))
         pod_security_patch(children, NAMESPACE, MONITORING_LEVEL, cluster.provider, stack)
         # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
         # deploy only).
         for policy in monitoring_network_policies():
-            k8s.networking.v1.NetworkPolicy(
-                children.name(f"network-policy-{policy['metadata']['name']}"),
-                metadata=policy["metadata"],
-                spec=policy["spec"],
-                opts=children.opts(provider=cluster.provider, depends_on=[stack]),
-            )
+            opts = children.opts(provider=cluster.provider, depends_on=[stack])
+            declare_manifest(children, network_policy_role(policy), policy, opts)
         self.register_outputs({})
 
     def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:
@@ -340,18 +337,3 @@ class Observability(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         return role
-
-
-def _declare(manifest: dict[str, Any], children: Children, **options: Any) -> pulumi.Resource:
-    role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
-    name, opts = children.name(role), children.opts(**options)
-    if manifest["kind"] == "ConfigMap":
-        return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        spec=manifest["spec"],
-        opts=opts,
-    )
