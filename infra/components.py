@@ -42,9 +42,10 @@ def declare_manifest(
     name, metadata, kind = children.name(role), manifest["metadata"], manifest["kind"]
     if kind == "ConfigMap":
         return k8s.core.v1.ConfigMap(name, metadata=metadata, data=manifest["data"], opts=opts)
-    typed = {"NetworkPolicy": k8s.networking.v1.NetworkPolicy, "DaemonSet": k8s.apps.v1.DaemonSet}
-    if kind in typed:
-        return typed[kind](name, metadata=metadata, spec=manifest["spec"], opts=opts)
+    if kind == "NetworkPolicy":
+        return k8s.networking.v1.NetworkPolicy(name, metadata=metadata, spec=manifest["spec"], opts=opts)
+    if kind == "DaemonSet":
+        return k8s.apps.v1.DaemonSet(name, metadata=metadata, spec=manifest["spec"], opts=opts)
     return k8s.apiextensions.CustomResource(
         name, api_version=manifest["apiVersion"], kind=kind, metadata=metadata, spec=manifest["spec"], opts=opts
     )

@@ -296,8 +296,10 @@ class Observability(pulumi.ComponentResource):
             [stack, gpu_nodes],
         )
         for manifest in monitoring_objects(args):
-            role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
-            declare_manifest(children, role, manifest, children.opts(provider=cluster.provider, depends_on=[stack]))
+            kind_name = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+            declare_manifest(
+                children, kind_name, manifest, children.opts(provider=cluster.provider, depends_on=[stack])
+            )
         pod_security_patch(children, NAMESPACE, MONITORING_LEVEL, cluster.provider, stack)
         # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
         # deploy only).
