@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
-from infra.cluster.irsa import service_account_trust
+from infra.cluster.irsa import service_account_role
 from infra.components import Children, declare_manifest, network_policy_role
 from infra.kube.namespaces import MONITORING_NAMESPACE as NAMESPACE
 from infra.kube.pod_labels import (
@@ -309,13 +309,8 @@ class Observability(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:
-        """An IAM role only the monitoring namespace's `account` may assume (IRSA)."""
-        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, account))
-        )
-        return aws.iam.Role(
-            role_name, assume_role_policy=trust, tags=dict(args.tags), opts=pulumi.ResourceOptions(parent=self)
-        )
+        child = pulumi.ResourceOptions(parent=self)
+        return service_account_role(role_name, cluster, NAMESPACE, account, args.tags, child)
 
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
         assert args.remote_write is not None
