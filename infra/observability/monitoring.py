@@ -225,24 +225,14 @@ def monitoring_objects(args: ObservabilityArgs) -> list[dict[str, Any]]:
     ]
 
 
-def grafana_port_forward_command() -> str:
-    return f"kubectl -n {NAMESPACE} port-forward svc/{GRAFANA_SERVICE} 3000:80"
-
-
-def grafana_password_command() -> str:
-    return f"kubectl -n {NAMESPACE} get secret {GRAFANA_SERVICE} -o jsonpath='{{.data.admin-password}}' | base64 -d"
-
-
-def prometheus_port_forward_command() -> str:
-    return f"kubectl -n {NAMESPACE} port-forward svc/{PROMETHEUS_SERVICE} {PROMETHEUS_PORT}:{PROMETHEUS_PORT}"
-
-
 def observability_outputs() -> dict[str, str]:
     """How to open Grafana (user admin) and Prometheus from a machine with the cluster's kubeconfig."""
+    prometheus = f"{PROMETHEUS_SERVICE} {PROMETHEUS_PORT}:{PROMETHEUS_PORT}"
     return {
-        "grafanaPortForwardCommand": grafana_port_forward_command(),
-        "grafanaPasswordCommand": grafana_password_command(),
-        "prometheusPortForwardCommand": prometheus_port_forward_command(),
+        "grafanaPortForwardCommand": f"kubectl -n {NAMESPACE} port-forward svc/{GRAFANA_SERVICE} 3000:80",
+        "grafanaPasswordCommand": f"kubectl -n {NAMESPACE} get secret {GRAFANA_SERVICE} "
+        "-o jsonpath='{.data.admin-password}' | base64 -d",
+        "prometheusPortForwardCommand": f"kubectl -n {NAMESPACE} port-forward svc/{prometheus}",
         # In-cluster, like serveEndpoint: tools.verify port-forwards to it and reads the PD figures.
         "prometheusEndpoint": f"http://{PROMETHEUS_SERVICE}.{NAMESPACE}.svc.cluster.local:{PROMETHEUS_PORT}",
     }
