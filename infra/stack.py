@@ -30,6 +30,7 @@ from infra.observability.monitoring import (
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
 from infra.preview_notes import alerting_note, cost_note, protection_note, serving_notes
+from infra.serving import serve_auth
 from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
@@ -48,7 +49,7 @@ from infra.serving.rayservice import (
     serve_edge,
 )
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
-from infra.serving.serve_config import application_name
+from infra.serving.serve_config import application_name, code_packages, serve_app_args
 from infra.settings.model_sources import is_s3_uri
 from infra.settings.rules_observability import amp_workspace_region
 from infra.settings.stack_config import ConfigError, StackConfig
@@ -317,9 +318,7 @@ def declare_serving(
             gcs_store=GcsStoreAccess(endpoint=gcs_store.primary_endpoint, auth_token=gcs_store.auth_token)
             if gcs_store
             else None,
-            prefix_routing=cfg.prefix_routing,
-            latency_policy=cfg.scales_on_latency,
-            models_builder=bool(cfg.aggregated_models),
+            code_packages=[package for package in code_packages(serve_app_args(cfg)) if package != serve_auth.CODE],
             edge=serve_edge(cfg),
         ),
         cluster,

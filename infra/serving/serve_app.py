@@ -17,7 +17,7 @@ from pulumi.errors import InputPropertyErrorDetails
 from infra.cluster.eks import Cluster
 from infra.components import Children, Opts, declare_manifest, network_policy_role, problem, raise_input_errors
 from infra.kube.pod_security import SERVING_LEVEL, pod_security_labels
-from infra.serving import edge, prefix_routing, serve_auth
+from infra.serving import edge, serve_auth
 from infra.serving.code_package import CodePackage
 from infra.serving.edge import Edge
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
@@ -39,7 +39,6 @@ from infra.serving.rayservice import (
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.serving.rollout_status import built_from, has_gcs_fault_tolerance
-from infra.serving.serve_config import AUTOSCALE_CODE, MODELS_CODE
 
 # A change under these replaces the RayService (RAYSERVICE_REPLACED): Pulumi's engine makes every changed path below
 # one a replacement (pulumi/pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges).
@@ -111,13 +110,9 @@ class ServingArgs:
     prepull_image: str | None = None
     # The GCS store, when the RayService's cluster keeps its tables there (gcsFaultToleranceOptions).
     gcs_store: GcsStoreAccess | None = None
-    # A side routes by prefix: the router's code as a ConfigMap the pods mount (infra/serving/prefix_routing.py).
-    prefix_routing: bool = False
-    # A side scales on a latency objective: the policy's code as a ConfigMap the pods mount (serve_config.py).
-    latency_policy: bool = False
-    # Aggregated models beside the PD pair: the stack's app builder as a ConfigMap the pods mount
-    # (infra/serving/serve_config.py MODELS_CODE).
-    models_builder: bool = False
+    # The stack's code the app loads besides the API-key ingress (the prefix router, the latency policy, the models'
+    # builder: infra/serving/serve_config.py code_packages), each as a ConfigMap the pods mount.
+    code_packages: Sequence[CodePackage] = ()
     # The serve edge's configuration, as the ConfigMap the worker pods mount (infra/serving/edge.py).
     edge: Edge | None = None
 
@@ -321,13 +316,7 @@ def _rayservice_inputs(args: ServingArgs, children: Children, opts: Opts) -> lis
         inputs.extend(serve_auth_objects(args, children, opts))
     if args.gcs_store is not None:
         inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, opts))
-    for package, used in (
-        (prefix_routing.CODE, args.prefix_routing),
-        (AUTOSCALE_CODE, args.latency_policy),
-        (MODELS_CODE, args.models_builder),
-    ):
-        if used:
-            inputs.append(code_config_map(package, children, args.namespace, opts))
+    inputs += [code_config_map(package, children, args.namespace, opts) for package in args.code_packages]
     if args.edge is not None:
         inputs.append(
             k8s.core.v1.ConfigMap(
