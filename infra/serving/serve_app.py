@@ -202,12 +202,10 @@ def _secret(children: Children, role: str, name: str, namespace: str, data: Any,
 def serve_auth_objects(args: ServingArgs, children: Children, opts: Opts) -> list[pulumi.Resource]:
     """The auth package's ConfigMap and the keys as a Secret (one a line), both mounted into the Ray pods."""
     assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
-    keys = pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)
+    keys = {serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)}
     return [
         code_config_map(serve_auth.CODE, children, args.namespace, opts),
-        _secret(
-            children, "serve-api-keys", serve_auth.KEYS_SECRET, args.namespace, {serve_auth.KEYS_SECRET_KEY: keys}, opts
-        ),
+        _secret(children, "serve-api-keys", serve_auth.KEYS_SECRET, args.namespace, keys, opts),
     ]
 
 
@@ -283,17 +281,12 @@ class Serving(pulumi.ComponentResource):
             rollout_args(args, cluster.kubeconfig, applied_generation, created_uid),
             opts=children.opts(depends_on=[rayservice]),
         )
-        self.load_balancer_hostname = (
-            _load_balancer_hostname(
-                args.load_balancer,
-                children,
-                cluster,
-                namespace,
-                None if replaced_on_cluster_change(args.rayservice) else rollout,
+        self.load_balancer_hostname = None
+        if args.load_balancer:
+            after = None if replaced_on_cluster_change(args.rayservice) else rollout
+            self.load_balancer_hostname = _load_balancer_hostname(
+                args.load_balancer, children, cluster, namespace, after
             )
-            if args.load_balancer
-            else None
-        )
         self.register_outputs({})
 
 
