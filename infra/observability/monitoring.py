@@ -298,29 +298,24 @@ class Observability(pulumi.ComponentResource):
             declare_manifest(children, network_policy_role(policy), policy, opts)
         self.register_outputs({})
 
-    def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:
-        child = pulumi.ResourceOptions(parent=self)
-        return service_account_role(role_name, cluster, NAMESPACE, account, args.tags, child)
-
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
         assert args.remote_write is not None
-        role = self._role(f"{name}-remote-write", args, cluster, PROMETHEUS_SERVICE_ACCOUNT)
+        child = pulumi.ResourceOptions(parent=self)
+        role = service_account_role(
+            f"{name}-remote-write", cluster, NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT, args.tags, child
+        )
         aws.iam.RolePolicyAttachment(
-            f"{name}-remote-write",
-            role=role.name,
-            policy_arn=args.remote_write.policy_arn,
-            opts=pulumi.ResourceOptions(parent=self),
+            f"{name}-remote-write", role=role.name, policy_arn=args.remote_write.policy_arn, opts=child
         )
         return role
 
     def _sns_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
         """Alertmanager's role: sns:Publish on the one topic."""
         assert args.receivers.sns_topic_arn is not None
-        role = self._role(f"{name}-alertmanager", args, cluster, ALERTMANAGER_SERVICE_ACCOUNT)
-        aws.iam.RolePolicy(
-            f"{name}-alertmanager-sns",
-            role=role.id,
-            policy=json.dumps(sns_publish_policy(args.receivers.sns_topic_arn)),
-            opts=pulumi.ResourceOptions(parent=self),
+        child = pulumi.ResourceOptions(parent=self)
+        role = service_account_role(
+            f"{name}-alertmanager", cluster, NAMESPACE, ALERTMANAGER_SERVICE_ACCOUNT, args.tags, child
         )
+        policy = json.dumps(sns_publish_policy(args.receivers.sns_topic_arn))
+        aws.iam.RolePolicy(f"{name}-alertmanager-sns", role=role.id, policy=policy, opts=child)
         return role
