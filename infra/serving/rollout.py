@@ -110,16 +110,14 @@ class KubernetesReader:
 
         self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
         self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
+        self._rayservice_path = f"/apis/ray.io/v1/namespaces/{namespace}/rayservices/{name}"
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Mapping[str, Any] | None:
         response = api_request(self._api, "GET", path, query or [])
         return _answer(f"GET {path}", response.status, response.data)
 
     def rayservice(self) -> Mapping[str, Any] | None:
-        return self._get(self._rayservice_path())
-
-    def _rayservice_path(self) -> str:
-        return f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}"
+        return self._get(self._rayservice_path)
 
     def roll_back(self, serve_config_v2: str, annotations: Mapping[str, str]) -> None:
         """Writes `serve_config_v2` into the RayService, with `annotations`: a JSON merge patch of those fields alone,
@@ -127,9 +125,9 @@ class KubernetesReader:
         (docs/changes.md#rolling-back)."""
         body = {"metadata": {"annotations": dict(annotations)}, "spec": {"serveConfigV2": serve_config_v2}}
         query = [("fieldManager", ROLLBACK_FIELD_MANAGER)]
-        response = api_request(self._api, "PATCH", self._rayservice_path(), query, "application/merge-patch+json", body)
-        if _answer(f"PATCH {self._rayservice_path()}", response.status, response.data) is None:
-            raise ConnectionError(f"PATCH {self._rayservice_path()}: HTTP {response.status}")
+        response = api_request(self._api, "PATCH", self._rayservice_path, query, "application/merge-patch+json", body)
+        if _answer(f"PATCH {self._rayservice_path}", response.status, response.data) is None:
+            raise ConnectionError(f"PATCH {self._rayservice_path}: HTTP {response.status}")
 
     def serve_details(self, cluster: str) -> Mapping[str, Any] | None:
         """Serve's applications as the cluster's dashboard reports them, read on the running head pod through a
