@@ -1,4 +1,5 @@
-"""What every component of this project does alike: it names its children after itself, and checks its own args.
+"""What every component of this project does alike: it names its children after itself (declaring a child from its
+manifest one way), and checks its own args.
 
 Children are named `<component name>-<role>` so two instances of one component do not collide, and bad args raise one
 `InputPropertiesError` listing every problem, as pulumi-eks does
