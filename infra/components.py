@@ -1,4 +1,5 @@
-"""What every component of this project does alike: it names its children after itself, and checks its own args.
+"""What every component of this project does alike: it names its children after itself (declaring a child from its
+manifest one way), and checks its own args.
 
 Children are named `<component name>-<role>` so two instances of one component do not collide, and bad args raise one
 `InputPropertiesError` listing every problem, as pulumi-eks does
@@ -8,9 +9,11 @@ Imports: infra.settings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
 
 
@@ -27,6 +30,30 @@ class Children:
     def opts(self, **options: Any) -> pulumi.ResourceOptions:
         """The child's options: parented to the component."""
         return pulumi.ResourceOptions(parent=self.component, **options)
+
+
+# A fresh set of a child's options for each child: what every object of one namespace is made with.
+Opts = Callable[[], pulumi.ResourceOptions]
+
+
+def declare_manifest(
+    children: Children, role: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """A child from its manifest: the typed resource of its kind where the stack makes one, else a CustomResource."""
+    name, metadata, kind = children.name(role), manifest["metadata"], manifest["kind"]
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=metadata, data=manifest["data"], opts=opts)
+    if kind == "NetworkPolicy":
+        return k8s.networking.v1.NetworkPolicy(name, metadata=metadata, spec=manifest["spec"], opts=opts)
+    if kind == "DaemonSet":
+        return k8s.apps.v1.DaemonSet(name, metadata=metadata, spec=manifest["spec"], opts=opts)
+    return k8s.apiextensions.CustomResource(
+        name, api_version=manifest["apiVersion"], kind=kind, metadata=metadata, spec=manifest["spec"], opts=opts
+    )
+
+
+def network_policy_role(policy: Mapping[str, Any]) -> str:
+    return f"network-policy-{policy['metadata']['name']}"
 
 
 def problem(property_path: str, reason: str) -> InputPropertyErrorDetails:

@@ -30,6 +30,7 @@ from infra.observability.monitoring import (
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
 from infra.preview_notes import alerting_note, cost_note, protection_note, serving_notes
+from infra.serving import serve_auth
 from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
 from infra.serving.model_cache import (
@@ -48,7 +49,7 @@ from infra.serving.rayservice import (
     serve_edge,
 )
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
-from infra.serving.serve_config import application_name
+from infra.serving.serve_config import application_name, code_packages, serve_app_args
 from infra.settings.model_sources import is_s3_uri
 from infra.settings.rules_observability import amp_workspace_region
 from infra.settings.stack_config import ConfigError, StackConfig
@@ -119,68 +120,53 @@ class Model:
 
 
 def declare_network(cfg: StackConfig, facts: DeployFacts) -> Network:
-    return in_config_terms(
-        "Network",
-        lambda: Network(
-            "network",
-            NetworkArgs(
-                cluster_name=cfg.cluster_name,
-                vpc_cidr=cfg.vpc_cidr,
-                azs=facts.placement.azs,
-                nat_gateway_per_az=cfg.nat_gateway_per_az,
-                protect=cfg.protect_resources,
-                tags=cfg.tags,
-                region=cfg.region,
-            ),
-        ),
+    args = NetworkArgs(
+        cluster_name=cfg.cluster_name,
+        vpc_cidr=cfg.vpc_cidr,
+        azs=facts.placement.azs,
+        nat_gateway_per_az=cfg.nat_gateway_per_az,
+        protect=cfg.protect_resources,
+        tags=cfg.tags,
+        region=cfg.region,
     )
+    return in_config_terms("Network", lambda: Network("network", args))
 
 
 def declare_cluster(cfg: StackConfig, facts: DeployFacts, network: Network) -> Cluster:
-    return in_config_terms(
-        "Cluster",
-        lambda: Cluster(
-            "cluster",
-            ClusterArgs(
-                cluster_name=cfg.cluster_name,
-                kubernetes_version=cfg.kubernetes_version,
-                partition=facts.partition,
-                vpc_cni_version=facts.addons.vpc_cni,
-                kube_proxy_version=facts.addons.kube_proxy,
-                vpc_id=network.vpc_id,
-                # The control plane's interfaces need the private subnets, not their NAT route (the nodes do):
-                # EKS is created while the NAT gateway is, and still goes before the subnets and the internet path.
-                private_subnet_ids=list(network.private_subnets_unrouted.values()),
-                public_subnet_ids=list(network.public_subnet_ids.values()),
-                api_public_access_cidrs=cfg.api_public_access_cidrs,
-                admin_principal_arns=cfg.admin_principal_arns,
-                control_plane_logging=cfg.control_plane_logging,
-                secrets_encryption=cfg.secrets_encryption,
-                protect=cfg.protect_resources,
-                tags=cfg.tags,
-            ),
-        ),
+    args = ClusterArgs(
+        cluster_name=cfg.cluster_name,
+        kubernetes_version=cfg.kubernetes_version,
+        partition=facts.partition,
+        vpc_cni_version=facts.addons.vpc_cni,
+        kube_proxy_version=facts.addons.kube_proxy,
+        vpc_id=network.vpc_id,
+        # The control plane's interfaces need the private subnets, not their NAT route (the nodes do):
+        # EKS is created while the NAT gateway is, and still goes before the subnets and the internet path.
+        private_subnet_ids=list(network.private_subnets_unrouted.values()),
+        public_subnet_ids=list(network.public_subnet_ids.values()),
+        api_public_access_cidrs=cfg.api_public_access_cidrs,
+        admin_principal_arns=cfg.admin_principal_arns,
+        control_plane_logging=cfg.control_plane_logging,
+        secrets_encryption=cfg.secrets_encryption,
+        protect=cfg.protect_resources,
+        tags=cfg.tags,
     )
+    return in_config_terms("Cluster", lambda: Cluster("cluster", args))
 
 
 def declare_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluster: Cluster) -> Nodes:
     """The system node group under the cluster; the GPU node group with its device plugins and, with autoscaling,
     the Cluster Autoscaler (which runs on the system nodes)."""
+    args = SystemNodesArgs(
+        instance_type=cfg.system_node_type,
+        count=cfg.system_node_count,
+        coredns_version=facts.addons.coredns,
+        subnet_ids=list(network.private_subnet_ids.values()),
+        vpc_id=network.vpc_id,
+        tags=cfg.tags,
+    )
     system = in_config_terms(
-        "SystemNodes",
-        lambda: SystemNodes(
-            "system-nodes",
-            SystemNodesArgs(
-                instance_type=cfg.system_node_type,
-                count=cfg.system_node_count,
-                coredns_version=facts.addons.coredns,
-                subnet_ids=list(network.private_subnet_ids.values()),
-                vpc_id=network.vpc_id,
-                tags=cfg.tags,
-            ),
-            cluster,
-            opts=pulumi.ResourceOptions(parent=cluster),
-        ),
+        "SystemNodes", lambda: SystemNodes("system-nodes", args, cluster, opts=pulumi.ResourceOptions(parent=cluster))
     )
     gpu = declare_gpu_nodes(cfg, facts, network, cluster)
     device_plugins = DevicePlugins(
@@ -212,28 +198,22 @@ def declare_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluste
 
 
 def declare_gpu_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cluster: Cluster) -> GpuNodes:
-    return in_config_terms(
-        "GpuNodes",
-        lambda: GpuNodes(
-            "gpu-nodes",
-            GpuNodesArgs(
-                node_group_name=cfg.gpu_nodegroup_name,
-                instance_type=cfg.gpu_node_type,
-                count=cfg.gpu_node_count,
-                vpc_id=network.vpc_id,
-                subnet_id=network.private_subnet_ids[facts.placement.gpu_az],
-                root_volume_gib=cfg.gpu_root_volume_gib,
-                capacity_reservation_id=cfg.capacity_reservation_id,
-                capacity_type=cfg.gpu_capacity_type,
-                max_count=cfg.gpu_node_group_max,
-                # With newCluster the Cluster Autoscaler adds the surge and a scale-up raises no minimum above the
-                # desired size it left (GpuNodesArgs.min_count).
-                min_count=0 if cfg.new_cluster else None,
-                tags=cfg.tags,
-            ),
-            cluster,
-        ),
+    args = GpuNodesArgs(
+        node_group_name=cfg.gpu_nodegroup_name,
+        instance_type=cfg.gpu_node_type,
+        count=cfg.gpu_node_count,
+        vpc_id=network.vpc_id,
+        subnet_id=network.private_subnet_ids[facts.placement.gpu_az],
+        root_volume_gib=cfg.gpu_root_volume_gib,
+        capacity_reservation_id=cfg.capacity_reservation_id,
+        capacity_type=cfg.gpu_capacity_type,
+        max_count=cfg.gpu_node_group_max,
+        # With newCluster the Cluster Autoscaler adds the surge and a scale-up raises no minimum above the
+        # desired size it left (GpuNodesArgs.min_count).
+        min_count=0 if cfg.new_cluster else None,
+        tags=cfg.tags,
     )
+    return in_config_terms("GpuNodes", lambda: GpuNodes("gpu-nodes", args, cluster))
 
 
 def declare_model_cache(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, nodes: Nodes) -> Model:
@@ -244,24 +224,20 @@ def declare_model_cache(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, 
     workers_source = model_cache_uri or cfg.model_source
     if not is_s3_uri(workers_source):
         return Model(cache_uri=model_cache_uri, cache=None)
+    args = ModelCacheArgs(
+        uri=workers_source,
+        namespace=cfg.namespace,
+        partition=facts.partition.name,
+        image=cfg.dlc_image,
+        repo=cfg.model_source if bucket is not None else None,
+        retain_bucket_on_destroy=cfg.model_cache_retain_on_destroy,
+        hf_token=cfg.hf_token,
+        tags=cfg.tags,
+        adapter_prefixes=tuple(model.adapter_prefix for model in cfg.aggregated_models if model.adapters),
+    )
     model_cache = in_config_terms(
         "ModelCache",
-        lambda: ModelCache(
-            "model-cache",
-            ModelCacheArgs(
-                uri=workers_source,
-                namespace=cfg.namespace,
-                partition=facts.partition.name,
-                image=cfg.dlc_image,
-                repo=cfg.model_source if bucket is not None else None,
-                retain_bucket_on_destroy=cfg.model_cache_retain_on_destroy,
-                hf_token=cfg.hf_token,
-                tags=cfg.tags,
-                adapter_prefixes=tuple(model.adapter_prefix for model in cfg.aggregated_models if model.adapters),
-            ),
-            cluster,
-            opts=pulumi.ResourceOptions(depends_on=[nodes.system]),
-        ),
+        lambda: ModelCache("model-cache", args, cluster, opts=pulumi.ResourceOptions(depends_on=[nodes.system])),
     )
     return Model(cache_uri=model_cache_uri, cache=model_cache)
 
@@ -269,20 +245,15 @@ def declare_model_cache(cfg: StackConfig, facts: DeployFacts, cluster: Cluster, 
 def declare_gcs_store(cfg: StackConfig, network: Network, nodes: Nodes) -> GcsStore:
     """The Ray head's GCS store (headFaultTolerance redis): beside the cluster, in its private subnets, reached from
     the system nodes only. It needs the subnets, not their NAT route."""
-    return in_config_terms(
-        "GcsStore",
-        lambda: GcsStore(
-            "gcs-store",
-            GcsStoreArgs(
-                vpc_id=network.vpc_id,
-                subnet_ids=list(network.private_subnets_unrouted.values()),
-                client_security_group_id=nodes.system.security_group_id,
-                node_type=cfg.gcs_redis_node_type,
-                maintenance_window=cfg.gcs_redis_maintenance_window,
-                tags=cfg.tags,
-            ),
-        ),
+    args = GcsStoreArgs(
+        vpc_id=network.vpc_id,
+        subnet_ids=list(network.private_subnets_unrouted.values()),
+        client_security_group_id=nodes.system.security_group_id,
+        node_type=cfg.gcs_redis_node_type,
+        maintenance_window=cfg.gcs_redis_maintenance_window,
+        tags=cfg.tags,
     )
+    return in_config_terms("GcsStore", lambda: GcsStore("gcs-store", args))
 
 
 def declare_serving(
@@ -317,9 +288,7 @@ def declare_serving(
             gcs_store=GcsStoreAccess(endpoint=gcs_store.primary_endpoint, auth_token=gcs_store.auth_token)
             if gcs_store
             else None,
-            prefix_routing=cfg.prefix_routing,
-            latency_policy=cfg.scales_on_latency,
-            models_builder=bool(cfg.aggregated_models),
+            code_packages=[package for package in code_packages(serve_app_args(cfg)) if package != serve_auth.CODE],
             edge=serve_edge(cfg),
         ),
         cluster,

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.cluster.eks import Cluster
 
 
 def service_account_trust(
@@ -26,3 +33,12 @@ def service_account_trust(
             }
         ],
     }
+
+
+def service_account_role(
+    name: str, cluster: Cluster, namespace: str, account: str, tags: Mapping[str, str], opts: pulumi.ResourceOptions
+) -> aws.iam.Role:
+    """An IAM role only `namespace/account` of `cluster` may assume."""
+    oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
+    trust = oidc.apply(lambda found: json.dumps(service_account_trust(found[0], found[1], namespace, account)))
+    return aws.iam.Role(name, assume_role_policy=trust, tags=dict(tags), opts=opts)

@@ -111,13 +111,7 @@ class Network(pulumi.ComponentResource):
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         for plan in plans:
             public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb")
-            association = aws.ec2.RouteTableAssociation(
-                children.name(f"public-{plan.az}"),
-                subnet_id=public.id,
-                route_table_id=public_routes.id,
-                opts=children.opts(),
-            )
-            self.public_subnet_ids[plan.az] = _once_routed(public, gateway, public_routes, association)
+            self.public_subnet_ids[plan.az] = self._routed(public, f"public-{plan.az}", public_routes, gateway)
             if args.nat_gateway_per_az or not nat_gateway_ids:
                 nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
         return nat_gateway_ids
@@ -146,13 +140,7 @@ class Network(pulumi.ComponentResource):
                 tags={**args.tags, "Name": f"{args.cluster_name}-private-{plan.az}"},
                 opts=children.opts(),
             )
-            association = aws.ec2.RouteTableAssociation(
-                children.name(f"private-{plan.az}"),
-                subnet_id=private.id,
-                route_table_id=routes.id,
-                opts=children.opts(),
-            )
-            self.private_subnet_ids[plan.az] = _once_routed(private, routes, association)
+            self.private_subnet_ids[plan.az] = self._routed(private, f"private-{plan.az}", routes)
             self.private_subnets_unrouted[plan.az] = private.id
             private_route_tables.append(routes)
         return private_route_tables
@@ -197,6 +185,17 @@ class Network(pulumi.ComponentResource):
             opts=self._children.opts(),
         )
 
+    def _routed(
+        self, subnet: aws.ec2.Subnet, role: str, routes: aws.ec2.RouteTable, *routing: pulumi.CustomResource
+    ) -> pulumi.Output[str]:
+        """The subnet associated with `routes`; its id carries what routes it (`routing`, the table, the association):
+        a resource given it depends on them too."""
+        association = aws.ec2.RouteTableAssociation(
+            self._children.name(role), subnet_id=subnet.id, route_table_id=routes.id, opts=self._children.opts()
+        )
+        ids = (resource.id for resource in (*routing, routes, association))
+        return pulumi.Output.all(subnet.id, *ids).apply(lambda found: found[0])
+
     def _nat_gateway(
         self,
         args: NetworkArgs,
@@ -218,8 +217,3 @@ class Network(pulumi.ComponentResource):
             opts=self._children.opts(depends_on=[gateway]),
         )
         return nat.id
-
-
-def _once_routed(subnet: aws.ec2.Subnet, *routing: pulumi.CustomResource) -> pulumi.Output[str]:
-    """The subnet's id, carrying the resources that route it: a resource given it depends on them too."""
-    return pulumi.Output.all(subnet.id, *(resource.id for resource in routing)).apply(lambda ids: ids[0])

@@ -16,7 +16,7 @@ import pulumi_aws as aws
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release
-from infra.cluster.irsa import service_account_trust
+from infra.cluster.irsa import service_account_role
 from infra.components import Children
 from infra.kube.scheduling import SYSTEM_NODE_SELECTOR
 
@@ -85,10 +85,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-llm-eks:nodes:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, SERVICE_ACCOUNT))
-        )
-        role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        role = service_account_role(f"{name}-role", cluster, NAMESPACE, SERVICE_ACCOUNT, args.tags, child)
         aws.iam.RolePolicy(
             f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy(args.cluster_name)), opts=child
         )

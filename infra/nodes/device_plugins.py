@@ -60,24 +60,17 @@ class DevicePlugins(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-llm-eks:nodes:DevicePlugins", name, None, opts)
         children = Children(self, name)
-        # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.
-        after_nodes = [gpu_nodes.node_group]
-        pinned_release(
-            children,
-            "nvidia-device-plugin",
-            Chart("nvidia-device-plugin", NVIDIA_REPO, args.nvidia_version),
-            PLUGIN_NAMESPACE,
-            gpu_node_scheduling(),
-            cluster.provider,
-            after_nodes,
-        )
-        pinned_release(
-            children,
-            "efa-device-plugin",
-            Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, args.efa_version),
-            PLUGIN_NAMESPACE,
-            efa_plugin_values(args.region, gpu_nodes.shape.instance_type),
-            cluster.provider,
-            after_nodes,
-        )
+        releases = {
+            "nvidia-device-plugin": (
+                Chart("nvidia-device-plugin", NVIDIA_REPO, args.nvidia_version),
+                gpu_node_scheduling(),
+            ),
+            "efa-device-plugin": (
+                Chart("aws-efa-k8s-device-plugin", EKS_CHARTS_REPO, args.efa_version),
+                efa_plugin_values(args.region, gpu_nodes.shape.instance_type),
+            ),
+        }
+        for release, (chart, values) in releases.items():
+            # Helm waits for the DaemonSets to be ready, which needs the GPU nodes to exist.
+            pinned_release(children, release, chart, PLUGIN_NAMESPACE, values, cluster.provider, [gpu_nodes.node_group])
         self.register_outputs({})

@@ -147,11 +147,6 @@ USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
 IMDS_HOP_LIMIT = 1
 
 
-def gpu_node_user_data() -> str:
-    """The GPU launch template's user data: FastImagePull, and the compile cache's directory made at boot."""
-    return node_user_data(GPU_NODE_DIRECTORY_COMMANDS)
-
-
 def node_user_data(commands: Sequence[str]) -> str:
     """A launch template's user data that turns on FastImagePull and runs `commands` at boot: EKS merges a managed
     node group's own NodeConfig with a launch template's, which must be MIME multi-part
@@ -372,11 +367,6 @@ def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> li
     return errors
 
 
-def uses_own_placement_group(args: GpuNodesArgs) -> bool:
-    """Plain On-Demand nodes only: a reservation (an ODCR or a Capacity Block) brings its own placement."""
-    return args.capacity_type == "on-demand" and not args.capacity_reservation_id
-
-
 class GpuNodes(pulumi.ComponentResource):
     node_group: eks.ManagedNodeGroup
     node_group_name: str
@@ -435,11 +425,11 @@ def _gpu_launch_template(
         tags={**args.tags, "Name": f"{cluster.cluster_name}-efa"},
         opts=children.opts(),
     )
-    # A reservation's placement is fixed when it is made, so only plain On-Demand nodes get a placement group of the
-    # stack's own (docs/scaling.md#reserved-capacity).
+    # A reservation's placement (an ODCR's or a Capacity Block's) is fixed when it is made, so only plain On-Demand
+    # nodes get a placement group of the stack's own (docs/scaling.md#reserved-capacity).
     placement_group = (
         aws.ec2.PlacementGroup(children.name("gpu-placement"), strategy="cluster", tags=args.tags, opts=children.opts())
-        if uses_own_placement_group(args)
+        if args.capacity_type == "on-demand" and not args.capacity_reservation_id
         else None
     )
     capacity_block = args.capacity_type == "capacity-block"
@@ -461,7 +451,7 @@ def _gpu_launch_template(
         root_volume_gib=args.root_volume_gib,
         root_volume_throughput=GPU_ROOT_THROUGHPUT_MIBPS,
         root_volume_iops=GPU_ROOT_IOPS,
-        user_data=base64.b64encode(gpu_node_user_data().encode()).decode(),
+        user_data=base64.b64encode(node_user_data(GPU_NODE_DIRECTORY_COMMANDS).encode()).decode(),
         network_interfaces=efa_network_interfaces(
             shape.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
         ),

@@ -110,9 +110,10 @@ def kv_failures(window: str) -> str:
 def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
     app, gate = args.application, armed(args)
     status = f'{q.APP_STATUS}{{application="{app}"}}'
-    side_alerts = [
-        _alert(
-            args,
+    head = f'namespace="{args.namespace}", container="{HEAD_CONTAINER}"'
+    objective = f"{args.ttft_p99_objective_seconds:g}"
+    side_rules = [
+        (
             f"{side.capitalize()}NoHealthyReplica",
             f"({q.side_healthy_replicas(app, side)} < 1) and on () {gate}",
             "10m",
@@ -121,26 +122,23 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
         )
         for side in q.SIDE_DEPLOYMENTS
     ]
-    return [
-        _alert(
-            args,
+    rules = [
+        (
             "ServeAppDeployFailed",
             f"({status} == {q.APP_DEPLOY_FAILED}) and on () {gate}",
             "1m",
             "critical",
             f"Serve app {app} is DEPLOY_FAILED: Serve does not roll back, nothing serves.",
         ),
-        _alert(
-            args,
+        (
             "ServeAppNotRunning",
             f"(({status} != {q.APP_RUNNING}) or absent({status})) and on () {gate}",
             "15m",
             "warning",
             f"Serve app {app} has not been RUNNING for 15 minutes.",
         ),
-        *side_alerts,
-        _alert(
-            args,
+        *side_rules,
+        (
             "ModelNoHealthyReplica",
             f"(sum by (deployment) ({q.HEALTHY_REPLICAS}{{{q.app_selector(app, q.MODEL_DEPLOYMENTS)}}}) < 1) "
             f"and on () {gate}",
@@ -148,26 +146,21 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
             "critical",
             f"An aggregated model of Serve app {app} has no healthy replica: requests for it and its adapters fail.",
         ),
-        _alert(
-            args,
+        (
             "KvTransferFailures",
             f"{kv_failures(KV_WINDOW)} > 0",
             "0m",
             "warning",
             f"NIXL KV-cache transfers between prefill and decode failed in the last {KV_WINDOW}.",
         ),
-        _alert(
-            args,
+        (
             "TtftP99OverObjective",
-            f"{q.quantile_per_side(q.TTFT, 0.99, app, deployments=q.ENGINE_DEPLOYMENTS)} > "
-            f"{args.ttft_p99_objective_seconds:g}",
+            f"{q.quantile_per_side(q.TTFT, 0.99, app, deployments=q.ENGINE_DEPLOYMENTS)} > {objective}",
             "10m",
             "warning",
-            f"p99 time to first token of a side or a model is over the {args.ttft_p99_objective_seconds:g} s "
-            "objective.",
+            f"p99 time to first token of a side or a model is over the {objective} s objective.",
         ),
-        _alert(
-            args,
+        (
             "GpuMemoryExhausted",
             f"max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)) "
             f"> {GPU_MEMORY_EXHAUSTED}",
@@ -175,25 +168,22 @@ def alert_rules(args: AlertArgs) -> list[dict[str, Any]]:
             "warning",
             f"A GPU has used over {GPU_MEMORY_EXHAUSTED:.0%} of its memory for 10 minutes.",
         ),
-        _alert(
-            args,
+        (
             "RayHeadRestarted",
-            f'increase(kube_pod_container_status_restarts_total{{namespace="{args.namespace}", '
-            f'container="{HEAD_CONTAINER}"}}[15m]) > 0',
+            f"increase(kube_pod_container_status_restarts_total{{{head}}}[15m]) > 0",
             "0m",
             *_head_restart_severity(args.head_fault_tolerance),
         ),
-        _alert(
-            args,
+        (
             "RayHeadNotReady",
-            f'(max by (namespace, pod) ({CONTAINER_READY}{{namespace="{args.namespace}", '
-            f'container="{HEAD_CONTAINER}"}}) == 0) and on () {gate}',
+            f"(max by (namespace, pod) ({CONTAINER_READY}{{{head}}}) == 0) and on () {gate}",
             HEAD_NOT_READY_FOR,
             "critical",
             f"The Ray head has not been ready for {HEAD_NOT_READY_FOR}: no serve change or replica recovery "
             "reaches the app, and the GPU workers give up on it after their 600 s reconnect timeout.",
         ),
     ]
+    return [_alert(args, *rule) for rule in rules]
 
 
 def _head_restart_severity(fault_tolerant: bool) -> tuple[str, str]:

@@ -56,7 +56,7 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Requests per model",
                     "reqps",
-                    [(q.requests_per_model(app), side)],
+                    [(q.requests_per_side(app, deployments=q.MODEL_DEPLOYMENTS), side)],
                     "Requests each aggregated model's deployment (LLMServer:<model>) handles, its adapters' with it "
                     "(docs/models.md).",
                 ),

@@ -15,8 +15,8 @@ import pulumi_kubernetes as k8s
 
 from infra.cluster.eks import Cluster
 from infra.cluster.helm import Chart, pinned_release, pod_security_patch
-from infra.cluster.irsa import service_account_trust
-from infra.components import Children
+from infra.cluster.irsa import service_account_role
+from infra.components import Children, declare_manifest, network_policy_role
 from infra.kube.namespaces import MONITORING_NAMESPACE as NAMESPACE
 from infra.kube.pod_labels import (
     KUBERAY_OPERATOR_SELECTOR,
@@ -225,24 +225,14 @@ def monitoring_objects(args: ObservabilityArgs) -> list[dict[str, Any]]:
     ]
 
 
-def grafana_port_forward_command() -> str:
-    return f"kubectl -n {NAMESPACE} port-forward svc/{GRAFANA_SERVICE} 3000:80"
-
-
-def grafana_password_command() -> str:
-    return f"kubectl -n {NAMESPACE} get secret {GRAFANA_SERVICE} -o jsonpath='{{.data.admin-password}}' | base64 -d"
-
-
-def prometheus_port_forward_command() -> str:
-    return f"kubectl -n {NAMESPACE} port-forward svc/{PROMETHEUS_SERVICE} {PROMETHEUS_PORT}:{PROMETHEUS_PORT}"
-
-
 def observability_outputs() -> dict[str, str]:
     """How to open Grafana (user admin) and Prometheus from a machine with the cluster's kubeconfig."""
+    prometheus = f"{PROMETHEUS_SERVICE} {PROMETHEUS_PORT}:{PROMETHEUS_PORT}"
     return {
-        "grafanaPortForwardCommand": grafana_port_forward_command(),
-        "grafanaPasswordCommand": grafana_password_command(),
-        "prometheusPortForwardCommand": prometheus_port_forward_command(),
+        "grafanaPortForwardCommand": f"kubectl -n {NAMESPACE} port-forward svc/{GRAFANA_SERVICE} 3000:80",
+        "grafanaPasswordCommand": f"kubectl -n {NAMESPACE} get secret {GRAFANA_SERVICE} "
+        "-o jsonpath='{.data.admin-password}' | base64 -d",
+        "prometheusPortForwardCommand": f"kubectl -n {NAMESPACE} port-forward svc/{prometheus}",
         # In-cluster, like serveEndpoint: tools.verify port-forwards to it and reads the PD figures.
         "prometheusEndpoint": f"http://{PROMETHEUS_SERVICE}.{NAMESPACE}.svc.cluster.local:{PROMETHEUS_PORT}",
     }
@@ -296,62 +286,36 @@ class Observability(pulumi.ComponentResource):
             [stack, gpu_nodes],
         )
         for manifest in monitoring_objects(args):
-            _declare(manifest, children, provider=cluster.provider, depends_on=[stack])
+            kind_name = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+            declare_manifest(
+                children, kind_name, manifest, children.opts(provider=cluster.provider, depends_on=[stack])
+            )
         pod_security_patch(children, NAMESPACE, MONITORING_LEVEL, cluster.provider, stack)
         # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
         # deploy only).
         for policy in monitoring_network_policies():
-            k8s.networking.v1.NetworkPolicy(
-                children.name(f"network-policy-{policy['metadata']['name']}"),
-                metadata=policy["metadata"],
-                spec=policy["spec"],
-                opts=children.opts(provider=cluster.provider, depends_on=[stack]),
-            )
+            opts = children.opts(provider=cluster.provider, depends_on=[stack])
+            declare_manifest(children, network_policy_role(policy), policy, opts)
         self.register_outputs({})
-
-    def _role(self, role_name: str, args: ObservabilityArgs, cluster: Cluster, account: str) -> aws.iam.Role:
-        """An IAM role only the monitoring namespace's `account` may assume (IRSA)."""
-        trust = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer).apply(
-            lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], NAMESPACE, account))
-        )
-        return aws.iam.Role(
-            role_name, assume_role_policy=trust, tags=dict(args.tags), opts=pulumi.ResourceOptions(parent=self)
-        )
 
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
         assert args.remote_write is not None
-        role = self._role(f"{name}-remote-write", args, cluster, PROMETHEUS_SERVICE_ACCOUNT)
+        child = pulumi.ResourceOptions(parent=self)
+        role = service_account_role(
+            f"{name}-remote-write", cluster, NAMESPACE, PROMETHEUS_SERVICE_ACCOUNT, args.tags, child
+        )
         aws.iam.RolePolicyAttachment(
-            f"{name}-remote-write",
-            role=role.name,
-            policy_arn=args.remote_write.policy_arn,
-            opts=pulumi.ResourceOptions(parent=self),
+            f"{name}-remote-write", role=role.name, policy_arn=args.remote_write.policy_arn, opts=child
         )
         return role
 
     def _sns_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
         """Alertmanager's role: sns:Publish on the one topic."""
         assert args.receivers.sns_topic_arn is not None
-        role = self._role(f"{name}-alertmanager", args, cluster, ALERTMANAGER_SERVICE_ACCOUNT)
-        aws.iam.RolePolicy(
-            f"{name}-alertmanager-sns",
-            role=role.id,
-            policy=json.dumps(sns_publish_policy(args.receivers.sns_topic_arn)),
-            opts=pulumi.ResourceOptions(parent=self),
+        child = pulumi.ResourceOptions(parent=self)
+        role = service_account_role(
+            f"{name}-alertmanager", cluster, NAMESPACE, ALERTMANAGER_SERVICE_ACCOUNT, args.tags, child
         )
+        policy = json.dumps(sns_publish_policy(args.receivers.sns_topic_arn))
+        aws.iam.RolePolicy(f"{name}-alertmanager-sns", role=role.id, policy=policy, opts=child)
         return role
-
-
-def _declare(manifest: dict[str, Any], children: Children, **options: Any) -> pulumi.Resource:
-    role = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
-    name, opts = children.name(role), children.opts(**options)
-    if manifest["kind"] == "ConfigMap":
-        return k8s.core.v1.ConfigMap(name, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        spec=manifest["spec"],
-        opts=opts,
-    )

@@ -64,17 +64,13 @@ def _over(series: str, window: str | None) -> str:
     return f"rate({series}[{window}])" if window else series
 
 
-def requests_per_side(app: str, window: str | None = RATE_WINDOW) -> str:
-    return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app)}}}', window)})"
+def requests_per_side(app: str, window: str | None = RATE_WINDOW, deployments: str = PD_DEPLOYMENTS) -> str:
+    """Requests each deployment handles: each side's, or each aggregated model's with MODEL_DEPLOYMENTS."""
+    return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app, deployments)}}}', window)})"
 
 
 def healthy_replicas(app: str, deployments: str = PD_DEPLOYMENTS) -> str:
     return f"sum by (deployment) ({HEALTHY_REPLICAS}{{{app_selector(app, deployments)}}})"
-
-
-def requests_per_model(app: str, window: str = RATE_WINDOW) -> str:
-    """Requests each aggregated model's deployment handles (the PD model's are its sides')."""
-    return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app, MODEL_DEPLOYMENTS)}}}', window)})"
 
 
 def side_healthy_replicas(app: str, side: str) -> str:

@@ -16,7 +16,7 @@ import pulumi
 import pulumi.dynamic
 
 from infra import PROJECT_DIR
-from infra.serving.rollout import REQUEST_TIMEOUT_SECONDS, UNCOMPARED_INPUTS
+from infra.serving.rollout import api_request, changed_inputs
 
 # The kinds the stack makes: the RayService, and the RayCluster KubeRay builds from it (their CRD names).
 STACK_CRDS = ("rayservices.ray.io", "rayclusters.ray.io")
@@ -55,18 +55,8 @@ class KubernetesCrdApplier:
 
     def apply(self, crd: str, document: str) -> None:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"
-        method, url, headers, body, _ = self._api.param_serialize(
-            "PATCH",
-            path,
-            query_params=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-            header_params={"Accept": "application/json", "Content-Type": APPLY_PATCH},
-            body=document,
-            auth_settings=["BearerToken"],
-        )
-        response = self._api.call_api(
-            method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT_SECONDS
-        )
-        response.read()
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        response = api_request(self._api, "PATCH", path, query, APPLY_PATCH, document)
         if not 200 <= response.status <= 299:
             raise RuntimeError(f"server-side apply of CRD {crd}: HTTP {response.status} {response.data[:300]!r}")
 
@@ -94,8 +84,9 @@ class KubeRayCrdsProvider(pulumi.dynamic.ResourceProvider):
         return pulumi.dynamic.CreateResult(id_=f"kuberay-crds-{props['kuberayVersion']}", outs=self._apply(props))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        changed = any(olds.get(key) != news.get(key) for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS)
-        return pulumi.dynamic.DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+        return pulumi.dynamic.DiffResult(
+            changes=bool(changed_inputs(olds, news)), replaces=[], delete_before_replace=False
+        )
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         return pulumi.dynamic.UpdateResult(outs=self._apply(news))

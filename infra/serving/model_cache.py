@@ -19,7 +19,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra import PROJECT_DIR
 from infra.cluster.eks import Cluster
-from infra.cluster.irsa import service_account_trust
+from infra.cluster.irsa import service_account_role
 from infra.components import Children, problem, raise_input_errors
 from infra.kube.namespaces import MODEL_CACHE_NAMESPACE as NAMESPACE
 from infra.kube.pod_resources import MIRROR_RESOURCES
@@ -197,10 +197,10 @@ class ModelCache(pulumi.ComponentResource):
         super().__init__("ray-llm-eks:serving:ModelCache", name, None, opts)
         self._children = Children(self, name)
         bucket_name, prefix = split_s3_uri(args.uri)
-        self._oidc = pulumi.Output.all(cluster.eks_cluster.oidc_provider_arn, cluster.eks_cluster.oidc_issuer)
         reader = self._role(
             "reader",
             args,
+            cluster,
             args.namespace,
             READER_SERVICE_ACCOUNT,
             reader_policy(args.partition, bucket_name, prefix, args.adapter_prefixes),
@@ -212,14 +212,11 @@ class ModelCache(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _role(
-        self, role: str, args: ModelCacheArgs, namespace: str, account: str, policy: dict[str, Any]
+        self, role: str, args: ModelCacheArgs, cluster: Cluster, namespace: str, account: str, policy: dict[str, Any]
     ) -> aws.iam.Role:
         """An IAM role only `namespace/account` may assume (IRSA), with `policy` inline."""
         children = self._children
-        trust = self._oidc.apply(lambda oidc: json.dumps(service_account_trust(oidc[0], oidc[1], namespace, account)))
-        iam_role = aws.iam.Role(
-            children.name(role), assume_role_policy=trust, tags=dict(args.tags), opts=children.opts()
-        )
+        iam_role = service_account_role(children.name(role), cluster, namespace, account, args.tags, children.opts())
         aws.iam.RolePolicy(children.name(role), role=iam_role.id, policy=json.dumps(policy), opts=children.opts())
         return iam_role
 
@@ -231,6 +228,7 @@ class ModelCache(pulumi.ComponentResource):
         writer = self._role(
             "mirror",
             args,
+            cluster,
             args.mirror_namespace,
             MIRROR_SERVICE_ACCOUNT,
             mirror_policy(args.partition, bucket_name, prefix),

@@ -113,17 +113,6 @@ def gcs_redis_ca_bundle() -> str:
     return "".join(path.read_text() for path in sorted(AMAZON_TRUST_SERVICES.glob("*.crt")))
 
 
-def gcs_redis_ca_volume() -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the head pod's volume, the Ray container's mount) of the CA ConfigMap, read-only."""
-    volume = {"name": GCS_REDIS_CA_CONFIG_MAP, "configMap": {"name": GCS_REDIS_CA_CONFIG_MAP}}
-    return volume, {"name": GCS_REDIS_CA_CONFIG_MAP, "mountPath": GCS_REDIS_CA_MOUNT, "readOnly": True}
-
-
-def serve_service_name(cfg: StackConfig) -> str:
-    """The Service KubeRay creates once the Serve app is healthy."""
-    return f"{cfg.ray_service_name}-serve-svc"
-
-
 def hf_token_env(secret: str = HF_TOKEN_SECRET) -> dict[str, Any]:
     """`HF_TOKEN`, which huggingface_hub reads, from the `HF_TOKEN` key of the Secret named `secret`."""
     return {"name": HF_TOKEN_KEY, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_KEY}}}
@@ -141,13 +130,9 @@ def code_volumes(cfg: StackConfig) -> tuple[list[dict[str, Any]], list[dict[str,
     may place the ingress and the routers' callers on any node, and the app's runtime_env reaches every replica. A
     Secret or ConfigMap volume (no subPath) is updated in place when the object changes (Kubernetes docs, Secrets:
     "Mounted Secrets are updated automatically"), which is how a rotated key arrives without a restart."""
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
     # Exactly the zips the app's runtime_env names (serve_config.code_packages), so the two cannot part.
-    for package in code_packages(serve_app_args(cfg)):
-        volume, mount = package.volume()
-        volumes.append(volume)
-        mounts.append(mount)
+    code = [package.volume() for package in code_packages(serve_app_args(cfg))]
+    volumes, mounts = [volume for volume, _ in code], [mount for _, mount in code]
     if cfg.serve_api_key_auth:
         volumes.append({"name": "serve-api-keys", "secret": {"secretName": serve_auth.KEYS_SECRET}})
         mounts.append({"name": "serve-api-keys", "mountPath": serve_auth.KEYS_MOUNT, "readOnly": True})
@@ -160,10 +145,9 @@ def head_group(cfg: StackConfig) -> dict[str, Any]:
     vllm_engine.py calls LLMConfig.apply_checkpoint_info, which reads the Hub config)."""
     volumes, mounts = code_volumes(cfg)
     env = _env(False, GCS_REDIS_CA_ENV) if cfg.gcs_redis else []
-    if cfg.gcs_redis:
-        volume, mount = gcs_redis_ca_volume()
-        volumes.append(volume)
-        mounts.append(mount)
+    if cfg.gcs_redis:  # the CA ConfigMap, read-only
+        volumes.append({"name": GCS_REDIS_CA_CONFIG_MAP, "configMap": {"name": GCS_REDIS_CA_CONFIG_MAP}})
+        mounts.append({"name": GCS_REDIS_CA_CONFIG_MAP, "mountPath": GCS_REDIS_CA_MOUNT, "readOnly": True})
     return {
         # No model work on the CPU head: its logical CPUs and GPUs are zero.
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0", **RAY_PORT_PARAMS},
@@ -410,7 +394,7 @@ API_KEY_HEADER = "Authorization: Bearer $(pulumi stack output --show-secrets ser
 
 def endpoint_outputs(cfg: StackConfig) -> dict[str, str]:
     """How to reach the OpenAI-compatible API once the RayService is ready."""
-    service = serve_service_name(cfg)
+    service = f"{cfg.ray_service_name}-serve-svc"  # the Service KubeRay creates once the Serve app is healthy
     key_header = f' --header "{API_KEY_HEADER}"' if cfg.serve_api_key_auth else ""
     return {
         "serveEndpoint": f"http://{service}.{cfg.namespace}.svc.cluster.local:{SERVE_PORT}/v1",

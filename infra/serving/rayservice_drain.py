@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import pulumi
 import pulumi.dynamic
 
-from infra.serving.rollout import UNCOMPARED_INPUTS, KubernetesReader
+from infra.serving.rollout import KubernetesReader, changed_inputs
 from infra.serving.rollout_status import ClusterRefused
 
 # The operator's cleanup Job runs for at most its activeDeadlineSeconds, after the head pod is gone; the pods' own
@@ -115,7 +115,7 @@ class RayServiceDrainProvider(pulumi.dynamic.ResourceProvider):
         return pulumi.dynamic.CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=props)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        changed = sorted(key for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS if olds.get(key) != news.get(key))
+        changed = changed_inputs(olds, news)
         # Another RayService is another drain, the old one waiting for the old RayService on its way out; anything
         # else is updated in place (a replaced drain of the same RayService would wait for one that stays).
         replaces = [key for key in changed if key in IDENTITY_INPUTS]

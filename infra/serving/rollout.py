@@ -81,6 +81,25 @@ class ServeRolloutArgs:
     cluster_spec_sha256: str = ""
 
 
+def api_request(
+    api: Any, method: str, path: str, query: list[tuple[str, str]], content_type: str = "", body: Any = None
+) -> Any:
+    """One request to the Kubernetes API, its answer read whole; the caller judges the status."""
+    method, url, headers, serialized, _ = api.param_serialize(
+        method,
+        path,
+        query_params=query,
+        header_params={"Accept": "application/json", **({"Content-Type": content_type} if content_type else {})},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(
+        method, url, header_params=headers, body=serialized, _request_timeout=REQUEST_TIMEOUT_SECONDS
+    )
+    response.read()
+    return response
+
+
 class KubernetesReader:
     """The reads `infra.serving.rollout_status` makes, as raw JSON from the Kubernetes API, paths written out. The
     client renews the exec token itself once it expires (kubernetes `config/kube_config.py` `_set_config`,
@@ -91,44 +110,24 @@ class KubernetesReader:
 
         self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
         self.namespace, self.name, self.pod_selector = namespace, name, pod_selector
+        self._rayservice_path = f"/apis/ray.io/v1/namespaces/{namespace}/rayservices/{name}"
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Mapping[str, Any] | None:
-        method, url, headers, _, _ = self._api.param_serialize(
-            "GET",
-            path,
-            query_params=query or [],
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = self._api.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT_SECONDS)
-        response.read()
+        response = api_request(self._api, "GET", path, query or [])
         return _answer(f"GET {path}", response.status, response.data)
 
     def rayservice(self) -> Mapping[str, Any] | None:
-        return self._get(self._rayservice_path())
-
-    def _rayservice_path(self) -> str:
-        return f"/apis/ray.io/v1/namespaces/{self.namespace}/rayservices/{self.name}"
+        return self._get(self._rayservice_path)
 
     def roll_back(self, serve_config_v2: str, annotations: Mapping[str, str]) -> None:
         """Writes `serve_config_v2` into the RayService, with `annotations`: a JSON merge patch of those fields alone,
         through the object, not Ray's dashboard, whose config KubeRay would replace at its next start
         (docs/changes.md#rolling-back)."""
         body = {"metadata": {"annotations": dict(annotations)}, "spec": {"serveConfigV2": serve_config_v2}}
-        method, url, headers, serialized, _ = self._api.param_serialize(
-            "PATCH",
-            self._rayservice_path(),
-            query_params=[("fieldManager", ROLLBACK_FIELD_MANAGER)],
-            header_params={"Accept": "application/json", "Content-Type": "application/merge-patch+json"},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        response = self._api.call_api(
-            method, url, header_params=headers, body=serialized, _request_timeout=REQUEST_TIMEOUT_SECONDS
-        )
-        response.read()
-        if _answer(f"PATCH {self._rayservice_path()}", response.status, response.data) is None:
-            raise ConnectionError(f"PATCH {self._rayservice_path()}: HTTP {response.status}")
+        query = [("fieldManager", ROLLBACK_FIELD_MANAGER)]
+        response = api_request(self._api, "PATCH", self._rayservice_path, query, "application/merge-patch+json", body)
+        if _answer(f"PATCH {self._rayservice_path}", response.status, response.data) is None:
+            raise ConnectionError(f"PATCH {self._rayservice_path}: HTTP {response.status}")
 
     def serve_details(self, cluster: str) -> Mapping[str, Any] | None:
         """Serve's applications as the cluster's dashboard reports them, read on the running head pod through a
@@ -207,6 +206,14 @@ def _answer(what: str, status: int, data: bytes) -> Mapping[str, Any] | None:
 
 
 Reader = Callable[[Mapping[str, Any]], Any]
+
+
+def changed_inputs(
+    olds: Mapping[str, Any], news: Mapping[str, Any], ignored: frozenset[str] = frozenset()
+) -> list[str]:
+    """A dynamic resource's inputs that differ, but for UNCOMPARED_INPUTS and `ignored`."""
+    compared = (set(olds) | set(news)) - UNCOMPARED_INPUTS - ignored
+    return sorted(key for key in compared if olds.get(key) != news.get(key))
 
 
 def plain_numbers(value: Any) -> Any:
@@ -347,10 +354,8 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
         )
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        changed = sorted(
-            key for key in (set(olds) | set(news)) - UNCOMPARED_INPUTS - OUTPUTS if olds.get(key) != news.get(key)
-        )
         # Never a replacement: the waiting is all an update does.
+        changed = changed_inputs(olds, news, OUTPUTS)
         return pulumi.dynamic.DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:

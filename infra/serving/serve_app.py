@@ -15,9 +15,9 @@ import yaml
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
-from infra.components import Children, problem, raise_input_errors
+from infra.components import Children, Opts, declare_manifest, network_policy_role, problem, raise_input_errors
 from infra.kube.pod_security import SERVING_LEVEL, pod_security_labels
-from infra.serving import edge, prefix_routing, serve_auth
+from infra.serving import edge, serve_auth
 from infra.serving.code_package import CodePackage
 from infra.serving.edge import Edge
 from infra.serving.kuberay import KubeRayOperator, KubeRayOperatorArgs
@@ -38,7 +38,7 @@ from infra.serving.rayservice import (
 )
 from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
-from infra.serving.serve_config import AUTOSCALE_CODE, MODELS_CODE
+from infra.serving.rollout_status import built_from, has_gcs_fault_tolerance
 
 # A change under these replaces the RayService (RAYSERVICE_REPLACED): Pulumi's engine makes every changed path below
 # one a replacement (pulumi/pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges).
@@ -70,9 +70,7 @@ def dropped_auth_options(applied: Mapping[str, Any], live: Mapping[str, Any] | N
 
 def cluster_spec_sha256(rayservice: Mapping[str, Any]) -> str:
     """The digest the cluster spec carries on its head's pod template (infra/serving/rayservice.py), or ""."""
-    cluster = rayservice.get("spec", {}).get("rayClusterConfig") or {}
-    head = (cluster.get("headGroupSpec") or {}).get("template") or {}
-    return str(((head.get("metadata") or {}).get("annotations") or {}).get(CLUSTER_SPEC_ANNOTATION, ""))
+    return built_from({"spec": rayservice.get("spec", {}).get("rayClusterConfig")})
 
 
 @dataclass(frozen=True)
@@ -81,10 +79,6 @@ class GcsStoreAccess:
 
     endpoint: pulumi.Input[str]  # the primary's DNS name, which the head reaches through the GCS_REDIS_SERVICE alias
     auth_token: pulumi.Input[str]  # secret; the head reads it from the GCS_REDIS_SECRET Secret
-
-
-def names_gcs_store(rayservice: Mapping[str, Any]) -> bool:
-    return "gcsFaultToleranceOptions" in (rayservice.get("spec", {}).get("rayClusterConfig") or {})
 
 
 @dataclass(frozen=True)
@@ -116,13 +110,9 @@ class ServingArgs:
     prepull_image: str | None = None
     # The GCS store, when the RayService's cluster keeps its tables there (gcsFaultToleranceOptions).
     gcs_store: GcsStoreAccess | None = None
-    # A side routes by prefix: the router's code as a ConfigMap the pods mount (infra/serving/prefix_routing.py).
-    prefix_routing: bool = False
-    # A side scales on a latency objective: the policy's code as a ConfigMap the pods mount (serve_config.py).
-    latency_policy: bool = False
-    # Aggregated models beside the PD pair: the stack's app builder as a ConfigMap the pods mount
-    # (infra/serving/serve_config.py MODELS_CODE).
-    models_builder: bool = False
+    # The stack's code the app loads besides the API-key ingress (the prefix router, the latency policy, the models'
+    # builder: infra/serving/serve_config.py code_packages), each as a ConfigMap the pods mount.
+    code_packages: Sequence[CodePackage] = ()
     # The serve edge's configuration, as the ConfigMap the worker pods mount (infra/serving/edge.py).
     edge: Edge | None = None
 
@@ -144,7 +134,7 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
         errors.append(
             problem("rayservice", f"an in-place cluster upgrade needs {CLUSTER_SPEC_ANNOTATION} on the head template")
         )
-    if names_gcs_store(args.rayservice) != (args.gcs_store is not None):
+    if has_gcs_fault_tolerance(args.rayservice) != (args.gcs_store is not None):
         # A head told of a store that was not made waits for it and restarts; a store no head names is paid for idle.
         errors.append(
             problem("gcs_store", "given without the RayService's gcsFaultToleranceOptions, or missing with them")
@@ -188,74 +178,58 @@ def rollout_args(
     )
 
 
-def code_config_map(
-    package: CodePackage, children: Children, namespace: str, opts: pulumi.ResourceOptions
-) -> pulumi.Resource:
+def code_config_map(package: CodePackage, children: Children, namespace: str, opts: Opts) -> pulumi.Resource:
     """The package as a ConfigMap holding the zip its `py_modules` URI names, mounted into the Ray pods
     (infra/serving/rayservice.py code_volumes)."""
     return k8s.core.v1.ConfigMap(
         children.name(package.configmap_prefix),
         metadata=k8s.meta.v1.ObjectMetaArgs(name=package.configmap_name(), namespace=namespace),
         binary_data={package.zip_name(): base64.b64encode(package.zip()).decode()},
-        opts=opts,
+        opts=opts(),
     )
 
 
-def serve_auth_objects(
-    args: ServingArgs, children: Children, provider: pulumi.ProviderResource, namespace: pulumi.Resource
-) -> list[pulumi.Resource]:
+def _secret(children: Children, role: str, name: str, namespace: str, data: Any, opts: Opts) -> pulumi.Resource:
+    return k8s.core.v1.Secret(
+        children.name(role),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace),
+        type="Opaque",
+        string_data=data,
+        opts=opts(),
+    )
+
+
+def serve_auth_objects(args: ServingArgs, children: Children, opts: Opts) -> list[pulumi.Resource]:
     """The auth package's ConfigMap and the keys as a Secret (one a line), both mounted into the Ray pods."""
     assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
-    code = code_config_map(
-        serve_auth.CODE,
-        children,
-        args.namespace,
-        children.opts(provider=provider, depends_on=[namespace]),
-    )
-    keys = k8s.core.v1.Secret(
-        children.name("serve-api-keys"),
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=serve_auth.KEYS_SECRET, namespace=args.namespace),
-        type="Opaque",
-        string_data={
-            serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)
-        },
-        opts=children.opts(provider=provider, depends_on=[namespace]),
-    )
-    return [code, keys]
+    keys = {serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)}
+    return [
+        code_config_map(serve_auth.CODE, children, args.namespace, opts),
+        _secret(children, "serve-api-keys", serve_auth.KEYS_SECRET, args.namespace, keys, opts),
+    ]
 
 
-def gcs_store_objects(
-    store: GcsStoreAccess,
-    namespace_name: str,
-    children: Children,
-    provider: pulumi.ProviderResource,
-    namespace: pulumi.Resource,
-) -> list[pulumi.Resource]:
+def gcs_store_objects(store: GcsStoreAccess, namespace: str, children: Children, opts: Opts) -> list[pulumi.Resource]:
     """The store's AUTH token as the Secret KubeRay reads the head's password from, the CAs its TLS chains to as a
-    ConfigMap the head mounts, and an ExternalName Service whose
+    ConfigMap the head mounts (infra/serving/rayservice.py GCS_REDIS_CA_ENV), and an ExternalName Service whose
     cluster DNS name is a CNAME of the primary's endpoint (https://kubernetes.io/docs/concepts/services-networking/
     service/#externalname): the RayService names a fixed address, and a failover's new primary is the endpoint's."""
-    secret = k8s.core.v1.Secret(
-        children.name("gcs-redis-password"),
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SECRET, namespace=namespace_name),
-        type="Opaque",
-        string_data={GCS_REDIS_PASSWORD_KEY: pulumi.Output.secret(store.auth_token)},
-        opts=children.opts(provider=provider, depends_on=[namespace]),
-    )
-    # The CAs the head trusts for the store's TLS (infra/serving/rayservice.py GCS_REDIS_CA_ENV).
-    ca = k8s.core.v1.ConfigMap(
-        children.name("gcs-redis-ca"),
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_CA_CONFIG_MAP, namespace=namespace_name),
-        data={GCS_REDIS_CA_KEY: gcs_redis_ca_bundle()},
-        opts=children.opts(provider=provider, depends_on=[namespace]),
-    )
-    alias = k8s.core.v1.Service(
-        children.name("gcs-redis-address"),
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SERVICE, namespace=namespace_name),
-        spec=k8s.core.v1.ServiceSpecArgs(type="ExternalName", external_name=store.endpoint),
-        opts=children.opts(provider=provider, depends_on=[namespace]),
-    )
-    return [secret, ca, alias]
+    password = {GCS_REDIS_PASSWORD_KEY: pulumi.Output.secret(store.auth_token)}
+    return [
+        _secret(children, "gcs-redis-password", GCS_REDIS_SECRET, namespace, password, opts),
+        k8s.core.v1.ConfigMap(
+            children.name("gcs-redis-ca"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_CA_CONFIG_MAP, namespace=namespace),
+            data={GCS_REDIS_CA_KEY: gcs_redis_ca_bundle()},
+            opts=opts(),
+        ),
+        k8s.core.v1.Service(
+            children.name("gcs-redis-address"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=GCS_REDIS_SERVICE, namespace=namespace),
+            spec=k8s.core.v1.ServiceSpecArgs(type="ExternalName", external_name=store.endpoint),
+            opts=opts(),
+        ),
+    ]
 
 
 class Serving(pulumi.ComponentResource):
@@ -282,14 +256,15 @@ class Serving(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=pod_security_labels(SERVING_LEVEL)),
             opts=children.opts(provider=cluster.provider),
         )
+
+        def in_namespace() -> pulumi.ResourceOptions:
+            return children.opts(provider=cluster.provider, depends_on=[namespace])
+
         if args.prepull_image:
-            _image_prepull(args.prepull_image, args.namespace, children, cluster.provider, namespace)
-        prerequisites = [
-            operator.release,
-            device_plugins,
-            namespace,
-            *_rayservice_inputs(args, children, cluster, namespace),
-        ]
+            # Made with the namespace, before any node exists: each node's pull starts as the node joins.
+            prepull = build_prepull_daemonset(args.prepull_image, args.namespace)
+            declare_manifest(children, "image-prepull", prepull, in_namespace())
+        prerequisites = [operator.release, device_plugins, namespace, *_rayservice_inputs(args, children, in_namespace)]
         rayservice = _rayservice(args, children, cluster, prerequisites)
         # A resource's output properties are set on it from its inputs' names at run time (pulumi
         # runtime/rpc.py `transfer_properties`: `res.__dict__[name] = Output(...)`); CustomResource declares none.
@@ -306,31 +281,13 @@ class Serving(pulumi.ComponentResource):
             rollout_args(args, cluster.kubeconfig, applied_generation, created_uid),
             opts=children.opts(depends_on=[rayservice]),
         )
-        self.load_balancer_hostname = (
-            _load_balancer_hostname(
-                args.load_balancer,
-                children,
-                cluster,
-                namespace,
-                None if replaced_on_cluster_change(args.rayservice) else rollout,
+        self.load_balancer_hostname = None
+        if args.load_balancer:
+            after = None if replaced_on_cluster_change(args.rayservice) else rollout
+            self.load_balancer_hostname = _load_balancer_hostname(
+                args.load_balancer, children, cluster, namespace, after
             )
-            if args.load_balancer
-            else None
-        )
         self.register_outputs({})
-
-
-def _image_prepull(
-    image: str, namespace_name: str, children: Children, provider: pulumi.ProviderResource, namespace: pulumi.Resource
-) -> None:
-    """Made with the namespace, before any node exists: each node's pull starts as the node joins."""
-    prepull = build_prepull_daemonset(image, namespace_name)
-    k8s.apps.v1.DaemonSet(
-        children.name("image-prepull"),
-        metadata=prepull["metadata"],
-        spec=prepull["spec"],
-        opts=children.opts(provider=provider, depends_on=[namespace]),
-    )
 
 
 def _fail_on(problem: str | None) -> None:
@@ -338,51 +295,28 @@ def _fail_on(problem: str | None) -> None:
         raise pulumi.RunError(problem)
 
 
-def _rayservice_inputs(
-    args: ServingArgs, children: Children, cluster: Cluster, namespace: pulumi.Resource
-) -> list[pulumi.Resource]:
+def _rayservice_inputs(args: ServingArgs, children: Children, opts: Opts) -> list[pulumi.Resource]:
     """What the RayService's pods read or are guarded by, made before it: the Hub token's Secret, the NetworkPolicies,
     the auth objects, the router's code, the workers' service account; and what it waits for (the model's mirror)."""
-    inputs: list[pulumi.Resource] = []
+    inputs = []
     if args.hf_token is not None:
-        inputs.append(
-            k8s.core.v1.Secret(
-                children.name("hf-token"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=HF_TOKEN_SECRET, namespace=args.namespace),
-                type="Opaque",
-                string_data={HF_TOKEN_KEY: args.hf_token},
-                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
-            )
-        )
-    for policy in args.network_policies:
-        name = f"network-policy-{policy['metadata']['name']}"
-        inputs.append(
-            k8s.networking.v1.NetworkPolicy(
-                children.name(name),
-                metadata=policy["metadata"],
-                spec=policy["spec"],
-                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
-            )
-        )
+        token = {HF_TOKEN_KEY: args.hf_token}
+        inputs.append(_secret(children, "hf-token", HF_TOKEN_SECRET, args.namespace, token, opts))
+    inputs += [
+        declare_manifest(children, network_policy_role(policy), policy, opts()) for policy in args.network_policies
+    ]
     if args.api_keys is not None:
-        inputs.extend(serve_auth_objects(args, children, cluster.provider, namespace))
+        inputs.extend(serve_auth_objects(args, children, opts))
     if args.gcs_store is not None:
-        inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, cluster.provider, namespace))
-    for package, used in (
-        (prefix_routing.CODE, args.prefix_routing),
-        (AUTOSCALE_CODE, args.latency_policy),
-        (MODELS_CODE, args.models_builder),
-    ):
-        if used:
-            opts = children.opts(provider=cluster.provider, depends_on=[namespace])
-            inputs.append(code_config_map(package, children, args.namespace, opts))
+        inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, opts))
+    inputs += [code_config_map(package, children, args.namespace, opts) for package in args.code_packages]
     if args.edge is not None:
         inputs.append(
             k8s.core.v1.ConfigMap(
                 children.name(edge.CONFIGMAP_PREFIX),
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=args.edge.configmap_name(), namespace=args.namespace),
                 data=args.edge.configmap_data(),
-                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
+                opts=opts(),
             )
         )
     if args.worker_service_account is not None:
@@ -393,7 +327,7 @@ def _rayservice_inputs(
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=account, namespace=args.namespace, annotations={"eks.amazonaws.com/role-arn": role_arn}
                 ),
-                opts=children.opts(provider=cluster.provider, depends_on=[namespace]),
+                opts=opts(),
             )
         )
     return [*inputs, *args.waits_for]
