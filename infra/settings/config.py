@@ -14,20 +14,9 @@ import pulumi
 
 from infra.settings.autoscaling import ScalingPace
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
-from infra.settings.config_warnings import (
-    ignored_setting_warnings,
-    nested_cidr_warnings,
-    warn_all,
-)
-from infra.settings.instance_types import (
-    InstanceShape,
-    gpu_node_type_problem,
-    resolve_kv_buffer_device,
-)
-from infra.settings.kinds import (
-    INSTANCE_TYPE_PATTERN,
-    MAX_MODEL_LEN,
-)
+from infra.settings.config_warnings import ignored_setting_warnings, nested_cidr_warnings, warn_all
+from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
+from infra.settings.kinds import INSTANCE_TYPE_PATTERN, MAX_MODEL_LEN
 from infra.settings.model_sources import model_source_problem
 from infra.settings.models import (
     ModelSpec,
@@ -45,10 +34,7 @@ from infra.settings.reader import (
     integer_form_problems,
     plain_secret_problem,
 )
-from infra.settings.regions import (
-    default_dlc_image,
-    region_problem,
-)
+from infra.settings.regions import default_dlc_image, region_problem
 from infra.settings.rules_network import (
     api_allow_list_problem,
     capacity_block_autoscaling_problem,
@@ -88,11 +74,7 @@ from infra.settings.rules_serving import (
     serve_side,
     surge_problems,
 )
-from infra.settings.stack_config import (
-    ConfigError,
-    ServeSide,
-    StackConfig,
-)
+from infra.settings.stack_config import ConfigError, ServeSide, StackConfig
 from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # The StackConfig fields a row feeds with its value as read; the rest load_config derives.

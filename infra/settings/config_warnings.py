@@ -18,12 +18,8 @@ from infra.settings.kinds import (
     internet_client_cidr,
     ipv4_network,
 )
-from infra.settings.reader import (
-    json_string_list,
-)
-from infra.settings.stack_config import (
-    StackConfig,
-)
+from infra.settings.reader import json_string_list
+from infra.settings.stack_config import StackConfig
 from infra.settings.table import SETTINGS, SETTINGS_BY_KEY
 
 

@@ -10,17 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infra.settings.changes import (
-    GPU_NODES_SCALED,
-    RAYSERVICE_REPLACED,
-    SERVE_IN_PLACE,
-    Effect,
-)
-from policy.ray_llm_policies.aws_rules import (
-    EKS_CLUSTER_NAME_PATTERN,
-    MAX_TAG_VALUE_LENGTH,
-    TAG_CHARACTERS,
-)
+from infra.settings.changes import GPU_NODES_SCALED, RAYSERVICE_REPLACED, SERVE_IN_PLACE, Effect
+from policy.ray_llm_policies.aws_rules import EKS_CLUSTER_NAME_PATTERN, MAX_TAG_VALUE_LENGTH, TAG_CHARACTERS
 from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 
 # Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell

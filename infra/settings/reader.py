@@ -12,16 +12,7 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from infra.settings.kinds import (
-    Boolean,
-    Choice,
-    Integer,
-    ProviderValue,
-    Secret,
-    Setting,
-    StringList,
-    Text,
-)
+from infra.settings.kinds import Boolean, Choice, Integer, ProviderValue, Secret, Setting, StringList, Text
 from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # Keys whose value is a credential (their rows' kind): the only ones a stack file may hold encrypted (`secure:`).

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from infra.settings.changes import (
-    AWS_IN_PLACE,
-    GPU_NODES_ROLLED,
-    MONITORING,
-    SYSTEM_NODES_ROLLED,
-)
+from infra.settings.changes import AWS_IN_PLACE, GPU_NODES_ROLLED, MONITORING, SYSTEM_NODES_ROLLED
 from infra.settings.kinds import (
     AMP_WORKSPACE_PATTERN,
     BOOLEAN,

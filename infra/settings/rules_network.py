@@ -11,11 +11,7 @@ from collections.abc import Callable, Sequence
 from infra.kube.namespaces import CREATED_NAMESPACES
 from infra.kube.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.footprint import system_node_load, system_node_problem
-from infra.settings.instance_types import (
-    NODE_ARCHITECTURE,
-    InstanceShape,
-    architecture_reason,
-)
+from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, architecture_reason
 from infra.settings.kinds import (
     API_ALLOW_LIST_COMMAND,
     CHECKIP,
@@ -29,12 +25,8 @@ from infra.settings.kinds import (
     PUBLIC_PREFIX_DELTA,
     ipv4_network,
 )
-from infra.settings.regions import (
-    region_problem,
-)
-from infra.settings.stack_config import (
-    StackConfig,
-)
+from infra.settings.regions import region_problem
+from infra.settings.stack_config import StackConfig
 from policy.ray_llm_policies.internet import covers_the_internet
 
 MIN_KUBERNETES_MINOR = 29

@@ -8,24 +8,11 @@ from typing import Any
 
 import pulumi
 
-from infra.settings.config_warnings import (
-    assignment,
-)
-from infra.settings.kinds import (
-    AMP_WORKSPACE_PATTERN,
-    SNS_TOPIC_ARN_PATTERN,
-)
-from infra.settings.reader import (
-    plain_secret_problem,
-)
-from infra.settings.regions import (
-    SUPPORTED_DNS_SUFFIX,
-    SUPPORTED_PARTITION,
-    region_partition,
-)
-from infra.settings.stack_config import (
-    StackConfig,
-)
+from infra.settings.config_warnings import assignment
+from infra.settings.kinds import AMP_WORKSPACE_PATTERN, SNS_TOPIC_ARN_PATTERN
+from infra.settings.reader import plain_secret_problem
+from infra.settings.regions import SUPPORTED_DNS_SUFFIX, SUPPORTED_PARTITION, region_partition
+from infra.settings.stack_config import StackConfig
 
 # The alert receivers' credentials, checked for their form without being shown: (pattern, what is allowed, the
 # placeholder of the `--secret` command). A Slack incoming webhook is an https:// URL

@@ -12,9 +12,7 @@ import pulumi
 from pulumi.runtime.config import is_config_secret
 
 from infra.settings.autoscaling import SIDE_OBJECTIVES, objective_problem
-from infra.settings.instance_types import (
-    InstanceShape,
-)
+from infra.settings.instance_types import InstanceShape
 from infra.settings.kinds import (
     CACHE_NODE_TYPE_PATTERN,
     CERTIFICATE_ARN_PATTERN,
@@ -38,19 +36,9 @@ from infra.settings.kv_offload import hybrid_model_problem, node_memory_problem,
 from infra.settings.models import AGGREGATED, OWN_NODES, ModelSpec, model_layout_problems
 from infra.settings.prefix_caching import engine_prefix_caching, routes_by_prefix
 from infra.settings.quantization import fp8_problems
-from infra.settings.reader import (
-    Reader,
-    json_string_list,
-)
-from infra.settings.regions import (
-    DEFAULT_IMAGE_RAY_VERSION,
-)
-from infra.settings.stack_config import (
-    KNOWN_MODELS,
-    ServeSide,
-    StackConfig,
-    model_hybrid,
-)
+from infra.settings.reader import Reader, json_string_list
+from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION
+from infra.settings.stack_config import KNOWN_MODELS, ServeSide, StackConfig, model_hybrid
 from infra.settings.topology import Topology, topology_problems
 from policy.ray_llm_policies.pinning import unpinned_image_reason
 

@@ -10,10 +10,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from infra.settings.autoscaling import ScalingPace
-from infra.settings.kinds import (
-    GCS_REDIS,
-    NEW_CLUSTER,
-)
+from infra.settings.kinds import GCS_REDIS, NEW_CLUSTER
 from infra.settings.models import AGGREGATED, ModelSpec
 from infra.settings.topology import Topology
 
