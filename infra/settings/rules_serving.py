@@ -282,18 +282,19 @@ def kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | None
     )
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
+def _since(version: str, since: tuple[int, ...]) -> bool:
+    """Whether `version` is a release `since` or later (False for a malformed one, which its row reports)."""
+    return bool(SEMVER_PATTERN.match(version)) and tuple(int(part) for part in version.split(".")) >= since
 
 
 def sets_cluster_deletion_delay(kuberay_version: str) -> bool:
     """Whether this KubeRay release reads spec.rayClusterDeletionDelaySeconds (KUBERAY_DELETION_DELAY_SINCE)."""
-    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_DELETION_DELAY_SINCE
+    return _since(kuberay_version, KUBERAY_DELETION_DELAY_SINCE)
 
 
 def has_ray_token_auth(kuberay_version: str) -> bool:
     """Whether this KubeRay release takes authOptions (and its dashboard client sends the token)."""
-    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_AUTH_OPTIONS_SINCE
+    return _since(kuberay_version, KUBERAY_AUTH_OPTIONS_SINCE)
 
 
 def ray_auth_problem(mode: str, kuberay_version: str, ray_version: str) -> str | None:
@@ -307,13 +308,13 @@ def ray_auth_problem(mode: str, kuberay_version: str, ray_version: str) -> str |
             f"config; allowed is kuberayVersion {since} or later (validated: {VALIDATED_KUBERAY_VERSIONS[-1]}), or "
             "rayAuthMode 'disabled'"
         )
-    if _version(ray_version) < RAY_TOKEN_AUTH_SINCE:
-        ray_since = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
-        return (
-            f"rayAuthMode='token' is invalid with rayVersion={ray_version!r}: KubeRay refuses authOptions below Ray "
-            f"{ray_since}; allowed is rayVersion {ray_since} or later, or rayAuthMode 'disabled'"
-        )
-    return None
+    if _since(ray_version, RAY_TOKEN_AUTH_SINCE):
+        return None
+    ray_since = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
+    return (
+        f"rayAuthMode='token' is invalid with rayVersion={ray_version!r}: KubeRay refuses authOptions below Ray "
+        f"{ray_since}; allowed is rayVersion {ray_since} or later, or rayAuthMode 'disabled'"
+    )
 
 
 def head_fault_tolerance_problem(mode: str, kuberay_version: str) -> str | None:
@@ -322,7 +323,7 @@ def head_fault_tolerance_problem(mode: str, kuberay_version: str) -> str | None:
     #field-pruning), so the head would run without its store and nothing would say so."""
     if mode != GCS_REDIS or not SEMVER_PATTERN.match(kuberay_version):
         return None
-    if _version(kuberay_version) >= KUBERAY_GCS_FT_OPTIONS_SINCE:
+    if _since(kuberay_version, KUBERAY_GCS_FT_OPTIONS_SINCE):
         return None
     since = ".".join(map(str, KUBERAY_GCS_FT_OPTIONS_SINCE))
     return (
