@@ -285,11 +285,16 @@ class Setting:
     kind: Kind
     default: Any  # as Pulumi.yaml types it: str, int, bool or list
     description: str
-    # The StackConfig fields the value feeds ("prefill.replicas": a field of a field; several joined by ", "). A
-    # plain field name is filled with the value as read unless load_config derives it (kvBufferDevice's "auto").
-    feeds: str
     effects: tuple[Effect, ...]  # what a change does, mildest first (infra/settings/changes.py)
+    # The StackConfig fields the value feeds ("prefill.replicas": a field of a field; several joined by ", "), by
+    # default the key in snake_case. A plain field name is filled with the value as read unless load_config derives
+    # it (kvBufferDevice's "auto").
+    feeds: str = ""
     change_note: str = ""  # when an effect applies only to some changes of the setting
+
+    def __post_init__(self) -> None:
+        if not self.feeds:
+            object.__setattr__(self, "feeds", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.key).lower())
 
     @property
     def pulumi_type(self) -> str:

@@ -73,7 +73,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "",
             "Ray Serve LLM container image; empty uses ray:serve-llm-cuda-v1.0 from the region's Deep Learning "
             "Containers registry (<account>.dkr.ecr.<region>.amazonaws.com).",
-            feeds="dlc_image",
             effects=(MODEL_MIRRORED, RAYSERVICE_REPLACED),
             change_note="the mirror Job runs in the same image, so it runs again; with the files already in the bucket "
             "it only checks them. The image pre-puller restarts on the new image, so every node pulls it at once, "
@@ -86,7 +85,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored "
             f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}). 1.4.0 has no Ray token: with rayAuthMode auto it turns the "
             "token off.",
-            feeds="kuberay_version",
             effects=(CHART_ROLLED, RAYSERVICE_REPLACED),
             change_note=(
                 "the stack applies the release's RayService and RayCluster CRDs first (helm upgrade never upgrades a "
@@ -119,7 +117,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "makes, TLS and an AUTH token, reachable from the system nodes only: a restarted head reloads the "
             "cluster and the GPU workers keep serving through it) or off (no store: a head restart restarts every "
             "GPU worker, which loads the model again).",
-            feeds="head_fault_tolerance",
             effects=(GCS_STORE, MONITORING, RAYSERVICE_REPLACED),
             change_note=(
                 "the RayCluster's spec gains or loses gcsFaultToleranceOptions and the head-restart alert its "
@@ -133,7 +130,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Text(CACHE_NODE_TYPE_PATTERN, "an ElastiCache node type such as cache.t4g.micro"),
             "cache.t4g.micro",
             "ElastiCache node type of the head's GCS store (headFaultTolerance redis), for its primary and replica.",
-            feeds="gcs_redis_node_type",
             effects=(GCS_STORE,),
             change_note="ElastiCache scales the nodes in place (online) and switches the primary at the end",
         ),
@@ -144,7 +140,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Weekly maintenance window of the head's GCS store (headFaultTolerance redis), ddd:hh24:mi-ddd:hh24:mi "
             "in UTC, at least 60 minutes: ElastiCache patches there, failing the primary over, which restarts the Ray "
             "head (the GPU workers ride through it). Unset, ElastiCache would pick a random hour of the week.",
-            feeds="gcs_redis_maintenance_window",
             effects=(AWS_IN_PLACE,),
         ),
         Setting(
@@ -164,7 +159,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "again: a full outage, no extra nodes) or newCluster (KubeRay's zero-downtime upgrade: a second RayCluster "
             "beside the active one, which needs a second Ray head on the system nodes and as many GPU nodes again, "
             "added by the Cluster Autoscaler; see Changing a running stack).",
-            feeds="cluster_upgrade_strategy",
             effects=(LOAD_BALANCER, CHART_ROLLED, GPU_NODES_SCALED, RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
             change_note=(
                 "to newCluster: the RayService is updated in place and KubeRay builds a first new cluster beside the "
@@ -179,7 +173,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "2.58.0",
             "Ray version of the image (RayService spec.rayClusterConfig.rayVersion); must be 2.58.0 with the default "
             "image.",
-            feeds="ray_version",
             effects=(RAYSERVICE_REPLACED,),
         ),
         Setting(
@@ -191,7 +184,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             ),
             "ray-llm",
             "Name of the RayService; the endpoint Service is <name>-serve-svc.",
-            feeds="ray_service_name",
             effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
         ),
         Setting(
@@ -200,7 +192,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "inference",
             "Kubernetes namespace of the RayService; not one the stack creates for another part (kuberay-system, "
             "monitoring, model-cache).",
-            feeds="namespace",
             effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
         ),
         Setting(
@@ -208,7 +199,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Text(NO_SPACE_PATTERN, "a non-empty name without spaces"),
             "qwen3.5-9b",
             "Model id exposed on the OpenAI-compatible API.",
-            feeds="model_id",
             effects=SERVE_ONLY,
             change_note=(
                 "Ray Serve LLM names each engine deployment after the model id, so a new id replaces the deployment "
@@ -220,7 +210,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Text(),
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
-            feeds="model_source",
             effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE),
             change_note="with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
             "read as it is; between the two the alerts' first-deploy deadline gains or loses the mirror's timeout",
@@ -234,7 +223,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "placement (own-nodes or spare-gpus) and LoRA adapters kept under adapterPrefix in the model cache "
             "bucket. Empty: the one model of modelId/modelSource; a list names every model, one of them pd, and "
             "leaves modelId and modelSource at their defaults (the pd model's engines stay the keys').",
-            feeds="models",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
             change_note=(
                 "the models are one Serve application, whose args Serve 2.58 restarts every replica for: adding, "
@@ -252,7 +240,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             ),
             4096,
             "vLLM max_model_len (context length) of prefill and decode, 1 to 1048576 tokens.",
-            feeds="max_model_len",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -262,7 +249,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Serve text only (vLLM language_model_only): a multimodal model's vision tower is neither loaded nor "
             "profiled, and requests with images are refused. The default Qwen3.5-9B at maxModelLen 4096 fits a g6's "
             "L4 only this way (lab/records/gpu-end-to-end.md); false needs a larger GPU.",
-            feeds="language_model_only",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -365,7 +351,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "capability 8.0 or later). A hybrid model's Gated DeltaNet state keeps its dtype. Off by default: at "
             "the default maxModelLen and decodeMaxNumSeqs the KV of FP8 weights alone holds every sequence (see "
             "Scaling, FP8).",
-            feeds="kv_cache_dtype",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -428,7 +413,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             False,
             "Ray Serve autoscales each side between <side>Replicas and <side>MaxReplicas; KubeRay's autoscaler adds "
             "Ray worker pods and the Cluster Autoscaler GPU nodes to match (see Scaling).",
-            feeds="serve_autoscaling",
             effects=(MONITORING, SERVE_IN_PLACE, *SIDE_SIZE),
             change_note="the head's PodMonitor and its Prometheus NetworkPolicy add or drop the head autoscaler's "
             "metrics port",
@@ -522,7 +506,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "9.59.0",
             "Version of the cluster-autoscaler Helm chart (Cluster Autoscaler 1.35, built for kubernetesVersion 1.35 "
             "only), installed only with serveAutoscaling.",
-            feeds="cluster_autoscaler_version",
             effects=(CHART_ROLLED,),
         ),
         Setting(
@@ -532,7 +515,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Where vLLM's NIXL connector registers the KV cache for transfer: cuda (GPU memory over EFA RDMA), cpu "
             "(staged in host memory; vLLM 0.26 cannot do this for hybrid models such as the default) or auto (cuda "
             "where the instance type's EFA supports RDMA read, else cpu).",
-            feeds="kv_buffer_device",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -550,7 +532,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Choice(SERVE_EXPOSURES),
             "none",
             "Extra LoadBalancer (NLB) in front of the serve pods: none, internal or internet-facing.",
-            feeds="serve_exposure",
             effects=(LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note=(
                 "the RayService is replaced only when API keys come or go with the exposure (to or from none, with "
@@ -564,7 +545,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             [],
             "CIDRs allowed through the serve load balancer, and to its NodePort on the nodes (required whenever "
             "serveExposure is not none, and then not the whole internet).",
-            feeds="serve_source_cidrs",
             effects=(LOAD_BALANCER,),
         ),
         Setting(
@@ -575,7 +555,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "(`pulumi config set --secret serveApiKeys '[\"<key>\"]'`, each key 32-256 printable characters); two at "
             "once let a key be rotated without downtime. Required when serveExposure is not none and serveApiKeyAuth "
             "is true.",
-            feeds="serve_api_keys",
             effects=(KEYS_RELOADED,),
             change_note="only while the endpoint asks for keys (serveExposure not none, serveApiKeyAuth true)",
         ),
@@ -585,7 +564,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Ask every request for one of serveApiKeys whenever serveExposure is not none (a 401 otherwise; health "
             "checks stay open). false is refused for internet-facing.",
-            feeds="serve_api_key_auth",
             effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only with serveExposure internal or internet-facing; with none nothing changes",
         ),
@@ -596,7 +574,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Largest request body the serve endpoint's edge takes, in MiB, 1 to 1024: a larger Content-Length gets 413 "
             "before the body is read, and a chunked body 411 (docs/security.md, The edge). Raise it for prompts that "
             "carry images.",
-            feeds="serve_max_request_mib",
             effects=(RAYSERVICE_REPLACED,),
             change_note="the edge's configuration is a volume of the worker pods: they start again with it",
         ),
@@ -610,7 +587,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "",
             "ACM certificate (in the stack's region) for the DNS name clients use; the serve load balancer listens "
             "for HTTPS only, on 443. Required when serveExposure is not none.",
-            feeds="serve_certificate_arn",
             effects=(LOAD_BALANCER,),
         ),
         Setting(
@@ -624,7 +600,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "How long `pulumi up` waits for the RayService to run the config just applied (image pull + model load), "
             "5 to 720; past it `pulumi up` fails naming what is missing. The app's alerts wait as long on a first "
             "deploy (see Observability).",
-            feeds="serve_ready_timeout_minutes",
             effects=(NOTHING_RUNNING, MONITORING),
             change_note="the alert rules take the new deadline (with observability)",
         ),
@@ -635,7 +610,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Before the RayService changes, check that modelSource exists, is readable with the stack's credentials "
             "(hfToken, or the deploying identity for s3://) and holds a config.json vLLM can load; needs HTTPS to "
             "huggingface.co or S3 from the deploying machine.",
-            feeds="model_preflight",
             effects=(NOTHING_RUNNING,),
         ),
         Setting(
@@ -645,7 +619,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Mirror a Hugging Face modelSource once into the stack's own S3 bucket (an in-cluster Job on the first "
             "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
             "modelSource is read directly either way (docs/model-cache.md).",
-            feeds="model_cache",
             effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
             "account (read access to the cache) comes or goes; the alerts' first-deploy deadline gains or loses the "
@@ -657,7 +630,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             False,
             "Keep the model cache bucket and its weights in the account on `pulumi destroy` (it leaves the stack's "
             "state; delete it yourself later); false, the default, deletes the bucket with the weights in it.",
-            feeds="model_cache_retain_on_destroy",
             effects=(AWS_IN_PLACE,),
         ),
     ),
