@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from infra.settings.autoscaling import NEW_NODE_ENGINE_START_S, PERCENTILES, WARM_ENGINE_START_S
 from infra.settings.changes import (
@@ -19,6 +20,7 @@ from infra.settings.changes import (
     RAYSERVICE_REPLACED,
     SECRET_UPDATED,
     SERVE_IN_PLACE,
+    Effect,
 )
 from infra.settings.kinds import (
     AUTOSCALING_ONLY,
@@ -52,6 +54,7 @@ from infra.settings.kinds import (
     VLLM_DEFAULT,
     Choice,
     Integer,
+    Kind,
     Setting,
     StringList,
     Text,
@@ -64,6 +67,24 @@ LATENCY_POLICY_NOTE = (
     "the RayService is replaced when the first side starts, or the last stops, scaling on a latency objective: the "
     "pods mount the policy's code; another objective changes only the serve config"
 )
+
+
+def per_side(
+    key: str, kind: Kind, default: Any, description: str, *, feeds: str, effects: tuple[Effect, ...]
+) -> tuple[Setting, ...]:
+    """The same row for each side of the PD pair, prefill first: `{side}` (or `{Side}`) in its texts names the side."""
+    return tuple(
+        Setting(
+            key.format(side=side),
+            kind,
+            default,
+            description.format(side=side, Side=side.capitalize()),
+            effects,
+            feeds=feeds.format(side=side),
+        )
+        for side in ("prefill", "decode")
+    )
+
 
 SERVING: Mapping[str, tuple[Setting, ...]] = {
     "serving": (
@@ -251,20 +272,12 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "L4 only this way (lab/records/gpu-end-to-end.md); false needs a larger GPU.",
             effects=SERVE_ONLY,
         ),
-        Setting(
-            "prefillReplicas",
+        *per_side(
+            "{side}Replicas",
             Integer(1),
             1,
-            "Prefill replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
-            feeds="prefill.replicas",
-            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
-        ),
-        Setting(
-            "decodeReplicas",
-            Integer(1),
-            1,
-            "Decode replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
-            feeds="decode.replicas",
+            "{Side} replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
+            feeds="{side}.replicas",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
         ),
         Setting(
@@ -306,20 +319,12 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             feeds="decode.max_num_seqs",
             effects=SERVE_ONLY,
         ),
-        Setting(
-            "prefillMaxNumBatchedTokens",
+        *per_side(
+            "{side}MaxNumBatchedTokens",
             Integer(0, VLLM_DEFAULT),
             0,
-            "vLLM max_num_batched_tokens of the prefill side; 0 leaves vLLM's default.",
-            feeds="prefill.max_num_batched_tokens",
-            effects=SERVE_ONLY,
-        ),
-        Setting(
-            "decodeMaxNumBatchedTokens",
-            Integer(0, VLLM_DEFAULT),
-            0,
-            "vLLM max_num_batched_tokens of the decode side; 0 leaves vLLM's default.",
-            feeds="decode.max_num_batched_tokens",
+            "vLLM max_num_batched_tokens of the {side} side; 0 leaves vLLM's default.",
+            feeds="{side}.max_num_batched_tokens",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -417,38 +422,21 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             change_note="the head's PodMonitor and its Prometheus NetworkPolicy add or drop the head autoscaler's "
             "metrics port",
         ),
-        Setting(
-            "prefillMaxReplicas",
+        *per_side(
+            "{side}MaxReplicas",
             Integer(0, AUTOSCALING_ONLY),
             0,
-            "Most prefill replicas with serveAutoscaling (at least prefillReplicas); 0 otherwise.",
-            feeds="prefill.max_replicas",
+            "Most {side} replicas with serveAutoscaling (at least {side}Replicas); 0 otherwise.",
+            feeds="{side}.max_replicas",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
         ),
-        Setting(
-            "decodeMaxReplicas",
+        *per_side(
+            "{side}TargetOngoingRequests",
             Integer(0, AUTOSCALING_ONLY),
             0,
-            "Most decode replicas with serveAutoscaling (at least decodeReplicas); 0 otherwise.",
-            feeds="decode.max_replicas",
-            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
-        ),
-        Setting(
-            "prefillTargetOngoingRequests",
-            Integer(0, AUTOSCALING_ONLY),
-            0,
-            "Ongoing requests per prefill replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
+            "Ongoing requests per {side} replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
             "otherwise.",
-            feeds="prefill.target_ongoing_requests",
-            effects=SERVE_ONLY,
-        ),
-        Setting(
-            "decodeTargetOngoingRequests",
-            Integer(0, AUTOSCALING_ONLY),
-            0,
-            "Ongoing requests per decode replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
-            "otherwise.",
-            feeds="decode.target_ongoing_requests",
+            feeds="{side}.target_ongoing_requests",
             effects=SERVE_ONLY,
         ),
         Setting(
