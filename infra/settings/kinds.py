@@ -300,11 +300,6 @@ class Setting:
     def pulumi_type(self) -> str:
         return PULUMI_TYPES[type(self.kind)]
 
-    @property
-    def fed_fields(self) -> frozenset[str]:
-        """The top-level StackConfig fields (or properties) the value ends up in."""
-        return frozenset(part.split(".")[0].split(" ")[0] for part in self.feeds.split(", "))
-
 
 SERVE_ONLY = (SERVE_IN_PLACE,)
 SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)

@@ -61,22 +61,6 @@ def nixl_config(kv_transfer_config: dict[str, Any]) -> dict[str, Any]:
     return kv_transfer_config
 
 
-def nixl_path(kv_transfer_config: dict[str, Any]) -> tuple[str | int, ...]:
-    """Where nixl_config finds NIXL's config, below `kv_transfer_config`."""
-    if kv_transfer_config.get("kv_connector") == MULTI_CONNECTOR:
-        return ("kv_connector_extra_config", "connectors", 0)
-    return ()
-
-
-def host_tier_gib(kv_transfer_config: dict[str, Any]) -> int:
-    """The tier a side's `kv_transfer_config` (as with_host_tier wrote it) holds, in GiB; 0 without one."""
-    if kv_transfer_config.get("kv_connector") != MULTI_CONNECTOR:
-        return 0
-    children = kv_transfer_config["kv_connector_extra_config"]["connectors"]
-    tiers = [c for c in children if c["kv_connector"] == OFFLOADING_CONNECTOR]
-    return int(tiers[0]["kv_connector_extra_config"]["cpu_bytes_to_use"] // GIB) if tiers else 0
-
-
 # Measured: vLLM 0.26's tier killed the engine of the hybrid default (Qwen3.5-9B, Gated DeltaNet + attention, prefix
 # caching in align mode) under 16 concurrent chats, in both runs: an AssertionError in the offloading scheduler's
 # `update_state_after_alloc` (kv_connector/v1/offloading/scheduler.py), lab/records/2026-12-07-kv-offload/README.md.

@@ -99,10 +99,6 @@ class ModelSpec:
         """GPUs the model's replicas hold (aggregated; a PD model's are the layout's)."""
         return self.replicas * self.tensor_parallel_size
 
-    def adapter_ids(self) -> tuple[str, ...]:
-        """The ids clients ask for each adapter by: Ray Serve LLM's `<base model id>:<adapter>`."""
-        return tuple(f"{self.id}:{adapter}" for adapter in self.adapters)
-
 
 class _Entry:
     """One entry's fields, each read with its check; a problem names `models[i].<field>`, the value, what is allowed."""

@@ -240,28 +240,19 @@ def system_node_problems(
             f"before any resource); allowed is an {NODE_ARCHITECTURE} instance type such as m7i.xlarge"
         ]
     if shape.gpus:
-        return [_system_node_type_problem(cfg.system_node_type, shape)]
-    return [_system_node_room_problem(cfg, shape)]
-
-
-def _system_node_type_problem(system_node_type: str, shape: InstanceShape) -> str:
-    """A GPU type for the CPU system nodes: EC2's answer says so."""
-    return (
-        f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
-        "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
-        "instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
-    )
-
-
-def _system_node_room_problem(cfg: StackConfig, shape: InstanceShape) -> str | None:
-    """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them."""
+        return [
+            f"systemNodeType={cfg.system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) "
+            f"({shape.gpu_name}), but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods "
+            "only; allowed is a CPU instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
+        ]
+    # What runs on the system nodes at once, a model change's mirror Job beside the head included, must fit them.
     load = system_node_load(
         observability=cfg.observability,
         serve_autoscaling=cfg.serve_autoscaling,
         model_cache=cfg.model_cache,
         new_cluster=cfg.new_cluster,
     )
-    return system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)
+    return [system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)]
 
 
 def capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
