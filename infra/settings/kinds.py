@@ -235,6 +235,13 @@ class Integer:
     why: str = ""  # said after the bounds in the message, e.g. " (EKS needs two Availability Zones; ...)"
     maximum: int | None = None
 
+    def admits(self, value: int) -> bool:
+        return value >= self.minimum and (self.maximum is None or value <= self.maximum)
+
+    @property
+    def bounds(self) -> str:
+        return f">= {self.minimum}" if self.maximum is None else f"from {self.minimum} to {self.maximum}"
+
 
 @dataclass(frozen=True)
 class Boolean:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.settings.kinds import Integer
 from infra.settings.model_sources import ALLOWED_FORMS, is_hub_repo, is_s3_uri
 from infra.settings.topology import Topology
 
@@ -121,12 +122,10 @@ class _Entry:
         return value
 
     def integer(self, name: str, minimum: int, default: int, maximum: int | None = None) -> int:
-        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-
-        def check(value: Any) -> bool:
-            return _is_int(value) and value >= minimum and (maximum is None or value <= maximum)
-
-        return int(self.get(name, check, f"an integer {bounds}", default))
+        kind = Integer(minimum, maximum=maximum)
+        return int(
+            self.get(name, lambda value: _is_int(value) and kind.admits(value), f"an integer {kind.bounds}", default)
+        )
 
 
 def _is_int(value: Any) -> bool:
