@@ -14,7 +14,7 @@ import pulumi
 
 from infra.settings.autoscaling import ScalingPace
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
-from infra.settings.config_warnings import ignored_setting_warnings, nested_cidr_warnings, warn_all
+from infra.settings.config_warnings import ignored_setting_warnings, nested_cidr_warnings
 from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
 from infra.settings.kinds import INSTANCE_TYPE_PATTERN, MAX_MODEL_LEN
 from infra.settings.model_sources import model_source_problem
@@ -130,7 +130,8 @@ def load_config(
         *unknown_key_problems(settings, config.name, PROJECT_KEYS),
         *provider_value_problems(settings),
     ]
-    warn_all([*nested_cidr_warnings(cfg.settings), *ignored_setting_warnings(cfg, values)])
+    for warning in [*nested_cidr_warnings(cfg.settings), *ignored_setting_warnings(cfg, values)]:
+        pulumi.log.warn(warning)
     if read.problems:
         raise ConfigError(read.problems)
     return cfg
