@@ -50,10 +50,9 @@ from infra.settings.rules_network import (
     vpc_cidr_problem,
 )
 from infra.settings.rules_observability import (
+    observability_problems,
     receiver_partition_problems,
     receiver_secret_problems,
-    receivers_problems,
-    remote_write_problem,
 )
 from infra.settings.rules_serving import (
     API_KEYS_SETTING,
@@ -258,6 +257,5 @@ def _relation_problems(
         *fp8_config_problems(cfg),
         *host_tier_problems(cfg),
         *system_node_problems(cfg, describe_instance_type),
-        remote_write_problem(cfg.observability, cfg.amp_workspace_url),
-        *receivers_problems(cfg),
+        *observability_problems(cfg),
     ]
