@@ -143,23 +143,20 @@ def serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
     return problems
 
 
-def _objective_problems(side: str, objective_ms: int, percentile: str, autoscaling: bool) -> list[str]:
-    if objective_ms and not autoscaling:
-        return [
-            f"{SIDE_OBJECTIVES[side]}={objective_ms} is invalid with serveAutoscaling=false: allowed is 0 (set "
-            "serveAutoscaling to true to let Ray Serve scale the side on it)"
-        ]
-    problem = objective_problem(side, objective_ms, percentile)
-    return [problem] if problem else []
-
-
-def serve_side(values: Mapping[str, Any], problems: list[str], side: str, autoscaling: bool) -> ServeSide:
+def serve_side(values: Mapping[str, Any], problems: list[str], side: str) -> ServeSide:
     """One side's settings; the autoscaling keys must agree with serveAutoscaling."""
+    autoscaling = values["serveAutoscaling"]
     replicas = values[f"{side}Replicas"]
     max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
     max_replicas, target = values[max_key], values[target_key]
     objective = values[SIDE_OBJECTIVES[side]]
-    problems.extend(_objective_problems(side, objective, values["latencyObjectivePercentile"], autoscaling))
+    if objective and not autoscaling:
+        problems.append(
+            f"{SIDE_OBJECTIVES[side]}={objective} is invalid with serveAutoscaling=false: allowed is 0 (set "
+            "serveAutoscaling to true to let Ray Serve scale the side on it)"
+        )
+    elif problem := objective_problem(side, objective, values["latencyObjectivePercentile"]):
+        problems.append(problem)
     if autoscaling and max_replicas < replicas:
         problems.append(
             f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
@@ -177,16 +174,16 @@ def serve_side(values: Mapping[str, Any], problems: list[str], side: str, autosc
             f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
             "(set serveAutoscaling to true to let Ray Serve scale the side)"
         )
-    batch_problem = _batched_tokens_problem(side, values[f"{side}MaxNumSeqs"], values[f"{side}MaxNumBatchedTokens"])
-    if batch_problem:
-        problems.append(batch_problem)
+    max_num_seqs, max_num_batched_tokens = values[f"{side}MaxNumSeqs"], values[f"{side}MaxNumBatchedTokens"]
+    if problem := _batched_tokens_problem(side, max_num_seqs, max_num_batched_tokens):
+        problems.append(problem)
     quantization = values[f"{side}Quantization"]
     prefix_caching = engine_prefix_caching(values["prefixCaching"], side, model_hybrid(values["modelSource"]))
     most_replicas = max_replicas if autoscaling else replicas
     return ServeSide(
         replicas=replicas,
-        max_num_seqs=values[f"{side}MaxNumSeqs"] or None,
-        max_num_batched_tokens=values[f"{side}MaxNumBatchedTokens"] or None,
+        max_num_seqs=max_num_seqs or None,
+        max_num_batched_tokens=max_num_batched_tokens or None,
         quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
