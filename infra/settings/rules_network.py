@@ -202,26 +202,31 @@ def serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
 EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
-    """Names this program creates that another object already holds."""
-    problems = []
+def namespace_problem(namespace: str) -> str | None:
+    """The RayService's namespace is a Namespace object of the program's, deleted on destroy with all it holds, so it
+    must be no namespace another object already holds. One the stack also creates would be created twice (the second
+    create fails: a name is unique per kind, https://kubernetes.io/docs/concepts/overview/working-with-objects/names/)
+    or, created first, take the other part's objects with it on destroy. Refused whether or not that part is on now:
+    turning it on later would fail mid-deploy, and moving the RayService then replaces it."""
+    creates = "the program creates (and on destroy deletes) the namespace it names"
     if namespace in EXISTING_NAMESPACES or namespace.startswith("kube-"):
-        problems.append(
-            f"namespace={namespace!r} is invalid: every cluster already has it or Kubernetes reserves its kube- "
-            "prefix, and the program creates (and on destroy deletes) the namespace it names; allowed is a "
-            "namespace of its own such as 'inference'"
-        )
+        why = f"every cluster already has it or Kubernetes reserves its kube- prefix, and {creates}"
     elif namespace == OPERATOR_NAMESPACE:
-        problems.append(
-            f"namespace={namespace!r} is invalid: it is the KubeRay operator's, which its Helm release creates; "
-            "allowed is a namespace of its own such as 'inference'"
-        )
-    if gpu_nodegroup_name == SYSTEM_NODEGROUP_NAME:
-        problems.append(
-            f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
-            "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
-        )
-    return problems
+        why = "it is the KubeRay operator's, which its Helm release creates"
+    elif namespace in CREATED_NAMESPACES:
+        why = f"it is {CREATED_NAMESPACES[namespace]}, and {creates}"
+    else:
+        return None
+    return f"namespace={namespace!r} is invalid: {why}; allowed is a namespace of its own such as 'inference'"
+
+
+def gpu_nodegroup_name_problem(gpu_nodegroup_name: str) -> str | None:
+    if gpu_nodegroup_name != SYSTEM_NODEGROUP_NAME:
+        return None
+    return (
+        f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
+        "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
+    )
 
 
 def system_node_problems(
@@ -273,19 +278,4 @@ def capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_a
         "gpuCapacityType='capacity-block' needs capacityReservationId (the Capacity Block's cr-... id) and "
         f"gpuAz (the Availability Zone it was bought in); got capacityReservationId={reservation_id or ''!r}, "
         f"gpuAz={gpu_az or ''!r}"
-    )
-
-
-def created_namespace_problem(namespace: str) -> str | None:
-    """The RayService's namespace is a Namespace object of the program's, deleted on destroy with all it holds; a
-    namespace the stack also creates would be created twice (the second create fails: a name is unique per kind,
-    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/) or, created first, take the other
-    part's objects with it on destroy. Refused whether or not that part is on now: turning it on later would fail
-    mid-deploy, and moving the RayService then replaces it."""
-    owner = CREATED_NAMESPACES.get(namespace)
-    if owner is None:
-        return None
-    return (
-        f"namespace={namespace!r} is invalid: it is {owner}, and the program creates (and on destroy deletes) the "
-        "namespace it names; allowed is a namespace of its own such as 'inference'"
     )
