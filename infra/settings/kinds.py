@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from infra.settings.changes import GPU_NODES_SCALED, RAYSERVICE_REPLACED, SERVE_IN_PLACE, Effect
 from policy.ray_llm_policies.aws_rules import EKS_CLUSTER_NAME_PATTERN, MAX_TAG_VALUE_LENGTH, TAG_CHARACTERS
@@ -219,11 +219,13 @@ def iam_principal(text: str) -> str:
     return text
 
 
-# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed.
+# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed;
+# `pulumi_type` is Pulumi.yaml's `type` of it (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
 @dataclass(frozen=True)
 class Text:
     """A string, matching `pattern` when one is given (the check of a pattern-less key is a named rule)."""
 
+    pulumi_type: ClassVar[str] = "string"
     pattern: re.Pattern[str] | None = None
     allowed: str = ""
     optional: bool = False  # empty is allowed too, and read as None
@@ -231,6 +233,7 @@ class Text:
 
 @dataclass(frozen=True)
 class Integer:
+    pulumi_type: ClassVar[str] = "integer"
     minimum: int
     why: str = ""  # said after the bounds in the message, e.g. " (EKS needs two Availability Zones; ...)"
     maximum: int | None = None
@@ -245,11 +248,12 @@ class Integer:
 
 @dataclass(frozen=True)
 class Boolean:
-    pass
+    pulumi_type: ClassVar[str] = "boolean"
 
 
 @dataclass(frozen=True)
 class Choice:
+    pulumi_type: ClassVar[str] = "string"
     options: tuple[str, ...]
 
 
@@ -257,6 +261,7 @@ class Choice:
 class StringList:
     """A JSON list of strings, each checked by `item` (its ValueError says why) and kept in the form it returns."""
 
+    pulumi_type: ClassVar[str] = "array"
     item: Callable[[str], str]
     allowed: str
 
@@ -265,25 +270,19 @@ class StringList:
 class Secret:
     """A credential, set with `pulumi config set --secret`; its named rule in infra.settings.config checks it unseen."""
 
+    pulumi_type: ClassVar[str] = "string"
+
 
 @dataclass(frozen=True)
 class ProviderValue:
     """A provider's own key (`aws:region`), read from its namespace; Pulumi.yaml gives it a plain value."""
 
+    pulumi_type: ClassVar[str] = "string"
+
 
 Kind = Text | Integer | Boolean | Choice | StringList | Secret | ProviderValue
 BOOLEAN = Boolean()
 SECRET = Secret()
-# Pulumi.yaml's `type` of each kind (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
-PULUMI_TYPES: Mapping[type, str] = {
-    Text: "string",
-    Integer: "integer",
-    Boolean: "boolean",
-    Choice: "string",
-    StringList: "array",
-    Secret: "string",
-    ProviderValue: "string",
-}
 
 
 @dataclass(frozen=True)
@@ -305,7 +304,7 @@ class Setting:
 
     @property
     def pulumi_type(self) -> str:
-        return PULUMI_TYPES[type(self.kind)]
+        return self.kind.pulumi_type
 
 
 SERVE_ONLY = (SERVE_IN_PLACE,)
