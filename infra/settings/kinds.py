@@ -220,7 +220,8 @@ def iam_principal(text: str) -> str:
 
 
 # What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed;
-# `pulumi_type` is Pulumi.yaml's `type` of it (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
+# `pulumi_type` is Pulumi.yaml's `type` of it
+# (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
 @dataclass(frozen=True)
 class Text:
     """A string, matching `pattern` when one is given (the check of a pattern-less key is a named rule)."""
