@@ -29,27 +29,23 @@ def cpu_bytes_to_use(tier_gib: int) -> int:
     return tier_gib * GIB
 
 
-def offloading_connector(tier_gib: int) -> dict[str, Any]:
-    """The tier as a MultiConnector child (or a whole `kv_transfer_config`): vLLM's native CPU offloading."""
-    return {
-        "kv_connector": OFFLOADING_CONNECTOR,
-        "kv_role": "kv_both",
-        "kv_connector_extra_config": {"cpu_bytes_to_use": cpu_bytes_to_use(tier_gib)},
-    }
-
-
 def with_host_tier(nixl: dict[str, Any], tier_gib: int) -> dict[str, Any]:
     """A PD side's `kv_transfer_config`: NIXL alone, or NIXL first (its protocol governs Ray's PD routing) and the tier
-    second, each a MultiConnector child with its own role and extra config. With the tier no engine id is set, so
-    each replica's NIXL child gets its own
+    (vLLM's native CPU offloading) second, each a MultiConnector child with its own role and extra config. With the
+    tier no engine id is set, so each replica's NIXL child gets its own
     (docs/prefix-caching.md#host-memory-kv-tier-prefillkvoffloadgib-decodekvoffloadgib)."""
     if not tier_gib:
         return nixl
     child = {key: value for key, value in nixl.items() if key != "engine_id"}
+    tier = {
+        "kv_connector": OFFLOADING_CONNECTOR,
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"cpu_bytes_to_use": cpu_bytes_to_use(tier_gib)},
+    }
     return {
         "kv_connector": MULTI_CONNECTOR,
         "kv_role": nixl["kv_role"],
-        "kv_connector_extra_config": {"connectors": [child, offloading_connector(tier_gib)]},
+        "kv_connector_extra_config": {"connectors": [child, tier]},
     }
 
 
