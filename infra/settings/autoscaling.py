@@ -53,17 +53,12 @@ def latency_curve(side: str, percentile: str) -> tuple[tuple[float, float], ...]
     return tuple((round(c * ttft / e2e, 3), ms * L4_PREFILL_SLOWDOWN / 1000) for c, ttft, e2e, ms in points)
 
 
-def lightest_latency_ms(side: str, percentile: str) -> int:
-    """The side's latency at its lightest recorded load, in whole ms: no replica count keeps a tighter objective."""
-    return int(latency_curve(side, percentile)[0][1] * 1000 + 0.999)
-
-
 def objective_problem(side: str, objective_ms: int, percentile: str) -> str | None:
-    """An objective below the side's latency at its lightest load could never be met: every replica Serve may add
-    would be asked for."""
+    """An objective below the side's latency at its lightest recorded load (in whole ms) could never be met: every
+    replica Serve may add would be asked for."""
     if not objective_ms or percentile not in PERCENTILES:  # a percentile not recorded is named by its own row
         return None
-    floor = lightest_latency_ms(side, percentile)
+    floor = int(latency_curve(side, percentile)[0][1] * 1000 + 0.999)
     if objective_ms >= floor:
         return None
     return (

@@ -14,20 +14,9 @@ import pulumi
 
 from infra.settings.autoscaling import ScalingPace
 from infra.settings.config_keys import provider_value_problems, unknown_key_problems
-from infra.settings.config_warnings import (
-    ignored_setting_warnings,
-    nested_cidr_warnings,
-    warn_all,
-)
-from infra.settings.instance_types import (
-    InstanceShape,
-    gpu_node_type_problem,
-    resolve_kv_buffer_device,
-)
-from infra.settings.kinds import (
-    INSTANCE_TYPE_PATTERN,
-    MAX_MODEL_LEN,
-)
+from infra.settings.config_warnings import ignored_setting_warnings, nested_cidr_warnings
+from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
+from infra.settings.kinds import INSTANCE_TYPE_PATTERN, MAX_MODEL_LEN
 from infra.settings.model_sources import model_source_problem
 from infra.settings.models import (
     ModelSpec,
@@ -45,29 +34,25 @@ from infra.settings.reader import (
     integer_form_problems,
     plain_secret_problem,
 )
-from infra.settings.regions import (
-    default_dlc_image,
-    region_problem,
-)
+from infra.settings.regions import default_dlc_image, region_problem
 from infra.settings.rules_network import (
     api_allow_list_problem,
     capacity_block_autoscaling_problem,
     capacity_block_problem,
     cluster_autoscaler_problem,
-    collision_problems,
-    created_namespace_problem,
     gpu_az_problem,
+    gpu_nodegroup_name_problem,
     kube_proxy_version_problem,
     kubernetes_version_problem,
+    namespace_problem,
     serve_source_problem,
     system_node_problems,
     vpc_cidr_problem,
 )
 from infra.settings.rules_observability import (
+    observability_problems,
     receiver_partition_problems,
     receiver_secret_problems,
-    receivers_problems,
-    remote_write_problem,
 )
 from infra.settings.rules_serving import (
     API_KEYS_SETTING,
@@ -88,11 +73,7 @@ from infra.settings.rules_serving import (
     serve_side,
     surge_problems,
 )
-from infra.settings.stack_config import (
-    ConfigError,
-    ServeSide,
-    StackConfig,
-)
+from infra.settings.stack_config import ConfigError, ServeSide, StackConfig
 from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # The StackConfig fields a row feeds with its value as read; the rest load_config derives.
@@ -137,8 +118,7 @@ def load_config(
     read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
     api_keys = read_api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
-    prefill = serve_side(values, read.problems, "prefill", values["serveAutoscaling"])
-    decode = serve_side(values, read.problems, "decode", values["serveAutoscaling"])
+    prefill, decode = (serve_side(values, read.problems, side) for side in ("prefill", "decode"))
     shape = _gpu_shape(values, read.problems, describe_instance_type)
     cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys, models)
     read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
@@ -148,7 +128,8 @@ def load_config(
         *unknown_key_problems(settings, config.name, PROJECT_KEYS),
         *provider_value_problems(settings),
     ]
-    warn_all([*nested_cidr_warnings(cfg.settings), *ignored_setting_warnings(cfg, values)])
+    for warning in [*nested_cidr_warnings(cfg.settings), *ignored_setting_warnings(cfg, values)]:
+        pulumi.log.warn(warning)
     if read.problems:
         raise ConfigError(read.problems)
     return cfg
@@ -262,8 +243,8 @@ def _relation_problems(
         cluster_autoscaler_problem(cfg),
         capacity_block_autoscaling_problem(cfg.gpu_capacity_type, cfg.serve_autoscaling),
         *surge_problems(cfg),
-        *collision_problems(cfg.namespace, cfg.gpu_nodegroup_name),
-        created_namespace_problem(cfg.namespace),
+        namespace_problem(cfg.namespace),
+        gpu_nodegroup_name_problem(cfg.gpu_nodegroup_name),
         *model_fit_problems(cfg, values["kvBufferDevice"]),
         prefix_routing_problem(
             values["prefixAwareRouting"],
@@ -275,6 +256,5 @@ def _relation_problems(
         *fp8_config_problems(cfg),
         *host_tier_problems(cfg),
         *system_node_problems(cfg, describe_instance_type),
-        remote_write_problem(cfg.observability, cfg.amp_workspace_url),
-        *receivers_problems(cfg),
+        *observability_problems(cfg),
     ]

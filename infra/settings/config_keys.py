@@ -96,11 +96,6 @@ def _object_problem(key: str, value: str, fields: frozenset[str]) -> str | None:
             f"({_closest(unknown[0], fields)}); allowed is {allowed}"
         )
     tags = items[0].get("tags") if items else None
-    if unknown:
-        return (
-            f"aws:{key}={value!r} is invalid: the aws provider does not read {unknown[0]!r} "
-            f"({_closest(unknown[0], fields)}); allowed is {allowed}"
-        )
     if (
         key == "defaultTags"
         and tags is not None
@@ -140,10 +135,6 @@ def kubernetes_provider_keys() -> frozenset[str]:
 ENGINE_NAMESPACE = "pulumi"
 
 
-def provider_keys() -> dict[str, frozenset[str]]:
-    return {"aws": aws_provider_keys(), "kubernetes": kubernetes_provider_keys()}
-
-
 def _closest(name: str, known: Iterable[str]) -> str:
     matches = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
     return f"did you mean {matches[0]!r}?" if matches else "no known key is close"
@@ -155,7 +146,7 @@ def unknown_key_problems(settings: Mapping[str, str], project: str, declared: It
     `settings` maps each key to the value to show (a secret's value already hidden by the caller).
     """
     declared = set(declared)
-    providers = provider_keys()
+    providers = {"aws": aws_provider_keys(), "kubernetes": kubernetes_provider_keys()}
     problems = []
     for key, shown in sorted(settings.items()):
         namespace, _, name = key.rpartition(":")

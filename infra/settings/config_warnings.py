@@ -6,8 +6,6 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-import pulumi
-
 from infra.settings.kinds import (
     NEW_CLUSTER,
     VALIDATED_KUBERAY_VERSIONS,
@@ -18,19 +16,9 @@ from infra.settings.kinds import (
     internet_client_cidr,
     ipv4_network,
 )
-from infra.settings.reader import (
-    json_string_list,
-)
-from infra.settings.stack_config import (
-    StackConfig,
-)
+from infra.settings.reader import json_string_list
+from infra.settings.stack_config import StackConfig
 from infra.settings.table import SETTINGS, SETTINGS_BY_KEY
-
-
-def warn_all(messages: list[str]) -> None:
-    for message in messages:
-        pulumi.log.warn(message)
-
 
 # The list settings of CIDRs: each admits the union of its ranges (EKS publicAccessCidrs, the Service's
 # loadBalancerSourceRanges).

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from infra.settings.changes import (
-    GPU_NODES_SCALED,
-    RAYSERVICE_REPLACED,
-    SERVE_IN_PLACE,
-    Effect,
-)
-from policy.ray_llm_policies.aws_rules import (
-    EKS_CLUSTER_NAME_PATTERN,
-    MAX_TAG_VALUE_LENGTH,
-    TAG_CHARACTERS,
-)
+from infra.settings.changes import GPU_NODES_SCALED, RAYSERVICE_REPLACED, SERVE_IN_PLACE, Effect
+from policy.ray_llm_policies.aws_rules import EKS_CLUSTER_NAME_PATTERN, MAX_TAG_VALUE_LENGTH, TAG_CHARACTERS
 from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 
 # Runs as copied: checkip.amazonaws.com answers the caller's public address (a bare `<your-ip>/32` would be a shell
@@ -228,11 +219,14 @@ def iam_principal(text: str) -> str:
     return text
 
 
-# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed.
+# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed;
+# `pulumi_type` is Pulumi.yaml's `type` of it
+# (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
 @dataclass(frozen=True)
 class Text:
     """A string, matching `pattern` when one is given (the check of a pattern-less key is a named rule)."""
 
+    pulumi_type: ClassVar[str] = "string"
     pattern: re.Pattern[str] | None = None
     allowed: str = ""
     optional: bool = False  # empty is allowed too, and read as None
@@ -240,18 +234,27 @@ class Text:
 
 @dataclass(frozen=True)
 class Integer:
+    pulumi_type: ClassVar[str] = "integer"
     minimum: int
     why: str = ""  # said after the bounds in the message, e.g. " (EKS needs two Availability Zones; ...)"
     maximum: int | None = None
 
+    def admits(self, value: int) -> bool:
+        return value >= self.minimum and (self.maximum is None or value <= self.maximum)
+
+    @property
+    def bounds(self) -> str:
+        return f">= {self.minimum}" if self.maximum is None else f"from {self.minimum} to {self.maximum}"
+
 
 @dataclass(frozen=True)
 class Boolean:
-    pass
+    pulumi_type: ClassVar[str] = "boolean"
 
 
 @dataclass(frozen=True)
 class Choice:
+    pulumi_type: ClassVar[str] = "string"
     options: tuple[str, ...]
 
 
@@ -259,6 +262,7 @@ class Choice:
 class StringList:
     """A JSON list of strings, each checked by `item` (its ValueError says why) and kept in the form it returns."""
 
+    pulumi_type: ClassVar[str] = "array"
     item: Callable[[str], str]
     allowed: str
 
@@ -267,25 +271,19 @@ class StringList:
 class Secret:
     """A credential, set with `pulumi config set --secret`; its named rule in infra.settings.config checks it unseen."""
 
+    pulumi_type: ClassVar[str] = "string"
+
 
 @dataclass(frozen=True)
 class ProviderValue:
     """A provider's own key (`aws:region`), read from its namespace; Pulumi.yaml gives it a plain value."""
 
+    pulumi_type: ClassVar[str] = "string"
+
 
 Kind = Text | Integer | Boolean | Choice | StringList | Secret | ProviderValue
 BOOLEAN = Boolean()
 SECRET = Secret()
-# Pulumi.yaml's `type` of each kind (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
-PULUMI_TYPES: Mapping[type, str] = {
-    Text: "string",
-    Integer: "integer",
-    Boolean: "boolean",
-    Choice: "string",
-    StringList: "array",
-    Secret: "string",
-    ProviderValue: "string",
-}
 
 
 @dataclass(frozen=True)
@@ -294,20 +292,20 @@ class Setting:
     kind: Kind
     default: Any  # as Pulumi.yaml types it: str, int, bool or list
     description: str
-    # The StackConfig fields the value feeds ("prefill.replicas": a field of a field; several joined by ", "). A
-    # plain field name is filled with the value as read unless load_config derives it (kvBufferDevice's "auto").
-    feeds: str
     effects: tuple[Effect, ...]  # what a change does, mildest first (infra/settings/changes.py)
+    # The StackConfig fields the value feeds ("prefill.replicas": a field of a field; several joined by ", "), by
+    # default the key in snake_case. A plain field name is filled with the value as read unless load_config derives
+    # it (kvBufferDevice's "auto").
+    feeds: str = ""
     change_note: str = ""  # when an effect applies only to some changes of the setting
+
+    def __post_init__(self) -> None:
+        if not self.feeds:
+            object.__setattr__(self, "feeds", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.key).lower())
 
     @property
     def pulumi_type(self) -> str:
-        return PULUMI_TYPES[type(self.kind)]
-
-    @property
-    def fed_fields(self) -> frozenset[str]:
-        """The top-level StackConfig fields (or properties) the value ends up in."""
-        return frozenset(part.split(".")[0].split(" ")[0] for part in self.feeds.split(", "))
+        return self.kind.pulumi_type
 
 
 SERVE_ONLY = (SERVE_IN_PLACE,)

@@ -29,27 +29,23 @@ def cpu_bytes_to_use(tier_gib: int) -> int:
     return tier_gib * GIB
 
 
-def offloading_connector(tier_gib: int) -> dict[str, Any]:
-    """The tier as a MultiConnector child (or a whole `kv_transfer_config`): vLLM's native CPU offloading."""
-    return {
-        "kv_connector": OFFLOADING_CONNECTOR,
-        "kv_role": "kv_both",
-        "kv_connector_extra_config": {"cpu_bytes_to_use": cpu_bytes_to_use(tier_gib)},
-    }
-
-
 def with_host_tier(nixl: dict[str, Any], tier_gib: int) -> dict[str, Any]:
     """A PD side's `kv_transfer_config`: NIXL alone, or NIXL first (its protocol governs Ray's PD routing) and the tier
-    second, each a MultiConnector child with its own role and extra config. With the tier no engine id is set, so
-    each replica's NIXL child gets its own
+    (vLLM's native CPU offloading) second, each a MultiConnector child with its own role and extra config. With the
+    tier no engine id is set, so each replica's NIXL child gets its own
     (docs/prefix-caching.md#host-memory-kv-tier-prefillkvoffloadgib-decodekvoffloadgib)."""
     if not tier_gib:
         return nixl
     child = {key: value for key, value in nixl.items() if key != "engine_id"}
+    tier = {
+        "kv_connector": OFFLOADING_CONNECTOR,
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"cpu_bytes_to_use": cpu_bytes_to_use(tier_gib)},
+    }
     return {
         "kv_connector": MULTI_CONNECTOR,
         "kv_role": nixl["kv_role"],
-        "kv_connector_extra_config": {"connectors": [child, offloading_connector(tier_gib)]},
+        "kv_connector_extra_config": {"connectors": [child, tier]},
     }
 
 
@@ -59,22 +55,6 @@ def nixl_config(kv_transfer_config: dict[str, Any]) -> dict[str, Any]:
         first: dict[str, Any] = kv_transfer_config["kv_connector_extra_config"]["connectors"][0]
         return first
     return kv_transfer_config
-
-
-def nixl_path(kv_transfer_config: dict[str, Any]) -> tuple[str | int, ...]:
-    """Where nixl_config finds NIXL's config, below `kv_transfer_config`."""
-    if kv_transfer_config.get("kv_connector") == MULTI_CONNECTOR:
-        return ("kv_connector_extra_config", "connectors", 0)
-    return ()
-
-
-def host_tier_gib(kv_transfer_config: dict[str, Any]) -> int:
-    """The tier a side's `kv_transfer_config` (as with_host_tier wrote it) holds, in GiB; 0 without one."""
-    if kv_transfer_config.get("kv_connector") != MULTI_CONNECTOR:
-        return 0
-    children = kv_transfer_config["kv_connector_extra_config"]["connectors"]
-    tiers = [c for c in children if c["kv_connector"] == OFFLOADING_CONNECTOR]
-    return int(tiers[0]["kv_connector_extra_config"]["cpu_bytes_to_use"] // GIB) if tiers else 0
 
 
 # Measured: vLLM 0.26's tier killed the engine of the hybrid default (Qwen3.5-9B, Gated DeltaNet + attention, prefix

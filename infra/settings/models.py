@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.settings.kinds import Integer
 from infra.settings.model_sources import ALLOWED_FORMS, is_hub_repo, is_s3_uri
 from infra.settings.topology import Topology
 
@@ -99,10 +100,6 @@ class ModelSpec:
         """GPUs the model's replicas hold (aggregated; a PD model's are the layout's)."""
         return self.replicas * self.tensor_parallel_size
 
-    def adapter_ids(self) -> tuple[str, ...]:
-        """The ids clients ask for each adapter by: Ray Serve LLM's `<base model id>:<adapter>`."""
-        return tuple(f"{self.id}:{adapter}" for adapter in self.adapters)
-
 
 class _Entry:
     """One entry's fields, each read with its check; a problem names `models[i].<field>`, the value, what is allowed."""
@@ -125,12 +122,10 @@ class _Entry:
         return value
 
     def integer(self, name: str, minimum: int, default: int, maximum: int | None = None) -> int:
-        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-
-        def check(value: Any) -> bool:
-            return _is_int(value) and value >= minimum and (maximum is None or value <= maximum)
-
-        return int(self.get(name, check, f"an integer {bounds}", default))
+        kind = Integer(minimum, maximum=maximum)
+        return int(
+            self.get(name, lambda value: _is_int(value) and kind.admits(value), f"an integer {kind.bounds}", default)
+        )
 
 
 def _is_int(value: Any) -> bool:

@@ -11,7 +11,6 @@ from typing import Any
 QUANTIZATIONS = ("none", "fp8")
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 FP8_WEIGHTS_MIN_CAPABILITY = (7, 5)  # Fp8Config.get_min_capability() == 75
-FP8_NATIVE_CAPABILITY = (8, 9)  # below: Marlin weight-only FP8 (MarlinFP8ScaledMMLinearKernel)
 FP8_KV_CACHE_MIN_CAPABILITY = (8, 0)  # FLASHINFER's floor; FLASH_ATTN needs 9.x, TRITON_ATTN 8.9
 # Online FP8 stores the weights of these checkpoint modules at one byte per element (the linear layers, see above).
 ONLINE_FP8_MODULES = frozenset(

@@ -6,29 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from infra.settings.kinds import (
-    Boolean,
-    Choice,
-    Integer,
-    ProviderValue,
-    Secret,
-    Setting,
-    StringList,
-    Text,
-)
+from infra.settings.kinds import Boolean, Choice, Integer, ProviderValue, Secret, Setting, StringList, Text
 from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # Keys whose value is a credential (their rows' kind): the only ones a stack file may hold encrypted (`secure:`).
 SECRET_SETTINGS = frozenset(setting.key for setting in SETTINGS if isinstance(setting.kind, Secret))
-
-
-T = TypeVar("T")
 
 
 class Reader:
@@ -58,7 +45,9 @@ class Reader:
         if isinstance(kind, Integer):
             return self.integer(key, raw, kind)
         if isinstance(kind, Boolean):
-            return self._check(key, raw, _boolean, "true or false", False)
+            if raw not in ("true", "false"):
+                self.problems.append(f"{key}={raw!r} is invalid: allowed is true or false")
+            return raw == "true"
         if isinstance(kind, Choice):
             if raw not in kind.options:
                 self.problems.append(f"{key}={raw!r} is invalid: allowed is one of {', '.join(kind.options)}")
@@ -77,13 +66,6 @@ class Reader:
             return ""
         return value
 
-    def _check(self, key: str, raw: str, parse: Callable[[str], T], allowed: str, fallback: T) -> T:
-        try:
-            return parse(raw)
-        except ValueError:
-            self.problems.append(f"{key}={raw!r} is invalid: allowed is {allowed}")
-            return fallback
-
     def text(self, key: str, raw: str, kind: Text) -> str | None:
         if kind.optional and not raw:
             return None
@@ -93,15 +75,16 @@ class Reader:
         return raw
 
     def integer(self, key: str, raw: str, kind: Integer) -> int:
-        bounds = f">= {kind.minimum}" if kind.maximum is None else f"from {kind.minimum} to {kind.maximum}"
-
-        def parse(text: str) -> int:
-            value = int(text)
-            if value < kind.minimum or (kind.maximum is not None and value > kind.maximum):
-                raise ValueError(text)
+        try:
+            value = int(raw)
+        except ValueError:
+            value = None
+        if value is not None and kind.admits(value):
             return value
-
-        return self._check(key, raw, parse, f"an integer {bounds}{kind.why}{_octal_hint(key, raw)}", kind.minimum)
+        self.problems.append(
+            f"{key}={raw!r} is invalid: allowed is an integer {kind.bounds}{kind.why}{_octal_hint(key, raw)}"
+        )
+        return kind.minimum
 
     def string_list(self, key: str, raw: str, kind: StringList) -> tuple[str, ...]:
         """A JSON list of strings, each checked by the row's `item` (its ValueError says why one is wrong) and given
@@ -152,12 +135,6 @@ def json_string_list(raw: str) -> list[str] | None:
     return values
 
 
-def _boolean(text: str) -> bool:
-    if text not in ("true", "false"):
-        raise ValueError(text)
-    return text == "true"
-
-
 def plain_secret_problem(config: pulumi.Config, key: str, value: str | None, placeholder: str) -> str | None:
     if not value or is_config_secret(config.full_key(key)):
         return None
@@ -203,7 +180,7 @@ def integer_form_problems(config: pulumi.Config) -> list[str]:
             value = int(raw)
         except ValueError:
             continue
-        if value < kind.minimum or (kind.maximum is not None and value > kind.maximum):
+        if not kind.admits(value):
             continue
         problems.append(
             f"{setting.key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value} (no "

@@ -133,10 +133,6 @@ def efa_plugin_repository(region: str) -> str:
     return f"{ecr_registry(EKS_ADDON_IMAGE_ACCOUNTS[region], region)}/eks/aws-efa-k8s-device-plugin"
 
 
-def dlc_registry(region: str) -> str:
-    return ecr_registry(DLC_IMAGE_ACCOUNTS[region], region)
-
-
 @dataclass(frozen=True)
 class Partition:
     """The AWS partition the stack deploys into, as `aws.get_partition` reports it."""
@@ -178,4 +174,4 @@ DEFAULT_IMAGE_RAY_VERSION = "2.58.0"
 
 def default_dlc_image(region: str) -> str:
     """The Ray Serve LLM Deep Learning Container in the region's own DLC registry."""
-    return f"{dlc_registry(region)}/ray:serve-llm-cuda-v1.0"
+    return f"{ecr_registry(DLC_IMAGE_ACCOUNTS[region], region)}/ray:serve-llm-cuda-v1.0"

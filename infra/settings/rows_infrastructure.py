@@ -66,7 +66,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "10.0.0.0/16",
             f"IPv4 network of the VPC (/{MIN_VPC_PREFIX} to /{MAX_VPC_CIDR_SETTING_PREFIX}, RFC 1918 or other "
             "unicast); private and public subnets are carved from it per AZ.",
-            feeds="vpc_cidr",
             effects=(STACK_REBUILT,),
         ),
         Setting(
@@ -76,7 +75,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             ),
             3,
             "Most Availability Zones to span (2 to 7; EKS needs 2); AZs offering gpuNodeType are used first.",
-            feeds="max_azs",
             effects=(STACK_REBUILT,),
             change_note=(
                 "adds or removes subnets under the cluster; whether EKS takes the new subnets in place was not "
@@ -88,7 +86,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             BOOLEAN,
             False,
             "One NAT gateway per AZ (production) instead of a single shared one (cheaper, one AZ of failure).",
-            feeds="nat_gateway_per_az",
             effects=(AWS_IN_PLACE,),
         ),
     ),
@@ -98,7 +95,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(EKS_NAME_PATTERN, "1-100 letters, digits, '-' or '_'"),
             "ray-llm-multinode",
             "EKS cluster name.",
-            feeds="cluster_name",
             effects=(STACK_REBUILT,),
         ),
         Setting(
@@ -106,7 +102,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(),
             "1.35",
             "Kubernetes version of the EKS control plane and node groups (MAJOR.MINOR).",
-            feeds="kubernetes_version",
             effects=(CONTROL_PLANE_UPGRADED, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
             change_note="EKS upgrades one minor version at a time; a downgrade is refused by EKS",
         ),
@@ -116,7 +111,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             [],
             "Required: public CIDRs allowed to reach the Kubernetes API endpoint (yours, CI's); set with "
             f"`{API_ALLOW_LIST_COMMAND}`.",
-            feeds="api_public_access_cidrs",
             effects=(AWS_IN_PLACE,),
         ),
         Setting(
@@ -126,7 +120,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "IAM role/user ARNs given cluster-admin through EKS access entries, each once, besides the identity that "
             "creates the cluster: EKS already makes that one admin, so listing it is refused while the cluster is "
             "created (a second access entry would fail).",
-            feeds="admin_principal_arns",
             effects=(AWS_IN_PLACE,),
         ),
         Setting(
@@ -134,7 +127,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             BOOLEAN,
             True,
             "Send all EKS control-plane log types to CloudWatch.",
-            feeds="control_plane_logging",
             effects=(AWS_IN_PLACE,),
         ),
         Setting(
@@ -142,7 +134,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             BOOLEAN,
             True,
             "Encrypt Kubernetes secrets with a customer-managed KMS key.",
-            feeds="secrets_encryption",
             effects=(STACK_REBUILT,),
             change_note="EKS can add envelope encryption to a cluster but never remove it",
         ),
@@ -152,7 +143,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "",
             "Build of the vpc-cni EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
             "(looked up at deploy time), a value such as v1.21.1-eksbuild.1 pins it.",
-            feeds="vpc_cni_version",
             effects=(ADDON_ROLLED,),
         ),
         Setting(
@@ -161,7 +151,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "",
             "Build of the coredns EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
             "(looked up at deploy time), a value such as v1.13.2-eksbuild.1 pins it.",
-            feeds="coredns_version",
             effects=(ADDON_ROLLED,),
         ),
         Setting(
@@ -171,7 +160,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "Build of the kube-proxy EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
             "(looked up at deploy time), a value such as v1.35.0-eksbuild.2 pins it (a pin's MAJOR.MINOR must equal "
             "kubernetesVersion).",
-            feeds="kube_proxy_version",
             effects=(ADDON_ROLLED,),
         ),
         Setting(
@@ -179,7 +167,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(INSTANCE_TYPE_PATTERN, "an EC2 instance type such as m7i.xlarge"),
             "m7i.xlarge",
             "Instance type of the CPU system nodes (system pods, KubeRay operator, Ray head).",
-            feeds="system_node_type",
             effects=(SYSTEM_NODES_REPLACED,),
         ),
         Setting(
@@ -187,7 +174,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Integer(1, NODE_GROUP_QUOTA, maximum=MAX_NODES_PER_NODE_GROUP),
             1,
             "Number of system nodes (1 to 450).",
-            feeds="system_node_count",
             effects=(SYSTEM_NODES_SCALED,),
         ),
     ),
@@ -197,7 +183,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(INSTANCE_TYPE_PATTERN, "an EC2 instance type such as g6.8xlarge"),
             "g6.8xlarge",
             "EFA-capable GPU instance type of the worker nodes (smallest EFA-capable g6 by default).",
-            feeds="gpu_node_type",
             effects=(GPU_NODES_REPLACED, RAYSERVICE_REPLACED),
         ),
         Setting(
@@ -205,7 +190,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(NODEGROUP_NAME_PATTERN, "1-63 letters, digits, '-' or '_'"),
             "gpu-workers",
             "Name of the GPU managed node group.",
-            feeds="gpu_nodegroup_name",
             effects=(GPU_NODES_REPLACED,),
         ),
         Setting(
@@ -213,7 +197,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(AZ_PATTERN, "an Availability Zone name", optional=True),
             "",
             "Availability Zone of the GPU node group; empty picks the first AZ that offers gpuNodeType.",
-            feeds="gpu_az",
             effects=(GPU_NODES_REPLACED,),
         ),
         Setting(
@@ -234,7 +217,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "",
             "Optional capacity reservation (cr-...) the GPU nodes launch into, an On-Demand Capacity Reservation or, "
             "with gpuCapacityType capacity-block, the Capacity Block.",
-            feeds="capacity_reservation_id",
             effects=(GPU_NODES_REPLACED,),
         ),
         Setting(
@@ -243,7 +225,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             "on-demand",
             "How the GPU nodes are bought: on-demand (optionally into capacityReservationId) or capacity-block "
             "(Capacity Blocks for ML: needs capacityReservationId and gpuAz).",
-            feeds="gpu_capacity_type",
             effects=(GPU_NODES_REPLACED,),
         ),
         Setting(
@@ -252,7 +233,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Before anything is created, check that the account's On-Demand vCPU quota for the GPU family (Service "
             "Quotas) holds the GPU nodes; false skips it.",
-            feeds="quota_preflight",
             effects=(NOTHING_RUNNING,),
         ),
         Setting(
@@ -260,7 +240,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(CHART_VERSION_PATTERN, "a version such as 1.4.0"),
             "0.20.0",
             "Version of the nvidia-device-plugin Helm chart.",
-            feeds="nvidia_device_plugin_version",
             effects=(CHART_ROLLED,),
         ),
         Setting(
@@ -268,7 +247,6 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             Text(CHART_VERSION_PATTERN, "a version such as v0.5.30"),
             "v0.5.30",
             "Version of the aws-efa-k8s-device-plugin Helm chart.",
-            feeds="efa_device_plugin_version",
             effects=(CHART_ROLLED,),
         ),
     ),

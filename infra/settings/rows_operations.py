@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from infra.settings.changes import (
-    AWS_IN_PLACE,
-    GPU_NODES_ROLLED,
-    MONITORING,
-    SYSTEM_NODES_ROLLED,
-)
+from infra.settings.changes import AWS_IN_PLACE, GPU_NODES_ROLLED, MONITORING, SYSTEM_NODES_ROLLED
 from infra.settings.kinds import (
     AMP_WORKSPACE_PATTERN,
     BOOLEAN,
@@ -33,7 +28,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Install the metrics stack (kube-prometheus-stack on the system nodes, DCGM exporter on the GPU nodes), "
             "the Ray/vLLM scrapes, dashboards and alerts (see Observability).",
-            feeds="observability",
             effects=(MONITORING,),
         ),
         Setting(
@@ -42,7 +36,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "88.5.3",
             "Version of the kube-prometheus-stack Helm chart (Prometheus, Alertmanager, Grafana, the Prometheus "
             "operator), installed with observability.",
-            feeds="kube_prometheus_stack_version",
             effects=(MONITORING,),
         ),
         Setting(
@@ -51,7 +44,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "4.8.2",
             "Version of NVIDIA's dcgm-exporter Helm chart (GPU metrics of the GPU nodes), installed with "
             "observability.",
-            feeds="dcgm_exporter_version",
             effects=(MONITORING,),
         ),
         Setting(
@@ -60,7 +52,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             2000,
             "Time-to-first-token objective in milliseconds; the TtftP99OverObjective alert fires when a side's p99 "
             "TTFT stays above it for 10 minutes.",
-            feeds="ttft_p99_objective_ms",
             effects=(MONITORING,),
         ),
         Setting(
@@ -74,7 +65,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "Optional Amazon Managed Service for Prometheus workspace endpoint "
             "(https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../): Prometheus also remote-writes there, "
             "signed with SigV4 by an IAM role for its service account. Needs observability.",
-            feeds="amp_workspace_url",
             effects=(MONITORING,),
         ),
         Setting(
@@ -88,7 +78,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "Optional Amazon SNS topic the stack's alerts are published to: Alertmanager signs for the topic's region "
             "with an IAM role only its service account assumes, allowed sns:Publish on this topic only. Needs "
             "observability.",
-            feeds="alert_sns_topic_arn",
             effects=(MONITORING,),
         ),
         Setting(
@@ -98,7 +87,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "Optional Slack incoming-webhook URL the stack's alerts are posted to; set it with `pulumi config set "
             "--secret alertSlackWebhookUrl <url>`. Alertmanager reads it from a Kubernetes Secret, never from the Helm "
             "values. Needs observability.",
-            feeds="alert_slack_webhook_url",
             effects=(MONITORING,),
         ),
         Setting(
@@ -122,7 +110,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "Where docs/runbook.md opens in a browser (your repository host's page of it): each alert's runbook_url is "
             "it with the alert's section anchor. Empty: no link; every alert carries its runbook section as its "
             "description either way.",
-            feeds="runbook_url",
             effects=(MONITORING,),
         ),
     ),
@@ -132,7 +119,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
             "",
             "Owner tag on every AWS resource (team or person to ask); AWS tag value rules.",
-            feeds="owner",
             effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
             change_note="tags reach the node launch templates, so both node groups roll",
         ),
@@ -141,7 +127,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
             "",
             "cost-center tag on every AWS resource; AWS tag value rules.",
-            feeds="cost_center",
             effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
             change_note="tags reach the node launch templates, so both node groups roll",
         ),
@@ -152,7 +137,6 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
             "Protect the VPC and cluster from deletion/replacement (pulumi protect + EKS deletion protection). To tear "
             f"down, run `{UNPROTECT_COMMAND}` before `pulumi destroy` (`pulumi state unprotect` lifts only "
             "Pulumi's protection, not EKS's).",
-            feeds="protect_resources",
             effects=(AWS_IN_PLACE,),
         ),
     ),

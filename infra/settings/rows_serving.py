@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from infra.settings.autoscaling import NEW_NODE_ENGINE_START_S, PERCENTILES, WARM_ENGINE_START_S
 from infra.settings.changes import (
@@ -19,6 +20,7 @@ from infra.settings.changes import (
     RAYSERVICE_REPLACED,
     SECRET_UPDATED,
     SERVE_IN_PLACE,
+    Effect,
 )
 from infra.settings.kinds import (
     AUTOSCALING_ONLY,
@@ -52,6 +54,7 @@ from infra.settings.kinds import (
     VLLM_DEFAULT,
     Choice,
     Integer,
+    Kind,
     Setting,
     StringList,
     Text,
@@ -65,6 +68,24 @@ LATENCY_POLICY_NOTE = (
     "pods mount the policy's code; another objective changes only the serve config"
 )
 
+
+def per_side(
+    key: str, kind: Kind, default: Any, description: str, *, feeds: str, effects: tuple[Effect, ...]
+) -> tuple[Setting, ...]:
+    """The same row for each side of the PD pair, prefill first: `{side}` (or `{Side}`) in its texts names the side."""
+    return tuple(
+        Setting(
+            key.format(side=side),
+            kind,
+            default,
+            description.format(side=side, Side=side.capitalize()),
+            effects,
+            feeds=feeds.format(side=side),
+        )
+        for side in ("prefill", "decode")
+    )
+
+
 SERVING: Mapping[str, tuple[Setting, ...]] = {
     "serving": (
         Setting(
@@ -73,7 +94,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "",
             "Ray Serve LLM container image; empty uses ray:serve-llm-cuda-v1.0 from the region's Deep Learning "
             "Containers registry (<account>.dkr.ecr.<region>.amazonaws.com).",
-            feeds="dlc_image",
             effects=(MODEL_MIRRORED, RAYSERVICE_REPLACED),
             change_note="the mirror Job runs in the same image, so it runs again; with the files already in the bucket "
             "it only checks them. The image pre-puller restarts on the new image, so every node pulls it at once, "
@@ -86,7 +106,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Version of the kuberay-operator Helm chart; only releases whose CRDs are vendored "
             f"({', '.join(VALIDATED_KUBERAY_VERSIONS)}). 1.4.0 has no Ray token: with rayAuthMode auto it turns the "
             "token off.",
-            feeds="kuberay_version",
             effects=(CHART_ROLLED, RAYSERVICE_REPLACED),
             change_note=(
                 "the stack applies the release's RayService and RayCluster CRDs first (helm upgrade never upgrades a "
@@ -119,7 +138,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "makes, TLS and an AUTH token, reachable from the system nodes only: a restarted head reloads the "
             "cluster and the GPU workers keep serving through it) or off (no store: a head restart restarts every "
             "GPU worker, which loads the model again).",
-            feeds="head_fault_tolerance",
             effects=(GCS_STORE, MONITORING, RAYSERVICE_REPLACED),
             change_note=(
                 "the RayCluster's spec gains or loses gcsFaultToleranceOptions and the head-restart alert its "
@@ -133,7 +151,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Text(CACHE_NODE_TYPE_PATTERN, "an ElastiCache node type such as cache.t4g.micro"),
             "cache.t4g.micro",
             "ElastiCache node type of the head's GCS store (headFaultTolerance redis), for its primary and replica.",
-            feeds="gcs_redis_node_type",
             effects=(GCS_STORE,),
             change_note="ElastiCache scales the nodes in place (online) and switches the primary at the end",
         ),
@@ -144,7 +161,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Weekly maintenance window of the head's GCS store (headFaultTolerance redis), ddd:hh24:mi-ddd:hh24:mi "
             "in UTC, at least 60 minutes: ElastiCache patches there, failing the primary over, which restarts the Ray "
             "head (the GPU workers ride through it). Unset, ElastiCache would pick a random hour of the week.",
-            feeds="gcs_redis_maintenance_window",
             effects=(AWS_IN_PLACE,),
         ),
         Setting(
@@ -164,7 +180,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "again: a full outage, no extra nodes) or newCluster (KubeRay's zero-downtime upgrade: a second RayCluster "
             "beside the active one, which needs a second Ray head on the system nodes and as many GPU nodes again, "
             "added by the Cluster Autoscaler; see Changing a running stack).",
-            feeds="cluster_upgrade_strategy",
             effects=(LOAD_BALANCER, CHART_ROLLED, GPU_NODES_SCALED, RAYSERVICE_NEW_CLUSTER, RAYSERVICE_REPLACED),
             change_note=(
                 "to newCluster: the RayService is updated in place and KubeRay builds a first new cluster beside the "
@@ -179,7 +194,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "2.58.0",
             "Ray version of the image (RayService spec.rayClusterConfig.rayVersion); must be 2.58.0 with the default "
             "image.",
-            feeds="ray_version",
             effects=(RAYSERVICE_REPLACED,),
         ),
         Setting(
@@ -191,7 +205,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             ),
             "ray-llm",
             "Name of the RayService; the endpoint Service is <name>-serve-svc.",
-            feeds="ray_service_name",
             effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
         ),
         Setting(
@@ -200,7 +213,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "inference",
             "Kubernetes namespace of the RayService; not one the stack creates for another part (kuberay-system, "
             "monitoring, model-cache).",
-            feeds="namespace",
             effects=(RAYSERVICE_REPLACED, LOAD_BALANCER, MONITORING),
         ),
         Setting(
@@ -208,7 +220,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Text(NO_SPACE_PATTERN, "a non-empty name without spaces"),
             "qwen3.5-9b",
             "Model id exposed on the OpenAI-compatible API.",
-            feeds="model_id",
             effects=SERVE_ONLY,
             change_note=(
                 "Ray Serve LLM names each engine deployment after the model id, so a new id replaces the deployment "
@@ -220,7 +231,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Text(),
             "Qwen/Qwen3.5-9B",
             "Where the weights come from (Hugging Face repo id, s3:// URI or a path in the image).",
-            feeds="model_source",
             effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE),
             change_note="with modelCache on, a Hugging Face repo is mirrored into the cache first; an s3:// source is "
             "read as it is; between the two the alerts' first-deploy deadline gains or loses the mirror's timeout",
@@ -234,7 +244,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "placement (own-nodes or spare-gpus) and LoRA adapters kept under adapterPrefix in the model cache "
             "bucket. Empty: the one model of modelId/modelSource; a list names every model, one of them pd, and "
             "leaves modelId and modelSource at their defaults (the pd model's engines stay the keys').",
-            feeds="models",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
             change_note=(
                 "the models are one Serve application, whose args Serve 2.58 restarts every replica for: adding, "
@@ -252,7 +261,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             ),
             4096,
             "vLLM max_model_len (context length) of prefill and decode, 1 to 1048576 tokens.",
-            feeds="max_model_len",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -262,23 +270,14 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Serve text only (vLLM language_model_only): a multimodal model's vision tower is neither loaded nor "
             "profiled, and requests with images are refused. The default Qwen3.5-9B at maxModelLen 4096 fits a g6's "
             "L4 only this way (lab/records/gpu-end-to-end.md); false needs a larger GPU.",
-            feeds="language_model_only",
             effects=SERVE_ONLY,
         ),
-        Setting(
-            "prefillReplicas",
+        *per_side(
+            "{side}Replicas",
             Integer(1),
             1,
-            "Prefill replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
-            feeds="prefill.replicas",
-            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
-        ),
-        Setting(
-            "decodeReplicas",
-            Integer(1),
-            1,
-            "Decode replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
-            feeds="decode.replicas",
+            "{Side} replicas (vLLM engines of tensorParallelSize x pipelineParallelSize GPUs each).",
+            feeds="{side}.replicas",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
         ),
         Setting(
@@ -320,20 +319,12 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             feeds="decode.max_num_seqs",
             effects=SERVE_ONLY,
         ),
-        Setting(
-            "prefillMaxNumBatchedTokens",
+        *per_side(
+            "{side}MaxNumBatchedTokens",
             Integer(0, VLLM_DEFAULT),
             0,
-            "vLLM max_num_batched_tokens of the prefill side; 0 leaves vLLM's default.",
-            feeds="prefill.max_num_batched_tokens",
-            effects=SERVE_ONLY,
-        ),
-        Setting(
-            "decodeMaxNumBatchedTokens",
-            Integer(0, VLLM_DEFAULT),
-            0,
-            "vLLM max_num_batched_tokens of the decode side; 0 leaves vLLM's default.",
-            feeds="decode.max_num_batched_tokens",
+            "vLLM max_num_batched_tokens of the {side} side; 0 leaves vLLM's default.",
+            feeds="{side}.max_num_batched_tokens",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -365,7 +356,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "capability 8.0 or later). A hybrid model's Gated DeltaNet state keeps its dtype. Off by default: at "
             "the default maxModelLen and decodeMaxNumSeqs the KV of FP8 weights alone holds every sequence (see "
             "Scaling, FP8).",
-            feeds="kv_cache_dtype",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -428,43 +418,25 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             False,
             "Ray Serve autoscales each side between <side>Replicas and <side>MaxReplicas; KubeRay's autoscaler adds "
             "Ray worker pods and the Cluster Autoscaler GPU nodes to match (see Scaling).",
-            feeds="serve_autoscaling",
             effects=(MONITORING, SERVE_IN_PLACE, *SIDE_SIZE),
             change_note="the head's PodMonitor and its Prometheus NetworkPolicy add or drop the head autoscaler's "
             "metrics port",
         ),
-        Setting(
-            "prefillMaxReplicas",
+        *per_side(
+            "{side}MaxReplicas",
             Integer(0, AUTOSCALING_ONLY),
             0,
-            "Most prefill replicas with serveAutoscaling (at least prefillReplicas); 0 otherwise.",
-            feeds="prefill.max_replicas",
+            "Most {side} replicas with serveAutoscaling (at least {side}Replicas); 0 otherwise.",
+            feeds="{side}.max_replicas",
             effects=(SERVE_IN_PLACE, *SIDE_SIZE),
         ),
-        Setting(
-            "decodeMaxReplicas",
+        *per_side(
+            "{side}TargetOngoingRequests",
             Integer(0, AUTOSCALING_ONLY),
             0,
-            "Most decode replicas with serveAutoscaling (at least decodeReplicas); 0 otherwise.",
-            feeds="decode.max_replicas",
-            effects=(SERVE_IN_PLACE, *SIDE_SIZE),
-        ),
-        Setting(
-            "prefillTargetOngoingRequests",
-            Integer(0, AUTOSCALING_ONLY),
-            0,
-            "Ongoing requests per prefill replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
+            "Ongoing requests per {side} replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
             "otherwise.",
-            feeds="prefill.target_ongoing_requests",
-            effects=SERVE_ONLY,
-        ),
-        Setting(
-            "decodeTargetOngoingRequests",
-            Integer(0, AUTOSCALING_ONLY),
-            0,
-            "Ongoing requests per decode replica that Ray Serve scales toward (required with serveAutoscaling); 0 "
-            "otherwise.",
-            feeds="decode.target_ongoing_requests",
+            feeds="{side}.target_ongoing_requests",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -522,7 +494,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "9.59.0",
             "Version of the cluster-autoscaler Helm chart (Cluster Autoscaler 1.35, built for kubernetesVersion 1.35 "
             "only), installed only with serveAutoscaling.",
-            feeds="cluster_autoscaler_version",
             effects=(CHART_ROLLED,),
         ),
         Setting(
@@ -532,7 +503,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Where vLLM's NIXL connector registers the KV cache for transfer: cuda (GPU memory over EFA RDMA), cpu "
             "(staged in host memory; vLLM 0.26 cannot do this for hybrid models such as the default) or auto (cuda "
             "where the instance type's EFA supports RDMA read, else cpu).",
-            feeds="kv_buffer_device",
             effects=SERVE_ONLY,
         ),
         Setting(
@@ -550,7 +520,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             Choice(SERVE_EXPOSURES),
             "none",
             "Extra LoadBalancer (NLB) in front of the serve pods: none, internal or internet-facing.",
-            feeds="serve_exposure",
             effects=(LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note=(
                 "the RayService is replaced only when API keys come or go with the exposure (to or from none, with "
@@ -564,7 +533,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             [],
             "CIDRs allowed through the serve load balancer, and to its NodePort on the nodes (required whenever "
             "serveExposure is not none, and then not the whole internet).",
-            feeds="serve_source_cidrs",
             effects=(LOAD_BALANCER,),
         ),
         Setting(
@@ -575,7 +543,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "(`pulumi config set --secret serveApiKeys '[\"<key>\"]'`, each key 32-256 printable characters); two at "
             "once let a key be rotated without downtime. Required when serveExposure is not none and serveApiKeyAuth "
             "is true.",
-            feeds="serve_api_keys",
             effects=(KEYS_RELOADED,),
             change_note="only while the endpoint asks for keys (serveExposure not none, serveApiKeyAuth true)",
         ),
@@ -585,7 +552,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             True,
             "Ask every request for one of serveApiKeys whenever serveExposure is not none (a 401 otherwise; health "
             "checks stay open). false is refused for internet-facing.",
-            feeds="serve_api_key_auth",
             effects=(SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only with serveExposure internal or internet-facing; with none nothing changes",
         ),
@@ -596,7 +562,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Largest request body the serve endpoint's edge takes, in MiB, 1 to 1024: a larger Content-Length gets 413 "
             "before the body is read, and a chunked body 411 (docs/security.md, The edge). Raise it for prompts that "
             "carry images.",
-            feeds="serve_max_request_mib",
             effects=(RAYSERVICE_REPLACED,),
             change_note="the edge's configuration is a volume of the worker pods: they start again with it",
         ),
@@ -610,7 +575,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "",
             "ACM certificate (in the stack's region) for the DNS name clients use; the serve load balancer listens "
             "for HTTPS only, on 443. Required when serveExposure is not none.",
-            feeds="serve_certificate_arn",
             effects=(LOAD_BALANCER,),
         ),
         Setting(
@@ -624,7 +588,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "How long `pulumi up` waits for the RayService to run the config just applied (image pull + model load), "
             "5 to 720; past it `pulumi up` fails naming what is missing. The app's alerts wait as long on a first "
             "deploy (see Observability).",
-            feeds="serve_ready_timeout_minutes",
             effects=(NOTHING_RUNNING, MONITORING),
             change_note="the alert rules take the new deadline (with observability)",
         ),
@@ -635,7 +598,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Before the RayService changes, check that modelSource exists, is readable with the stack's credentials "
             "(hfToken, or the deploying identity for s3://) and holds a config.json vLLM can load; needs HTTPS to "
             "huggingface.co or S3 from the deploying machine.",
-            feeds="model_preflight",
             effects=(NOTHING_RUNNING,),
         ),
         Setting(
@@ -645,7 +607,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             "Mirror a Hugging Face modelSource once into the stack's own S3 bucket (an in-cluster Job on the first "
             "`pulumi up` and when modelSource changes) and load the GPU workers from it instead of the Hub; an s3:// "
             "modelSource is read directly either way (docs/model-cache.md).",
-            feeds="model_cache",
             effects=(MODEL_MIRRORED, MONITORING, SERVE_IN_PLACE, RAYSERVICE_REPLACED),
             change_note="only for a Hugging Face modelSource; the RayService is replaced because the workers' service "
             "account (read access to the cache) comes or goes; the alerts' first-deploy deadline gains or loses the "
@@ -657,7 +618,6 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
             False,
             "Keep the model cache bucket and its weights in the account on `pulumi destroy` (it leaves the stack's "
             "state; delete it yourself later); false, the default, deletes the bucket with the weights in it.",
-            feeds="model_cache_retain_on_destroy",
             effects=(AWS_IN_PLACE,),
         ),
     ),

@@ -11,11 +11,7 @@ from collections.abc import Callable, Sequence
 from infra.kube.namespaces import CREATED_NAMESPACES
 from infra.kube.scheduling import OPERATOR_NAMESPACE, SYSTEM_NODEGROUP_NAME
 from infra.settings.footprint import system_node_load, system_node_problem
-from infra.settings.instance_types import (
-    NODE_ARCHITECTURE,
-    InstanceShape,
-    architecture_reason,
-)
+from infra.settings.instance_types import NODE_ARCHITECTURE, InstanceShape, architecture_reason
 from infra.settings.kinds import (
     API_ALLOW_LIST_COMMAND,
     CHECKIP,
@@ -29,12 +25,8 @@ from infra.settings.kinds import (
     PUBLIC_PREFIX_DELTA,
     ipv4_network,
 )
-from infra.settings.regions import (
-    region_problem,
-)
-from infra.settings.stack_config import (
-    StackConfig,
-)
+from infra.settings.regions import region_problem
+from infra.settings.stack_config import StackConfig
 from policy.ray_llm_policies.internet import covers_the_internet
 
 MIN_KUBERNETES_MINOR = 29
@@ -210,26 +202,31 @@ def serve_source_problem(exposure: str, cidrs: tuple[str, ...]) -> str | None:
 EXISTING_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def collision_problems(namespace: str, gpu_nodegroup_name: str) -> list[str]:
-    """Names this program creates that another object already holds."""
-    problems = []
+def namespace_problem(namespace: str) -> str | None:
+    """The RayService's namespace is a Namespace object of the program's, deleted on destroy with all it holds, so it
+    must be no namespace another object already holds. One the stack also creates would be created twice (the second
+    create fails: a name is unique per kind, https://kubernetes.io/docs/concepts/overview/working-with-objects/names/)
+    or, created first, take the other part's objects with it on destroy. Refused whether or not that part is on now:
+    turning it on later would fail mid-deploy, and moving the RayService then replaces it."""
+    creates = "the program creates (and on destroy deletes) the namespace it names"
     if namespace in EXISTING_NAMESPACES or namespace.startswith("kube-"):
-        problems.append(
-            f"namespace={namespace!r} is invalid: every cluster already has it or Kubernetes reserves its kube- "
-            "prefix, and the program creates (and on destroy deletes) the namespace it names; allowed is a "
-            "namespace of its own such as 'inference'"
-        )
+        why = f"every cluster already has it or Kubernetes reserves its kube- prefix, and {creates}"
     elif namespace == OPERATOR_NAMESPACE:
-        problems.append(
-            f"namespace={namespace!r} is invalid: it is the KubeRay operator's, which its Helm release creates; "
-            "allowed is a namespace of its own such as 'inference'"
-        )
-    if gpu_nodegroup_name == SYSTEM_NODEGROUP_NAME:
-        problems.append(
-            f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
-            "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
-        )
-    return problems
+        why = "it is the KubeRay operator's, which its Helm release creates"
+    elif namespace in CREATED_NAMESPACES:
+        why = f"it is {CREATED_NAMESPACES[namespace]}, and {creates}"
+    else:
+        return None
+    return f"namespace={namespace!r} is invalid: {why}; allowed is a namespace of its own such as 'inference'"
+
+
+def gpu_nodegroup_name_problem(gpu_nodegroup_name: str) -> str | None:
+    if gpu_nodegroup_name != SYSTEM_NODEGROUP_NAME:
+        return None
+    return (
+        f"gpuNodegroupName={gpu_nodegroup_name!r} is invalid: it is the system node group's name, and node group "
+        "names are unique in a cluster; allowed is another name such as 'gpu-workers'"
+    )
 
 
 def system_node_problems(
@@ -248,28 +245,19 @@ def system_node_problems(
             f"before any resource); allowed is an {NODE_ARCHITECTURE} instance type such as m7i.xlarge"
         ]
     if shape.gpus:
-        return [_system_node_type_problem(cfg.system_node_type, shape)]
-    return [_system_node_room_problem(cfg, shape)]
-
-
-def _system_node_type_problem(system_node_type: str, shape: InstanceShape) -> str:
-    """A GPU type for the CPU system nodes: EC2's answer says so."""
-    return (
-        f"systemNodeType={system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) ({shape.gpu_name}), "
-        "but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods only; allowed is a CPU "
-        "instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
-    )
-
-
-def _system_node_room_problem(cfg: StackConfig, shape: InstanceShape) -> str | None:
-    """What runs on the system nodes at once, a model change's mirror Job beside the head included, fits them."""
+        return [
+            f"systemNodeType={cfg.system_node_type!r} is invalid: it has {shape.gpus} NVIDIA GPU(s) "
+            f"({shape.gpu_name}), but the system nodes run the standard AL2023 AMI (no NVIDIA driver) and CPU pods "
+            "only; allowed is a CPU instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
+        ]
+    # What runs on the system nodes at once, a model change's mirror Job beside the head included, must fit them.
     load = system_node_load(
         observability=cfg.observability,
         serve_autoscaling=cfg.serve_autoscaling,
         model_cache=cfg.model_cache,
         new_cluster=cfg.new_cluster,
     )
-    return system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)
+    return [system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)]
 
 
 def capacity_block_autoscaling_problem(capacity_type: str, serve_autoscaling: bool) -> str | None:
@@ -290,19 +278,4 @@ def capacity_block_problem(capacity_type: str, reservation_id: str | None, gpu_a
         "gpuCapacityType='capacity-block' needs capacityReservationId (the Capacity Block's cr-... id) and "
         f"gpuAz (the Availability Zone it was bought in); got capacityReservationId={reservation_id or ''!r}, "
         f"gpuAz={gpu_az or ''!r}"
-    )
-
-
-def created_namespace_problem(namespace: str) -> str | None:
-    """The RayService's namespace is a Namespace object of the program's, deleted on destroy with all it holds; a
-    namespace the stack also creates would be created twice (the second create fails: a name is unique per kind,
-    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/) or, created first, take the other
-    part's objects with it on destroy. Refused whether or not that part is on now: turning it on later would fail
-    mid-deploy, and moving the RayService then replaces it."""
-    owner = CREATED_NAMESPACES.get(namespace)
-    if owner is None:
-        return None
-    return (
-        f"namespace={namespace!r} is invalid: it is {owner}, and the program creates (and on destroy deletes) the "
-        "namespace it names; allowed is a namespace of its own such as 'inference'"
     )

@@ -8,24 +8,11 @@ from typing import Any
 
 import pulumi
 
-from infra.settings.config_warnings import (
-    assignment,
-)
-from infra.settings.kinds import (
-    AMP_WORKSPACE_PATTERN,
-    SNS_TOPIC_ARN_PATTERN,
-)
-from infra.settings.reader import (
-    plain_secret_problem,
-)
-from infra.settings.regions import (
-    SUPPORTED_DNS_SUFFIX,
-    SUPPORTED_PARTITION,
-    region_partition,
-)
-from infra.settings.stack_config import (
-    StackConfig,
-)
+from infra.settings.config_warnings import assignment
+from infra.settings.kinds import AMP_WORKSPACE_PATTERN, SNS_TOPIC_ARN_PATTERN
+from infra.settings.reader import plain_secret_problem
+from infra.settings.regions import SUPPORTED_DNS_SUFFIX, SUPPORTED_PARTITION, region_partition
+from infra.settings.stack_config import StackConfig
 
 # The alert receivers' credentials, checked for their form without being shown: (pattern, what is allowed, the
 # placeholder of the `--secret` command). A Slack incoming webhook is an https:// URL
@@ -43,7 +30,6 @@ RECEIVER_SECRETS: Mapping[str, tuple[re.Pattern[str], str, str]] = {
         "key",
     ),
 }
-
 
 RECEIVER_SETTINGS = ("alertSnsTopicArn", *RECEIVER_SECRETS)
 
@@ -103,23 +89,21 @@ def receiver_partition_problems(values: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def remote_write_problem(observability: bool, workspace_url: str | None) -> str | None:
-    if observability or not workspace_url:
-        return None
-    return (
-        f"ampWorkspaceUrl={workspace_url!r} is invalid with observability=false: the Prometheus that would "
-        "remote-write is installed only with observability; set observability to true, or ampWorkspaceUrl to empty"
-    )
+# What would use each setting that acts only through the metrics stack: without it, a value the user would miss.
+NEEDS_OBSERVABILITY = {
+    "ampWorkspaceUrl": "the Prometheus that would remote-write",
+    **dict.fromkeys(RECEIVER_SETTINGS, "the Alertmanager that would send it the alerts"),
+}
 
 
-def receivers_problems(cfg: StackConfig) -> list[str]:
-    """A receiver without the metrics stack would never be sent an alert."""
+def observability_problems(cfg: StackConfig) -> list[str]:
+    """A remote-write workspace or an alert receiver without the metrics stack would never be used."""
     if cfg.observability:
         return []
     return [
-        f"{assignment(key, cfg.settings)} is invalid with observability=false: the Alertmanager that would send it "
-        f"the alerts is installed only with observability; set observability to true, or {key} to empty"
-        for key in RECEIVER_SETTINGS
+        f"{assignment(key, cfg.settings)} is invalid with observability=false: {user} is installed only with "
+        f"observability; set observability to true, or {key} to empty"
+        for key, user in NEEDS_OBSERVABILITY.items()
         if cfg.settings[key]
     ]
 

@@ -12,9 +12,7 @@ import pulumi
 from pulumi.runtime.config import is_config_secret
 
 from infra.settings.autoscaling import SIDE_OBJECTIVES, objective_problem
-from infra.settings.instance_types import (
-    InstanceShape,
-)
+from infra.settings.instance_types import InstanceShape
 from infra.settings.kinds import (
     CACHE_NODE_TYPE_PATTERN,
     CERTIFICATE_ARN_PATTERN,
@@ -38,19 +36,9 @@ from infra.settings.kv_offload import hybrid_model_problem, node_memory_problem,
 from infra.settings.models import AGGREGATED, OWN_NODES, ModelSpec, model_layout_problems
 from infra.settings.prefix_caching import engine_prefix_caching, routes_by_prefix
 from infra.settings.quantization import fp8_problems
-from infra.settings.reader import (
-    Reader,
-    json_string_list,
-)
-from infra.settings.regions import (
-    DEFAULT_IMAGE_RAY_VERSION,
-)
-from infra.settings.stack_config import (
-    KNOWN_MODELS,
-    ServeSide,
-    StackConfig,
-    model_hybrid,
-)
+from infra.settings.reader import Reader, json_string_list
+from infra.settings.regions import DEFAULT_IMAGE_RAY_VERSION
+from infra.settings.stack_config import KNOWN_MODELS, ServeSide, StackConfig, model_hybrid
 from infra.settings.topology import Topology, topology_problems
 from policy.ray_llm_policies.pinning import unpinned_image_reason
 
@@ -155,23 +143,20 @@ def serve_auth_problems(cfg: StackConfig, keys: tuple[str, ...]) -> list[str]:
     return problems
 
 
-def _objective_problems(side: str, objective_ms: int, percentile: str, autoscaling: bool) -> list[str]:
-    if objective_ms and not autoscaling:
-        return [
-            f"{SIDE_OBJECTIVES[side]}={objective_ms} is invalid with serveAutoscaling=false: allowed is 0 (set "
-            "serveAutoscaling to true to let Ray Serve scale the side on it)"
-        ]
-    problem = objective_problem(side, objective_ms, percentile)
-    return [problem] if problem else []
-
-
-def serve_side(values: Mapping[str, Any], problems: list[str], side: str, autoscaling: bool) -> ServeSide:
+def serve_side(values: Mapping[str, Any], problems: list[str], side: str) -> ServeSide:
     """One side's settings; the autoscaling keys must agree with serveAutoscaling."""
+    autoscaling = values["serveAutoscaling"]
     replicas = values[f"{side}Replicas"]
     max_key, target_key = f"{side}MaxReplicas", f"{side}TargetOngoingRequests"
     max_replicas, target = values[max_key], values[target_key]
     objective = values[SIDE_OBJECTIVES[side]]
-    problems.extend(_objective_problems(side, objective, values["latencyObjectivePercentile"], autoscaling))
+    if objective and not autoscaling:
+        problems.append(
+            f"{SIDE_OBJECTIVES[side]}={objective} is invalid with serveAutoscaling=false: allowed is 0 (set "
+            "serveAutoscaling to true to let Ray Serve scale the side on it)"
+        )
+    elif problem := objective_problem(side, objective, values["latencyObjectivePercentile"]):
+        problems.append(problem)
     if autoscaling and max_replicas < replicas:
         problems.append(
             f"{max_key}={max_replicas} is invalid with serveAutoscaling=true: allowed is at least "
@@ -189,16 +174,16 @@ def serve_side(values: Mapping[str, Any], problems: list[str], side: str, autosc
             f"{max_key}={max_replicas}, {target_key}={target} are invalid with serveAutoscaling=false: allowed is 0 "
             "(set serveAutoscaling to true to let Ray Serve scale the side)"
         )
-    batch_problem = _batched_tokens_problem(side, values[f"{side}MaxNumSeqs"], values[f"{side}MaxNumBatchedTokens"])
-    if batch_problem:
-        problems.append(batch_problem)
+    max_num_seqs, max_num_batched_tokens = values[f"{side}MaxNumSeqs"], values[f"{side}MaxNumBatchedTokens"]
+    if problem := _batched_tokens_problem(side, max_num_seqs, max_num_batched_tokens):
+        problems.append(problem)
     quantization = values[f"{side}Quantization"]
     prefix_caching = engine_prefix_caching(values["prefixCaching"], side, model_hybrid(values["modelSource"]))
     most_replicas = max_replicas if autoscaling else replicas
     return ServeSide(
         replicas=replicas,
-        max_num_seqs=values[f"{side}MaxNumSeqs"] or None,
-        max_num_batched_tokens=values[f"{side}MaxNumBatchedTokens"] or None,
+        max_num_seqs=max_num_seqs or None,
+        max_num_batched_tokens=max_num_batched_tokens or None,
         quantization=None if quantization == "none" else quantization,
         max_replicas=max_replicas if autoscaling else None,
         target_ongoing_requests=target if autoscaling else None,
@@ -294,18 +279,19 @@ def kuberay_version_problem(version: str, allow_unvalidated: bool) -> str | None
     )
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
+def _since(version: str, since: tuple[int, ...]) -> bool:
+    """Whether `version` is a release `since` or later (False for a malformed one, which its row reports)."""
+    return bool(SEMVER_PATTERN.match(version)) and tuple(int(part) for part in version.split(".")) >= since
 
 
 def sets_cluster_deletion_delay(kuberay_version: str) -> bool:
     """Whether this KubeRay release reads spec.rayClusterDeletionDelaySeconds (KUBERAY_DELETION_DELAY_SINCE)."""
-    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_DELETION_DELAY_SINCE
+    return _since(kuberay_version, KUBERAY_DELETION_DELAY_SINCE)
 
 
 def has_ray_token_auth(kuberay_version: str) -> bool:
     """Whether this KubeRay release takes authOptions (and its dashboard client sends the token)."""
-    return bool(SEMVER_PATTERN.match(kuberay_version)) and _version(kuberay_version) >= KUBERAY_AUTH_OPTIONS_SINCE
+    return _since(kuberay_version, KUBERAY_AUTH_OPTIONS_SINCE)
 
 
 def ray_auth_problem(mode: str, kuberay_version: str, ray_version: str) -> str | None:
@@ -319,13 +305,13 @@ def ray_auth_problem(mode: str, kuberay_version: str, ray_version: str) -> str |
             f"config; allowed is kuberayVersion {since} or later (validated: {VALIDATED_KUBERAY_VERSIONS[-1]}), or "
             "rayAuthMode 'disabled'"
         )
-    if _version(ray_version) < RAY_TOKEN_AUTH_SINCE:
-        ray_since = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
-        return (
-            f"rayAuthMode='token' is invalid with rayVersion={ray_version!r}: KubeRay refuses authOptions below Ray "
-            f"{ray_since}; allowed is rayVersion {ray_since} or later, or rayAuthMode 'disabled'"
-        )
-    return None
+    if _since(ray_version, RAY_TOKEN_AUTH_SINCE):
+        return None
+    ray_since = ".".join(map(str, RAY_TOKEN_AUTH_SINCE))
+    return (
+        f"rayAuthMode='token' is invalid with rayVersion={ray_version!r}: KubeRay refuses authOptions below Ray "
+        f"{ray_since}; allowed is rayVersion {ray_since} or later, or rayAuthMode 'disabled'"
+    )
 
 
 def head_fault_tolerance_problem(mode: str, kuberay_version: str) -> str | None:
@@ -334,7 +320,7 @@ def head_fault_tolerance_problem(mode: str, kuberay_version: str) -> str | None:
     #field-pruning), so the head would run without its store and nothing would say so."""
     if mode != GCS_REDIS or not SEMVER_PATTERN.match(kuberay_version):
         return None
-    if _version(kuberay_version) >= KUBERAY_GCS_FT_OPTIONS_SINCE:
+    if _since(kuberay_version, KUBERAY_GCS_FT_OPTIONS_SINCE):
         return None
     since = ".".join(map(str, KUBERAY_GCS_FT_OPTIONS_SINCE))
     return (

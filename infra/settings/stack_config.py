@@ -10,10 +10,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from infra.settings.autoscaling import ScalingPace
-from infra.settings.kinds import (
-    GCS_REDIS,
-    NEW_CLUSTER,
-)
+from infra.settings.kinds import GCS_REDIS, NEW_CLUSTER
 from infra.settings.models import AGGREGATED, ModelSpec
 from infra.settings.topology import Topology
 
@@ -80,6 +77,8 @@ class ServeSide:
 
 @dataclass(frozen=True)
 class StackConfig:
+    """Every setting, typed; a field a row feeds means what that row's description says (`rows_*.py`)."""
+
     project: str
     stack: str
     region: str
@@ -94,7 +93,6 @@ class StackConfig:
     admin_principal_arns: tuple[str, ...]
     control_plane_logging: bool
     secrets_encryption: bool
-    # Pinned EKS add-on builds; None takes the default build of kubernetes_version (infra/preflight/offerings.py).
     vpc_cni_version: str | None
     coredns_version: str | None
     kube_proxy_version: str | None
@@ -113,7 +111,6 @@ class StackConfig:
     # serving
     dlc_image: str
     kuberay_version: str
-    # How a cluster-spec change reaches a running stack: "replace" or "newCluster" (KubeRay's NewCluster upgrade).
     cluster_upgrade_strategy: str
     ray_version: str
     ray_service_name: str
@@ -132,14 +129,12 @@ class StackConfig:
     scaling_pace: ScalingPace  # Serve's upscale/downscale delays and the objectives' percentile
     cluster_autoscaler_version: str
     kv_buffer_device: str  # "cuda" or "cpu": kvBufferDevice with "auto" resolved for gpuNodeType
-    # vLLM `kv_cache_dtype` of both sides ("auto": the model dtype); NIXL needs it the same on both.
     kv_cache_dtype: str
     hf_token: pulumi.Output[str] | None
     # The same token in plain text, for the model preflight's request only; never printed.
     hf_token_value: str | None = field(repr=False)
     # Ray's token authentication (rayAuthMode with "auto" resolved for kuberayVersion): authOptions on the RayCluster.
     ray_token_auth: bool
-    # GCS fault tolerance of the Ray head: "redis" (the stack's ElastiCache store, infra/serving/gcs_store.py) or "off".
     head_fault_tolerance: str
     gcs_redis_node_type: str
     gcs_redis_maintenance_window: str  # ElastiCache's weekly window, ddd:hh24:mi-ddd:hh24:mi in UTC
@@ -152,11 +147,8 @@ class StackConfig:
     serve_api_keys: pulumi.Output[list[str]] | None
     serve_certificate_arn: str | None
     serve_ready_timeout_minutes: int
-    # The edge's body limit (infra/serving/edge.py).
     serve_max_request_mib: int
-    # Check the model source before the RayService changes (infra/serving/model_source.py).
     model_preflight: bool
-    # The stack's S3 model cache (infra/serving/model_cache.py): mirror a Hub modelSource into it; keep it on destroy.
     model_cache: bool
     model_cache_retain_on_destroy: bool
     # observability (infra/observability/monitoring.py)

@@ -100,17 +100,13 @@ def effects_of(key: str, strategy: str = REPLACE) -> tuple[Effect, ...]:
     return tuple(on_new_cluster.get(effect, effect) for effect in effects)
 
 
-def most_severe(key: str, strategy: str = REPLACE) -> Effect:
-    return max(effects_of(key, strategy), key=ALL_EFFECTS.index)
-
-
 def settings_by_effect(settings: Mapping[str, str], strategy: str = REPLACE) -> dict[str, dict[str, str]]:
     """The settings grouped under the most severe effect a change to each has with the stack's
     clusterUpgradeStrategy, mildest group first: the ServeRollout's input, so that `pulumi preview --diff` names each
     changed setting under what it costs on the path that applies (`rayservice-replaced` or `rayservice-new-cluster`)."""
-    grouped: dict[str, dict[str, str]] = {}
-    for effect in ALL_EFFECTS:
-        members = {key: value for key, value in sorted(settings.items()) if most_severe(key, strategy) is effect}
-        if members:
-            grouped[effect.name] = members
-    return grouped
+    severest = {key: max(effects_of(key, strategy), key=ALL_EFFECTS.index) for key in settings}
+    return {
+        effect.name: {key: value for key, value in sorted(settings.items()) if severest[key] is effect}
+        for effect in ALL_EFFECTS
+        if effect in severest.values()
+    }

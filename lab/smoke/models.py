@@ -29,8 +29,8 @@ ANSWER_TOKENS = 16
 
 
 def adapter_pairs(cfg: StackConfig) -> list[tuple[str, str]]:
-    """(adapter id, its base model id) of every listed adapter."""
-    return [(adapter, model.id) for model in cfg.aggregated_models for adapter in model.adapter_ids()]
+    """(adapter id, its base model id) of every listed adapter: Ray Serve LLM's id is `<base model id>:<adapter>`."""
+    return [(f"{model.id}:{adapter}", model.id) for model in cfg.aggregated_models for adapter in model.adapters]
 
 
 def served_ids(cfg: StackConfig) -> list[str]:

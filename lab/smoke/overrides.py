@@ -12,7 +12,7 @@ from typing import Any
 from infra.serving.code_package import CodePackage
 from infra.serving.serve_config import KV_ROLES, PD_SIDES, PREFIX_CACHING_KEYS
 from infra.settings.capacity import vllm_default_gpu_memory_utilization
-from infra.settings.kv_offload import host_tier_gib, nixl_config, nixl_path
+from infra.settings.kv_offload import GIB, MULTI_CONNECTOR, OFFLOADING_CONNECTOR, nixl_config
 from lab.smoke.document import (
     Override,
     Path_,
@@ -28,6 +28,22 @@ from lab.smoke.host import HostFacts
 # --api-key-auth: the keys file beside the package zip, where the cluster mounts the serve-api-keys Secret.
 AUTH_KEYS_FILE = "api-keys"
 AGGREGATED_IMPORT_PATH = "ray.serve.llm:build_openai_app"
+
+
+def nixl_path(kv_transfer_config: dict[str, Any]) -> tuple[str | int, ...]:
+    """Where nixl_config finds NIXL's config, below `kv_transfer_config`."""
+    if kv_transfer_config.get("kv_connector") == MULTI_CONNECTOR:
+        return ("kv_connector_extra_config", "connectors", 0)
+    return ()
+
+
+def host_tier_gib(kv_transfer_config: dict[str, Any]) -> int:
+    """The tier a side's `kv_transfer_config` (as with_host_tier wrote it) holds, in GiB; 0 without one."""
+    if kv_transfer_config.get("kv_connector") != MULTI_CONNECTOR:
+        return 0
+    children = kv_transfer_config["kv_connector_extra_config"]["connectors"]
+    tiers = [c for c in children if c["kv_connector"] == OFFLOADING_CONNECTOR]
+    return int(tiers[0]["kv_connector_extra_config"]["cpu_bytes_to_use"] // GIB) if tiers else 0
 
 
 # vLLM 0.26 puts a TCPStore on VLLM_DP_MASTER_PORT + 100 in every engine: two engines on one host
