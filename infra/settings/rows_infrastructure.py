@@ -139,7 +139,7 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "vpcCniVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.20.4-eksbuild.1", optional=True),
+            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.21.1-eksbuild.1", optional=True),
             "",
             "Build of the vpc-cni EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
             "(looked up at deploy time), a value such as v1.21.1-eksbuild.1 pins it.",
@@ -147,7 +147,7 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "corednsVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.12.4-eksbuild.1", optional=True),
+            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.13.2-eksbuild.1", optional=True),
             "",
             "Build of the coredns EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
             "(looked up at deploy time), a value such as v1.13.2-eksbuild.1 pins it.",
