@@ -5,14 +5,18 @@ Imports: infra.observability, infra.serving, infra.settings."""
 
 from __future__ import annotations
 
+import math
+
 from infra.observability.receivers import Receivers
 from infra.serving.gcs_store import CACHE_CLUSTERS
+from infra.serving.rayservice import cluster_deletion_delay_s
 from infra.serving.serve_config import PD_SIDES
 from infra.settings.changes import (
     RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
     SERVE_IN_PLACE,
     SERVE_NEW_CLUSTER,
+    SURGE_DELETION_DELAY_S,
     SURGE_MINUTES_PER_GPU_NODE,
 )
 from infra.settings.cost import StackCost, stack_cost, stack_cost_note
@@ -77,14 +81,21 @@ def cluster_change_path(cfg: StackConfig) -> str:
             "broken one is rolled back by the rollout itself, an outage of one engine start, and `pulumi up` fails "
             "naming it (docs/changes.md)"
         )
-    hours = cfg.surge_gpu_nodes * SURGE_MINUTES_PER_GPU_NODE / 60
+    minutes = surge_minutes(cfg)
+    hours = cfg.surge_gpu_nodes * minutes / 60
     return (
         f"clusterUpgradeStrategy 'newCluster': a cluster-spec or engine change (the settings under "
         f"`{RAYSERVICE_NEW_CLUSTER.name}` and `{SERVE_NEW_CLUSTER.name}`) keeps serving and runs a second RayCluster "
         f"beside the active one: a second Ray head and {cfg.surge_gpu_nodes} more {cfg.gpu_node_type} GPU node(s), "
-        f"about {SURGE_MINUTES_PER_GPU_NODE} minutes each, about {hours:.1f} extra GPU node-hours (modelled, "
+        f"about {minutes} minutes each, about {hours:.1f} extra GPU node-hours (modelled, "
         f"docs/changes.md)"
     )
+
+
+def surge_minutes(cfg: StackConfig) -> int:
+    """The modelled surge per GPU node, with this stack's deletion delay in place of the default stack's: the old
+    cluster's nodes stay that long after the switch (a longer maxModelLen keeps them longer)."""
+    return math.ceil(SURGE_MINUTES_PER_GPU_NODE + (cluster_deletion_delay_s(cfg) - SURGE_DELETION_DELAY_S) / 60)
 
 
 def ray_auth_note(cfg: StackConfig) -> str:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import pytest
 import yaml
 
 from infra.nodes.node_groups import GpuNodesArgs, gpu_nodes_args_errors
-from infra.preview_notes import cluster_change_path
+from infra.preview_notes import cluster_change_path, surge_minutes
 from infra.serving import rayservice as rayservice_module
 from infra.serving import rollout_status
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION, RAY_CLUSTER_LABEL, build_rayservice, cluster_spec_digest
@@ -27,10 +28,12 @@ from infra.serving.rollout_status import (
     await_rollout,
     current_verdict,
 )
+from infra.serving.serve_config import longest_stream_s
 from infra.settings.changes import (
     RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
     SERVE_NEW_CLUSTER,
+    SURGE_DELETION_DELAY_S,
     SURGE_MINUTES_PER_GPU_NODE,
 )
 from infra.settings.kinds import VALIDATED_KUBERAY_VERSIONS
@@ -520,9 +523,24 @@ def test_the_strategy_itself_is_grouped_under_the_replacement_it_may_cause():
 
 def test_the_preview_says_which_path_applies_and_what_it_costs():
     assert "replaces the RayService, a full outage" in cluster_change_path(load_stack_config())
-    said = cluster_change_path(load_stack_config(NEW_CLUSTER))
+    cfg = load_stack_config(NEW_CLUSTER)
+    said = cluster_change_path(cfg)
     assert "keeps serving" in said and "2 more g6.8xlarge GPU node(s)" in said
-    assert f"about {2 * SURGE_MINUTES_PER_GPU_NODE / 60:.1f} extra GPU node-hours (modelled" in said
+    minutes = math.ceil(
+        SURGE_MINUTES_PER_GPU_NODE + (longest_stream_s(cfg.max_model_len) - SURGE_DELETION_DELAY_S) / 60
+    )
+    assert f"about {2 * minutes / 60:.1f} extra GPU node-hours (modelled" in said
+
+
+def test_the_previewed_surge_lasts_as_long_as_the_stacks_own_deletion_delay():
+    """KubeRay 1.7.0 keeps the old cluster rayClusterDeletionDelaySeconds after the switch
+    (vendor/kuberay-v1.7.0/rayservice_controller.go cleanUpRayClusterInstance), which the stack sets to the longest
+    stream: a longer context keeps the old GPU nodes longer; 1.4.0 keeps them a fixed 60 s."""
+    long_context = load_stack_config({**NEW_CLUSTER, "maxModelLen": 32768})
+    extra_minutes = (longest_stream_s(32768) - SURGE_DELETION_DELAY_S) / 60
+    assert surge_minutes(long_context) == math.ceil(SURGE_MINUTES_PER_GPU_NODE + extra_minutes)
+    assert f"about {surge_minutes(long_context)} minutes each" in cluster_change_path(long_context)
+    assert surge_minutes(load_stack_config({**NEW_CLUSTER, "kuberayVersion": "1.4.0"})) < SURGE_MINUTES_PER_GPU_NODE
 
 
 def test_the_preview_says_which_path_an_engine_change_takes():

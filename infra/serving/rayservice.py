@@ -288,6 +288,12 @@ def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
 KUBERAY_DELETION_DELAY_S = 60
 
 
+def cluster_deletion_delay_s(cfg: StackConfig) -> int:
+    """How long KubeRay keeps a RayCluster it dropped: the stack's rayClusterDeletionDelaySeconds where the release
+    reads it, else 1.4.0's fixed 60 s."""
+    return old_cluster_deletion_delay(cfg).get("rayClusterDeletionDelaySeconds", KUBERAY_DELETION_DELAY_S)
+
+
 def old_cluster_deletion_delay(cfg: StackConfig) -> dict[str, int]:
     if not (cfg.new_cluster and sets_cluster_deletion_delay(cfg.kuberay_version)):
         return {}

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 # What one GPU node of a newCluster surge runs beside the active cluster, in minutes, from its launch until the
 # Cluster Autoscaler removes the old cluster's node: modelled (estimates and measurements), docs/model-cache.md
-# "What a new node waits for"; the lab's test holds the model to it (lab/tests/test_cold_start.py).
+# "What a new node waits for"; the lab's test holds the model to it (lab/tests/test_cold_start.py). Of it, the old
+# cluster's deletion delay at the default maxModelLen, which a stack's preview replaces with its own
+# (infra/preview_notes.py surge_minutes).
 SURGE_MINUTES_PER_GPU_NODE = 23
+SURGE_DELETION_DELAY_S = 246
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from infra.settings.changes import SURGE_MINUTES_PER_GPU_NODE
+from infra.settings.changes import SURGE_DELETION_DELAY_S, SURGE_MINUTES_PER_GPU_NODE
 from lab import cold_start
 from tests.test_alert_rules import MODELLED_FIRST_DEPLOY_MINUTES, MODELLED_MIRROR_MINUTES
 from tools.offline_models import HUB_TENSORS, SAFETENSORS_DTYPE_BYTES
@@ -77,6 +77,7 @@ def test_the_refresh_command_names_the_mirror_jobs_urn(dev):
 def test_the_surge_constant_is_the_models():
     """infra/settings/changes.py holds the surge as a plain constant (the product never imports the lab)."""
     assert SURGE_MINUTES_PER_GPU_NODE == cold_start.surge_minutes()
+    assert SURGE_DELETION_DELAY_S == cold_start.DEFAULT_DELETION_DELAY_S
 
 
 def test_the_alert_tests_first_deploy_is_the_models():
