@@ -11,6 +11,7 @@ from infra.observability.receivers import Receivers
 from infra.serving.gcs_store import CACHE_CLUSTERS
 from infra.serving.rayservice import cluster_deletion_delay_s
 from infra.serving.serve_config import PD_SIDES
+from infra.settings.autoscaling import WARM_ENGINE_START_S
 from infra.settings.changes import (
     RAYSERVICE_NEW_CLUSTER,
     RAYSERVICE_REPLACED,
@@ -96,6 +97,24 @@ def surge_minutes(cfg: StackConfig) -> int:
     """The modelled surge per GPU node, with this stack's deletion delay in place of the default stack's: the old
     cluster's nodes stay that long after the switch (a longer maxModelLen keeps them longer)."""
     return math.ceil(SURGE_MINUTES_PER_GPU_NODE + (cluster_deletion_delay_s(cfg) - SURGE_DELETION_DELAY_S) / 60)
+
+
+def rollback_wait_warning(cfg: StackConfig) -> str | None:
+    """With newCluster the GPU node group holds two clusters, and a rollback after a failed change builds a third: it
+    waits for KubeRay to delete the failed one, after the deletion delay KubeRay 1.7.0 applies to every cluster it
+    drops (vendor/kuberay-v1.7.0/rayservice_controller.go cleanUpRayClusterInstance), then starts its engines on the
+    freed nodes (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster)."""
+    wait_s = cluster_deletion_delay_s(cfg) + WARM_ENGINE_START_S
+    if not cfg.new_cluster or wait_s <= cfg.serve_ready_timeout_minutes * 60:
+        return None
+    minutes = math.ceil(wait_s / 60)
+    return (
+        f"clusterUpgradeStrategy 'newCluster': a rollback after a failed change waits about {minutes} minutes (the "
+        f"failed cluster's deletion delay, {cluster_deletion_delay_s(cfg)} s: the longest stream of maxModelLen "
+        f"{cfg.max_model_len}, then an engine start on its freed GPU nodes), longer than serveReadyTimeoutMinutes "
+        f"({cfg.serve_ready_timeout_minutes}): that `pulumi up` would fail at its deadline with the active cluster "
+        f"still serving, and the next one finish it; set serveReadyTimeoutMinutes to {minutes} or more"
+    )
 
 
 def ray_auth_note(cfg: StackConfig) -> str:

@@ -29,7 +29,7 @@ from infra.observability.monitoring import (
 )
 from infra.observability.receivers import Receivers
 from infra.preflight.checks import DeployFacts, preflight
-from infra.preview_notes import alerting_note, cost_note, protection_note, serving_notes
+from infra.preview_notes import alerting_note, cost_note, protection_note, rollback_wait_warning, serving_notes
 from infra.serving import serve_auth
 from infra.serving.gcs_store import GcsStore, GcsStoreArgs
 from infra.serving.kuberay import OPERATOR_NAMESPACE, KubeRayOperatorArgs
@@ -261,6 +261,9 @@ def declare_serving(
 ) -> Serving:
     for note in serving_notes(cfg):
         pulumi.log.info(note)
+    rollback_wait = rollback_wait_warning(cfg)
+    if rollback_wait:
+        pulumi.log.warn(rollback_wait)
     cache = model.cache
     # The token only where the Hub is read: the workers, when they load from it; with the model in S3 only the mirror
     # Job has it, from a Secret in its own namespace (infra/serving/model_cache.py).

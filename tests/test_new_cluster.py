@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from infra.nodes.node_groups import GpuNodesArgs, gpu_nodes_args_errors
-from infra.preview_notes import cluster_change_path, surge_minutes
+from infra.preview_notes import cluster_change_path, rollback_wait_warning, surge_minutes
 from infra.serving import rayservice as rayservice_module
 from infra.serving import rollout_status
 from infra.serving.rayservice import CLUSTER_SPEC_ANNOTATION, RAY_CLUSTER_LABEL, build_rayservice, cluster_spec_digest
@@ -541,6 +541,17 @@ def test_the_previewed_surge_lasts_as_long_as_the_stacks_own_deletion_delay():
     assert surge_minutes(long_context) == math.ceil(SURGE_MINUTES_PER_GPU_NODE + extra_minutes)
     assert f"about {surge_minutes(long_context)} minutes each" in cluster_change_path(long_context)
     assert surge_minutes(load_stack_config({**NEW_CLUSTER, "kuberayVersion": "1.4.0"})) < SURGE_MINUTES_PER_GPU_NODE
+
+
+def test_a_rollback_that_outlasts_the_ready_timeout_is_warned_of():
+    """A rollback's cluster waits for the failed one's deletion delay (vendor/kuberay-v1.7.0/rayservice_controller.go
+    cleanUpRayClusterInstance: every dropped cluster), then an engine start: a context whose longest stream outlasts
+    serveReadyTimeoutMinutes would time out that `pulumi up`."""
+    assert rollback_wait_warning(load_stack_config(NEW_CLUSTER)) is None
+    long_context = {**NEW_CLUSTER, "maxModelLen": 65536}
+    warned = rollback_wait_warning(load_stack_config(long_context))
+    assert warned is not None and "set serveReadyTimeoutMinutes to 70 or more" in warned
+    assert rollback_wait_warning(load_stack_config({**long_context, "serveReadyTimeoutMinutes": 70})) is None
 
 
 def test_the_preview_says_which_path_an_engine_change_takes():
