@@ -212,8 +212,10 @@ async def slow_connections(port: int, seconds: float, count: int) -> dict[str, A
     }
 
 
-async def huge_body(port: int, size: int) -> dict[str, Any]:
-    """A key holder's POST announcing `size` bytes, sent as fast as the server takes them."""
+async def huge_body(port: int, size: int, answer_wait_s: float = 0.0) -> dict[str, Any]:
+    """A key holder's POST announcing `size` bytes, sent as fast as the server takes them; with `answer_wait_s` the
+    body starts only after that long without an answer to the headers, so a refusal of the headers alone shows as
+    0 bytes sent whatever the machine's load."""
     started = time.monotonic()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(
@@ -225,6 +227,8 @@ async def huge_body(port: int, size: int) -> dict[str, Any]:
     status_or_error: int | str | None = None  # the answer's code, else the error that ended the exchange
     response = asyncio.ensure_future(read_response(reader))
     try:
+        if answer_wait_s:
+            await asyncio.wait([response], timeout=answer_wait_s)
         while sent < size and not response.done():
             writer.write(chunk[: size - sent])
             await asyncio.wait_for(writer.drain(), 60)
