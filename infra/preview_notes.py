@@ -10,7 +10,7 @@ import math
 from infra.observability.receivers import Receivers
 from infra.serving.gcs_store import CACHE_CLUSTERS
 from infra.serving.rayservice import cluster_deletion_delay_s
-from infra.serving.serve_config import PD_SIDES
+from infra.serving.serve_config import PD_SIDES, longest_context
 from infra.settings.autoscaling import WARM_ENGINE_START_S
 from infra.settings.changes import (
     RAYSERVICE_NEW_CLUSTER,
@@ -104,14 +104,16 @@ def rollback_wait_warning(cfg: StackConfig) -> str | None:
     waits for KubeRay to delete the failed one, after the deletion delay KubeRay 1.7.0 applies to every cluster it
     drops (vendor/kuberay-v1.7.0/rayservice_controller.go cleanUpRayClusterInstance), then starts its engines on the
     freed nodes (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster)."""
-    wait_s = cluster_deletion_delay_s(cfg) + WARM_ENGINE_START_S
+    delay_s = cluster_deletion_delay_s(cfg)
+    wait_s = delay_s + WARM_ENGINE_START_S
     if not cfg.new_cluster or wait_s <= cfg.serve_ready_timeout_minutes * 60:
         return None
     minutes = math.ceil(wait_s / 60)
+    context = longest_context(cfg.max_model_len, cfg.aggregated_models)
     return (
         f"clusterUpgradeStrategy 'newCluster': a rollback after a failed change waits about {minutes} minutes (the "
-        f"failed cluster's deletion delay, {cluster_deletion_delay_s(cfg)} s: the longest stream of maxModelLen "
-        f"{cfg.max_model_len}, then an engine start on its freed GPU nodes), longer than serveReadyTimeoutMinutes "
+        f"failed cluster's deletion delay, {delay_s} s: the longest stream of a {context}-token context, then an "
+        f"engine start on its freed GPU nodes), longer than serveReadyTimeoutMinutes "
         f"({cfg.serve_ready_timeout_minutes}): that `pulumi up` would fail at its deadline with the active cluster "
         f"still serving, and the next one finish it; set serveReadyTimeoutMinutes to {minutes} or more"
     )

@@ -239,6 +239,11 @@ def test_the_narrowest_vpc_the_subnet_plan_can_cut_is_a_22():
     assert vpc_block_reason("10.20.0.0/23").startswith("a /23 block")
 
 
+def test_a_vpc_wider_than_a_16_is_refused_as_aws_refuses_it():
+    """A VPC's IPv4 block is /16 to /28 (https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)."""
+    assert vpc_block_reason("10.0.0.0/15") == "a /15 block; AWS takes a VPC of /16 to /28"
+
+
 def test_the_setting_keeps_private_subnets_of_at_least_a_23():
     """By the VPC CNI's default WARM_ENI_TARGET=1 each node keeps a whole spare ENI of addresses
     (https://github.com/aws/amazon-vpc-cni-k8s/blob/master/docs/eni-and-ip-target.md), so vpcCidr stops at /20 (private

@@ -43,7 +43,7 @@ def side_of(deployment: str) -> str | None:
 
 # Figure -> its query for the Serve app (each series labelled with its deployment).
 FIGURES: Mapping[str, Callable[[str], str]] = {
-    "requests": lambda app: q.requests_per_side(app, window=None),
+    "requests": lambda app: q.requests_per_deployment(app, window=None),
     "ttft_p50_s": lambda app: q.quantile_per_side(q.TTFT, 0.5, app, window=None),
     "ttft_p99_s": lambda app: q.quantile_per_side(q.TTFT, 0.99, app, window=None),
     "tpot_p50_s": lambda app: q.quantile_per_side(q.TPOT, 0.5, app, window=None),

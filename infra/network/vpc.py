@@ -15,7 +15,7 @@ from pulumi.errors import InputPropertyErrorDetails
 
 from infra.components import Children, problem, raise_input_errors
 from infra.network.subnets import SubnetPlan, plan_subnets, subnet_blocks
-from infra.settings.kinds import EKS_MIN_AZS
+from infra.settings.kinds import EKS_MIN_AZS, MAX_VPC_PREFIX, MIN_VPC_PREFIX
 from infra.settings.rules_network import vpc_block_reason
 
 
@@ -42,7 +42,8 @@ def network_args_errors(args: NetworkArgs) -> list[InputPropertyErrorDetails]:
     errors: list[InputPropertyErrorDetails] = []
     block = vpc_block_reason(args.vpc_cidr)
     if block:
-        errors.append(problem("vpc_cidr", f"{args.vpc_cidr!r} is invalid: {block}"))
+        allowed = f"allowed is a /{MIN_VPC_PREFIX} to /{MAX_VPC_PREFIX} block"
+        errors.append(problem("vpc_cidr", f"{args.vpc_cidr!r} is invalid: {block}; {allowed}"))
     if len(set(args.azs)) != len(args.azs):
         errors.append(problem("azs", f"{list(args.azs)} names an Availability Zone twice"))
     room = len(subnet_blocks(args.vpc_cidr)) - 1 if block is None else None

@@ -39,7 +39,7 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Requests per side",
                     "reqps",
-                    [(q.requests_per_side(app), side)],
+                    [(q.requests_per_deployment(app), side)],
                     "Requests each PD deployment handles; a side at 0 while the other serves is not in the path.",
                 ),
                 _panel(
@@ -56,7 +56,7 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Requests per model",
                     "reqps",
-                    [(q.requests_per_side(app, deployments=q.MODEL_DEPLOYMENTS), side)],
+                    [(q.requests_per_deployment(app, deployments=q.MODEL_DEPLOYMENTS), side)],
                     "Requests each aggregated model's deployment (LLMServer:<model>) handles, its adapters' with it "
                     "(docs/models.md).",
                 ),

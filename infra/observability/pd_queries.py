@@ -64,7 +64,7 @@ def _over(series: str, window: str | None) -> str:
     return f"rate({series}[{window}])" if window else series
 
 
-def requests_per_side(app: str, window: str | None = RATE_WINDOW, deployments: str = PD_DEPLOYMENTS) -> str:
+def requests_per_deployment(app: str, window: str | None = RATE_WINDOW, deployments: str = PD_DEPLOYMENTS) -> str:
     """Requests each deployment handles: each side's, or each aggregated model's with MODEL_DEPLOYMENTS."""
     return f"sum by (deployment) ({_over(f'{REQUESTS}{{{app_selector(app, deployments)}}}', window)})"
 

@@ -215,8 +215,7 @@ RAYSERVICE_NEW_CLUSTER = Effect(
         "(`pulumi up` fails on its DEPLOY_FAILED). Rolling back (set the previous values, `pulumi up`) builds yet "
         "another cluster of the previous spec beside the active one, another surge (KubeRay compares the RayService "
         "with the pending cluster, not the active), and deletes the failed one after its deletion delay (at least "
-        "60 s); a serve-config fix "
-        "instead reaches the pending cluster, not the active"
+        "60 s); a serve-config fix instead reaches the pending cluster, not the active"
     ),
 )
 GPU_NODES_ROLLED = Effect(

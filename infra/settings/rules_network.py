@@ -74,7 +74,9 @@ def vpc_block_reason(value: str) -> str | None:
         network = ipv4_network(value)
     except ValueError as error:
         return str(error)
-    if not MIN_VPC_PREFIX <= network.prefixlen <= MAX_VPC_PREFIX:
+    if network.prefixlen < MIN_VPC_PREFIX:
+        return f"a /{network.prefixlen} block; AWS takes a VPC of /{MIN_VPC_PREFIX} to /{MAX_SUBNET_PREFIX}"
+    if network.prefixlen > MAX_VPC_PREFIX:
         return (
             f"a /{network.prefixlen} block; its public subnets are {PUBLIC_PREFIX_DELTA} bits narrower, and a VPC "
             f"subnet is /{MIN_VPC_PREFIX} to /{MAX_SUBNET_PREFIX}"
@@ -87,11 +89,9 @@ def vpc_block_reason(value: str) -> str | None:
 
 def vpc_cidr_problem(value: str) -> str | None:
     reason = vpc_block_reason(value)
-    if reason is None and ipv4_network(value).prefixlen > MAX_VPC_CIDR_SETTING_PREFIX:
-        reason = (
-            f"a /{ipv4_network(value).prefixlen} block leaves too few addresses per AZ for the VPC CNI's pods and "
-            "warm ENIs"
-        )
+    prefix = ipv4_network(value).prefixlen if reason is None else 0
+    if prefix > MAX_VPC_CIDR_SETTING_PREFIX:
+        reason = f"a /{prefix} block leaves too few addresses per AZ for the VPC CNI's pods and warm ENIs"
     return None if reason is None else f"vpcCidr={value!r} is invalid ({reason}): allowed is {VPC_CIDR_ALLOWED}"
 
 
