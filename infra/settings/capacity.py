@@ -97,9 +97,9 @@ class KvLayout:
         return self.attention_groups * math.ceil(max_model_len / self.block_tokens) + self.state_groups * state_blocks
 
 
-def _dtype_bytes(name: Any, source: str, key: str) -> int:
+def _dtype_bytes(name: Any, key: str) -> int:
     if name not in DTYPE_BYTES:
-        raise ValueError(f"{source}: {key}={name!r} is not a dtype the capacity arithmetic knows")
+        raise ValueError(f"config.json: {key}={name!r} is not a dtype the capacity arithmetic knows")
     return DTYPE_BYTES[name]
 
 
@@ -123,7 +123,7 @@ def _kv_layout(
     if set(layer_types) - {FULL_ATTENTION, LINEAR_ATTENTION}:
         return None
     dtype = text.get("dtype") or text.get("torch_dtype") or config.get("dtype") or config.get("torch_dtype")
-    model_bytes = _dtype_bytes(dtype, "config.json", "dtype")
+    model_bytes = _dtype_bytes(dtype, "dtype")
     heads = int(text["num_attention_heads"])
     kv_heads = int(text.get("num_key_value_heads") or heads)
     head_size = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
@@ -136,7 +136,7 @@ def _kv_layout(
         k_dim, v_dim = int(text["linear_key_head_dim"]), int(text["linear_value_head_dim"])
         conv_dim = k_dim * k_heads * 2 + v_dim * v_heads
         conv = conv_dim // tensor_parallel_size * (int(text["linear_conv_kernel_dim"]) - 1) * model_bytes
-        ssm_bytes = _dtype_bytes(text.get("mamba_ssm_dtype") or dtype, "config.json", "mamba_ssm_dtype")
+        ssm_bytes = _dtype_bytes(text.get("mamba_ssm_dtype") or dtype, "mamba_ssm_dtype")
         state_bytes = conv + v_heads // tensor_parallel_size * v_dim * k_dim * ssm_bytes
     return KvLayout(layer_types.count(FULL_ATTENTION), state_layers, attention_per_token, state_bytes)
 

@@ -10,21 +10,12 @@ from infra.settings.autoscaling import L4_DECODE_SLOWDOWN
 
 PRICES_READ = "2026-12-07"
 HOURS_PER_MONTH = 730  # AWS's own monthly convention (the AWS Pricing Calculator's 730 hours)
-EC2_SOURCE = "https://aws.amazon.com/ec2/pricing/on-demand/"
-EKS_SOURCE = "https://aws.amazon.com/eks/pricing/"
-NAT_SOURCE = "https://aws.amazon.com/vpc/pricing/"
-ELASTICACHE_SOURCE = "https://aws.amazon.com/elasticache/pricing/"
 PRICED_REGIONS = ("us-east-1", "us-west-2")
-# Hourly On-Demand price by instance type, alike in the priced regions (estimated, EC2_SOURCE).
-INSTANCE_HOURLY = {
-    "g6.8xlarge": 2.0144,
-    "g6.12xlarge": 4.6016,
-    "m7i.xlarge": 0.2016,
-    "m7i.2xlarge": 0.4032,
-}
-EKS_CLUSTER_HOURLY = 0.10  # standard support (EKS_SOURCE; a version in extended support costs 0.60)
-NAT_GATEWAY_HOURLY = 0.045  # per gateway, before 0.045 per GB processed, not counted here (NAT_SOURCE)
-# ElastiCache for Valkey, per node (ELASTICACHE_SOURCE); the head's store runs a primary and a replica.
+# Hourly On-Demand price by type, alike in the priced regions (estimated, https://aws.amazon.com/ec2/pricing/on-demand/)
+INSTANCE_HOURLY = {"g6.8xlarge": 2.0144, "g6.12xlarge": 4.6016, "m7i.xlarge": 0.2016, "m7i.2xlarge": 0.4032}
+EKS_CLUSTER_HOURLY = 0.10  # standard support, 0.60 in extended support (https://aws.amazon.com/eks/pricing/)
+NAT_GATEWAY_HOURLY = 0.045  # per gateway, plus 0.045 per GB not counted here (https://aws.amazon.com/vpc/pricing/)
+# ElastiCache for Valkey, per node (https://aws.amazon.com/elasticache/pricing/); the store is a primary and a replica.
 VALKEY_NODE_HOURLY = {"cache.t4g.micro": 0.0128, "cache.t4g.small": 0.0256, "cache.m7g.large": 0.1264}
 # Measured on an H200 held to an L4's memory (lab/records/bench/2026-11-30/pd-c16.json); an L4 pair makes about an
 # eleventh of it (estimated: docs/cost.md#a-million-output-tokens).

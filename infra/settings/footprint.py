@@ -76,9 +76,11 @@ def system_node_problem(
     if not left:
         return None
     total = sum(load.values(), NOTHING)
+    heaviest = sorted(load.items(), key=lambda item: -item[1].millicpu)[:3]
+    largest = ", ".join(f"{name} {asked.millicpu}m/{asked.memory_mib}Mi" for name, asked in heaviest)
     return (
         f"systemNodeType={system_node_type!r} with systemNodeCount={node_count} is too small: the system nodes must "
-        f"hold {total.millicpu}m CPU and {total.memory_mib}Mi of requests at once ({_largest(load)}), each node "
+        f"hold {total.millicpu}m CPU and {total.memory_mib}Mi of requests at once (largest: {largest}), each node "
         f"offers {room.millicpu}m and {room.memory_mib}Mi to pods, and {', '.join(left)} would find no room; allowed "
         + (
             "is a larger type or more system nodes (with clusterUpgradeStrategy 'newCluster' they hold a second Ray "
@@ -88,8 +90,3 @@ def system_node_problem(
             else "is a larger type (m7i.xlarge holds the default stack) or more system nodes"
         )
     )
-
-
-def _largest(load: dict[str, Requests]) -> str:
-    largest = sorted(load.items(), key=lambda item: -item[1].millicpu)[:3]
-    return "largest: " + ", ".join(f"{name} {asked.millicpu}m/{asked.memory_mib}Mi" for name, asked in largest)

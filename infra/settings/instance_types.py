@@ -94,11 +94,8 @@ EFA_FAMILIES_WITHOUT_RDMA_READ = frozenset({"g4dn", "g5", "p3dn"})
 
 
 def resolve_kv_buffer_device(setting: str, gpu_node_type: str) -> str:
-    """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory.
-
-    libfabric's EFA provider registers CUDA memory with the device itself (dma-buf or peer memory) and
-    needs RDMA read to move it without host copies; see `EFA_FAMILIES_WITHOUT_RDMA_READ` for the types.
-    """
+    """ "auto": GPU memory where the node's EFA can serve NIXL's RDMA reads, else host memory (libfabric's EFA
+    provider registers CUDA memory with the device itself and needs RDMA read to move it without host copies)."""
     if setting != "auto":
         return setting
     return "cpu" if gpu_node_type.split(".")[0] in EFA_FAMILIES_WITHOUT_RDMA_READ else "cuda"

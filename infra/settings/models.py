@@ -150,8 +150,7 @@ def parse_models(raw: str, max_model_len_limit: int) -> tuple[tuple[ModelSpec, .
 
 
 def _model(entry: _Entry, max_model_len_limit: int) -> ModelSpec:
-    unknown = sorted(set(entry.entry) - set(MODEL_FIELDS))
-    for name in unknown:
+    for name in sorted(set(entry.entry) - set(MODEL_FIELDS)):
         entry.refuse(name, entry.entry[name], f"one of the fields {', '.join(MODEL_FIELDS)}")
     model_id = entry.get("id", lambda v: isinstance(v, str) and bool(MODEL_ID_PATTERN.match(v)), MODEL_ID_ALLOWED, None)
     serving = entry.get("serving", lambda v: v in SERVINGS, f"one of {', '.join(SERVINGS)}", None)
@@ -318,9 +317,7 @@ def pd_model_values(listed: tuple[ModelSpec, ...]) -> dict[str, Any]:
     """The one-model keys' values the list's PD model gives (what every PD consumer reads); none without a list. Its
     context and the rest of its engine settings are the keys' (PD_FROM_KEYS)."""
     pd = next((model for model in listed if model.serving == PD), None)
-    if pd is None:
-        return {}
-    return {"modelId": pd.id, "modelSource": pd.source}
+    return {"modelId": pd.id, "modelSource": pd.source} if pd else {}
 
 
 def stack_models(values: Mapping[str, Any], listed: tuple[ModelSpec, ...]) -> tuple[ModelSpec, ...]:

@@ -44,8 +44,6 @@ def fp8_problems(gpu_node_type: str, gpu_name: str, quantized_sides: list[str], 
     wanted = [(f"{side}Quantization", "fp8", FP8_WEIGHTS_MIN_CAPABILITY) for side in quantized_sides]
     if kv_cache_dtype != "auto":
         wanted.append(("kvCacheDtype", kv_cache_dtype, FP8_KV_CACHE_MIN_CAPABILITY))
-    if not wanted:
-        return []
     capability = CUDA_COMPUTE_CAPABILITY.get(gpu_name)
     problems = []
     for key, value, needed in wanted:

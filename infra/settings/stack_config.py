@@ -1,6 +1,5 @@
 """The frozen stack config (`StackConfig`, one side of the serve app, `ServeSide`), the error that lists every
-problem (`ConfigError`), and the facts of the models the capacity estimate knows.
-"""
+problem (`ConfigError`), and the facts of the models the capacity estimate knows."""
 
 from __future__ import annotations
 
