@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infra.settings.capacity import GIB
 from infra.settings.instance_types import InstanceShape
 from infra.settings.topology import ray_worker_memory_gib
 
 OFFLOADING_CONNECTOR = "OffloadingConnector"
 MULTI_CONNECTOR = "MultiConnector"
-GIB = 1 << 30
 # Ray's object store takes this share of the memory Ray sees, the pod's (ray/_private/ray_constants.py
 # DEFAULT_OBJECT_STORE_MEMORY_PROPORTION); it lives in /dev/shm, which counts against the pod's memory limit.
 RAY_OBJECT_STORE_SHARE = 0.3
@@ -87,23 +87,16 @@ def prefix_caching_problem(key: str, tier_gib: int, side: str, prefix_caching: b
     )
 
 
-def node_host_memory(node: InstanceShape, engines_per_node: int, tier_gib: int) -> dict[str, float]:
-    """The worker pod's Ray container's memory and what one node's engines, their tiers and Ray's object store take of
-    it, in GiB."""
+def node_host_memory(node: InstanceShape, engines_per_node: int) -> tuple[int, float, int]:
+    """The worker pod's Ray container's memory, Ray's object store's share of it and one node's engines' own, in GiB."""
     pod_gib = ray_worker_memory_gib(node)
-    return {
-        "podMemoryGiB": pod_gib,
-        "objectStoreGiB": round(pod_gib * RAY_OBJECT_STORE_SHARE, 2),
-        "enginesGiB": engines_per_node * ENGINE_HOST_MEMORY_GIB,
-        "tiersGiB": engines_per_node * tier_gib,
-    }
+    return pod_gib, round(pod_gib * RAY_OBJECT_STORE_SHARE, 2), engines_per_node * ENGINE_HOST_MEMORY_GIB
 
 
 def largest_tier_gib(node: InstanceShape, engines_per_node: int) -> int:
     """The largest tier each engine on a node can have."""
-    memory = node_host_memory(node, engines_per_node, 0)
-    room = memory["podMemoryGiB"] - memory["objectStoreGiB"] - memory["enginesGiB"]
-    return max(0, math.floor(room / engines_per_node))
+    pod_gib, object_store_gib, engines_gib = node_host_memory(node, engines_per_node)
+    return max(0, math.floor((pod_gib - object_store_gib - engines_gib) / engines_per_node))
 
 
 def node_memory_problem(
@@ -112,13 +105,13 @@ def node_memory_problem(
     """Tiers that one GPU node's worker pod cannot hold: a node may carry `engines_per_node` engines of either side,
     so the largest tier counts for each of them."""
     key, tier_gib = max(tiers.items(), key=lambda item: (item[1], item[0]))
-    if tier_gib <= largest_tier_gib(node, engines_per_node):
+    largest = largest_tier_gib(node, engines_per_node)
+    if tier_gib <= largest:
         return None
-    memory = node_host_memory(node, engines_per_node, tier_gib)
+    pod_gib, object_store_gib, engines_gib = node_host_memory(node, engines_per_node)
     return (
-        f"{key}={tier_gib} is invalid on gpuNodeType={gpu_node_type!r}: its worker pod gets "
-        f"{memory['podMemoryGiB']} GiB, of which Ray's object store takes {memory['objectStoreGiB']} GiB and "
-        f"{engines_per_node} engine(s) about {memory['enginesGiB']} GiB, so {engines_per_node} tier(s) of "
-        f"{tier_gib} GiB ({memory['tiersGiB']} GiB) do not fit; allowed is at most "
-        f"{largest_tier_gib(node, engines_per_node)} per engine, or a gpuNodeType with more memory"
+        f"{key}={tier_gib} is invalid on gpuNodeType={gpu_node_type!r}: its worker pod gets {pod_gib} GiB, of which "
+        f"Ray's object store takes {object_store_gib} GiB and {engines_per_node} engine(s) about {engines_gib} GiB, so "
+        f"{engines_per_node} tier(s) of {tier_gib} GiB ({engines_per_node * tier_gib} GiB) do not fit; allowed is at "
+        f"most {largest} per engine, or a gpuNodeType with more memory"
     )
