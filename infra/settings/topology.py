@@ -118,8 +118,7 @@ def topology_problems(topology: Topology) -> list[str]:
             "GPU(s) and a tensor-parallel group must stay on one node; allowed is at most "
             f"{node.gpus}, or a gpuNodeType with more GPUs"
         )
-    elif node.gpus % gpus_per_replica:
-        idle = node.gpus % gpus_per_replica
+    elif idle := node.gpus % gpus_per_replica:
         problems.append(
             f"tensorParallelSize={tensor_parallel_size} x pipelineParallelSize={pipeline_parallel_size} = "
             f"{gpus_per_replica} GPUs per replica does not divide the {node.gpus} GPUs of a {node.instance_type}: "
