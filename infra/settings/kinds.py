@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from infra.settings.changes import GPU_NODES_SCALED, RAYSERVICE_REPLACED, SERVE_IN_PLACE, Effect
+from infra.settings.changes import Effect
 from policy.ray_llm_policies.aws_rules import EKS_CLUSTER_NAME_PATTERN, MAX_TAG_VALUE_LENGTH, TAG_CHARACTERS
 from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 
@@ -148,8 +148,6 @@ MAX_MODEL_LEN = 1_048_576
 # https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html): a longer wait outlives them.
 MAX_SERVE_READY_MINUTES = 720
 NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
-AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
-VLLM_DEFAULT = " (0 leaves vLLM's default)"
 
 TAG_VALUE_PATTERN = re.compile(rf"{TAG_CHARACTERS}{{0,{MAX_TAG_VALUE_LENGTH}}}\Z")
 TAG_VALUE_ALLOWED = (
@@ -306,7 +304,3 @@ class Setting:
     @property
     def pulumi_type(self) -> str:
         return self.kind.pulumi_type
-
-
-SERVE_ONLY = (SERVE_IN_PLACE,)
-SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)

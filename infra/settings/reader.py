@@ -37,9 +37,12 @@ class Reader:
             value = self.aws_config.get(name) or ""
             self.values[key] = value
             return value
+        raw = self.plain(key)
         if isinstance(kind, Secret):
-            return self.plain(key)
-        raw = self._raw(key)
+            return raw
+        if raw is None:
+            self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
+            raw = ""
         if isinstance(kind, Text):
             return self.text(key, raw, kind)
         if isinstance(kind, Integer):
@@ -59,13 +62,6 @@ class Reader:
         self.values[key] = ("[secret]" if value else "") if key in SECRET_SETTINGS else (value or "")
         return value
 
-    def _raw(self, key: str) -> str:
-        value = self.plain(key)
-        if value is None:
-            self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
-            return ""
-        return value
-
     def text(self, key: str, raw: str, kind: Text) -> str | None:
         if kind.optional and not raw:
             return None
@@ -75,10 +71,7 @@ class Reader:
         return raw
 
     def integer(self, key: str, raw: str, kind: Integer) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = None
+        value = _python_int(raw)
         if value is not None and kind.admits(value):
             return value
         self.problems.append(
@@ -168,22 +161,20 @@ CANONICAL_INTEGER = re.compile(r"(0|[1-9][0-9]*)\Z")
 def integer_form_problems(config: pulumi.Config) -> list[str]:
     """An integer setting written in a form int() takes but that is not the number's own text; a value int()
     refuses, or one out of bounds, is already reported by the reader."""
-    problems = []
-    for setting in SETTINGS:
-        kind = setting.kind
-        if not isinstance(kind, Integer):
-            continue
-        raw = config.get(setting.key)
-        if raw is None or CANONICAL_INTEGER.fullmatch(raw):
-            continue
-        try:
-            value = int(raw)
-        except ValueError:
-            continue
-        if not kind.admits(value):
-            continue
-        problems.append(
-            f"{setting.key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value} (no "
-            "sign, '_', space, leading zero or non-ASCII digit, which Python reads but the plan would show as typed)"
-        )
-    return problems
+    return [
+        f"{setting.key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value} (no sign, "
+        "'_', space, leading zero or non-ASCII digit, which Python reads but the plan would show as typed)"
+        for setting in SETTINGS
+        if isinstance(setting.kind, Integer)
+        and (raw := config.get(setting.key)) is not None
+        and not CANONICAL_INTEGER.fullmatch(raw)
+        and (value := _python_int(raw)) is not None
+        and setting.kind.admits(value)
+    ]
+
+
+def _python_int(raw: str) -> int | None:
+    try:
+        return int(raw)
+    except ValueError:
+        return None

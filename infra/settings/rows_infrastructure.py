@@ -47,6 +47,19 @@ from infra.settings.kinds import (
 )
 from policy.ray_llm_policies.aws_rules import MAX_GP3_GIB
 
+
+def addon_version(key: str, addon: str, example: str, pin_rule: str = "") -> Setting:
+    """The row of an EKS add-on's build: the default for kubernetesVersion, or a pin."""
+    return Setting(
+        key,
+        Text(ADDON_VERSION_PATTERN, f"an EKS add-on version such as {example}", optional=True),
+        "",
+        f"Build of the {addon} EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
+        f"(looked up at deploy time), a value such as {example} pins it{pin_rule}.",
+        effects=(ADDON_ROLLED,),
+    )
+
+
 INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
     "provider": (
         Setting(
@@ -137,30 +150,13 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             effects=(STACK_REBUILT,),
             change_note="EKS can add envelope encryption to a cluster but never remove it",
         ),
-        Setting(
-            "vpcCniVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.21.1-eksbuild.1", optional=True),
-            "",
-            "Build of the vpc-cni EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
-            "(looked up at deploy time), a value such as v1.21.1-eksbuild.1 pins it.",
-            effects=(ADDON_ROLLED,),
-        ),
-        Setting(
-            "corednsVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.13.2-eksbuild.1", optional=True),
-            "",
-            "Build of the coredns EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
-            "(looked up at deploy time), a value such as v1.13.2-eksbuild.1 pins it.",
-            effects=(ADDON_ROLLED,),
-        ),
-        Setting(
+        addon_version("vpcCniVersion", "vpc-cni", "v1.21.1-eksbuild.1"),
+        addon_version("corednsVersion", "coredns", "v1.13.2-eksbuild.1"),
+        addon_version(
             "kubeProxyVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2", optional=True),
-            "",
-            "Build of the kube-proxy EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
-            "(looked up at deploy time), a value such as v1.35.0-eksbuild.2 pins it (a pin's MAJOR.MINOR must equal "
-            "kubernetesVersion).",
-            effects=(ADDON_ROLLED,),
+            "kube-proxy",
+            "v1.35.0-eksbuild.2",
+            " (a pin's MAJOR.MINOR must equal kubernetesVersion)",
         ),
         Setting(
             "systemNodeType",

@@ -23,7 +23,6 @@ from infra.settings.changes import (
     Effect,
 )
 from infra.settings.kinds import (
-    AUTOSCALING_ONLY,
     BOOLEAN,
     CACHE_NODE_TYPE_PATTERN,
     CERTIFICATE_ARN_PATTERN,
@@ -48,10 +47,7 @@ from infra.settings.kinds import (
     SECRET,
     SEMVER_PATTERN,
     SERVE_EXPOSURES,
-    SERVE_ONLY,
-    SIDE_SIZE,
     VALIDATED_KUBERAY_VERSIONS,
-    VLLM_DEFAULT,
     Choice,
     Integer,
     Kind,
@@ -63,6 +59,10 @@ from infra.settings.kinds import (
 from infra.settings.prefix_caching import PREFIX_CACHING_MODES
 from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 
+SERVE_ONLY = (SERVE_IN_PLACE,)
+SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)
+AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
+VLLM_DEFAULT = " (0 leaves vLLM's default)"
 LATENCY_POLICY_NOTE = (
     "the RayService is replaced when the first side starts, or the last stops, scaling on a latency objective: the "
     "pods mount the policy's code; another objective changes only the serve config"
