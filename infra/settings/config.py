@@ -80,17 +80,15 @@ from infra.settings.table import PROJECT_KEYS, SETTINGS
 STACK_FIELDS = frozenset(f.name for f in dataclasses.fields(StackConfig))
 
 
-# The fields load_config composes from several settings or resolves (a row may name one as what it feeds): passed
-# by keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a
-# repeated keyword argument).
+# The fields a row names as what it feeds that load_config composes from several settings or resolves: passed by
+# keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a repeated
+# keyword argument).
 COMPOSED_FIELDS = frozenset(
     {
         "dlc_image",
         "kv_buffer_device",
         "serve_api_key_auth",
         "serve_api_keys",
-        "hf_token",
-        "hf_token_value",
         "ray_token_auth",
         "alert_slack_webhook_url",
         "alert_pagerduty_routing_key",

@@ -33,7 +33,6 @@ DEFAULT_KUBERAY_VERSION = "1.7.0"
 # at 1.7.0). With authOptions the operator's own dashboard client sends the token (utils/dashboardclient).
 KUBERAY_AUTH_OPTIONS_SINCE = (1, 5, 1)
 RAY_TOKEN_AUTH_SINCE = (2, 52, 0)
-RAY_AUTH_MODES = ("auto", "token", "disabled")
 # The Ray head's GCS fault tolerance: on an ElastiCache for Valkey store the stack makes (infra/serving/gcs_store.py),
 # or none. KubeRay takes spec.gcsFaultToleranceOptions from 1.3.0 on (docs/head-fault-tolerance.md).
 GCS_REDIS, GCS_OFF = "redis", "off"
@@ -112,12 +111,9 @@ RUNBOOK_URL_PATTERN = re.compile(r"^https?://[^\s/#]+(/[^\s#]*)?\Z")
 CERTIFICATE_ARN_PATTERN = re.compile(
     rf"^arn:aws[a-z-]*:acm:(?P<region>{REGION_NAME}):\d{{12}}:certificate/[0-9a-f-]{{36}}\Z"
 )
-SERVE_EXPOSURES = ("none", "internal", "internet-facing")
-GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 # How a RayService cluster-spec change reaches a running stack: replaced, or KubeRay's NewCluster upgrade beside it.
 REPLACE, NEW_CLUSTER = "replace", "newCluster"
 CLUSTER_UPGRADE_STRATEGIES = (REPLACE, NEW_CLUSTER)
-KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 
 # Upper bounds, each with the reason it names in its message.
 # The subnet plan (infra/network/subnets.py) cuts the VPC into 2**PRIVATE_PREFIX_DELTA blocks: a private subnet per AZ,
@@ -147,7 +143,6 @@ MAX_MODEL_LEN = 1_048_576
 # 12 h, the longest an assumed IAM role's credentials last (MaxSessionDuration, IAM user guide
 # https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html): a longer wait outlives them.
 MAX_SERVE_READY_MINUTES = 720
-NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
 
 TAG_VALUE_PATTERN = re.compile(rf"{TAG_CHARACTERS}{{0,{MAX_TAG_VALUE_LENGTH}}}\Z")
 TAG_VALUE_ALLOWED = (

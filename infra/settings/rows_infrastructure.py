@@ -27,14 +27,12 @@ from infra.settings.kinds import (
     CHART_VERSION_PATTERN,
     EKS_MIN_AZS,
     EKS_NAME_PATTERN,
-    GPU_CAPACITY_TYPES,
     INSTANCE_TYPE_PATTERN,
     INTERNET_CIDR_LIST,
     MAX_AZS,
     MAX_NODES_PER_NODE_GROUP,
     MAX_VPC_CIDR_SETTING_PREFIX,
     MIN_VPC_PREFIX,
-    NODE_GROUP_QUOTA,
     NODEGROUP_NAME_PATTERN,
     Choice,
     Integer,
@@ -46,6 +44,8 @@ from infra.settings.kinds import (
     internet_client_cidr,
 )
 from policy.ray_llm_policies.aws_rules import MAX_GP3_GIB
+
+NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
 
 
 def addon_version(key: str, addon: str, example: str, pin_rule: str = "") -> Setting:
@@ -217,7 +217,7 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "gpuCapacityType",
-            Choice(GPU_CAPACITY_TYPES),
+            Choice(("on-demand", "capacity-block")),
             "on-demand",
             "How the GPU nodes are bought: on-demand (optionally into capacityReservationId) or capacity-block "
             "(Capacity Blocks for ML: needs capacityReservationId and gpuAz).",
