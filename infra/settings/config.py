@@ -73,7 +73,7 @@ from infra.settings.rules_serving import (
     serve_side,
     surge_problems,
 )
-from infra.settings.stack_config import ConfigError, ServeSide, StackConfig
+from infra.settings.stack_config import ConfigError, StackConfig
 from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # The StackConfig fields a row feeds with its value as read; the rest load_config derives.
@@ -116,9 +116,7 @@ def load_config(
     read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
     api_keys = read_api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
-    prefill, decode = (serve_side(values, read.problems, side) for side in ("prefill", "decode"))
-    shape = _gpu_shape(values, read.problems, describe_instance_type)
-    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys, models)
+    cfg = _stack_config(config, read, values, describe_instance_type, api_keys, models)
     read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
     read.problems.extend(encrypted_setting_problems(config))
     settings = every_setting()
@@ -176,14 +174,15 @@ def _stack_config(
     config: pulumi.Config,
     read: Reader,
     values: Mapping[str, Any],
-    shape: InstanceShape | None,
-    prefill: ServeSide,
-    decode: ServeSide,
+    describe_instance_type: Callable[[str], InstanceShape | None],
     api_keys: tuple[str, ...],
     models: tuple[ModelSpec, ...],
 ) -> StackConfig:
-    """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
-    keyword arguments, so that mypy checks their types."""
+    """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones (the
+    sides and the layout on EC2's GPU shape among them, their problems recorded) are keyword arguments, so that mypy
+    checks their types."""
+    prefill, decode = (serve_side(values, read.problems, side) for side in ("prefill", "decode"))
+    shape = _gpu_shape(values, read.problems, describe_instance_type)
     region, dlc_image = values["aws:region"], values["dlcImage"]
     # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
     serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"
