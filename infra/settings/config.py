@@ -31,7 +31,6 @@ from infra.settings.reader import (
     Reader,
     encrypted_setting_problems,
     every_setting,
-    integer_form_problems,
     plain_secret_problem,
 )
 from infra.settings.regions import default_dlc_image, region_problem
@@ -116,6 +115,7 @@ def load_config(
     read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
     api_keys = read_api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
+    read.problems.extend(read.integer_form_problems)
     cfg = _stack_config(config, read, values, describe_instance_type, api_keys, models)
     read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
     read.problems.extend(encrypted_setting_problems(config))
@@ -150,7 +150,6 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         maintenance_window_problem(values["gcsRedisMaintenanceWindow"]),
         ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
         latest_image_problem(values["dlcImage"]),
-        *integer_form_problems(config),
     ]
 
 
