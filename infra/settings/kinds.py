@@ -52,18 +52,14 @@ CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
 # lists node types, so this table decides, and says so; a newer type is added here with its source.
 ELASTICACHE_NODE_TYPES = frozenset(
     f"cache.{family}.{size}"
-    for family, sizes in {
-        "m7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "m6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "m5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
-        "m4": ("large", "xlarge", "2xlarge", "4xlarge", "10xlarge"),
-        "t4g": ("micro", "small", "medium"),
-        "t3": ("micro", "small", "medium"),
-        "r7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "r6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "r5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
-        "r4": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
+    for families, sizes in {
+        ("m7g", "m6g", "r7g", "r6g"): ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        ("m5", "r5"): ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
+        ("m4",): ("large", "xlarge", "2xlarge", "4xlarge", "10xlarge"),
+        ("r4",): ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
+        ("t4g", "t3"): ("micro", "small", "medium"),
     }.items()
+    for family in families
     for size in sizes
 )
 # ElastiCache's weekly maintenance window, `ddd:hh24:mi-ddd:hh24:mi` in UTC with ddd one of sun mon tue wed thu fri sat,
