@@ -208,8 +208,8 @@ def iam_principal(text: str) -> str:
     return text
 
 
-# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed;
-# `pulumi_type` is Pulumi.yaml's `type` of it
+# What one value of a key may be: the reader (infra/settings/reader.py) checks it and names key, value and what is
+# allowed; `pulumi_type` is Pulumi.yaml's `type` of it
 # (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
 @dataclass(frozen=True)
 class Text:
