@@ -31,7 +31,6 @@ from infra.settings.reader import (
     Reader,
     encrypted_setting_problems,
     every_setting,
-    integer_form_problems,
     plain_secret_problem,
 )
 from infra.settings.regions import default_dlc_image, region_problem
@@ -73,24 +72,22 @@ from infra.settings.rules_serving import (
     serve_side,
     surge_problems,
 )
-from infra.settings.stack_config import ConfigError, ServeSide, StackConfig
+from infra.settings.stack_config import ConfigError, StackConfig
 from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # The StackConfig fields a row feeds with its value as read; the rest load_config derives.
 STACK_FIELDS = frozenset(f.name for f in dataclasses.fields(StackConfig))
 
 
-# The fields load_config composes from several settings or resolves (a row may name one as what it feeds): passed
-# by keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a
-# repeated keyword argument).
+# The fields a row names as what it feeds that load_config composes from several settings or resolves: passed by
+# keyword, never from the rows. A field missing here or there fails every load_config call (a missing or a repeated
+# keyword argument).
 COMPOSED_FIELDS = frozenset(
     {
         "dlc_image",
         "kv_buffer_device",
         "serve_api_key_auth",
         "serve_api_keys",
-        "hf_token",
-        "hf_token_value",
         "ray_token_auth",
         "alert_slack_webhook_url",
         "alert_pagerduty_routing_key",
@@ -118,9 +115,8 @@ def load_config(
     read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
     api_keys = read_api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
-    prefill, decode = (serve_side(values, read.problems, side) for side in ("prefill", "decode"))
-    shape = _gpu_shape(values, read.problems, describe_instance_type)
-    cfg = _stack_config(config, read, values, shape, prefill, decode, api_keys, models)
+    read.problems.extend(read.integer_form_problems)
+    cfg = _stack_config(config, read, values, describe_instance_type, api_keys, models)
     read.problems.extend(p for p in _relation_problems(cfg, values, api_keys, describe_instance_type) if p)
     read.problems.extend(encrypted_setting_problems(config))
     settings = every_setting()
@@ -154,7 +150,6 @@ def _value_problems(config: pulumi.Config, values: Mapping[str, Any]) -> list[st
         maintenance_window_problem(values["gcsRedisMaintenanceWindow"]),
         ray_version_problem(values["rayVersion"], custom_image=values["dlcImage"] is not None),
         latest_image_problem(values["dlcImage"]),
-        *integer_form_problems(config),
     ]
 
 
@@ -178,14 +173,15 @@ def _stack_config(
     config: pulumi.Config,
     read: Reader,
     values: Mapping[str, Any],
-    shape: InstanceShape | None,
-    prefill: ServeSide,
-    decode: ServeSide,
+    describe_instance_type: Callable[[str], InstanceShape | None],
     api_keys: tuple[str, ...],
     models: tuple[ModelSpec, ...],
 ) -> StackConfig:
-    """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones are
-    keyword arguments, so that mypy checks their types."""
+    """The fields a row feeds as read come from the rows (each row's kind checked its value); the composed ones (the
+    sides and the layout on EC2's GPU shape among them, their problems recorded) are keyword arguments, so that mypy
+    checks their types."""
+    prefill, decode = (serve_side(values, read.problems, side) for side in ("prefill", "decode"))
+    shape = _gpu_shape(values, read.problems, describe_instance_type)
     region, dlc_image = values["aws:region"], values["dlcImage"]
     # Auth guards only an endpoint that leaves the cluster: with serveExposure none nothing reaches it from outside.
     serve_api_key_auth = values["serveApiKeyAuth"] and values["serveExposure"] != "none"

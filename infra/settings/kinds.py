@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from infra.settings.changes import GPU_NODES_SCALED, RAYSERVICE_REPLACED, SERVE_IN_PLACE, Effect
+from infra.settings.changes import Effect
 from policy.ray_llm_policies.aws_rules import EKS_CLUSTER_NAME_PATTERN, MAX_TAG_VALUE_LENGTH, TAG_CHARACTERS
 from policy.ray_llm_policies.internet import IPV4_NOT_ON_THE_INTERNET
 
@@ -33,7 +33,6 @@ DEFAULT_KUBERAY_VERSION = "1.7.0"
 # at 1.7.0). With authOptions the operator's own dashboard client sends the token (utils/dashboardclient).
 KUBERAY_AUTH_OPTIONS_SINCE = (1, 5, 1)
 RAY_TOKEN_AUTH_SINCE = (2, 52, 0)
-RAY_AUTH_MODES = ("auto", "token", "disabled")
 # The Ray head's GCS fault tolerance: on an ElastiCache for Valkey store the stack makes (infra/serving/gcs_store.py),
 # or none. KubeRay takes spec.gcsFaultToleranceOptions from 1.3.0 on (docs/head-fault-tolerance.md).
 GCS_REDIS, GCS_OFF = "redis", "off"
@@ -53,18 +52,14 @@ CACHE_NODE_TYPE_PATTERN = re.compile(r"^cache\.[a-z0-9]+\.[a-z0-9]+\Z")
 # lists node types, so this table decides, and says so; a newer type is added here with its source.
 ELASTICACHE_NODE_TYPES = frozenset(
     f"cache.{family}.{size}"
-    for family, sizes in {
-        "m7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "m6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "m5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
-        "m4": ("large", "xlarge", "2xlarge", "4xlarge", "10xlarge"),
-        "t4g": ("micro", "small", "medium"),
-        "t3": ("micro", "small", "medium"),
-        "r7g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "r6g": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
-        "r5": ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
-        "r4": ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
+    for families, sizes in {
+        ("m7g", "m6g", "r7g", "r6g"): ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge"),
+        ("m5", "r5"): ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge", "24xlarge"),
+        ("m4",): ("large", "xlarge", "2xlarge", "4xlarge", "10xlarge"),
+        ("r4",): ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"),
+        ("t4g", "t3"): ("micro", "small", "medium"),
     }.items()
+    for family in families
     for size in sizes
 )
 # ElastiCache's weekly maintenance window, `ddd:hh24:mi-ddd:hh24:mi` in UTC with ddd one of sun mon tue wed thu fri sat,
@@ -112,12 +107,9 @@ RUNBOOK_URL_PATTERN = re.compile(r"^https?://[^\s/#]+(/[^\s#]*)?\Z")
 CERTIFICATE_ARN_PATTERN = re.compile(
     rf"^arn:aws[a-z-]*:acm:(?P<region>{REGION_NAME}):\d{{12}}:certificate/[0-9a-f-]{{36}}\Z"
 )
-SERVE_EXPOSURES = ("none", "internal", "internet-facing")
-GPU_CAPACITY_TYPES = ("on-demand", "capacity-block")
 # How a RayService cluster-spec change reaches a running stack: replaced, or KubeRay's NewCluster upgrade beside it.
 REPLACE, NEW_CLUSTER = "replace", "newCluster"
 CLUSTER_UPGRADE_STRATEGIES = (REPLACE, NEW_CLUSTER)
-KV_BUFFER_DEVICES = ("auto", "cuda", "cpu")
 
 # Upper bounds, each with the reason it names in its message.
 # The subnet plan (infra/network/subnets.py) cuts the VPC into 2**PRIVATE_PREFIX_DELTA blocks: a private subnet per AZ,
@@ -147,9 +139,6 @@ MAX_MODEL_LEN = 1_048_576
 # 12 h, the longest an assumed IAM role's credentials last (MaxSessionDuration, IAM user guide
 # https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_update-role-settings.html): a longer wait outlives them.
 MAX_SERVE_READY_MINUTES = 720
-NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
-AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
-VLLM_DEFAULT = " (0 leaves vLLM's default)"
 
 TAG_VALUE_PATTERN = re.compile(rf"{TAG_CHARACTERS}{{0,{MAX_TAG_VALUE_LENGTH}}}\Z")
 TAG_VALUE_ALLOWED = (
@@ -219,8 +208,8 @@ def iam_principal(text: str) -> str:
     return text
 
 
-# What one value of a key may be: the reader (infra.settings.config) checks it and names key, value and what is allowed;
-# `pulumi_type` is Pulumi.yaml's `type` of it
+# What one value of a key may be: the reader (infra/settings/reader.py) checks it and names key, value and what is
+# allowed; `pulumi_type` is Pulumi.yaml's `type` of it
 # (https://www.pulumi.com/docs/iac/concepts/projects/project-file/#config-options).
 @dataclass(frozen=True)
 class Text:
@@ -306,7 +295,3 @@ class Setting:
     @property
     def pulumi_type(self) -> str:
         return self.kind.pulumi_type
-
-
-SERVE_ONLY = (SERVE_IN_PLACE,)
-SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)

@@ -16,6 +16,11 @@ from infra.settings.table import PROJECT_KEYS, SETTINGS
 
 # Keys whose value is a credential (their rows' kind): the only ones a stack file may hold encrypted (`secure:`).
 SECRET_SETTINGS = frozenset(setting.key for setting in SETTINGS if isinstance(setting.kind, Secret))
+# An integer as plain ASCII decimal digits. The reader takes Python's int(), as pulumi.Config.get_int does
+# (pulumi/config.py `_get_int`: `return int(v)`), and int() also reads '4_096', '+3', ' 3', '03' and other
+# scripts' digits; the plan and the change history would then show the text, not the number, and the same
+# text in the stack file is read otherwise by the CLI (tools/stack_yaml.py: an unquoted 010 is octal 8).
+CANONICAL_INTEGER = re.compile(r"(0|[1-9][0-9]*)\Z")
 
 
 class Reader:
@@ -25,6 +30,9 @@ class Reader:
         self.config = config
         self.aws_config = aws_config
         self.problems: list[str] = []
+        # Integers in a form int() takes but that is not the number's own text: load_config reports them after the
+        # value rules.
+        self.integer_form_problems: list[str] = []
         # What each key was set to, as read (a secret only as set or not): what a change is judged on.
         self.values: dict[str, str] = {}
 
@@ -37,9 +45,12 @@ class Reader:
             value = self.aws_config.get(name) or ""
             self.values[key] = value
             return value
+        raw = self.plain(key)
         if isinstance(kind, Secret):
-            return self.plain(key)
-        raw = self._raw(key)
+            return raw
+        if raw is None:
+            self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
+            raw = ""
         if isinstance(kind, Text):
             return self.text(key, raw, kind)
         if isinstance(kind, Integer):
@@ -59,13 +70,6 @@ class Reader:
         self.values[key] = ("[secret]" if value else "") if key in SECRET_SETTINGS else (value or "")
         return value
 
-    def _raw(self, key: str) -> str:
-        value = self.plain(key)
-        if value is None:
-            self.problems.append(f"{key} is not set; Pulumi.yaml declares its default, so the project file was changed")
-            return ""
-        return value
-
     def text(self, key: str, raw: str, kind: Text) -> str | None:
         if kind.optional and not raw:
             return None
@@ -80,6 +84,11 @@ class Reader:
         except ValueError:
             value = None
         if value is not None and kind.admits(value):
+            if not CANONICAL_INTEGER.fullmatch(raw):
+                self.integer_form_problems.append(
+                    f"{key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value} (no sign, "
+                    "'_', space, leading zero or non-ASCII digit, which Python reads but the plan would show as typed)"
+                )
             return value
         self.problems.append(
             f"{key}={raw!r} is invalid: allowed is an integer {kind.bounds}{kind.why}{_octal_hint(key, raw)}"
@@ -156,34 +165,3 @@ def every_setting() -> dict[str, str]:
     mocks and automation set them in-process."""
     settings = {**get_config_env(), **CONFIG.get()}
     return {key: "[secret]" if is_config_secret(key) else str(value) for key, value in settings.items()}
-
-
-# An integer as plain ASCII decimal digits. The reader takes Python's int(), as pulumi.Config.get_int does
-# (pulumi/config.py `_get_int`: `return int(v)`), and int() also reads '4_096', '+3', ' 3', '03' and other
-# scripts' digits; the plan and the change history would then show the text, not the number, and the same
-# text in the stack file is read otherwise by the CLI (tools/stack_yaml.py: an unquoted 010 is octal 8).
-CANONICAL_INTEGER = re.compile(r"(0|[1-9][0-9]*)\Z")
-
-
-def integer_form_problems(config: pulumi.Config) -> list[str]:
-    """An integer setting written in a form int() takes but that is not the number's own text; a value int()
-    refuses, or one out of bounds, is already reported by the reader."""
-    problems = []
-    for setting in SETTINGS:
-        kind = setting.kind
-        if not isinstance(kind, Integer):
-            continue
-        raw = config.get(setting.key)
-        if raw is None or CANONICAL_INTEGER.fullmatch(raw):
-            continue
-        try:
-            value = int(raw)
-        except ValueError:
-            continue
-        if not kind.admits(value):
-            continue
-        problems.append(
-            f"{setting.key}={raw!r} is invalid: allowed is an integer in plain decimal digits, here {value} (no "
-            "sign, '_', space, leading zero or non-ASCII digit, which Python reads but the plan would show as typed)"
-        )
-    return problems

@@ -27,14 +27,12 @@ from infra.settings.kinds import (
     CHART_VERSION_PATTERN,
     EKS_MIN_AZS,
     EKS_NAME_PATTERN,
-    GPU_CAPACITY_TYPES,
     INSTANCE_TYPE_PATTERN,
     INTERNET_CIDR_LIST,
     MAX_AZS,
     MAX_NODES_PER_NODE_GROUP,
     MAX_VPC_CIDR_SETTING_PREFIX,
     MIN_VPC_PREFIX,
-    NODE_GROUP_QUOTA,
     NODEGROUP_NAME_PATTERN,
     Choice,
     Integer,
@@ -46,6 +44,21 @@ from infra.settings.kinds import (
     internet_client_cidr,
 )
 from policy.ray_llm_policies.aws_rules import MAX_GP3_GIB
+
+NODE_GROUP_QUOTA = f" (EKS allows {MAX_NODES_PER_NODE_GROUP} nodes per managed node group)"
+
+
+def addon_version(key: str, addon: str, example: str, pin_rule: str = "") -> Setting:
+    """The row of an EKS add-on's build: the default for kubernetesVersion, or a pin."""
+    return Setting(
+        key,
+        Text(ADDON_VERSION_PATTERN, f"an EKS add-on version such as {example}", optional=True),
+        "",
+        f"Build of the {addon} EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
+        f"(looked up at deploy time), a value such as {example} pins it{pin_rule}.",
+        effects=(ADDON_ROLLED,),
+    )
+
 
 INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
     "provider": (
@@ -137,30 +150,13 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
             effects=(STACK_REBUILT,),
             change_note="EKS can add envelope encryption to a cluster but never remove it",
         ),
-        Setting(
-            "vpcCniVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.21.1-eksbuild.1", optional=True),
-            "",
-            "Build of the vpc-cni EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
-            "(looked up at deploy time), a value such as v1.21.1-eksbuild.1 pins it.",
-            effects=(ADDON_ROLLED,),
-        ),
-        Setting(
-            "corednsVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.13.2-eksbuild.1", optional=True),
-            "",
-            "Build of the coredns EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
-            "(looked up at deploy time), a value such as v1.13.2-eksbuild.1 pins it.",
-            effects=(ADDON_ROLLED,),
-        ),
-        Setting(
+        addon_version("vpcCniVersion", "vpc-cni", "v1.21.1-eksbuild.1"),
+        addon_version("corednsVersion", "coredns", "v1.13.2-eksbuild.1"),
+        addon_version(
             "kubeProxyVersion",
-            Text(ADDON_VERSION_PATTERN, "an EKS add-on version such as v1.35.0-eksbuild.2", optional=True),
-            "",
-            "Build of the kube-proxy EKS add-on; empty takes the default build EKS publishes for kubernetesVersion "
-            "(looked up at deploy time), a value such as v1.35.0-eksbuild.2 pins it (a pin's MAJOR.MINOR must equal "
-            "kubernetesVersion).",
-            effects=(ADDON_ROLLED,),
+            "kube-proxy",
+            "v1.35.0-eksbuild.2",
+            " (a pin's MAJOR.MINOR must equal kubernetesVersion)",
         ),
         Setting(
             "systemNodeType",
@@ -221,7 +217,7 @@ INFRASTRUCTURE: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "gpuCapacityType",
-            Choice(GPU_CAPACITY_TYPES),
+            Choice(("on-demand", "capacity-block")),
             "on-demand",
             "How the GPU nodes are bought: on-demand (optionally into capacityReservationId) or capacity-block "
             "(Capacity Blocks for ML: needs capacityReservationId and gpuAz).",

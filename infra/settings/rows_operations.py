@@ -20,6 +20,19 @@ from infra.settings.kinds import (
     Text,
 )
 
+
+def tag(key: str, description: str) -> Setting:
+    """The row of a tag every AWS resource carries."""
+    return Setting(
+        key,
+        Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
+        "",
+        description,
+        effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
+        change_note="tags reach the node launch templates, so both node groups roll",
+    )
+
+
 OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
     "observability": (
         Setting(
@@ -114,22 +127,8 @@ OPERATIONS: Mapping[str, tuple[Setting, ...]] = {
         ),
     ),
     "governance": (
-        Setting(
-            "owner",
-            Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
-            "",
-            "Owner tag on every AWS resource (team or person to ask); AWS tag value rules.",
-            effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
-            change_note="tags reach the node launch templates, so both node groups roll",
-        ),
-        Setting(
-            "costCenter",
-            Text(TAG_VALUE_PATTERN, TAG_VALUE_ALLOWED),
-            "",
-            "cost-center tag on every AWS resource; AWS tag value rules.",
-            effects=(AWS_IN_PLACE, SYSTEM_NODES_ROLLED, GPU_NODES_ROLLED),
-            change_note="tags reach the node launch templates, so both node groups roll",
-        ),
+        tag("owner", "Owner tag on every AWS resource (team or person to ask); AWS tag value rules."),
+        tag("costCenter", "cost-center tag on every AWS resource; AWS tag value rules."),
         Setting(
             "protectResources",
             BOOLEAN,

@@ -23,7 +23,6 @@ from infra.settings.changes import (
     Effect,
 )
 from infra.settings.kinds import (
-    AUTOSCALING_ONLY,
     BOOLEAN,
     CACHE_NODE_TYPE_PATTERN,
     CERTIFICATE_ARN_PATTERN,
@@ -36,22 +35,16 @@ from infra.settings.kinds import (
     GCS_REDIS,
     HEAD_FAULT_TOLERANCE_MODES,
     IMAGE_PATTERN,
-    KV_BUFFER_DEVICES,
     MAINTENANCE_WINDOW_ALLOWED,
     MAINTENANCE_WINDOW_PATTERN,
     MAX_MODEL_LEN,
     MAX_SERVE_READY_MINUTES,
     NO_SPACE_PATTERN,
-    RAY_AUTH_MODES,
     RAYSERVICE_NAME_PATTERN,
     REPLACE,
     SECRET,
     SEMVER_PATTERN,
-    SERVE_EXPOSURES,
-    SERVE_ONLY,
-    SIDE_SIZE,
     VALIDATED_KUBERAY_VERSIONS,
-    VLLM_DEFAULT,
     Choice,
     Integer,
     Kind,
@@ -63,6 +56,10 @@ from infra.settings.kinds import (
 from infra.settings.prefix_caching import PREFIX_CACHING_MODES
 from infra.settings.quantization import KV_CACHE_DTYPES, QUANTIZATIONS
 
+SERVE_ONLY = (SERVE_IN_PLACE,)
+SIDE_SIZE = (GPU_NODES_SCALED, RAYSERVICE_REPLACED)
+AUTOSCALING_ONLY = " (0 when serveAutoscaling is false)"
+VLLM_DEFAULT = " (0 leaves vLLM's default)"
 LATENCY_POLICY_NOTE = (
     "the RayService is replaced when the first side starts, or the last stops, scaling on a latency objective: the "
     "pods mount the policy's code; another objective changes only the serve config"
@@ -120,7 +117,7 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "rayAuthMode",
-            Choice(RAY_AUTH_MODES),
+            Choice(("auto", "token", "disabled")),
             "auto",
             "Ray's own token authentication on its dashboard, Ray client and GCS (KubeRay's authOptions, a token "
             "KubeRay generates per RayCluster): token (needs kuberayVersion 1.5.1 or later), disabled (the serving "
@@ -498,7 +495,7 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "kvBufferDevice",
-            Choice(KV_BUFFER_DEVICES),
+            Choice(("auto", "cuda", "cpu")),
             "auto",
             "Where vLLM's NIXL connector registers the KV cache for transfer: cuda (GPU memory over EFA RDMA), cpu "
             "(staged in host memory; vLLM 0.26 cannot do this for hybrid models such as the default) or auto (cuda "
@@ -517,7 +514,7 @@ SERVING: Mapping[str, tuple[Setting, ...]] = {
         ),
         Setting(
             "serveExposure",
-            Choice(SERVE_EXPOSURES),
+            Choice(("none", "internal", "internet-facing")),
             "none",
             "Extra LoadBalancer (NLB) in front of the serve pods: none, internal or internet-facing.",
             effects=(LOAD_BALANCER, SERVE_IN_PLACE, RAYSERVICE_REPLACED),

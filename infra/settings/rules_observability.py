@@ -53,24 +53,16 @@ def receiver_partition_problems(values: Mapping[str, Any]) -> list[str]:
     IRSA role could not be granted the topic nor sign for the workspace. Another region of the partition is allowed:
     the stack signs each request for the topic's or the workspace's own region (infra/observability)."""
     places = []
-    topic = SNS_TOPIC_ARN_PATTERN.fullmatch(values["alertSnsTopicArn"] or "")
-    if topic:
+    if topic := SNS_TOPIC_ARN_PATTERN.fullmatch(values["alertSnsTopicArn"] or ""):
         # arn:<partition>:sns:<region>:<account>:<name> (https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html)
         partition = values["alertSnsTopicArn"].split(":")[1]
         places.append(("alertSnsTopicArn", partition, topic.group("region"), f"arn:{SUPPORTED_PARTITION}:sns:<region>"))
-    workspace = AMP_WORKSPACE_PATTERN.fullmatch(values["ampWorkspaceUrl"] or "")
-    if workspace:
+    if workspace := AMP_WORKSPACE_PATTERN.fullmatch(values["ampWorkspaceUrl"] or ""):
         # https://aps-workspaces.<region>.<DNS suffix>/workspaces/ws-<id>/, the partition's DNS suffix
         # (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-ingest-metrics-remote-write.html).
         partition = "aws-cn" if workspace.group(3) else SUPPORTED_PARTITION
-        places.append(
-            (
-                "ampWorkspaceUrl",
-                partition,
-                workspace.group(1),
-                f"https://aps-workspaces.<region>.{SUPPORTED_DNS_SUFFIX}",
-            )
-        )
+        form = f"https://aps-workspaces.<region>.{SUPPORTED_DNS_SUFFIX}"
+        places.append(("ampWorkspaceUrl", partition, workspace.group(1), form))
     problems = []
     for key, partition, region, form in places:
         region_in = region_partition(region)

@@ -219,7 +219,7 @@ def layout_topology(
     shape: InstanceShape | None,
     prefill: ServeSide,
     decode: ServeSide,
-    models: tuple[ModelSpec, ...] = (),
+    models: tuple[ModelSpec, ...],
 ) -> Topology | None:
     """The layout on GPU nodes; its problems are recorded."""
     # A gpuNodeType unfit for the GPU nodes is reported on its own; the layout cannot be checked against it.
@@ -236,13 +236,12 @@ def layout_topology(
     )
     layout_problems = topology_problems(topology) + model_layout_problems(topology, models)
     problems.extend(layout_problems)
-    if not layout_problems:
-        if topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
-            problems.append(
-                f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "
-                f"at most {topology.peak_replicas} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; "
-                "lower prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
-            )
+    if not layout_problems and topology.most_gpu_nodes > MAX_NODES_PER_NODE_GROUP:
+        problems.append(
+            f"prefill/decode replicas need up to {topology.most_gpu_nodes} GPU nodes ({topology.arithmetic}, "
+            f"at most {topology.peak_replicas} replicas): EKS allows {MAX_NODES_PER_NODE_GROUP} per node group; "
+            "lower prefillReplicas/decodeReplicas (or their MaxReplicas), or use a gpuNodeType with more GPUs"
+        )
     return topology
 
 
