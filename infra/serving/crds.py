@@ -91,9 +91,6 @@ class KubeRayCrdsProvider(pulumi.dynamic.ResourceProvider):
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         return pulumi.dynamic.UpdateResult(outs=self._apply(news))
 
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
-
 
 @dataclass(frozen=True)
 class KubeRayCrdsArgs:
