@@ -302,10 +302,8 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
             cluster_spec=props.get("clusterSpecSha256", ""),
         )
         outs = {key: value for key, value in props.items() if key != "kubeconfig"}
-        outs["verdict"] = verdict.message
-        # The RayCluster whose apps run the applied config: the stack's NLB selects it with newCluster.
-        outs["cluster"] = verdict.cluster
-        return outs
+        # `cluster`: the RayCluster whose apps run the applied config; the stack's NLB selects it with newCluster.
+        return {**outs, "verdict": verdict.message, "cluster": verdict.cluster}
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         outs = self._wait(props, self._reader(props))
