@@ -48,10 +48,10 @@ class KubernetesCrdApplier:
     server-side-apply/: a PATCH of Content-Type application/apply-patch+yaml, fieldManager required, force to take
     conflicting fields over)."""
 
-    def __init__(self, kubeconfig: str) -> None:
+    def __init__(self, props: Mapping[str, Any]) -> None:
         from kubernetes import config
 
-        self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
+        self._api = config.new_client_from_config_dict(json.loads(props["kubeconfig"]))
 
     def apply(self, crd: str, document: str) -> None:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"
@@ -61,12 +61,8 @@ class KubernetesCrdApplier:
             raise RuntimeError(f"server-side apply of CRD {crd}: HTTP {response.status} {response.data[:300]!r}")
 
 
-def kubernetes_applier(props: Mapping[str, Any]) -> CrdApplier:
-    return KubernetesCrdApplier(props["kubeconfig"])
-
-
 class KubeRayCrdsProvider(pulumi.dynamic.ResourceProvider):
-    def __init__(self, applier: Callable[[Mapping[str, Any]], CrdApplier] = kubernetes_applier) -> None:
+    def __init__(self, applier: Callable[[Mapping[str, Any]], CrdApplier] = KubernetesCrdApplier) -> None:
         super().__init__()
         self._applier = applier
 
@@ -90,9 +86,6 @@ class KubeRayCrdsProvider(pulumi.dynamic.ResourceProvider):
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         return pulumi.dynamic.UpdateResult(outs=self._apply(news))
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
 
 
 @dataclass(frozen=True)

@@ -265,19 +265,15 @@ def with_cluster_spec_digest(cluster_config: dict[str, Any], serve_config: dict[
     return stamped
 
 
-def gcs_redis_address(namespace: str) -> str:
-    """`rediss://`: Ray 2.58 starts its GCS with TLS to Redis for that scheme (ray/_private/services.py
-    `get_address`, `start_gcs_server`: `--redis_enable_ssl=true`; docs/head-fault-tolerance.md)."""
-    return f"rediss://{GCS_REDIS_SERVICE}.{namespace}.svc.cluster.local:{GCS_REDIS_PORT}"
-
-
 def gcs_fault_tolerance(cfg: StackConfig) -> dict[str, Any]:
     """KubeRay's GCS fault tolerance on the stack's store: KubeRay sets the head's address and password from it,
     a key namespace per RayCluster and the workers' 600 s reconnect timeout
     (docs/head-fault-tolerance.md#what-the-stack-should-set)."""
     return {
         "gcsFaultToleranceOptions": {
-            "redisAddress": gcs_redis_address(cfg.namespace),
+            # `rediss://`: Ray 2.58 starts its GCS with TLS to Redis for that scheme (ray/_private/services.py
+            # `get_address`, `start_gcs_server`: `--redis_enable_ssl=true`; docs/head-fault-tolerance.md).
+            "redisAddress": f"rediss://{GCS_REDIS_SERVICE}.{cfg.namespace}.svc.cluster.local:{GCS_REDIS_PORT}",
             "redisPassword": {"valueFrom": {"secretKeyRef": {"name": GCS_REDIS_SECRET, "key": GCS_REDIS_PASSWORD_KEY}}},
         }
     }

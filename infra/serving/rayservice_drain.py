@@ -50,13 +50,10 @@ def _described(obj: Mapping[str, Any]) -> str:
 
 def remaining(reader: DrainReader) -> list[str]:
     """The RayService and its RayClusters that still exist, each with the finalizers holding it."""
-    left = []
     rayservice = reader.rayservice()
-    if rayservice is not None:
-        left.append(_described({"kind": "RayService", **rayservice}))
-    for cluster in reader.rayclusters_of_rayservice().get("items") or []:
-        left.append(_described({"kind": "RayCluster", **cluster}))
-    return left
+    found = [{"kind": "RayService", **rayservice}] if rayservice is not None else []
+    found += [{"kind": "RayCluster", **cluster} for cluster in reader.rayclusters_of_rayservice().get("items") or []]
+    return [_described(obj) for obj in found]
 
 
 def await_drained(

@@ -24,11 +24,11 @@ from infra.kube.pod_labels import RAY_NODE_TYPE_LABEL
 from infra.serving.dashboard_forward import forwarded_get
 from infra.serving.rayservice import DASHBOARD_PORT, RAY_CLUSTER_LABEL, RAY_ORIGINATED_FROM_CR_NAME_LABEL
 from infra.serving.rollout_status import (
+    RAY_TOKEN_HEADER,
     ClusterRefused,
     RolloutFailed,
     await_rollout,
     ray_token,
-    ray_token_headers,
     ray_token_secret,
 )
 
@@ -76,9 +76,9 @@ class ServeRolloutArgs:
     spec_sha256: str
     timeout_seconds: int
     changes: Mapping[str, Mapping[str, Any]]
-    rayservice_generation: pulumi.Input[int] = 0
-    rayservice_uid: pulumi.Input[str] = ""
-    cluster_spec_sha256: str = ""
+    rayservice_generation: pulumi.Input[int]
+    rayservice_uid: pulumi.Input[str]
+    cluster_spec_sha256: str
 
 
 def api_request(
@@ -177,7 +177,7 @@ class KubernetesReader:
         if secret is None:
             return {}
         found = self._get(f"/api/v1/namespaces/{self.namespace}/secrets/{secret}")
-        return ray_token_headers(ray_token(found, secret, cluster))
+        return {RAY_TOKEN_HEADER: f"Bearer {ray_token(found, secret, cluster)}"}
 
     def raycluster(self, cluster: str) -> Mapping[str, Any] | None:
         return self._get(f"/apis/ray.io/v1/namespaces/{self.namespace}/rayclusters/{cluster}")
@@ -302,10 +302,8 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
             cluster_spec=props.get("clusterSpecSha256", ""),
         )
         outs = {key: value for key, value in props.items() if key != "kubeconfig"}
-        outs["verdict"] = verdict.message
-        # The RayCluster whose apps run the applied config: the stack's NLB selects it with newCluster.
-        outs["cluster"] = verdict.cluster
-        return outs
+        # `cluster`: the RayCluster whose apps run the applied config; the stack's NLB selects it with newCluster.
+        return {**outs, "verdict": verdict.message, "cluster": verdict.cluster}
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         outs = self._wait(props, self._reader(props))
@@ -357,9 +355,6 @@ class ServeRolloutProvider(pulumi.dynamic.ResourceProvider):
         # Never a replacement: the waiting is all an update does.
         changed = changed_inputs(olds, news, OUTPUTS)
         return pulumi.dynamic.DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
 
 
 class ServeRollout(pulumi.dynamic.Resource, module="ray-llm-eks", name="ServeRollout"):

@@ -29,22 +29,24 @@ RUNNING_REPLICA = "RUNNING"
 # Serve's messages carry whole tracebacks; the end names the cause.
 MESSAGE_TAIL_CHARS = 1200
 # What a rollback costs depends on the change that failed (docs/changes.md#rolling-back).
+SET_PREVIOUS_VALUES = (
+    "To roll back, set the previous values again (`pulumi config set KEY OLD_VALUE`, or restore Pulumi.<stack>.yaml "
+    "from version control) and run `pulumi up`"
+)
 ROLLBACK_HINT = (
-    "To roll back, set the previous values again (`pulumi config set KEY OLD_VALUE`, or restore "
-    "Pulumi.<stack>.yaml from version control) and run `pulumi up`. After a serve-config change (the preview "
-    "showed the RayService `update`) that is in place: KubeRay sends the previous config to the running cluster "
-    "and Serve loads its engines again, minutes with no new nodes. After a change that replaced the RayService "
-    "(`replace`: its cluster spec) the old cluster is gone and nothing serves: the rollback replaces it again, "
-    "another delete and a cold start (image pull and model load), and `pulumi up` waits for it"
+    f"{SET_PREVIOUS_VALUES}. After a serve-config change (the preview showed the RayService `update`) that is in "
+    "place: KubeRay sends the previous config to the running cluster and Serve loads its engines again, minutes with "
+    "no new nodes. After a change that replaced the RayService (`replace`: its cluster spec) the old cluster is gone "
+    "and nothing serves: the rollback replaces it again, another delete and a cold start (image pull and model load), "
+    "and `pulumi up` waits for it"
 )
 # With newCluster KubeRay compares the RayService with the failed pending cluster, so the previous spec is yet another
 # new cluster (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170).
 NEW_CLUSTER_ROLLBACK_HINT = (
-    "The active RayCluster keeps serving the previous version. To roll back, set the previous values again "
-    "(`pulumi config set KEY OLD_VALUE`, or restore Pulumi.<stack>.yaml from version control) and run `pulumi up`: "
-    "KubeRay compares the RayService with the failed pending cluster, not the active one, so it builds yet another "
-    "cluster of the previous spec beside the active one (another surge: GPU nodes, image pull, model load), moves the "
-    "serve Service to it once its apps run and deletes the failed cluster after its deletion delay (the RayService's "
+    f"The active RayCluster keeps serving the previous version. {SET_PREVIOUS_VALUES}: KubeRay compares the "
+    "RayService with the failed pending cluster, not the active one, so it builds yet another cluster of the previous "
+    "spec beside the active one (another surge: GPU nodes, image pull, model load), moves the serve Service to it "
+    "once its apps run and deletes the failed cluster after its deletion delay (the RayService's "
     "rayClusterDeletionDelaySeconds; 60 s with KubeRay 1.4.0), which the new cluster's pods may wait for; "
     "`pulumi up` waits for it. A fix of the serve config alone is sent to the pending cluster, not the active one"
 )
@@ -113,8 +115,7 @@ def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     names one cluster. A first cluster is KubeRay's *pending* one until its apps run, so on a first create and after
     a replacement that is the one to read; both at once is a zero-downtime upgrade, which `upgradeStrategy: None`
     keeps from happening: wait it out (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170)."""
-    unobserved = _unobserved(rayservice)
-    if unobserved:
+    if unobserved := _unobserved(rayservice):
         return unobserved
     active, pending = _cluster_names(rayservice)
     if pending and active:
@@ -245,10 +246,6 @@ def ray_token(secret: Mapping[str, Any] | None, name: str, cluster: str) -> str:
     return base64.b64decode(encoded).decode().strip()
 
 
-def ray_token_headers(token: str) -> dict[str, str]:
-    return {RAY_TOKEN_HEADER: f"Bearer {token}"}
-
-
 class RayServiceReader(Protocol):
     """The reads the wait makes, each answering the API's own JSON (or None where it is not there yet). Any error
     but ClusterRefused counts as the cluster not answering this time; TokenUnavailable says why."""
@@ -281,8 +278,7 @@ def new_cluster_verdict(
     built from the applied spec (digest `spec`) and has no pending one (the steps:
     docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster). A pending cluster's DEPLOY_FAILED
     fails the wait: it stays pending, never switched to."""
-    unobserved = _unobserved(rayservice)
-    if unobserved:
+    if unobserved := _unobserved(rayservice):
         return unobserved
     active, pending = _cluster_names(rayservice)
     beside = f"beside the active {active}, which keeps serving" if active else "(no active cluster yet)"

@@ -155,12 +155,9 @@ def serving_args_errors(args: ServingArgs) -> list[InputPropertyErrorDetails]:
 
 
 def rollout_args(
-    args: ServingArgs,
-    kubeconfig: pulumi.Input[str],
-    rayservice_generation: pulumi.Input[int] = 0,
-    rayservice_uid: pulumi.Input[str] = "",
+    args: ServingArgs, kubeconfig: pulumi.Input[str], generation: pulumi.Input[int], uid: pulumi.Input[str]
 ) -> ServeRolloutArgs:
-    """What the ServeRollout waits for, all read off the RayService manifest."""
+    """What the ServeRollout waits for, all read off the RayService manifest but the live `generation` and `uid`."""
     manifest = args.rayservice
     name = manifest["metadata"]["name"]
     return ServeRolloutArgs(
@@ -172,8 +169,8 @@ def rollout_args(
         spec_sha256=hashlib.sha256(json.dumps(manifest["spec"], sort_keys=True).encode()).hexdigest(),
         timeout_seconds=args.ready_timeout_seconds,
         changes=args.changes,
-        rayservice_generation=rayservice_generation,
-        rayservice_uid=rayservice_uid,
+        rayservice_generation=generation,
+        rayservice_uid=uid,
         cluster_spec_sha256="" if replaced_on_cluster_change(manifest) else cluster_spec_sha256(manifest),
     )
 
@@ -197,16 +194,6 @@ def _secret(children: Children, role: str, name: str, namespace: str, data: Any,
         string_data=data,
         opts=opts(),
     )
-
-
-def serve_auth_objects(args: ServingArgs, children: Children, opts: Opts) -> list[pulumi.Resource]:
-    """The auth package's ConfigMap and the keys as a Secret (one a line), both mounted into the Ray pods."""
-    assert args.api_keys is not None, "only a RayService that asks for API keys gets the auth objects"
-    keys = {serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)}
-    return [
-        code_config_map(serve_auth.CODE, children, args.namespace, opts),
-        _secret(children, "serve-api-keys", serve_auth.KEYS_SECRET, args.namespace, keys, opts),
-    ]
 
 
 def gcs_store_objects(store: GcsStoreAccess, namespace: str, children: Children, opts: Opts) -> list[pulumi.Resource]:
@@ -305,8 +292,12 @@ def _rayservice_inputs(args: ServingArgs, children: Children, opts: Opts) -> lis
     inputs += [
         declare_manifest(children, network_policy_role(policy), policy, opts()) for policy in args.network_policies
     ]
-    if args.api_keys is not None:
-        inputs.extend(serve_auth_objects(args, children, opts))
+    if args.api_keys is not None:  # the auth package and the keys (one a line), both mounted into the Ray pods
+        keys = {serve_auth.KEYS_SECRET_KEY: pulumi.Output.secret(args.api_keys).apply(serve_auth.keys_file_content)}
+        inputs += [
+            code_config_map(serve_auth.CODE, children, args.namespace, opts),
+            _secret(children, "serve-api-keys", serve_auth.KEYS_SECRET, args.namespace, keys, opts),
+        ]
     if args.gcs_store is not None:
         inputs.extend(gcs_store_objects(args.gcs_store, args.namespace, children, opts))
     inputs += [code_config_map(package, children, args.namespace, opts) for package in args.code_packages]

@@ -50,7 +50,6 @@ ROLLING_INGRESS_REPLICAS = 2
 # The slowest decode pace the project has a figure for (an L4, estimated), which times the longest stream a replica
 # being replaced may finish (docs/serve-updates.md#what-the-stack-sets-for-two-replicas-to-keep-serving, item 3).
 DECODE_SECONDS_PER_TOKEN = 0.060
-# The engine arguments of prefix caching (prefix_caching_kwargs).
 # The stack's latency-objective autoscaling policy (serve_ext/ray_llm_eks_autoscale), which Serve 2.58 imports by
 # `policy_function` and builds with `policy_kwargs` (ray/serve/config.py AutoscalingPolicy).
 AUTOSCALE_CODE = CodePackage("ray_llm_eks_autoscale", "autoscale-policy-code", "/opt/ray-llm-eks/autoscale-policy")
@@ -58,6 +57,7 @@ AUTOSCALE_POLICY = f"{AUTOSCALE_CODE.package}.policy:LatencyObjectivePolicy"
 # Serve 2.58's own delays (ray/serve/config.py AutoscalingConfig: upscale_delay_s 30.0, downscale_delay_s 600.0): a
 # config that states them anew would change the app's args and so restart every engine for nothing.
 SERVE_DEFAULT_DELAYS = {"upscale_delay_s": 30, "downscale_delay_s": 600}
+# The engine arguments of prefix caching (prefix_caching_kwargs).
 PREFIX_CACHING_KEYS = ("enable_prefix_caching", "mamba_cache_mode")
 
 
