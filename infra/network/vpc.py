@@ -18,6 +18,9 @@ from infra.network.subnets import SubnetPlan, plan_subnets, subnet_blocks
 from infra.settings.kinds import EKS_MIN_AZS, MAX_VPC_PREFIX, MIN_VPC_PREFIX
 from infra.settings.rules_network import vpc_block_reason
 
+# The tag by which EKS's load balancers find a tier's subnets: internet-facing ones public, internal ones private.
+LOAD_BALANCER_ROLE_TAGS = {"public": "kubernetes.io/role/elb", "private": "kubernetes.io/role/internal-elb"}
+
 
 @dataclass(frozen=True)
 class NetworkArgs:
@@ -122,7 +125,7 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = {}
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         for plan in plans:
-            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb")
+            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr)
             self.public_subnet_ids[plan.az] = self._routed(public, f"public-{plan.az}", public_routes, gateway)
             if args.nat_gateway_per_az or not nat_gateway_ids:
                 nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
@@ -141,9 +144,7 @@ class Network(pulumi.ComponentResource):
         self.private_subnets_unrouted = {}
         private_route_tables: list[aws.ec2.RouteTable] = []
         for plan in plans:
-            private = self._subnet(
-                args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb"
-            )
+            private = self._subnet(args, vpc.id, plan.az, "private", plan.private_cidr)
             nat_id = nat_gateway_ids.get(plan.az, next(iter(nat_gateway_ids.values())))
             routes = aws.ec2.RouteTable(
                 children.name(f"private-routes-{plan.az}"),
@@ -157,9 +158,7 @@ class Network(pulumi.ComponentResource):
             private_route_tables.append(routes)
         return private_route_tables
 
-    def _subnet(
-        self, args: NetworkArgs, vpc_id: pulumi.Output[str], az: str, tier: str, cidr: str, load_balancer_role_tag: str
-    ) -> aws.ec2.Subnet:
+    def _subnet(self, args: NetworkArgs, vpc_id: pulumi.Output[str], az: str, tier: str, cidr: str) -> aws.ec2.Subnet:
         """A subnet of one tier in one AZ, tagged so EKS and its load balancers find it."""
         return aws.ec2.Subnet(
             self._children.name(f"{tier}-{az}"),
@@ -171,7 +170,7 @@ class Network(pulumi.ComponentResource):
                 **args.tags,
                 f"kubernetes.io/cluster/{args.cluster_name}": "shared",
                 "Name": f"{args.cluster_name}-{tier}-{az}",
-                load_balancer_role_tag: "1",
+                LOAD_BALANCER_ROLE_TAGS[tier]: "1",
             },
             opts=self._children.opts(),
         )
