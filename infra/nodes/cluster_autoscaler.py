@@ -89,7 +89,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         aws.iam.RolePolicy(
             f"{name}-policy", role=role.id, policy=json.dumps(autoscaler_policy(args.cluster_name)), opts=child
         )
-        pinned_release(
+        self.release = pinned_release(
             Children(self, name),
             "cluster-autoscaler",
             Chart("cluster-autoscaler", CLUSTER_AUTOSCALER_REPO, args.version),

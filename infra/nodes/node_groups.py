@@ -233,6 +233,7 @@ def system_nodes_args_errors(args: SystemNodesArgs) -> list[InputPropertyErrorDe
 
 class SystemNodes(pulumi.ComponentResource):
     node_group: eks.ManagedNodeGroup
+    coredns: aws.eks.Addon
     # A group only the system nodes carry: what a service reached by the Ray head alone (the GCS store) admits.
     security_group_id: pulumi.Output[str]
 
@@ -281,7 +282,7 @@ class SystemNodes(pulumi.ComponentResource):
         )
         # CoreDNS is the core add-on that needs a node to become ACTIVE: created with the cluster,
         # before any node group, it would block every node group that waits for the cluster.
-        aws.eks.Addon(
+        self.coredns = aws.eks.Addon(
             children.name("coredns"),
             cluster_name=cluster.cluster_name,
             addon_name="coredns",
@@ -361,6 +362,7 @@ def gpu_nodes_args_errors(args: GpuNodesArgs, shape: InstanceShape | None) -> li
 
 class GpuNodes(pulumi.ComponentResource):
     node_group: eks.ManagedNodeGroup
+    node_group_name: str
     shape: InstanceShape  # EC2's facts about args.instance_type
 
     def __init__(
@@ -375,6 +377,7 @@ class GpuNodes(pulumi.ComponentResource):
 
         launch_template = _gpu_launch_template(children, args, cluster, shape)
         capacity_block = args.capacity_type == "capacity-block"
+        self.node_group_name = args.node_group_name
         self.node_group = _managed_node_group(
             children,
             args.tags,
