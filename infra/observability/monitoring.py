@@ -290,8 +290,8 @@ class Observability(pulumi.ComponentResource):
         # first deploy only).
         objects = [(f"{obj['kind'].lower()}-{obj['metadata']['name']}", obj) for obj in monitoring_objects(args)]
         objects += [(network_policy_role(policy), policy) for policy in monitoring_network_policies()]
-        for role, manifest in objects:
-            declare_manifest(children, role, manifest, children.opts(provider=cluster.provider, depends_on=[stack]))
+        for child, manifest in objects:
+            declare_manifest(children, child, manifest, children.opts(provider=cluster.provider, depends_on=[stack]))
         self.register_outputs({})
 
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:
