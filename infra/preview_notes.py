@@ -25,6 +25,9 @@ from infra.settings.kinds import UNPROTECT_COMMAND
 from infra.settings.prefix_caching import cache_rule
 from infra.settings.stack_config import StackConfig
 
+# A side's prefix caching (ServeSide.prefix_caching), as the note says it.
+CACHE_STATES = {True: "on", False: "off", None: "as vLLM's default"}
+
 
 def serving_notes(cfg: StackConfig) -> list[str]:
     """What the serving part's preview says: what a change costs, what guards Ray, what a head restart costs and
@@ -137,14 +140,10 @@ def prefix_caching_note(cfg: StackConfig) -> str:
     """Which engines keep a prefix cache and why, said by `pulumi preview` and `pulumi up`."""
     mode = cfg.settings["prefixCaching"]
     sides = [
-        f"{side} {_cache_state(getattr(cfg, side).prefix_caching)} ({cache_rule(mode, side, cfg.model_hybrid)})"
+        f"{side} {CACHE_STATES[getattr(cfg, side).prefix_caching]} ({cache_rule(mode, side, cfg.model_hybrid)})"
         for side in PD_SIDES
     ]
     return f"prefixCaching={mode!r}: {'; '.join(sides)} (docs/prefix-caching.md)"
-
-
-def _cache_state(enabled: bool | None) -> str:
-    return {True: "on", False: "off", None: "as vLLM's default"}[enabled]
 
 
 def prefix_routing_note(cfg: StackConfig) -> str | None:

@@ -101,7 +101,7 @@ def build_stack(cfg: StackConfig) -> dict[str, Any]:
     serving = declare_serving(cfg, cluster, nodes, model, gcs_store)
     if cfg.observability:
         declare_observability(cfg, facts, cluster, nodes, model)
-    return stack_outputs(cfg, facts, network, cluster, nodes, model, serving)
+    return stack_outputs(cfg, facts, network, cluster, model, serving)
 
 
 @dataclass(frozen=True)
@@ -352,13 +352,7 @@ def declare_observability(
 
 
 def stack_outputs(
-    cfg: StackConfig,
-    facts: DeployFacts,
-    network: Network,
-    cluster: Cluster,
-    nodes: Nodes,
-    model: Model,
-    serving: Serving,
+    cfg: StackConfig, facts: DeployFacts, network: Network, cluster: Cluster, model: Model, serving: Serving
 ) -> dict[str, Any]:
     outputs: dict[str, Any] = {
         "region": cfg.region,
@@ -369,7 +363,7 @@ def stack_outputs(
         "availabilityZones": list(facts.placement.azs),
         "gpuAz": facts.placement.gpu_az,
         "systemNodeGroupName": SYSTEM_NODEGROUP_NAME,
-        "gpuNodeGroupName": nodes.gpu.node_group_name,
+        "gpuNodeGroupName": cfg.gpu_nodegroup_name,
         "gpuNodeCount": cfg.gpu_node_count,
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,

@@ -18,6 +18,9 @@ from infra.network.subnets import SubnetPlan, plan_subnets, subnet_blocks
 from infra.settings.kinds import EKS_MIN_AZS, MAX_VPC_PREFIX, MIN_VPC_PREFIX
 from infra.settings.rules_network import vpc_block_reason
 
+# The tag by which EKS's load balancers find a tier's subnets: internet-facing ones public, internal ones private.
+LOAD_BALANCER_ROLE_TAGS = {"public": "kubernetes.io/role/elb", "private": "kubernetes.io/role/internal-elb"}
+
 
 @dataclass(frozen=True)
 class NetworkArgs:
@@ -91,7 +94,18 @@ class Network(pulumi.ComponentResource):
         nat_gateway_ids = self._public_subnets(args, vpc, gateway, plans)
         private_route_tables = self._private_subnets(args, vpc, nat_gateway_ids, plans)
         if args.region:
-            self._s3_gateway_endpoint(args, vpc, private_route_tables)
+            # The weights and the DLC image's layers reach the private subnets from S3 without the NAT gateway's per-GB
+            # charge; the inline routes and the endpoint's do not undo each other
+            # (docs/model-cache.md#model-cache-and-cold-start).
+            aws.ec2.VpcEndpoint(
+                children.name("s3"),
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{args.region}.s3",
+                vpc_endpoint_type="Gateway",
+                route_table_ids=[routes.id for routes in private_route_tables],
+                tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+                opts=children.opts(),
+            )
         self.vpc_id = vpc.id
         self.register_outputs({"vpcId": vpc.id})
 
@@ -111,7 +125,7 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = {}
         nat_gateway_ids: dict[str, pulumi.Output[str]] = {}
         for plan in plans:
-            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr, "kubernetes.io/role/elb")
+            public = self._subnet(args, vpc.id, plan.az, "public", plan.public_cidr)
             self.public_subnet_ids[plan.az] = self._routed(public, f"public-{plan.az}", public_routes, gateway)
             if args.nat_gateway_per_az or not nat_gateway_ids:
                 nat_gateway_ids[plan.az] = self._nat_gateway(args, plan.az, public, gateway)
@@ -130,9 +144,7 @@ class Network(pulumi.ComponentResource):
         self.private_subnets_unrouted = {}
         private_route_tables: list[aws.ec2.RouteTable] = []
         for plan in plans:
-            private = self._subnet(
-                args, vpc.id, plan.az, "private", plan.private_cidr, "kubernetes.io/role/internal-elb"
-            )
+            private = self._subnet(args, vpc.id, plan.az, "private", plan.private_cidr)
             nat_id = nat_gateway_ids.get(plan.az, next(iter(nat_gateway_ids.values())))
             routes = aws.ec2.RouteTable(
                 children.name(f"private-routes-{plan.az}"),
@@ -146,30 +158,7 @@ class Network(pulumi.ComponentResource):
             private_route_tables.append(routes)
         return private_route_tables
 
-    def _s3_gateway_endpoint(self, args: NetworkArgs, vpc: aws.ec2.Vpc, route_tables: list[aws.ec2.RouteTable]) -> None:
-        children = self._children
-        # The weights and the DLC image's layers reach the private subnets from S3 without the NAT gateway's per-GB
-        # charge; the inline routes and the endpoint's do not undo each other
-        # (docs/model-cache.md#model-cache-and-cold-start).
-        aws.ec2.VpcEndpoint(
-            children.name("s3"),
-            vpc_id=vpc.id,
-            service_name=f"com.amazonaws.{args.region}.s3",
-            vpc_endpoint_type="Gateway",
-            route_table_ids=[routes.id for routes in route_tables],
-            tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
-            opts=children.opts(),
-        )
-
-    def _subnet(
-        self,
-        args: NetworkArgs,
-        vpc_id: pulumi.Output[str],
-        az: str,
-        tier: str,
-        cidr: str,
-        load_balancer_role_tag: str,
-    ) -> aws.ec2.Subnet:
+    def _subnet(self, args: NetworkArgs, vpc_id: pulumi.Output[str], az: str, tier: str, cidr: str) -> aws.ec2.Subnet:
         """A subnet of one tier in one AZ, tagged so EKS and its load balancers find it."""
         return aws.ec2.Subnet(
             self._children.name(f"{tier}-{az}"),
@@ -181,7 +170,7 @@ class Network(pulumi.ComponentResource):
                 **args.tags,
                 f"kubernetes.io/cluster/{args.cluster_name}": "shared",
                 "Name": f"{args.cluster_name}-{tier}-{az}",
-                load_balancer_role_tag: "1",
+                LOAD_BALANCER_ROLE_TAGS[tier]: "1",
             },
             opts=self._children.opts(),
         )
@@ -198,23 +187,15 @@ class Network(pulumi.ComponentResource):
         return pulumi.Output.all(subnet.id, *ids).apply(lambda found: found[0])
 
     def _nat_gateway(
-        self,
-        args: NetworkArgs,
-        az: str,
-        public_subnet: aws.ec2.Subnet,
-        gateway: aws.ec2.InternetGateway,
+        self, args: NetworkArgs, az: str, public_subnet: aws.ec2.Subnet, gateway: aws.ec2.InternetGateway
     ) -> pulumi.Output[str]:
-        address = aws.ec2.Eip(
-            self._children.name(f"nat-{az}"),
-            domain="vpc",
-            tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
-            opts=self._children.opts(),
-        )
+        name, tags = self._children.name(f"nat-{az}"), {**args.tags, "Name": f"{args.cluster_name}-nat-{az}"}
+        address = aws.ec2.Eip(name, domain="vpc", tags=tags, opts=self._children.opts())
         nat = aws.ec2.NatGateway(
-            self._children.name(f"nat-{az}"),
+            name,
             subnet_id=public_subnet.id,
             allocation_id=address.id,
-            tags={**args.tags, "Name": f"{args.cluster_name}-nat-{az}"},
+            tags=tags,
             opts=self._children.opts(depends_on=[gateway]),
         )
         return nat.id

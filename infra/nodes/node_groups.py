@@ -142,32 +142,25 @@ SYSTEM_ROOT_THROUGHPUT_MIBPS = 600
 # (infra/kube/scheduling.py VLLM_CACHE_HOST_PATH, VLLM_CACHE_GID).
 GPU_NODE_DIRECTORY_COMMANDS = (f"install -d -o root -g {VLLM_CACHE_GID} -m {VLLM_CACHE_MODE} {VLLM_CACHE_HOST_PATH}",)
 USER_DATA_BOUNDARY = "==RAY-LLM-EKS=="
+NODE_CONFIG = (
+    "---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true"
+)
 # IMDSv2's token answers one hop only, so no pod takes the node role's credentials, and none needs IMDS
 # (docs/security.md#inside-the-cluster, 2. IMDS).
 IMDS_HOP_LIMIT = 1
 
 
 def node_user_data(commands: Sequence[str]) -> str:
-    """A launch template's user data that turns on FastImagePull and runs `commands` at boot: EKS merges a managed
-    node group's own NodeConfig with a launch template's, which must be MIME multi-part
+    """A launch template's user data (base64) that turns on FastImagePull and runs `commands` at boot: EKS merges a
+    managed node group's own NodeConfig with a launch template's, which must be MIME multi-part
     (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Amazon EKS AMIs": nodeadm reads every
     application/node.eks.aws part; cloud-init runs the shell script part)."""
-    node_config = "\n".join(
-        [
-            "---",
-            "apiVersion: node.eks.aws/v1alpha1",
-            "kind: NodeConfig",
-            "spec:",
-            "  featureGates:",
-            "    FastImagePull: true",
-        ]
-    )
-    parts = [f"--{USER_DATA_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{node_config}\n"]
+    parts = [f"--{USER_DATA_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n{NODE_CONFIG}\n"]
     if commands:
         script = "\n".join(["#!/bin/bash", "set -euo pipefail", *commands])
         parts.append(f'--{USER_DATA_BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{script}\n')
     header = f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"\n\n'
-    return header + "\n".join(parts) + f"\n--{USER_DATA_BOUNDARY}--\n"
+    return base64.b64encode((header + "\n".join(parts) + f"\n--{USER_DATA_BOUNDARY}--\n").encode()).decode()
 
 
 def _launch_template(
@@ -280,7 +273,7 @@ class SystemNodes(pulumi.ComponentResource):
                 description=f"{SYSTEM_NODEGROUP_NAME}: IMDSv2, {SYSTEM_ROOT_VOLUME_GIB} GiB encrypted gp3 root",
                 root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
                 root_volume_throughput=SYSTEM_ROOT_THROUGHPUT_MIBPS,
-                user_data=base64.b64encode(node_user_data(()).encode()).decode(),
+                user_data=node_user_data(()),
                 # A launch template that names security groups gets those alone, not the cluster's: EKS adds the
                 # cluster security group only to a template without any
                 # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html, "Security groups").
@@ -451,7 +444,7 @@ def _gpu_launch_template(
         root_volume_gib=args.root_volume_gib,
         root_volume_throughput=GPU_ROOT_THROUGHPUT_MIBPS,
         root_volume_iops=GPU_ROOT_IOPS,
-        user_data=base64.b64encode(node_user_data(GPU_NODE_DIRECTORY_COMMANDS).encode()).decode(),
+        user_data=node_user_data(GPU_NODE_DIRECTORY_COMMANDS),
         network_interfaces=efa_network_interfaces(
             shape.efa_interfaces, [efa_security_group.id, cluster.cluster_security_group_id]
         ),

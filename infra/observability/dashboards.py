@@ -14,6 +14,7 @@ DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
 PD_HEALTH_UID = "ray-llm-eks-pd-health"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 PANEL_WIDTH, PANEL_HEIGHT, ROW_WIDTH = 12, 8, 24
+SIDE = "{{deployment}}"  # a series' legend: its Serve deployment
 
 
 def _panel(title: str, unit: str, targets: list[tuple[str, str]], description: str) -> dict[str, Any]:
@@ -30,8 +31,11 @@ def _panel(title: str, unit: str, targets: list[tuple[str, str]], description: s
     }
 
 
+def _p50_p99(histogram: str, app: str) -> list[tuple[str, str]]:
+    return [(q.quantile_per_side(histogram, quantile, app), f"p{quantile * 100:g} {SIDE}") for quantile in (0.5, 0.99)]
+
+
 def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
-    side = "{{deployment}}"
     return [
         (
             "Requests and replicas",
@@ -39,13 +43,13 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Requests per side",
                     "reqps",
-                    [(q.requests_per_deployment(app), side)],
+                    [(q.requests_per_deployment(app), SIDE)],
                     "Requests each PD deployment handles; a side at 0 while the other serves is not in the path.",
                 ),
                 _panel(
                     "Healthy replicas per side",
                     "short",
-                    [(q.healthy_replicas(app), side)],
+                    [(q.healthy_replicas(app), SIDE)],
                     "Replicas Serve's controller counts healthy on each side.",
                 ),
             ],
@@ -56,20 +60,20 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Requests per model",
                     "reqps",
-                    [(q.requests_per_deployment(app, deployments=q.MODEL_DEPLOYMENTS), side)],
+                    [(q.requests_per_deployment(app, deployments=q.MODEL_DEPLOYMENTS), SIDE)],
                     "Requests each aggregated model's deployment (LLMServer:<model>) handles, its adapters' with it "
                     "(docs/models.md).",
                 ),
                 _panel(
                     "Healthy replicas per model",
                     "short",
-                    [(q.healthy_replicas(app, q.MODEL_DEPLOYMENTS), side)],
+                    [(q.healthy_replicas(app, q.MODEL_DEPLOYMENTS), SIDE)],
                     "Replicas Serve's controller counts healthy for each aggregated model.",
                 ),
                 _panel(
                     "Time to first token per model",
                     "s",
-                    [(q.quantile_per_side(q.TTFT, 0.99, app, deployments=q.MODEL_DEPLOYMENTS), f"p99 {side}")],
+                    [(q.quantile_per_side(q.TTFT, 0.99, app, deployments=q.MODEL_DEPLOYMENTS), f"p99 {SIDE}")],
                     "vLLM's TTFT of each aggregated model's engines, prompt and first token on one engine.",
                 ),
             ],
@@ -80,20 +84,14 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Time to first token per side",
                     "s",
-                    [
-                        (q.quantile_per_side(q.TTFT, 0.5, app), f"p50 {side}"),
-                        (q.quantile_per_side(q.TTFT, 0.99, app), f"p99 {side}"),
-                    ],
+                    _p50_p99(q.TTFT, app),
                     "vLLM's TTFT of each side's engine: prefill's is the prompt's compute, decode's starts once "
                     "the KV cache has arrived.",
                 ),
                 _panel(
                     "Time per output token per side",
                     "s",
-                    [
-                        (q.quantile_per_side(q.TPOT, 0.5, app), f"p50 {side}"),
-                        (q.quantile_per_side(q.TPOT, 0.99, app), f"p99 {side}"),
-                    ],
+                    _p50_p99(q.TPOT, app),
                     "vLLM's per-request mean time between output tokens.",
                 ),
             ],
@@ -104,16 +102,16 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "KV transfers per second",
                     "ops",
-                    [(q.kv_transfers_per_side(app), side)],
+                    [(q.kv_transfers_per_side(app), SIDE)],
                     "NIXL transfers, counted by the side that reads the KV cache (decode).",
                 ),
-                _panel("KV bytes per second", "Bps", [(q.kv_bytes_per_side(app), side)], "Bytes NIXL moved."),
+                _panel("KV bytes per second", "Bps", [(q.kv_bytes_per_side(app), SIDE)], "Bytes NIXL moved."),
                 _panel(
                     "KV transfer time",
                     "s",
                     [
-                        (q.mean_per_side(q.KV_XFER_TIME, app), f"mean {side}"),
-                        (q.quantile_per_side(q.KV_XFER_TIME, 0.99, app), f"p99 {side}"),
+                        (q.mean_per_side(q.KV_XFER_TIME, app), f"mean {SIDE}"),
+                        (q.quantile_per_side(q.KV_XFER_TIME, 0.99, app), f"p99 {SIDE}"),
                     ],
                     "Time of one NIXL transfer, from post to completion.",
                 ),
@@ -121,8 +119,8 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                     "KV transfer failures per second",
                     "ops",
                     [
-                        (q.counter_per_side(q.KV_FAILED_TRANSFERS, app), f"transfers {side}"),
-                        (q.counter_per_side(q.KV_FAILED_NOTIFICATIONS, app), f"notifications {side}"),
+                        (q.counter_per_side(q.KV_FAILED_TRANSFERS, app), f"transfers {SIDE}"),
+                        (q.counter_per_side(q.KV_FAILED_NOTIFICATIONS, app), f"notifications {SIDE}"),
                     ],
                     "Failed NIXL transfers and failed notifications; any is an alert (KvTransferFailures).",
                 ),
@@ -134,15 +132,15 @@ def _rows(app: str) -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "KV cache usage per side",
                     "percentunit",
-                    [(q.gauge_per_side(q.KV_CACHE_USAGE, app, "max"), f"max {side}")],
+                    [(q.gauge_per_side(q.KV_CACHE_USAGE, app, "max"), f"max {SIDE}")],
                     "Fraction of vLLM's KV cache blocks in use, the fullest engine of each side.",
                 ),
                 _panel(
                     "Queue length per side",
                     "short",
                     [
-                        (q.gauge_per_side(q.WAITING, app), f"waiting {side}"),
-                        (q.gauge_per_side(q.RUNNING, app), f"running {side}"),
+                        (q.gauge_per_side(q.WAITING, app), f"waiting {SIDE}"),
+                        (q.gauge_per_side(q.RUNNING, app), f"running {SIDE}"),
                     ],
                     "Requests vLLM's scheduler holds waiting and running on each side.",
                 ),

@@ -285,17 +285,13 @@ class Observability(pulumi.ComponentResource):
             cluster.provider,
             [stack, gpu_nodes],
         )
-        for manifest in monitoring_objects(args):
-            kind_name = f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
-            declare_manifest(
-                children, kind_name, manifest, children.opts(provider=cluster.provider, depends_on=[stack])
-            )
         pod_security_patch(children, NAMESPACE, MONITORING_LEVEL, cluster.provider, stack)
-        # After the release, which creates the namespace (its pods run unguarded until these exist, on a first
-        # deploy only).
-        for policy in monitoring_network_policies():
-            opts = children.opts(provider=cluster.provider, depends_on=[stack])
-            declare_manifest(children, network_policy_role(policy), policy, opts)
+        # After the release, which creates the namespace (its pods run unguarded until the NetworkPolicies exist, on a
+        # first deploy only).
+        objects = [(f"{obj['kind'].lower()}-{obj['metadata']['name']}", obj) for obj in monitoring_objects(args)]
+        objects += [(network_policy_role(policy), policy) for policy in monitoring_network_policies()]
+        for child, manifest in objects:
+            declare_manifest(children, child, manifest, children.opts(provider=cluster.provider, depends_on=[stack]))
         self.register_outputs({})
 
     def _remote_write_role(self, name: str, args: ObservabilityArgs, cluster: Cluster) -> aws.iam.Role:

@@ -37,26 +37,25 @@ def monitoring_network_policies() -> list[dict[str, Any]]:
         "kube-state-metrics": (KUBE_STATE_METRICS_POD_SELECTOR, KUBE_STATE_METRICS_PORT),
         "dcgm-exporter": (DCGM_EXPORTER_POD_SELECTOR, DCGM_EXPORTER_PORT),
     }
+    # Alertmanager and Prometheus: their web port from Prometheus and Grafana, their config reloader from Prometheus.
+    served = {
+        "alertmanager-from-prometheus-and-grafana": (ALERTMANAGER_POD_SELECTOR, ALERTMANAGER_PORT),
+        "prometheus-from-grafana-and-itself": (prometheus, PROMETHEUS_WEB_PORT),
+    }
     return [
         # Its own name: tools.render writes one file per kind and name, beside the serving namespace's deny.
         ingress_policy("monitoring-default-deny-ingress", namespace, {}, []),
-        ingress_policy(
-            "alertmanager-from-prometheus-and-grafana",
-            namespace,
-            ALERTMANAGER_POD_SELECTOR,
-            [
-                {"from": _from(prometheus, GRAFANA_POD_SELECTOR), "ports": tcp_ports(ALERTMANAGER_PORT)},
-                {"from": _from(prometheus), "ports": tcp_ports(CONFIG_RELOADER_PORT)},
-            ],
-        ),
-        ingress_policy(
-            "prometheus-from-grafana-and-itself",
-            namespace,
-            prometheus,
-            [
-                {"from": _from(prometheus, GRAFANA_POD_SELECTOR), "ports": tcp_ports(PROMETHEUS_WEB_PORT)},
-                {"from": _from(prometheus), "ports": tcp_ports(CONFIG_RELOADER_PORT)},
-            ],
+        *(
+            ingress_policy(
+                name,
+                namespace,
+                pods,
+                [
+                    {"from": _from(prometheus, GRAFANA_POD_SELECTOR), "ports": tcp_ports(port)},
+                    {"from": _from(prometheus), "ports": tcp_ports(CONFIG_RELOADER_PORT)},
+                ],
+            )
+            for name, (pods, port) in served.items()
         ),
         *(
             ingress_policy(

@@ -16,7 +16,7 @@ import pulumi_aws as aws
 from infra.cluster.eks import check_admin_principals, discover_partition
 from infra.network.placement import Placement, discover_placement
 from infra.preflight.offerings import AddonVersions, check_offerings
-from infra.preflight.quota import QuotaError, check_gpu_vcpu_quota
+from infra.preflight.quota import check_gpu_vcpu_quota
 from infra.preflight.reservation import check_capacity_reservation
 from infra.serving.model_cache import cache_bucket_name
 from infra.serving.model_source import ModelFacts, ModelSourceError, read_model
@@ -181,7 +181,7 @@ def preflight(cfg: StackConfig) -> DeployFacts:
             return check(cfg)
         except ConfigError as error:
             problems.extend(error.problems)
-        except (QuotaError, ModelSourceError, CapacityError) as error:
+        except (ModelSourceError, CapacityError) as error:
             problems.append(str(error))
         except Exception as error:
             # A lookup AWS refuses outright (an invoke error such as AccessDenied on servicequotas:GetServiceQuota)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pulumi_aws as aws
 
-from infra.settings.stack_config import StackConfig
+from infra.settings.stack_config import ConfigError, StackConfig
 
 # Service Quotas codes of the EC2 "Running On-Demand ... instances" quotas, by instance family letter
 # (the EFA-capable GPU types the stack accepts are all G or P).
@@ -18,10 +18,6 @@ ON_DEMAND_VCPU_QUOTAS = {
     "g": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
     "p": ("L-417A185B", "Running On-Demand P instances"),
 }
-
-
-class QuotaError(RuntimeError):
-    """The account cannot run the GPU nodes; the message says which quota, the need and the value."""
 
 
 @dataclass(frozen=True)
@@ -61,11 +57,11 @@ def quota_problem(cfg: StackConfig, need: VcpuNeed, current: float) -> str | Non
 
 
 def check_gpu_vcpu_quota(cfg: StackConfig) -> None:
-    """Raises QuotaError before any resource when the GPU family's On-Demand vCPU quota is too small."""
+    """Raises ConfigError before any resource when the GPU family's On-Demand vCPU quota is too small."""
     if not cfg.quota_preflight:
         return
     need = gpu_vcpu_need(cfg)
     quota = aws.servicequotas.get_service_quota(service_code="ec2", quota_code=need.quota_code)
     problem = quota_problem(cfg, need, quota.value)
     if problem:
-        raise QuotaError(problem)
+        raise ConfigError([problem])
