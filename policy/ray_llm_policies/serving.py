@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
 from .pinning import unpinned_image_reason
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
-from .rules import Inspected, ResourceCheck, of_type, resource_policy, stack_policy
+from .rules import Inspected, ResourceCheck, StackCheck, kind_of, of_type, resource_policy, stack_policy
 from .services import selects, services_of
 
 NIXL_CONNECTOR = "NixlConnector"
@@ -103,19 +103,6 @@ def pd_applications(rayservice: Mapping[str, Any]) -> list[PdApplication]:
         if isinstance(pair, Mapping) and "prefill_config" in pair and "decode_config" in pair:
             apps.append(PdApplication(str(get(app, "name", default="")), pair["prefill_config"], pair["decode_config"]))
     return apps
-
-
-def aggregated_llm_configs(rayservice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The LLM configs of the models served beside the pair (the several-model builder's `llm_configs`, docs/models.md);
-    none where serveConfigV2 is absent or unreadable (pd_applications reports that)."""
-    document = serve_config(rayservice)
-    if not isinstance(document, Mapping):
-        return []
-    return [
-        config
-        for app in mappings(get(document, "applications"))
-        for config in mappings(get(app, "args", "llm_configs"))
-    ]
 
 
 def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
@@ -214,11 +201,6 @@ def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
                 "other. Fix: no stack config sets them; infra/serving/serve_config.py gives each side its own "
                 "engine_id."
             )
-
-
-def kind_of(resource: Inspected) -> str:
-    """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
-    return resource.resource_type.rsplit(":", 1)[-1]
 
 
 def _unpinned_images(resource: Inspected) -> Iterator[str]:
@@ -342,7 +324,7 @@ def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
     ]
 
 
-def _exposed_without_keys(internet_facing: bool) -> Callable[[Sequence[PolicyResource]], Iterator[tuple]]:
+def _exposed_without_keys(internet_facing: bool) -> StackCheck:
     def check(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
         rayservices = of_type(resources, RAY_SERVICE)
         # A Service in front of the RayServices it selects; the Services KubeRay makes of a RayService in front of it.
