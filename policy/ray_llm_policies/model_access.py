@@ -78,10 +78,6 @@ def _trusted_subjects(role: PolicyResource) -> set[str]:
     return subjects
 
 
-def _trusts_any_of(patterns: set[str], subjects: set[str]) -> bool:
-    return any(fnmatchcase(subject, pattern) for pattern in patterns for subject in subjects)
-
-
 def _statement_problem(statement: Mapping[str, Any], prefixes: set[tuple[str, str]]) -> str | None:
     """What a statement grants beyond reading one of the model prefixes, or None."""
     if get(statement, "Effect") != "Allow":
@@ -155,7 +151,8 @@ def _worker_roles(resources: Sequence[PolicyResource], subjects: set[str]) -> It
     return [
         role
         for role in of_type(resources, IAM_ROLE)
-        if _trusts_any_of(_trusted_subjects(role), subjects) or _associated(role, resources, subjects)
+        if any(fnmatchcase(subject, pattern) for pattern in _trusted_subjects(role) for subject in subjects)
+        or _associated(role, resources, subjects)
     ]
 
 

@@ -114,19 +114,14 @@ def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
             yield from containers(value)
 
 
-def requests_efa(manifest: Mapping[str, Any]) -> bool:
-    return any(
-        (as_number(get(container, "resources", kind, EFA_DEVICE_RESOURCE)) or 0) > 0
-        for container in containers(manifest)
-        for kind in ("requests", "limits")
-    )
-
-
 def efa_enabled(resources: Sequence[PolicyResource]) -> bool:
     """EFA is on when the GPU nodes launch with EFA interfaces or the Ray workers ask for EFA devices."""
     templates = (launch_template_of(group) for group in gpu_node_groups(resources))
     return any(template is not None and efa_interface_count(template.props) for template in templates) or any(
-        requests_efa(rayservice.props) for rayservice in of_type(resources, RAY_SERVICE)
+        (as_number(get(container, "resources", kind, EFA_DEVICE_RESOURCE)) or 0) > 0
+        for rayservice in of_type(resources, RAY_SERVICE)
+        for container in containers(rayservice.props)
+        for kind in ("requests", "limits")
     )
 
 
