@@ -8,7 +8,6 @@ the tests share it."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from . import aws_rules as aws
@@ -308,26 +307,13 @@ def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield path, value
 
 
-@dataclass(frozen=True)
-class Violation:
-    path: str
-    value: Any
-    rule: aws.Rule
-    reason: str
-
-    def __str__(self) -> str:
-        shown = self.value if len(str(self.value)) <= 120 else f"{str(self.value)[:117]}..."
-        return (
-            f"{self.path}={shown!r} breaks the {self.rule.name} rule ({self.reason}): allowed is {self.rule.allowed} "
-            f"[{self.rule.source}]"
-        )
-
-
-def violations(type_: str, inputs: Mapping[str, Any]) -> Iterator[Violation]:
-    """Each input of a resource of type `type_` that its rule refuses (paths the table does not rule are skipped)."""
+def violations(type_: str, inputs: Mapping[str, Any]) -> Iterator[str]:
+    """Why AWS refuses each input of a resource of type `type_` (paths the table does not rule are skipped)."""
     rules = RULES.get(type_, {})
     for path, value in leaves(inputs):
         rule = rules.get(path)
-        reason = rule.refusal(value) if rule else None
-        if rule and reason:
-            yield Violation(path, value, rule, reason)
+        if rule and (reason := rule.refusal(value)):
+            shown = value if len(str(value)) <= 120 else f"{str(value)[:117]}..."
+            yield (
+                f"{path}={shown!r} breaks the {rule.name} rule ({reason}): allowed is {rule.allowed} [{rule.source}]"
+            )

@@ -1,9 +1,10 @@
-"""Rules on the EKS control plane: who can reach its public endpoint, and whether it logs."""
+"""Rules on the EKS control plane: who can reach its public endpoint, and whether it logs. Both read pulumi-eks's
+component (mocks) or its aws:eks Cluster (real preview), and skip the component as a real preview shows it (no
+inputs): its child carries the settings."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from pulumi_policy import EnforcementLevel
 
@@ -16,46 +17,26 @@ from .rules import Inspected, resource_policy
 EKS_DEFAULT_PUBLIC_ACCESS_CIDRS = ("0.0.0.0/0",)
 
 
-@dataclass(frozen=True)
-class ClusterSettings:
-    endpoint_public: bool
-    public_access_cidrs: tuple[str, ...]
-    log_types: tuple[str, ...]
-
-
-def cluster_settings(resource: Inspected) -> ClusterSettings | None:
-    """The control plane's settings from pulumi-eks's component (mocks) or its aws:eks Cluster (real preview).
-
-    None for the component as a real preview shows it (no inputs): its child carries the settings.
-    """
-    if resource.resource_type not in CLUSTERS or not resource.props:
-        return None
+def _open_public_endpoint(resource: Inspected) -> Iterator[str]:
+    if not resource.props:
+        return
     component = resource.resource_type == EKS_CLUSTER_COMPONENT
     endpoint = resource.props if component else get(resource.props, "vpcConfig", default={})
     public = get(endpoint, "endpointPublicAccess")
-    return ClusterSettings(
-        # Both pulumi-eks and EKS default to a public endpoint.
-        endpoint_public=public is None or as_bool(public),
-        public_access_cidrs=tuple(get(endpoint, "publicAccessCidrs", default=())) or EKS_DEFAULT_PUBLIC_ACCESS_CIDRS,
-        log_types=tuple(get(resource.props, "enabledClusterLogTypes", default=())),
-    )
-
-
-def _open_public_endpoint(resource: Inspected) -> Iterator[str]:
-    settings = cluster_settings(resource)
-    if settings is None or not settings.endpoint_public:
+    # Both pulumi-eks and EKS default to a public endpoint.
+    if public is not None and not as_bool(public):
         return
-    if covers_the_internet(settings.public_access_cidrs):
+    cidrs = tuple(get(endpoint, "publicAccessCidrs", default=())) or EKS_DEFAULT_PUBLIC_ACCESS_CIDRS
+    if covers_the_internet(cidrs):
         yield (
             f"EKS cluster '{resource.name}' serves its public API endpoint to the whole internet "
-            f"({', '.join(map(str, settings.public_access_cidrs))}). "
+            f"({', '.join(map(str, cidrs))}). "
             "Fix: set apiPublicAccessCidrs to the CIDRs of your operators and CI (the private endpoint stays on)."
         )
 
 
 def _control_plane_logging_off(resource: Inspected) -> Iterator[str]:
-    settings = cluster_settings(resource)
-    if settings is not None and not settings.log_types:
+    if resource.props and not tuple(get(resource.props, "enabledClusterLogTypes", default=())):
         yield (
             f"EKS cluster '{resource.name}' sends no control-plane logs to CloudWatch: API and audit history is lost. "
             "Fix: set controlPlaneLogging to true."

@@ -15,8 +15,8 @@ from pulumi_policy.proxy import UnknownValueError
 
 from .props import get, known_children, known_strings, mappings
 from .resource_types import EKS_COMPONENTS, HELM_RELEASE, KUBERNETES_SECRET, RAY_SERVICE, STACK
-from .rules import Inspected, of_type, resource_policy, stack_policy
-from .serving import containers, kind_of, serve_config
+from .rules import Inspected, kind_of, of_type, resource_policy, stack_policy
+from .serving import containers, serve_config
 
 # Tag on every AWS resource -> the stack-config key that sets it.
 OWNERSHIP_TAGS = {"owner": "owner", "cost-center": "costCenter"}
@@ -55,10 +55,6 @@ CREDENTIAL_WORDS = frozenset(
 # Word boundaries inside a name: camelCase (apiKey) and an acronym before a word (HFToken).
 CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 WORD = re.compile(r"[a-z0-9]+")
-
-
-def _is_tagged_resource(resource_type: str) -> bool:
-    return resource_type.startswith("aws:") or resource_type in EKS_COMPONENTS
 
 
 def _missing_ownership_tags(resource: Inspected) -> Iterator[str]:
@@ -248,7 +244,7 @@ OWNERSHIP_TAGS_PRESENT = resource_policy(
     "ownership-tags",
     "Every AWS resource carries the owner and cost-center tags.",
     EnforcementLevel.ADVISORY,
-    _is_tagged_resource,
+    lambda resource_type: resource_type.startswith("aws:") or resource_type in EKS_COMPONENTS,
     _missing_ownership_tags,
 )
 CREDENTIALS_NOT_IN_OUTPUTS = stack_policy(

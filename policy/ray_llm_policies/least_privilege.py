@@ -11,7 +11,7 @@ from pulumi_policy import EnforcementLevel, PolicyResource
 
 from .props import as_bool, get, is_sequence, known, mappings, policy_document, statements
 from .resource_types import ELASTICACHE_REPLICATION_GROUP, NETWORK_POLICY, NODE_GROUPS, RAY_SERVICE, SUBNET
-from .rules import Inspected, of_type, resource_policy, stack_policy
+from .rules import Inspected, kind_of, of_type, resource_policy, stack_policy
 
 # The one host path a pod of the stack mounts: vLLM's compile cache on the GPU node (infra/kube/scheduling.py
 # VLLM_CACHE_HOST_PATH; a test holds the two equal), and the one capability one adds: IPC_LOCK, for EFA's pinned
@@ -87,7 +87,7 @@ def _unconfined_pods(resource: Inspected) -> Iterator[str]:
             found += [f"container {name} adds {capability}" for capability in sorted(added)]
         if found:
             yield (
-                f"{resource.resource_type.split(':')[-1]} '{resource.name}' {where}: {', '.join(found)}: a pod there "
+                f"{kind_of(resource)} '{resource.name}' {where}: {', '.join(found)}: a pod there "
                 "takes the node (its files, network or processes) or more privileges than it needs. "
                 f"{CODE_ONLY} infra/serving/rayservice.py or infra/serving/model_cache.py."
             )
@@ -109,11 +109,7 @@ def _ports_unnamed(resource: Inspected) -> Iterator[str]:
 
 def _cidr_ingress(rule: Mapping[str, Any]) -> list[str]:
     keys = ("cidrBlocks", "ipv6CidrBlocks", "prefixListIds", "cidrIpv4", "cidrIpv6", "prefixListId")
-    found = []
-    for key in keys:
-        value = get(rule, key)
-        found += list(value) if is_sequence(value) else ([value] if value else [])
-    return [str(v) for v in found]
+    return [cidr for key in keys for cidr in _listed(get(rule, key))]
 
 
 def _store_open_to_addresses(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
@@ -160,7 +156,8 @@ def _public_buckets(resources: Sequence[PolicyResource]) -> Iterator[tuple[Polic
 
 
 def _listed(value: Any) -> list[str]:
-    return [str(v) for v in value] if is_sequence(value) else ([str(value)] if value is not None else [])
+    """A list property's items, or a set scalar's own value, as text."""
+    return [str(v) for v in value] if is_sequence(value) else ([str(value)] if value else [])
 
 
 def _grants_anyone(text: Any) -> bool:
@@ -209,7 +206,7 @@ def _admin_bindings(resource: Inspected) -> Iterator[str]:
     groups = {get(s, "name") for s in mappings(get(resource.props, "subjects")) if get(s, "kind") == "Group"}
     if role in ADMIN_ROLES or groups & ADMIN_GROUPS:
         yield (
-            f"{resource.resource_type.split(':')[-1]} '{resource.name}' grants {role!r}"
+            f"{kind_of(resource)} '{resource.name}' grants {role!r}"
             f"{' to ' + str(sorted(groups & ADMIN_GROUPS)) if groups & ADMIN_GROUPS else ''}: whoever holds the "
             "bound account (a pod running the model's code) then administers the cluster. No pod of this stack calls "
             f"the Kubernetes API but through its chart's own narrow role. {CODE_ONLY} the binding's module."
@@ -239,9 +236,7 @@ def _public_subnets(resources: Sequence[PolicyResource]) -> set[str]:
 
 def _nodes_in_public_subnets(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
     public = _public_subnets(resources)
-    for group in resources:
-        if group.resource_type not in NODE_GROUPS:
-            continue
+    for group in of_type(resources, *NODE_GROUPS):
         exposed = [dep.name for dep in group.dependencies if dep.resource_type == SUBNET and dep.urn in public]
         if exposed:
             yield (

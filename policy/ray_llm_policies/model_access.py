@@ -16,7 +16,7 @@ from pulumi_policy.proxy import UnknownValueError
 from .props import get, is_sequence, known, known_children, mappings, policy_document, statements
 from .resource_types import RAY_SERVICE
 from .rules import of_type, stack_policy
-from .serving import ServeConfigError, aggregated_llm_configs, pd_applications
+from .serving import ServeConfigError, pd_applications, serve_config
 
 IAM_ROLE = "aws:iam/role:Role"
 IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -38,7 +38,9 @@ def _strings(value: Any) -> list[str]:
 def _s3_prefixes(rayservice: PolicyResource) -> set[tuple[str, str]]:
     """(bucket, prefix) of each s3:// model_source and LoRA adapter path the serve config names."""
     configs = [config for app in pd_applications(rayservice.props) for _, config in app.sides()]
-    configs += aggregated_llm_configs(rayservice.props)
+    # The models served beside the pair: the several-model builder's `llm_configs` (docs/models.md).
+    apps = mappings(get(serve_config(rayservice.props), "applications"))
+    configs += [config for app in apps for config in mappings(get(app, "args", "llm_configs"))]
     uris = [get(config, "model_loading_config", "model_source") for config in configs]
     uris += [get(config, "lora_config", "dynamic_lora_loading_path") for config in configs]
     sources = set()
@@ -58,23 +60,22 @@ def _worker_subjects(rayservice: PolicyResource) -> set[str]:
 
 def _trusted_subjects(role: PolicyResource) -> set[str]:
     """The service-account subjects (or patterns) the role's web-identity trust lets in; ANY_SUBJECT where a
-    statement names none."""
+    statement names none; none while the trust policy is unknown (a first preview)."""
     subjects = set()
-    for statement in statements(policy_document(get(role.props, "assumeRolePolicy"))):
-        if get(statement, "Effect") != "Allow" or not get(statement, "Principal", "Federated"):
-            continue
-        named = set()
-        for _, condition in known_children(get(statement, "Condition", default={})):
-            if isinstance(condition, Mapping):
-                for key, value in condition.items():
-                    if str(key).endswith(":sub"):
-                        named.update(_strings(value))
-        subjects.update(named or {ANY_SUBJECT})
+    try:
+        for statement in statements(policy_document(get(role.props, "assumeRolePolicy"))):
+            if get(statement, "Effect") != "Allow" or not get(statement, "Principal", "Federated"):
+                continue
+            named = set()
+            for _, condition in known_children(get(statement, "Condition", default={})):
+                if isinstance(condition, Mapping):
+                    for key, value in condition.items():
+                        if str(key).endswith(":sub"):
+                            named.update(_strings(value))
+            subjects.update(named or {ANY_SUBJECT})
+    except UnknownValueError:
+        return set()
     return subjects
-
-
-def _trusts_any_of(patterns: set[str], subjects: set[str]) -> bool:
-    return any(fnmatchcase(subject, pattern) for pattern in patterns for subject in subjects)
 
 
 def _statement_problem(statement: Mapping[str, Any], prefixes: set[tuple[str, str]]) -> str | None:
@@ -100,22 +101,13 @@ def _statement_problem(statement: Mapping[str, Any], prefixes: set[tuple[str, st
     return f"{sorted(actions)} (only s3:GetObject and s3:ListBucket, each in its own statement)"
 
 
-def _trust_subjects_or_none(role: PolicyResource) -> set[str]:
-    """The role's trusted subjects, none while its trust policy is unknown (a first preview)."""
-    try:
-        return _trusted_subjects(role)
-    except UnknownValueError:
-        return set()
-
-
 def _names_role(attached: PolicyResource, role: PolicyResource) -> bool:
     """Whether a resource attaches something to `role`: it depends on it, or names it (by name or ARN)."""
     if role in attached.dependencies:
         return True
     names = {value for value in (known(role.props, "name"), known(role.props, "arn")) if isinstance(value, str)}
-    named = _strings(known(attached.props, "role")) + _strings(known(attached.props, "roleName"))
-    named += _strings(known(attached.props, "roles"))
-    return bool(names & set(named))
+    named = {name for key in ("role", "roleName", "roles") for name in _strings(known(attached.props, key))}
+    return bool(names & named)
 
 
 def _managed_policies(
@@ -159,7 +151,8 @@ def _worker_roles(resources: Sequence[PolicyResource], subjects: set[str]) -> It
     return [
         role
         for role in of_type(resources, IAM_ROLE)
-        if _trusts_any_of(_trust_subjects_or_none(role), subjects) or _associated(role, resources, subjects)
+        if any(fnmatchcase(subject, pattern) for pattern in _trusted_subjects(role) for subject in subjects)
+        or _associated(role, resources, subjects)
     ]
 
 
@@ -177,10 +170,8 @@ def _worker_access_beyond_the_model(resources: Sequence[PolicyResource]) -> Iter
             for attached, arn in _managed_policies(role, resources):
                 yield (
                     attached,
-                    (
-                        f"IAM role '{role.name}' of the GPU workers has a managed policy attached ({arn}): they may "
-                        f"only read the model's S3 prefix. {FIX}"
-                    ),
+                    f"IAM role '{role.name}' of the GPU workers has a managed policy attached ({arn}): they may only "
+                    f"read the model's S3 prefix. {FIX}",
                 )
             for attached, text in _inline_policies(role, resources):
                 for statement in statements(policy_document(text)):
@@ -188,10 +179,8 @@ def _worker_access_beyond_the_model(resources: Sequence[PolicyResource]) -> Iter
                     if problem:
                         yield (
                             attached,
-                            (
-                                f"IAM role '{role.name}' of the GPU workers allows {problem} ({where}): they may only "
-                                f"read the model's S3 prefix. {FIX}"
-                            ),
+                            f"IAM role '{role.name}' of the GPU workers allows {problem} ({where}): they may only "
+                            f"read the model's S3 prefix. {FIX}",
                         )
 
 

@@ -8,13 +8,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, PolicyResource
 
 from .props import as_bool, as_number, get, is_sequence, mappings
-from .resource_types import (
-    EKS_CLUSTER_COMPONENT,
-    EKS_COMPONENTS,
-    LAUNCH_TEMPLATE,
-    NODE_GROUPS,
-    SUBNET,
-)
+from .resource_types import EKS_CLUSTER_COMPONENT, LAUNCH_TEMPLATE, NODE_GROUPS, SUBNET
 from .rules import Inspected, resource_policy, stack_policy
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -33,18 +27,15 @@ MAX_IMDS_HOP_LIMIT = 1
 EKS_DEFAULT_DISK_GIB = 20
 
 
-def node_group_settings(resource: Inspected) -> Mapping[str, Any] | None:
-    """A managed node group's settings, or None where they are not visible on this resource: the pulumi-eks component
-    under mocks, its `aws:eks` NodeGroup child in a real preview (docs/policy.md#what-a-policy-can-and-cannot-see)."""
-    seen_without_inputs = resource.resource_type in EKS_COMPONENTS and not resource.props
-    return resource.props if resource.resource_type in NODE_GROUPS and not seen_without_inputs else None
-
-
-def is_gpu_node_group(settings: Mapping[str, Any]) -> bool:
-    """GPU nodes: an accelerated AMI, the NVIDIA taint, or the label the NVIDIA device plugin keys on."""
-    ami_type = get(settings, "amiType", default="")
-    labels = get(settings, "labels", default={})
-    taint_keys = {get(taint, "key") for taint in mappings(get(settings, "taints"))}
+def is_gpu_node_group(resource: Inspected) -> bool:
+    """A managed node group of GPU nodes: an accelerated AMI, the NVIDIA taint, or the label the NVIDIA device plugin
+    keys on. Its settings are the pulumi-eks component's under mocks, its `aws:eks` NodeGroup child's in a real preview,
+    where the component shows no inputs (docs/policy.md#what-a-policy-can-and-cannot-see)."""
+    if resource.resource_type not in NODE_GROUPS:
+        return False
+    ami_type = get(resource.props, "amiType", default="")
+    labels = get(resource.props, "labels", default={})
+    taint_keys = {get(taint, "key") for taint in mappings(get(resource.props, "taints"))}
     return (
         any(marker in ami_type for marker in GPU_AMI_MARKERS)
         or GPU_TAINT_KEY in taint_keys
@@ -52,11 +43,8 @@ def is_gpu_node_group(settings: Mapping[str, Any]) -> bool:
     )
 
 
-def gpu_node_groups(resources: Sequence[PolicyResource]) -> Iterator[PolicyResource]:
-    for resource in resources:
-        settings = node_group_settings(resource)
-        if settings is not None and is_gpu_node_group(settings):
-            yield resource
+def gpu_node_groups(resources: Sequence[PolicyResource]) -> list[PolicyResource]:
+    return [resource for resource in resources if is_gpu_node_group(resource)]
 
 
 def launch_template_of(node_group: PolicyResource) -> PolicyResource | None:
@@ -101,15 +89,14 @@ def _gpu_nodes_without_efa(resources: Sequence[PolicyResource]) -> Iterator[tupl
 
 
 def _gpu_node_group_azs(resource: Inspected) -> Iterator[str]:
-    settings = node_group_settings(resource)
-    if settings is None or not is_gpu_node_group(settings):
+    if not is_gpu_node_group(resource):
         return
     fix = (
         "Fix: set gpuAz to one Availability Zone that offers gpuNodeType, or leave it empty to pick the first; "
         "the stack places the GPU nodes in that AZ's private subnet only."
     )
     # The length is known in a preview even when the subnet ids themselves are not.
-    subnet_ids = get(settings, "subnetIds")
+    subnet_ids = get(resource.props, "subnetIds")
     if not is_sequence(subnet_ids):
         yield f"GPU node group '{resource.name}' sets no subnetIds, so it spans every subnet of the cluster. {fix}"
     elif len(subnet_ids) != 1:

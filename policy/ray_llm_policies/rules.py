@@ -61,5 +61,10 @@ def stack_policy(name: str, description: str, level: EnforcementLevel, check: St
     return StackValidationPolicy(name=name, description=description, enforcement_level=level, validate=validate)
 
 
+def kind_of(resource: Inspected) -> str:
+    """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
+    return resource.resource_type.rsplit(":", 1)[-1]
+
+
 def of_type(resources: Iterable[PolicyResource], *resource_types: str) -> list[PolicyResource]:
     return [resource for resource in resources if resource.resource_type in resource_types]

@@ -49,39 +49,33 @@ def _head_group(rayservice: Inspected) -> Any:
     return get(rayservice.props, "spec", "rayClusterConfig", "headGroupSpec", default={})
 
 
-def _kuberay_type(rayservice: Inspected, service: Any) -> str:
-    """The Service's own type, else the head group's serviceType (setServiceTypeForUserProvidedService), else
-    Kubernetes' default."""
-    return str(get(service, "spec", "type") or get(_head_group(rayservice), "serviceType") or CLUSTER_IP)
-
-
 def _kuberay_service(
     rayservice: Inspected, what: str, service: Any, ports: list[Mapping[str, Any]], selector: Mapping[str, str]
 ) -> KubeRayService:
-    """`service` (the RayService's own spec of it, or {}) with KubeRay's type, ports and selector."""
+    """`service` (the RayService's own spec of it, or {}) with KubeRay's ports and selector, and its type: the Service's
+    own, else the head group's serviceType (setServiceTypeForUserProvidedService), else Kubernetes' default."""
     spec = {**(get(service, "spec", default={}) or {})}
-    spec.update(type=_kuberay_type(rayservice, service), ports=ports, selector=selector)
+    service_type = get(service, "spec", "type") or get(_head_group(rayservice), "serviceType") or CLUSTER_IP
+    spec.update(type=str(service_type), ports=ports, selector=selector)
     props = {**(service or {}), "spec": spec}
     return KubeRayService(KUBERNETES_SERVICE, f"{rayservice.name} {what}", props, SERVE_LABEL in selector)
-
-
-def _is_serving_port(name: Any) -> bool:
-    """`serve`, or (KubeRay 1.7.0, not 1.4.0) any name that starts `serve-` (vendor/kuberay-v1.7.0/service.go
-    isServingPort)."""
-    return name == SERVE_PORT_NAME or str(name).startswith(f"{SERVE_PORT_NAME}-")
 
 
 def _serve_service(rayservice: Inspected) -> KubeRayService | None:
     """The serve Service with every port either validated KubeRay release gives it: the pack cannot tell which operator
     runs, so a rule sees all of them (BuildServeService, vendor/kuberay-v1.7.0/service.go and v1.4.0's). The head's
     ports are its container ports, KubeRay's defaults where it has none (_head_ports). KubeRay 1.7.0 takes each one
-    named `serve` or `serve-*`, where spec.serveService has a port of the same name that port whole (its targetPort
-    too), and without any such head port spec.serveService's ports as given. 1.4.0 takes the head's `serve` port alone
-    (no targetPort), else spec.serveService's own port named `serve`. Neither makes one without spec.serveService or
-    such a head port."""
+    named `serve` or `serve-*` (isServingPort), where spec.serveService has a port of the same name that port whole
+    (its targetPort too), and without any such head port spec.serveService's ports as given. 1.4.0 takes the head's
+    `serve` port alone (no targetPort), else spec.serveService's own port named `serve`. Neither makes one without
+    spec.serveService or such a head port."""
     service = get(rayservice.props, "spec", "serveService")
     service = service if isinstance(service, Mapping) else None
-    made = [port for port in _head_ports(rayservice) if _is_serving_port(port["name"])]
+    made = [
+        port
+        for port in _head_ports(rayservice)
+        if port["name"] == SERVE_PORT_NAME or str(port["name"]).startswith(f"{SERVE_PORT_NAME}-")
+    ]
     if service is None and not made:
         return None
     given = mappings(get(service, "spec", "ports", default=[]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from .nodes import efa_interface_count, gpu_node_groups, launch_template_of
 from .pinning import unpinned_image_reason
 from .props import as_number, get, known_children, mappings
 from .resource_types import HELM_RELEASE, KUBERNETES_SERVICE, RAY_SERVICE
-from .rules import Inspected, ResourceCheck, of_type, resource_policy, stack_policy
+from .rules import Inspected, ResourceCheck, StackCheck, kind_of, of_type, resource_policy, stack_policy
 from .services import selects, services_of
 
 NIXL_CONNECTOR = "NixlConnector"
@@ -105,19 +105,6 @@ def pd_applications(rayservice: Mapping[str, Any]) -> list[PdApplication]:
     return apps
 
 
-def aggregated_llm_configs(rayservice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The LLM configs of the models served beside the pair (the several-model builder's `llm_configs`, docs/models.md);
-    none where serveConfigV2 is absent or unreadable (pd_applications reports that)."""
-    document = serve_config(rayservice)
-    if not isinstance(document, Mapping):
-        return []
-    return [
-        config
-        for app in mappings(get(document, "applications"))
-        for config in mappings(get(app, "args", "llm_configs"))
-    ]
-
-
 def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
     """Every container of every pod template inside a Kubernetes manifest, skipping unknown parts."""
     for key, value in known_children(manifest):
@@ -127,19 +114,14 @@ def containers(manifest: Any) -> Iterator[Mapping[str, Any]]:
             yield from containers(value)
 
 
-def requests_efa(manifest: Mapping[str, Any]) -> bool:
-    return any(
-        (as_number(get(container, "resources", kind, EFA_DEVICE_RESOURCE)) or 0) > 0
-        for container in containers(manifest)
-        for kind in ("requests", "limits")
-    )
-
-
 def efa_enabled(resources: Sequence[PolicyResource]) -> bool:
     """EFA is on when the GPU nodes launch with EFA interfaces or the Ray workers ask for EFA devices."""
     templates = (launch_template_of(group) for group in gpu_node_groups(resources))
     return any(template is not None and efa_interface_count(template.props) for template in templates) or any(
-        requests_efa(rayservice.props) for rayservice in of_type(resources, RAY_SERVICE)
+        (as_number(get(container, "resources", kind, EFA_DEVICE_RESOURCE)) or 0) > 0
+        for rayservice in of_type(resources, RAY_SERVICE)
+        for container in containers(rayservice.props)
+        for kind in ("requests", "limits")
     )
 
 
@@ -214,11 +196,6 @@ def _prefill_decode_mismatches(resource: Inspected) -> Iterator[str]:
                 "other. Fix: no stack config sets them; infra/serving/serve_config.py gives each side its own "
                 "engine_id."
             )
-
-
-def kind_of(resource: Inspected) -> str:
-    """The Kubernetes kind in a type token: kubernetes:ray.io/v1:RayService -> RayService."""
-    return resource.resource_type.rsplit(":", 1)[-1]
 
 
 def _unpinned_images(resource: Inspected) -> Iterator[str]:
@@ -342,7 +319,7 @@ def _unauthenticated_apps(rayservice: PolicyResource) -> list[str]:
     ]
 
 
-def _exposed_without_keys(internet_facing: bool) -> Callable[[Sequence[PolicyResource]], Iterator[tuple]]:
+def _exposed_without_keys(internet_facing: bool) -> StackCheck:
     def check(resources: Sequence[PolicyResource]) -> Iterator[tuple[PolicyResource, str]]:
         rayservices = of_type(resources, RAY_SERVICE)
         # A Service in front of the RayServices it selects; the Services KubeRay makes of a RayService in front of it.
