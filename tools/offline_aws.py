@@ -103,7 +103,7 @@ class AwsMocks(pulumi.runtime.Mocks):
     def __init__(
         self,
         region: str,
-        gpu_offering_azs: list[str] | None,
+        gpu_offering_azs: list[str] | None = None,
         vcpu_quota: float = DEFAULT_VCPU_QUOTA,
         caller_arn: str = DEPLOYER_ARN,
         existing_clusters: tuple[str, ...] = (),
@@ -111,6 +111,8 @@ class AwsMocks(pulumi.runtime.Mocks):
     ) -> None:
         self.region = region
         self.azs = region_azs(region)
+        # EC2's zone ids (us-east-1: use1-az1), in the order of the AZ names.
+        self.zone_ids = [f"{region[:2]}{region.split('-')[1][0]}{region[-1]}-az{i + 1}" for i in range(len(self.azs))]
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
         self.vcpu_quota = vcpu_quota
         self.caller_arn = caller_arn
@@ -222,13 +224,12 @@ class AwsMocks(pulumi.runtime.Mocks):
         return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
 
     def _availability_zones(self, request: dict[str, Any]) -> LookupAnswer:
-        zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
         return {
             **request,
             "id": self.region,
             "region": self.region,
             "names": self.azs,
-            "zoneIds": zone_ids,
+            "zoneIds": self.zone_ids,
             "groupNames": [self.region],
         }
 
@@ -285,7 +286,7 @@ class AwsMocks(pulumi.runtime.Mocks):
             **request,
             "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:capacity-reservation/{reservation_id}",
             "availabilityZone": f"{self.region}{az_letter}",
-            "availabilityZoneId": f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az1",
+            "availabilityZoneId": self.zone_ids[0],
             "availableInstanceCount": count,
             "capacityBlockId": "cb-0123456789abcdef0",
             "commitmentInfo": {"commitmentEndDate": "", "committedInstanceCount": 0},
@@ -405,6 +406,8 @@ class AwsMocks(pulumi.runtime.Mocks):
         state = dict(args.inputs)
         if args.typ == "aws:iam/role:Role":
             state.setdefault("name", f"{args.name}-role")
+        if args.typ == "aws:elasticache/replicationGroup:ReplicationGroup":
+            state.update(self._replication_group(args.name, state))
         state.setdefault("arn", self._arn(args.typ, args.name, state))
         if args.typ == "aws:ec2/placementGroup:PlacementGroup":
             state.setdefault("name", f"{args.name}-pg")
@@ -420,8 +423,6 @@ class AwsMocks(pulumi.runtime.Mocks):
                 oidcProviderArn=f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
                 clusterSecurityGroupId="sg-eks-cluster",
             )
-        if args.typ == "aws:elasticache/replicationGroup:ReplicationGroup":
-            state.update(self._replication_group(args.name, state))
         if args.typ == "random:index/randomPassword:RandomPassword":
             # Letters and digits only (special=False), `length` of them; the same for a name, as the state keeps it.
             alphabet = string.ascii_letters + string.digits
@@ -460,8 +461,7 @@ class AwsMocks(pulumi.runtime.Mocks):
         if typ == "aws:kms/key:Key":
             return f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
         if typ == "aws:elasticache/replicationGroup:ReplicationGroup":
-            group_id = state.get("replicationGroupId") or f"{name}-{ELASTICACHE_ID_SUFFIX}"
-            return f"arn:aws:elasticache:{self.region}:{ACCOUNT_ID}:replicationgroup:{group_id}"
+            return f"arn:aws:elasticache:{self.region}:{ACCOUNT_ID}:replicationgroup:{state['replicationGroupId']}"
         return f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}"
 
     def _replication_group(self, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -162,19 +162,16 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
         details.append(f"service {outputs.serve_service}: {service.get('spec', {}).get('clusterIP', '?')} port {ports}")
     if failed:
         app, app_status = next(iter(failed.items()))
-        message = app_status.get("message") or ""
-        return CheckResult(
-            False, f"application {app} is {app_status['status']}: {message}".rstrip(": "), tuple(details)
-        )
-    if not running:
-        return CheckResult(False, "the RayService is not Running yet", tuple(details))
-    if cluster.state != READY:
-        return CheckResult(False, cluster.message, tuple(details))
-    if service is None:
-        return CheckResult(
-            False, f"service {outputs.serve_service} does not exist: Serve is not healthy", tuple(details)
-        )
-    return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
+        problem = f"application {app} is {app_status['status']}: {app_status.get('message') or ''}".rstrip(": ")
+    elif not running:
+        problem = "the RayService is not Running yet"
+    elif cluster.state != READY:
+        problem = cluster.message
+    elif service is None:
+        problem = f"service {outputs.serve_service} does not exist: Serve is not healthy"
+    else:
+        return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
+    return CheckResult(False, problem, tuple(details))
 
 
 def workers_started_since(pods: Mapping[str, Any], cluster: str, since: str) -> list[str]:
