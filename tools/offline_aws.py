@@ -141,8 +141,9 @@ class AwsMocks(pulumi.runtime.Mocks):
             self._note(repo, f"{how} the offline Hugging Face table (tools/offline_models.py {table}){ASKS_THE_HUB}")
         return answer
 
-    def service_quota(self, service_code: str, quota_code: str) -> dict:
+    def _service_quota(self, request: dict[str, Any]) -> LookupAnswer:
         """A Service Quotas answer in pulumi-aws's GetServiceQuotaResult shape (camelCase)."""
+        service_code, quota_code = request["serviceCode"], request["quotaCode"]
         names = {code: name for code, name in ON_DEMAND_VCPU_QUOTAS.values()}
         self._note(
             quota_code,
@@ -194,15 +195,9 @@ class AwsMocks(pulumi.runtime.Mocks):
             "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
             "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": self._instance_type_offerings,
             "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
-            "aws:servicequotas/getServiceQuota:getServiceQuota": lambda request: self.service_quota(
-                request["serviceCode"], request["quotaCode"]
-            ),
-            "aws:s3/getObject:getObject": lambda request: self.s3_object(request["bucket"], request["key"]),
-            "aws:eks/getClusterVersions:getClusterVersions": lambda request: {
-                **request,
-                "region": self.region,
-                "clusterVersions": self._cluster_versions(),
-            },
+            "aws:servicequotas/getServiceQuota:getServiceQuota": self._service_quota,
+            "aws:s3/getObject:getObject": self._s3_object,
+            "aws:eks/getClusterVersions:getClusterVersions": self._cluster_versions,
             "aws:eks/getAddonVersion:getAddonVersion": self._addon_version,
             "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation": self._capacity_block_reservation,
         }
@@ -323,8 +318,9 @@ class AwsMocks(pulumi.runtime.Mocks):
         build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
         return {**request, "id": name, "region": self.region, "version": build}
 
-    def s3_object(self, bucket: str, key: str) -> LookupAnswer:
+    def _s3_object(self, request: dict[str, Any]) -> LookupAnswer:
         """GetObject in pulumi-aws's GetObjectResult shape; S3's NoSuchKey for an object it does not hold."""
+        bucket, key = request["bucket"], request["key"]
         if (bucket, key) not in S3_OBJECTS:
             self._note(
                 f"s3://{bucket}/{key}",
@@ -370,10 +366,10 @@ class AwsMocks(pulumi.runtime.Mocks):
             "websiteRedirectLocation": "",
         }
 
-    @staticmethod
-    def _cluster_versions() -> list[dict]:
-        """DescribeClusterVersions' answer in GetClusterVersionsClusterVersionResult's shape."""
-        return [
+    def _cluster_versions(self, request: dict[str, Any]) -> LookupAnswer:
+        """DescribeClusterVersions' answer in GetClusterVersionsResult's shape, each version in
+        GetClusterVersionsClusterVersionResult's."""
+        versions = [
             {
                 "clusterType": "eks",
                 "clusterVersion": version,
@@ -389,6 +385,7 @@ class AwsMocks(pulumi.runtime.Mocks):
             }
             for version, status, released, standard_end, extended_end in EKS_CLUSTER_VERSIONS
         ]
+        return {**request, "region": self.region, "clusterVersions": versions}
 
     def stored_object(self, urn: str, identity: str, spec: str) -> StoredObject:
         """A Kubernetes object's metadata.uid and generation: an object the earlier run (`existing`) created under the
