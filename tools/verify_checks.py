@@ -95,13 +95,16 @@ class VerifyContext:
         groups = (self.rayservice or {}).get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
         return sum(int(group.get("replicas", 0)) for group in groups) or 1
 
+    @property
+    def active_cluster(self) -> str | None:
+        """The RayCluster the RayService serves from, as its status names it."""
+        return ((self.rayservice or {}).get("status", {}).get("activeServiceStatus") or {}).get("rayClusterName")
+
     def worker_pods(self) -> list[dict[str, Any]]:
         """The running worker pods of the RayService's active Ray cluster."""
-        status = (self.rayservice or {}).get("status", {})
-        cluster_name = status.get("activeServiceStatus", {}).get("rayClusterName")
-        if not cluster_name:
+        if not self.active_cluster:
             return []
-        selector = f"{RAY_CLUSTER_LABEL}={cluster_name},{NODE_TYPE_LABEL}=worker"
+        selector = f"{RAY_CLUSTER_LABEL}={self.active_cluster},{NODE_TYPE_LABEL}=worker"
         pods = self.cluster.list_pods(self.outputs.namespace, selector)
         return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
 
@@ -187,8 +190,7 @@ def workers_started_since(pods: Mapping[str, Any], cluster: str, since: str) -> 
 
 
 def check_head(ctx: VerifyContext) -> CheckResult:
-    rayservice = ctx.rayservice
-    cluster = ((rayservice or {}).get("status", {}).get("activeServiceStatus") or {}).get("rayClusterName")
+    rayservice, cluster = ctx.rayservice, ctx.active_cluster
     if rayservice is None or not cluster:
         return CheckResult(False, "no active RayCluster to read the head of")
     pods = {"items": ctx.cluster.list_pods(ctx.outputs.namespace, f"{RAY_CLUSTER_LABEL}={cluster}")}
