@@ -50,10 +50,6 @@ class StoredObject(NamedTuple):
     spec: str
 
 
-def region_azs(region: str) -> list[str]:
-    return [f"{region}{letter}" for letter in "abc"]
-
-
 @dataclass(frozen=True)
 class OfflineNote:
     """A lookup answered from a table here: what it was about (an instance type, a repository, an object, a quota
@@ -110,7 +106,7 @@ class AwsMocks(pulumi.runtime.Mocks):
         existing_uids: Mapping[str, StoredObject] | None = None,
     ) -> None:
         self.region = region
-        self.azs = region_azs(region)
+        self.azs = [f"{region}{letter}" for letter in "abc"]
         # EC2's zone ids (us-east-1: use1-az1), in the order of the AZ names.
         self.zone_ids = [f"{region[:2]}{region.split('-')[1][0]}{region[-1]}-az{i + 1}" for i in range(len(self.azs))]
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
