@@ -282,9 +282,7 @@ def load_stack_config(
     overrides: Mapping[str, Any] | None = None, *, stack: str = "dev", secret_keys: tuple[str, ...] = ()
 ) -> StackConfig:
     """The validated StackConfig of a stack, without running the program (raises ConfigError)."""
-    _configure_runtime(
-        overrides, stack, secret_keys, preview=False, aws_of_region=lambda region: AwsMocks(region, None)
-    )
+    _configure_runtime(overrides, stack, secret_keys, preview=False, aws_of_region=AwsMocks)
     return load_config(describe_instance_type=node_groups.describe_instance_type)
 
 

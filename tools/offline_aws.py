@@ -50,10 +50,6 @@ class StoredObject(NamedTuple):
     spec: str
 
 
-def region_azs(region: str) -> list[str]:
-    return [f"{region}{letter}" for letter in "abc"]
-
-
 @dataclass(frozen=True)
 class OfflineNote:
     """A lookup answered from a table here: what it was about (an instance type, a repository, an object, a quota
@@ -103,14 +99,16 @@ class AwsMocks(pulumi.runtime.Mocks):
     def __init__(
         self,
         region: str,
-        gpu_offering_azs: list[str] | None,
+        gpu_offering_azs: list[str] | None = None,
         vcpu_quota: float = DEFAULT_VCPU_QUOTA,
         caller_arn: str = DEPLOYER_ARN,
         existing_clusters: tuple[str, ...] = (),
         existing_uids: Mapping[str, StoredObject] | None = None,
     ) -> None:
         self.region = region
-        self.azs = region_azs(region)
+        self.azs = [f"{region}{letter}" for letter in "abc"]
+        # EC2's zone ids (us-east-1: use1-az1), in the order of the AZ names.
+        self.zone_ids = [f"{region[:2]}{region.split('-')[1][0]}{region[-1]}-az{i + 1}" for i in range(len(self.azs))]
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
         self.vcpu_quota = vcpu_quota
         self.caller_arn = caller_arn
@@ -139,8 +137,9 @@ class AwsMocks(pulumi.runtime.Mocks):
             self._note(repo, f"{how} the offline Hugging Face table (tools/offline_models.py {table}){ASKS_THE_HUB}")
         return answer
 
-    def service_quota(self, service_code: str, quota_code: str) -> dict:
+    def _service_quota(self, request: dict[str, Any]) -> LookupAnswer:
         """A Service Quotas answer in pulumi-aws's GetServiceQuotaResult shape (camelCase)."""
+        service_code, quota_code = request["serviceCode"], request["quotaCode"]
         names = {code: name for code, name in ON_DEMAND_VCPU_QUOTAS.values()}
         self._note(
             quota_code,
@@ -192,15 +191,9 @@ class AwsMocks(pulumi.runtime.Mocks):
             "aws:index/getAvailabilityZones:getAvailabilityZones": self._availability_zones,
             "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": self._instance_type_offerings,
             "aws:ec2/getInstanceType:getInstanceType": self._instance_type,
-            "aws:servicequotas/getServiceQuota:getServiceQuota": lambda request: self.service_quota(
-                request["serviceCode"], request["quotaCode"]
-            ),
-            "aws:s3/getObject:getObject": lambda request: self.s3_object(request["bucket"], request["key"]),
-            "aws:eks/getClusterVersions:getClusterVersions": lambda request: {
-                **request,
-                "region": self.region,
-                "clusterVersions": self._cluster_versions(),
-            },
+            "aws:servicequotas/getServiceQuota:getServiceQuota": self._service_quota,
+            "aws:s3/getObject:getObject": self._s3_object,
+            "aws:eks/getClusterVersions:getClusterVersions": self._cluster_versions,
             "aws:eks/getAddonVersion:getAddonVersion": self._addon_version,
             "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation": self._capacity_block_reservation,
         }
@@ -222,13 +215,12 @@ class AwsMocks(pulumi.runtime.Mocks):
         return {"id": self.region, "names": list(self.existing_clusters), "region": self.region}
 
     def _availability_zones(self, request: dict[str, Any]) -> LookupAnswer:
-        zone_ids = [f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az{i + 1}" for i in range(3)]
         return {
             **request,
             "id": self.region,
             "region": self.region,
             "names": self.azs,
-            "zoneIds": zone_ids,
+            "zoneIds": self.zone_ids,
             "groupNames": [self.region],
         }
 
@@ -285,7 +277,7 @@ class AwsMocks(pulumi.runtime.Mocks):
             **request,
             "arn": f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:capacity-reservation/{reservation_id}",
             "availabilityZone": f"{self.region}{az_letter}",
-            "availabilityZoneId": f"{self.region[:2]}{self.region.split('-')[1][0]}{self.region[-1]}-az1",
+            "availabilityZoneId": self.zone_ids[0],
             "availableInstanceCount": count,
             "capacityBlockId": "cb-0123456789abcdef0",
             "commitmentInfo": {"commitmentEndDate": "", "committedInstanceCount": 0},
@@ -322,8 +314,9 @@ class AwsMocks(pulumi.runtime.Mocks):
         build = f"v{kubernetes_version}.0-eksbuild.1" if name == "kube-proxy" else DEFAULT_ADDON_BUILDS[name]
         return {**request, "id": name, "region": self.region, "version": build}
 
-    def s3_object(self, bucket: str, key: str) -> LookupAnswer:
+    def _s3_object(self, request: dict[str, Any]) -> LookupAnswer:
         """GetObject in pulumi-aws's GetObjectResult shape; S3's NoSuchKey for an object it does not hold."""
+        bucket, key = request["bucket"], request["key"]
         if (bucket, key) not in S3_OBJECTS:
             self._note(
                 f"s3://{bucket}/{key}",
@@ -369,10 +362,10 @@ class AwsMocks(pulumi.runtime.Mocks):
             "websiteRedirectLocation": "",
         }
 
-    @staticmethod
-    def _cluster_versions() -> list[dict]:
-        """DescribeClusterVersions' answer in GetClusterVersionsClusterVersionResult's shape."""
-        return [
+    def _cluster_versions(self, request: dict[str, Any]) -> LookupAnswer:
+        """DescribeClusterVersions' answer in GetClusterVersionsResult's shape, each version in
+        GetClusterVersionsClusterVersionResult's."""
+        versions = [
             {
                 "clusterType": "eks",
                 "clusterVersion": version,
@@ -388,6 +381,7 @@ class AwsMocks(pulumi.runtime.Mocks):
             }
             for version, status, released, standard_end, extended_end in EKS_CLUSTER_VERSIONS
         ]
+        return {**request, "region": self.region, "clusterVersions": versions}
 
     def stored_object(self, urn: str, identity: str, spec: str) -> StoredObject:
         """A Kubernetes object's metadata.uid and generation: an object the earlier run (`existing`) created under the
@@ -405,6 +399,8 @@ class AwsMocks(pulumi.runtime.Mocks):
         state = dict(args.inputs)
         if args.typ == "aws:iam/role:Role":
             state.setdefault("name", f"{args.name}-role")
+        if args.typ == "aws:elasticache/replicationGroup:ReplicationGroup":
+            state.update(self._replication_group(args.name, state))
         state.setdefault("arn", self._arn(args.typ, args.name, state))
         if args.typ == "aws:ec2/placementGroup:PlacementGroup":
             state.setdefault("name", f"{args.name}-pg")
@@ -420,8 +416,6 @@ class AwsMocks(pulumi.runtime.Mocks):
                 oidcProviderArn=f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
                 clusterSecurityGroupId="sg-eks-cluster",
             )
-        if args.typ == "aws:elasticache/replicationGroup:ReplicationGroup":
-            state.update(self._replication_group(args.name, state))
         if args.typ == "random:index/randomPassword:RandomPassword":
             # Letters and digits only (special=False), `length` of them; the same for a name, as the state keeps it.
             alphabet = string.ascii_letters + string.digits
@@ -460,8 +454,7 @@ class AwsMocks(pulumi.runtime.Mocks):
         if typ == "aws:kms/key:Key":
             return f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
         if typ == "aws:elasticache/replicationGroup:ReplicationGroup":
-            group_id = state.get("replicationGroupId") or f"{name}-{ELASTICACHE_ID_SUFFIX}"
-            return f"arn:aws:elasticache:{self.region}:{ACCOUNT_ID}:replicationgroup:{group_id}"
+            return f"arn:aws:elasticache:{self.region}:{ACCOUNT_ID}:replicationgroup:{state['replicationGroupId']}"
         return f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}"
 
     def _replication_group(self, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +58,19 @@ def replace_generated_block(path: Path, block: str) -> None:
     text = path.read_text()
     start, stop = text.index(begin), text.index(end) + len(end)
     path.write_text(text[:start] + block + text[stop:])
+
+
+def generator_main(
+    doc: str, page: Path, table: Callable[[], str], write: Callable[[], None] | None = None, write_help: str = ""
+) -> None:
+    """The command line of a doc generator (tools.*_reference): print its table, or `--write` it over the one in
+    `page` (or run the generator's own `write`, which `write_help` describes)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    default_help = f"replace the table in {page.relative_to(PROJECT_DIR)}"
+    parser.add_argument("--write", action="store_true", help=write_help or default_help)
+    if not parser.parse_args().write:
+        print(table())
+    elif write:
+        write()
+    else:
+        replace_generated_block(page, table())

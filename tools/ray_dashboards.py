@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from ray.dashboard.modules.metrics import grafana_dashboard_factory as factory
 
@@ -38,19 +37,19 @@ def generated_dashboards() -> dict[str, str]:
         os.environ.update(overrides)
 
 
-def stale_dashboards(target: Path = DASHBOARDS_DIR) -> list[str]:
-    """The files in `target` that are missing or differ from what the installed Ray generates."""
+def stale_dashboards() -> list[str]:
+    """The committed files that are missing or differ from what the installed Ray generates."""
     return [
         name
         for name, content in generated_dashboards().items()
-        if not (target / name).is_file() or (target / name).read_text() != content
+        if not (DASHBOARDS_DIR / name).is_file() or (DASHBOARDS_DIR / name).read_text() != content
     ]
 
 
-def write_dashboards(target: Path = DASHBOARDS_DIR) -> None:
+def write_dashboards() -> None:
     for name, content in generated_dashboards().items():
-        (target / name).write_text(content)
-        print(f"wrote {target / name}")
+        (DASHBOARDS_DIR / name).write_text(content)
+        print(f"wrote {DASHBOARDS_DIR / name}")
 
 
 if __name__ == "__main__":

@@ -318,10 +318,8 @@ def setting(value: Any, path: str) -> list[Any]:
     for key in path.split("."):
         step: list[Any] = []
         for node in found:
-            if key == "*" and isinstance(node, dict):
-                step.extend(node.values())
-            elif key == "*" and isinstance(node, list):
-                step.extend(node)
+            if key == "*" and isinstance(node, (dict, list)):
+                step.extend(node.values() if isinstance(node, dict) else node)
             elif isinstance(node, dict) and key in node:
                 step.append(node[key])
         found = step

@@ -51,12 +51,8 @@ def _go_integer(text: str) -> int | None:
     if not match:
         return None
     sign, body = match.groups()
-    if body[:2].lower() in ("0x", "0o", "0b"):
-        value = int(body, 0)
-    elif body[0] == "0" and len(body) > 1:  # a leading 0: octal, as Go's base 0 reads it
-        value = int(body, 8)
-    else:
-        value = int(body)
+    # Python's base 0 reads the 0x/0o/0b prefixes as Go does; a bare leading 0 is octal to Go, an error to Python.
+    value = int(body, 8 if re.fullmatch("0[0-7]+", body) else 0)
     value = -value if sign == "-" else value
     if INT64[0] <= value <= INT64[1] or (not sign and value <= UINT64_MAX):
         return value

@@ -95,13 +95,16 @@ class VerifyContext:
         groups = (self.rayservice or {}).get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", [])
         return sum(int(group.get("replicas", 0)) for group in groups) or 1
 
+    @property
+    def active_cluster(self) -> str | None:
+        """The RayCluster the RayService serves from, as its status names it."""
+        return ((self.rayservice or {}).get("status", {}).get("activeServiceStatus") or {}).get("rayClusterName")
+
     def worker_pods(self) -> list[dict[str, Any]]:
         """The running worker pods of the RayService's active Ray cluster."""
-        status = (self.rayservice or {}).get("status", {})
-        cluster_name = status.get("activeServiceStatus", {}).get("rayClusterName")
-        if not cluster_name:
+        if not self.active_cluster:
             return []
-        selector = f"{RAY_CLUSTER_LABEL}={cluster_name},{NODE_TYPE_LABEL}=worker"
+        selector = f"{RAY_CLUSTER_LABEL}={self.active_cluster},{NODE_TYPE_LABEL}=worker"
         pods = self.cluster.list_pods(self.outputs.namespace, selector)
         return [pod for pod in pods if pod.get("status", {}).get("phase") == "Running"]
 
@@ -162,19 +165,16 @@ def check_rayservice(ctx: VerifyContext) -> CheckResult:
         details.append(f"service {outputs.serve_service}: {service.get('spec', {}).get('clusterIP', '?')} port {ports}")
     if failed:
         app, app_status = next(iter(failed.items()))
-        message = app_status.get("message") or ""
-        return CheckResult(
-            False, f"application {app} is {app_status['status']}: {message}".rstrip(": "), tuple(details)
-        )
-    if not running:
-        return CheckResult(False, "the RayService is not Running yet", tuple(details))
-    if cluster.state != READY:
-        return CheckResult(False, cluster.message, tuple(details))
-    if service is None:
-        return CheckResult(
-            False, f"service {outputs.serve_service} does not exist: Serve is not healthy", tuple(details)
-        )
-    return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
+        problem = f"application {app} is {app_status['status']}: {app_status.get('message') or ''}".rstrip(": ")
+    elif not running:
+        problem = "the RayService is not Running yet"
+    elif cluster.state != READY:
+        problem = cluster.message
+    elif service is None:
+        problem = f"service {outputs.serve_service} does not exist: Serve is not healthy"
+    else:
+        return CheckResult(True, f"RayService Running, {outputs.serve_service} exists", tuple(details))
+    return CheckResult(False, problem, tuple(details))
 
 
 def workers_started_since(pods: Mapping[str, Any], cluster: str, since: str) -> list[str]:
@@ -190,8 +190,7 @@ def workers_started_since(pods: Mapping[str, Any], cluster: str, since: str) -> 
 
 
 def check_head(ctx: VerifyContext) -> CheckResult:
-    rayservice = ctx.rayservice
-    cluster = ((rayservice or {}).get("status", {}).get("activeServiceStatus") or {}).get("rayClusterName")
+    rayservice, cluster = ctx.rayservice, ctx.active_cluster
     if rayservice is None or not cluster:
         return CheckResult(False, "no active RayCluster to read the head of")
     pods = {"items": ctx.cluster.list_pods(ctx.outputs.namespace, f"{RAY_CLUSTER_LABEL}={cluster}")}
