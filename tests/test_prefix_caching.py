@@ -93,6 +93,13 @@ def test_the_preview_says_what_each_side_gets_and_why(monkeypatch):
     assert "decode off (read in vLLM 0.26's NIXL connector" in note
 
 
+def test_the_preview_gives_on_as_the_reason_on_a_model_of_unknown_kind(monkeypatch):
+    """engine_prefix_caching states True for the prefill side under on, whatever the model: the preview must not
+    call it vLLM's default."""
+    (note,) = [m for m in said(monkeypatch, {**UNKNOWN_MODEL, "prefixCaching": "on"}) if m.startswith("prefixCaching=")]
+    assert "prefill on (prefixCaching is on)" in note
+
+
 # --- capacity with the cache on ---
 
 

@@ -66,10 +66,10 @@ def cache_rule(mode: str, side: str, hybrid: bool | None) -> str:
     """Why the side gets what engine_prefix_caching gives it, for the preview."""
     if mode == "off":
         return "prefixCaching is off"
-    if hybrid is None:
-        return "vLLM 0.26's default for the model (on for attention-only models, off for hybrid ones)"
     if side != "decode" and mode == "on":
         return "prefixCaching is on"
+    if hybrid is None:
+        return "vLLM 0.26's default for the model (on for attention-only models, off for hybrid ones)"
     return (DECODE if side == "decode" else AUTO_PREFILL)[hybrid].basis
 
 
