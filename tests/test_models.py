@@ -167,6 +167,12 @@ def test_adapters_without_the_stacks_bucket_are_refused():
     assert any(p.startswith("models[id='qwen-tuned'].adapters=") for p in error.problems)
 
 
+def test_a_models_s3_source_is_held_to_s3s_bucket_naming_rules_as_modelsource_is():
+    """https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html: no upper case, no '_'."""
+    error = rejection(models(PD_MODEL, {**SMALL, "source": "s3://Bad_bucket/weights"}))
+    assert any(p.startswith("models[1].source='s3://Bad_bucket/weights' is invalid") for p in error.problems)
+
+
 # --- the preflight, per model ---
 
 

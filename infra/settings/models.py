@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.settings.kinds import Integer
-from infra.settings.model_sources import ALLOWED_FORMS, is_hub_repo, is_s3_uri
+from infra.settings.model_sources import ALLOWED_FORMS, is_hub_repo, model_source_problem
 from infra.settings.topology import Topology
 
 MODELS_KEY = "models"
@@ -33,7 +33,7 @@ DEFAULT_ADAPTERS_PER_REPLICA = 1
 # vLLM 0.26's max_num_seqs below 70 GiB of GPU memory (the table's prefillMaxNumSeqs description).
 VLLM_DEFAULT_MAX_NUM_SEQS = 256
 DEFAULT_MAX_MODEL_LEN = 4096
-# A model id: no space, no ':' (Ray's base/adapter separator), no '/' at either end.
+# A model id: no space, no ':' (Ray's base/adapter separator).
 MODEL_ID_PATTERN = re.compile(r"[^\s:]+\Z")
 MODEL_ID_ALLOWED = "a non-empty name without spaces or ':' (Ray Serve LLM reads what follows ':' as an adapter)"
 # An adapter is a folder under the prefix, and its id the folder's name (lora_utils.get_lora_model_ids).
@@ -133,7 +133,8 @@ def _is_int(value: Any) -> bool:
 
 
 def _source_allowed(value: Any) -> bool:
-    return isinstance(value, str) and (value.startswith("/") or is_hub_repo(value) or is_s3_uri(value))
+    """The forms modelSource takes, an S3 bucket name included (model_source_problem)."""
+    return isinstance(value, str) and model_source_problem(value) is None
 
 
 def parse_models(raw: str, max_model_len_limit: int) -> tuple[tuple[ModelSpec, ...], list[str]]:
