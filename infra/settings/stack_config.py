@@ -15,7 +15,7 @@ from infra.settings.topology import Topology
 
 
 @dataclass(frozen=True)
-class ModelFacts:
+class MeasuredModel:
     """What the project measured of a model it ships as a default (lab/records/gpu-end-to-end.md)."""
 
     hybrid: bool  # layers with Mamba-type state (Qwen3.5's Gated DeltaNet), which vLLM 0.26's NIXL cannot stage on CPU
@@ -28,7 +28,7 @@ class ModelFacts:
 # The default modelSource, measured at its full dimensions on an L4's share of an H200 (lab/records/gpu-end-to-end.md,
 # sessions B and C): weights 17.66 GiB with the vision tower ("Available KV cache memory: -0.07 GiB"), 16.80 GiB
 # text only; its Gated DeltaNet layers make it hybrid.
-KNOWN_MODELS = {"Qwen/Qwen3.5-9B": ModelFacts(True, 16.80, 17.66, 22888)}
+KNOWN_MODELS = {"Qwen/Qwen3.5-9B": MeasuredModel(True, 16.80, 17.66, 22888)}
 
 
 def model_hybrid(model_source: str) -> bool | None:
