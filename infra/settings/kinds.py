@@ -258,7 +258,7 @@ class StringList:
 
 @dataclass(frozen=True)
 class Secret:
-    """A credential, set with `pulumi config set --secret`; its named rule in infra.settings.config checks it unseen."""
+    """A credential, set with `pulumi config set --secret`; the rules that check it never print it."""
 
     pulumi_type: ClassVar[str] = "string"
 

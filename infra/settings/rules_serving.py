@@ -76,7 +76,7 @@ def cache_node_type_problem(node_type: str) -> str | None:
     families = sorted({name.split(".")[1] for name in ELASTICACHE_NODE_TYPES})
     return (
         f"gcsRedisNodeType={node_type!r} is invalid: it is not among the current-generation ElastiCache node types of "
-        "the stack's table (infra/settings/table.py ELASTICACHE_NODE_TYPES, from ElastiCache's API reference; no "
+        "the stack's table (infra/settings/kinds.py ELASTICACHE_NODE_TYPES, from ElastiCache's API reference; no "
         f"lookup lists them); allowed is a type of family {', '.join(families)} in the sizes ElastiCache lists "
         "(https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/CacheNodes.SupportedTypes.html), e.g. "
         "cache.t4g.micro"
