@@ -185,6 +185,19 @@ def test_a_resources_arn_is_in_the_shape_aws_gives(type_):
     assert re.fullmatch(ARN_SHAPES[type_], state["arn"]), state["arn"]
 
 
+@pytest.mark.parametrize(
+    ("region", "zone_id"), [("us-east-1", "use1-az1"), ("ap-southeast-2", "apse2-az1"), ("ap-northeast-1", "apne1-az1")]
+)
+def test_the_offline_zone_ids_shorten_the_region_as_ec2_does(region, zone_id):
+    """AZ ids keep a two-part direction's two letters (apse2-az1, apne1-az1 in the tables of
+    https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html)."""
+    request = INVOKES["aws:index/getAvailabilityZones:getAvailabilityZones"][2]
+    zones = AwsMocks(region, None).call(
+        SimpleNamespace(token="aws:index/getAvailabilityZones:getAvailabilityZones", args=request, provider=None)
+    )
+    assert zones["zoneIds"][0] == zone_id
+
+
 def test_the_offline_elasticache_endpoint_has_the_shape_of_a_tls_groups_primary():
     """With in-transit encryption the primary endpoint is `master.<group id>.<6 characters>.<region code>.cache.
     amazonaws.com` (the guide's example: "connect = master.ssltest.wif01h.use1.cache.amazonaws.com:6379",

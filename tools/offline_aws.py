@@ -107,8 +107,8 @@ class AwsMocks(pulumi.runtime.Mocks):
     ) -> None:
         self.region = region
         self.azs = [f"{region}{letter}" for letter in "abc"]
-        # EC2's zone ids (us-east-1: use1-az1), in the order of the AZ names.
-        self.zone_ids = [f"{region[:2]}{region.split('-')[1][0]}{region[-1]}-az{i + 1}" for i in range(len(self.azs))]
+        # EC2's zone ids (us-east-1: use1-az1, ap-southeast-2: apse2-az1), in the order of the AZ names.
+        self.zone_ids = [f"{region_code(region)}-az{i + 1}" for i in range(len(self.azs))]
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
         self.vcpu_quota = vcpu_quota
         self.caller_arn = caller_arn
@@ -461,9 +461,7 @@ class AwsMocks(pulumi.runtime.Mocks):
         """What ElastiCache answers for a cluster-mode-disabled group: its id, TLS primary and reader endpoints, members
         and engine version (docs/testing.md#the-shapes-the-offline-aws-and-kubernetes-answer-in)."""
         group_id = inputs.get("replicationGroupId") or f"{name}-{ELASTICACHE_ID_SUFFIX}"
-        country, direction, number = self.region.split("-")[0], self.region.split("-")[-2], self.region.split("-")[-1]
-        code = f"{country}{COMPASS_CODES.get(direction, direction[0])}{number}"  # us-east-1: use1
-        domain = f"{group_id}.{ELASTICACHE_ENDPOINT_LETTERS}.{code}.cache.amazonaws.com"
+        domain = f"{group_id}.{ELASTICACHE_ENDPOINT_LETTERS}.{region_code(self.region)}.cache.amazonaws.com"
         return {
             "replicationGroupId": group_id,
             "primaryEndpointAddress": f"master.{domain}",
@@ -479,9 +477,15 @@ class AwsMocks(pulumi.runtime.Mocks):
 CLUSTER_NAME_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
 
 
-# How AWS shortens a region's direction in its host names (ElastiCache endpoints: us-east-1 is use1, ap-southeast-2
-# apse2).
+# How AWS shortens a region's direction in its zone ids and host names (us-east-1 is use1, ap-southeast-2 apse2:
+# https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html).
 COMPASS_CODES = {"northeast": "ne", "southeast": "se", "northwest": "nw", "southwest": "sw"}
+
+
+def region_code(region: str) -> str:
+    """The region's short code in AZ ids and ElastiCache endpoints: us-east-1 is use1, ap-southeast-2 apse2."""
+    country, direction, number = region.split("-")[0], region.split("-")[-2], region.split("-")[-1]
+    return f"{country}{COMPASS_CODES.get(direction, direction[0])}{number}"
 
 
 def _serving_cluster(inputs: Mapping[str, Any]) -> str:
