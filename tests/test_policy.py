@@ -1426,6 +1426,16 @@ def test_gpu_node_group_without_launch_template_child_fires_efa(engine: OfflineP
     assert "gpu-nodes-efa" in fired(preview(engine, captured))
 
 
+def test_an_attachment_whose_arn_is_unknown_is_named_so(engine: OfflinePolicyEngine, prod: StackRun) -> None:
+    """A first preview may not know an attached policy's ARN (another resource's output); the message says that."""
+    captured = CapturedStack.of(prod, "prod")
+    role = captured.get("aws:iam/role:Role", "model-cache-reader")
+    attachment = {"role": "model-cache-reader", "policyArn": UNKNOWN_STRING_VALUE}
+    _add_resource(captured, "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "extra", attachment, (role.urn,))
+    (message,) = [v.message for v in preview(engine, captured) if v.policy == "worker-access-model-only"]
+    assert "managed policy attached (ARN unknown until the update)" in message
+
+
 def test_preview_unknowns_do_not_stop_the_rules(engine: OfflinePolicyEngine, prod: StackRun) -> None:
     """In a first preview, ids and computed outputs are unknown; the rules still decide."""
     captured = CapturedStack.of(prod, "prod")

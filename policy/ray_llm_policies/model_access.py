@@ -120,7 +120,8 @@ def _managed_policies(
         if not _names_role(attached, role):
             continue
         if attached.resource_type in (IAM_ROLE_POLICY_ATTACHMENT, IAM_POLICY_ATTACHMENT):
-            yield attached, str(known(attached.props, "policyArn"))
+            # Any attachment is one too many; its ARN may be unknown in a first preview (another resource's output).
+            yield attached, known(attached.props, "policyArn") or "ARN unknown until the update"
         elif attached.resource_type == IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE:
             for arn in _strings(known(attached.props, "policyArns")):
                 yield attached, arn
