@@ -107,8 +107,6 @@ class AwsMocks(pulumi.runtime.Mocks):
     ) -> None:
         self.region = region
         self.azs = [f"{region}{letter}" for letter in "abc"]
-        # EC2's zone ids (us-east-1: use1-az1, ap-southeast-2: apse2-az1), in the order of the AZ names.
-        self.zone_ids = [f"{region_code(region)}-az{i + 1}" for i in range(len(self.azs))]
         self.gpu_offering_azs = self.azs[:2] if gpu_offering_azs is None else gpu_offering_azs
         self.vcpu_quota = vcpu_quota
         self.caller_arn = caller_arn
@@ -120,6 +118,12 @@ class AwsMocks(pulumi.runtime.Mocks):
         self.registering: tuple[str, tuple[str, ...]] = ("", ())
         # What this run answered from the tables here rather than as the live service would, for the user.
         self.offline_notes: list[OfflineNote] = []
+
+    @property
+    def zone_ids(self) -> list[str]:
+        """EC2's zone ids (us-east-1: use1-az1, ap-southeast-2: apse2-az1), in the order of the AZ names; read when
+        asked, as a region the config refuses still starts a run."""
+        return [f"{region_code(self.region)}-az{i + 1}" for i in range(len(self.azs))]
 
     def _note(self, subject: str, text: str) -> None:
         note = OfflineNote(subject, f"{subject}: {text}")
