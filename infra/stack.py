@@ -201,7 +201,7 @@ def declare_gpu_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cl
     args = GpuNodesArgs(
         node_group_name=cfg.gpu_nodegroup_name,
         instance_type=cfg.gpu_node_type,
-        count=cfg.gpu_node_count,
+        count=cfg.topology.gpu_nodes,
         vpc_id=network.vpc_id,
         subnet_id=network.private_subnet_ids[facts.placement.gpu_az],
         root_volume_gib=cfg.gpu_root_volume_gib,
@@ -364,7 +364,7 @@ def stack_outputs(
         "gpuAz": facts.placement.gpu_az,
         "systemNodeGroupName": SYSTEM_NODEGROUP_NAME,
         "gpuNodeGroupName": cfg.gpu_nodegroup_name,
-        "gpuNodeCount": cfg.gpu_node_count,
+        "gpuNodeCount": cfg.topology.gpu_nodes,
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,
         **endpoint_outputs(cfg),

@@ -201,7 +201,7 @@ def test_a_model_whose_context_does_not_fit_its_gpu_is_refused():
 def test_a_model_on_its_own_nodes_adds_them():
     """dev's g6.8xlarge has one GPU: one prefill and one decode replica fill two nodes, two small replicas two more."""
     cfg = load_stack_config(models(PD_MODEL, {**SMALL, "replicas": 2}))
-    assert (cfg.topology.pd_nodes, cfg.gpu_node_count) == (2, 4)
+    assert (cfg.topology.pd_nodes, cfg.topology.gpu_nodes) == (2, 4)
 
 
 def test_a_model_on_spare_gpus_is_refused_where_the_pd_layout_leaves_none():
@@ -212,7 +212,7 @@ def test_a_model_on_spare_gpus_is_refused_where_the_pd_layout_leaves_none():
 def test_a_model_on_spare_gpus_takes_no_node_where_the_pd_layout_leaves_one():
     """A g6.12xlarge has 4 GPUs; the pair takes 2 of one node."""
     cfg = load_stack_config({**models(PD_MODEL, {**SMALL, "placement": "spare-gpus"}), "gpuNodeType": "g6.12xlarge"})
-    assert (cfg.topology.spare_gpus, cfg.gpu_node_count) == (2, 1)
+    assert (cfg.topology.spare_gpus, cfg.topology.gpu_nodes) == (2, 1)
 
 
 # --- the serve config ---

@@ -193,8 +193,8 @@ def worker_group(cfg: StackConfig, with_hf_token: bool, service_account: str | N
     code_pod_volumes, code_mounts = code_volumes(cfg)
     return {
         "groupName": WORKER_GROUP,
-        "replicas": cfg.gpu_node_count,
-        "minReplicas": cfg.gpu_node_count,
+        "replicas": cfg.topology.gpu_nodes,
+        "minReplicas": cfg.topology.gpu_nodes,
         "maxReplicas": cfg.topology.most_gpu_nodes,
         "rayStartParams": dict(RAY_PORT_PARAMS),
         "template": {
