@@ -348,7 +348,7 @@ def check_pd_metrics(ctx: VerifyContext) -> CheckResult:
     """The PD figures from Prometheus, polled until healthy or `metrics_wait_s` has passed: Prometheus scrapes
     every 30 s (kube-prometheus-stack's default scrapeInterval), so check 4's request shows up after a while."""
     assert ctx.open_prometheus is not None
-    # The Serve application is named after the RayService (infra/serving/serve_config.py application_name).
+    # The Serve application is named after the RayService (infra/serving/serve_config.py serve_app_args).
     app = ctx.outputs.ray_service_name
     deadline = time.monotonic() + ctx.metrics_wait_s
     try:
