@@ -14,6 +14,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.checks import PreflightError
+from infra.serving.code_package import SERVE_EXT
 from infra.serving.serve_config import MODELS_CODE, MODELS_IMPORT_PATH, PD_IMPORT_PATH
 from infra.settings.models import LORA_RANKS
 from tests.conftest import rejection
@@ -281,7 +282,7 @@ def test_the_lora_engine_arguments_are_vllms():
 def test_the_builders_imports_are_in_the_installed_ray(with_models):
     """serve_ext/ray_llm_eks_models/builder.py runs only in the cluster (Ray's builders import vLLM): every name it
     imports from Ray is defined or imported by that module of the installed Ray 2.58."""
-    tree = ast.parse((MODELS_CODE.directory / "builder.py").read_text())
+    tree = ast.parse((SERVE_EXT / MODELS_CODE.package / "builder.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ray.llm"):
             module = ast.parse(ray_source(node.module).read_text())
