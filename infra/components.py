@@ -9,7 +9,7 @@ Imports: infra.settings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -30,10 +30,6 @@ class Children:
     def opts(self, **options: Any) -> pulumi.ResourceOptions:
         """The child's options: parented to the component."""
         return pulumi.ResourceOptions(parent=self.component, **options)
-
-
-# A fresh set of a child's options for each child: what every object of one namespace is made with.
-Opts = Callable[[], pulumi.ResourceOptions]
 
 
 def declare_manifest(

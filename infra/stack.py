@@ -45,11 +45,10 @@ from infra.serving.rayservice import (
     build_rayservice,
     build_serve_load_balancer,
     endpoint_outputs,
-    runs_ray_autoscaler,
     serve_edge,
 )
 from infra.serving.serve_app import GcsStoreAccess, Serving, ServingArgs
-from infra.serving.serve_config import application_name, code_packages, serve_app_args
+from infra.serving.serve_config import code_packages, serve_app_args
 from infra.settings.model_sources import is_s3_uri
 from infra.settings.rules_observability import amp_workspace_region
 from infra.settings.stack_config import ConfigError, StackConfig
@@ -201,7 +200,7 @@ def declare_gpu_nodes(cfg: StackConfig, facts: DeployFacts, network: Network, cl
     args = GpuNodesArgs(
         node_group_name=cfg.gpu_nodegroup_name,
         instance_type=cfg.gpu_node_type,
-        count=cfg.gpu_node_count,
+        count=cfg.topology.gpu_nodes,
         vpc_id=network.vpc_id,
         subnet_id=network.private_subnet_ids[facts.placement.gpu_az],
         root_volume_gib=cfg.gpu_root_volume_gib,
@@ -286,7 +285,7 @@ def declare_serving(
             changes=settings_by_effect(cfg.settings, cfg.cluster_upgrade_strategy),
             worker_service_account=(READER_SERVICE_ACCOUNT, cache.reader_role_arn) if cache else None,
             waits_for=[cache.mirror] if cache and cache.mirror else [],
-            network_policies=network_policies(cfg.namespace, cfg.ray_service_name, runs_ray_autoscaler(cfg)),
+            network_policies=network_policies(cfg.namespace, cfg.ray_service_name, cfg.serve_autoscaling),
             prepull_image=cfg.dlc_image,
             gcs_store=GcsStoreAccess(endpoint=gcs_store.primary_endpoint, auth_token=gcs_store.auth_token)
             if gcs_store
@@ -333,14 +332,14 @@ def declare_observability(
             ray_namespace=cfg.namespace,
             kuberay_namespace=OPERATOR_NAMESPACE,
             alerts=AlertArgs(
-                application=application_name(cfg),
+                application=cfg.ray_service_name,
                 namespace=cfg.namespace,
                 ttft_p99_objective_seconds=cfg.ttft_p99_objective_ms / 1000,
                 deploy_deadline_seconds=deploy_deadline_seconds(cfg, mirrored),
                 runbook_url=cfg.runbook_url,
                 head_fault_tolerance=cfg.gcs_redis,
             ),
-            ray_autoscaler=runs_ray_autoscaler(cfg),
+            ray_autoscaler=cfg.serve_autoscaling,
             remote_write=remote_write,
             receivers=receivers,
             tags=cfg.tags,
@@ -364,7 +363,7 @@ def stack_outputs(
         "gpuAz": facts.placement.gpu_az,
         "systemNodeGroupName": SYSTEM_NODEGROUP_NAME,
         "gpuNodeGroupName": cfg.gpu_nodegroup_name,
-        "gpuNodeCount": cfg.gpu_node_count,
+        "gpuNodeCount": cfg.topology.gpu_nodes,
         "namespace": cfg.namespace,
         "rayServiceName": cfg.ray_service_name,
         **endpoint_outputs(cfg),

@@ -119,6 +119,12 @@ def rejection(overrides: dict[str, Any], **run_options: Any) -> ConfigError:
     return caught.value
 
 
+def info_notes(run: StackRun) -> list[str]:
+    """The INFO messages: what the preview says about the plan (alerts, Ray's token, a change's cost, the capacity
+    estimate)."""
+    return [message.text for message in run.messages if message.severity == "info"]
+
+
 @functools.cache
 def shipped_run(stack: str) -> StackRun:
     """A shipped stack evaluated once per session, whichever fixture or test asks for it first."""

@@ -22,7 +22,6 @@ import pytest
 import yaml
 
 from infra.observability.alerts import KV_FAILURE_COUNTERS
-from infra.serving.serve_config import application_name
 from infra.stack import deploy_deadline_seconds
 from tests.promql import promtool
 from tools.offline import StackRun, load_stack_config
@@ -87,7 +86,7 @@ def stack_of(run: StackRun) -> Stack:
     (rule,) = run.of_type(PROMETHEUS_RULE)
     groups = rule.inputs["spec"]["groups"]
     rules = {r["alert"]: r for group in groups for r in group["rules"]}
-    return Stack(application_name(cfg), cfg.namespace, cfg.model_id, deadline // 60, rules, groups)
+    return Stack(cfg.ray_service_name, cfg.namespace, cfg.model_id, deadline // 60, rules, groups)
 
 
 # --- series, sampled once a minute: a value per minute, None where the scrape has none ---

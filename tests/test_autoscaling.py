@@ -10,6 +10,7 @@ import pytest
 from ray.serve._private.autoscaling_state import _resolve_policy_callable
 from ray.serve.config import AutoscalingConfig
 
+from infra.serving.code_package import SERVE_EXT
 from infra.serving.serve_config import AUTOSCALE_CODE, AUTOSCALE_POLICY
 from infra.settings.autoscaling import WARM_ENGINE_START_S, latency_curve
 from tests.conftest import SERVE_AUTOSCALING, rejection
@@ -32,7 +33,7 @@ def autoscaling(run: StackRun, side: str) -> dict:
 def serve_ext_importable(monkeypatch):
     """The cluster imports serve_ext's packages from the app's py_modules zip (infra/serving/code_package.py); here
     from the tree."""
-    monkeypatch.syspath_prepend(str(AUTOSCALE_CODE.directory.parent))
+    monkeypatch.syspath_prepend(str(SERVE_EXT))
 
 
 @pytest.mark.parametrize(("side", "objective_s"), [("prefill", 3.0), ("decode", 0.1)])

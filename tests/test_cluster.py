@@ -7,7 +7,7 @@ import re
 import pytest
 
 from infra.settings.kinds import UNPROTECT_COMMAND
-from tests.conftest import OPERATOR_CIDRS, rejection
+from tests.conftest import OPERATOR_CIDRS, info_notes, rejection
 from tests.deploy_graph import waits_for
 from tools.offline import run_stack
 from tools.offline_aws import DEFAULT_ADDON_BUILDS, DEPLOYER_ARN
@@ -180,9 +180,9 @@ def test_a_protected_stack_says_how_to_tear_it_down(prod, dev):
     """EKS refuses to delete an active cluster with deletion protection on (InvalidRequestException,
     https://docs.aws.amazon.com/eks/latest/userguide/deletion-protection.html), and `pulumi state unprotect` lifts only
     Pulumi's `protect`: the preview of a protected stack names the step that lifts both."""
-    (note,) = [note for note in prod.notes if note.startswith("protectResources=true")]
+    (note,) = [note for note in info_notes(prod) if note.startswith("protectResources=true")]
     assert f"run `{UNPROTECT_COMMAND}` first" in note
-    assert not [note for note in dev.notes if note.startswith("protectResources")]
+    assert not [note for note in info_notes(dev) if note.startswith("protectResources")]
 
 
 def test_the_teardowns_first_step_lifts_every_protection_in_place(prod):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+from operator import attrgetter
 
 import pulumi
 import pytest
@@ -30,7 +31,7 @@ ENV_SH_DEFAULTS = {
     "system_node_type": "m7i.xlarge",
     "system_node_count": 1,
     "gpu_node_type": "g6.8xlarge",
-    "gpu_node_count": 2,
+    "topology.gpu_nodes": 2,
     "gpu_nodegroup_name": "gpu-workers",
     "gpu_az": None,
     "dlc_image": "763104351884.dkr.ecr.sa-east-1.amazonaws.com/ray:serve-llm-cuda-v1.0",
@@ -46,7 +47,7 @@ ENV_SH_DEFAULTS = {
 
 @pytest.mark.parametrize(("field", "expected"), ENV_SH_DEFAULTS.items())
 def test_default_matches_the_samples_env_sh(field, expected):
-    assert getattr(load_stack_config(stack="unset"), field) == expected
+    assert attrgetter(field)(load_stack_config(stack="unset")) == expected
 
 
 def test_every_project_key_declares_type_default_and_description():

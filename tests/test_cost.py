@@ -15,21 +15,21 @@ from infra.settings.cost import (
     cost_per_million_output_tokens,
     stack_cost,
 )
-from tests.conftest import SERVE_AUTOSCALING
-from tools.offline import run_stack
+from tests.conftest import SERVE_AUTOSCALING, info_notes
+from tools.offline import StackRun, run_stack
 from tools.project import PROJECT_DIR
 
 PROD_REGION = {"aws:region": "us-east-1"}
 
 
-def cost_note(notes: list[str]) -> str:
-    (note,) = [note for note in notes if note.startswith("Cost")]
+def cost_note(run: StackRun) -> str:
+    (note,) = [note for note in info_notes(run) if note.startswith("Cost")]
     return note
 
 
 def test_the_preview_states_the_cost_an_hour_a_month_and_a_million_output_tokens():
     """The default 1P1D on two g6.8xlarge and one m7i.xlarge, one NAT gateway, the head's store of two nodes."""
-    note = cost_note(run_stack(PROD_REGION).notes)
+    note = cost_note(run_stack(PROD_REGION))
     expected = stack_cost("us-east-1", ("g6.8xlarge", 2), ("m7i.xlarge", 1), 1, ("cache.t4g.micro", 2))
     assert f"${expected.hourly:.2f}/h" in note
     assert f"${expected.monthly:,.0f}/month" in note
@@ -37,13 +37,13 @@ def test_the_preview_states_the_cost_an_hour_a_month_and_a_million_output_tokens
 
 
 def test_with_serve_autoscaling_the_preview_states_the_most_it_may_cost():
-    note = cost_note(run_stack({**PROD_REGION, **SERVE_AUTOSCALING}).notes)
+    note = cost_note(run_stack({**PROD_REGION, **SERVE_AUTOSCALING}))
     most = stack_cost("us-east-1", ("g6.8xlarge", 4), ("m7i.xlarge", 1), 1, ("cache.t4g.micro", 2))
     assert f"up to ${most.hourly:.2f}/h" in note
 
 
 def test_a_region_the_table_lacks_gets_no_price_of_another():
-    note = cost_note(run_stack({"aws:region": "sa-east-1"}).notes)
+    note = cost_note(run_stack({"aws:region": "sa-east-1"}))
     assert note.startswith("Cost: no table price for sa-east-1")
 
 

@@ -29,7 +29,7 @@ from tests.cluster_model import (
 from tests.conftest import EXPOSED_SECRET_KEYS, NEW_CLUSTER, SERVE_AUTOSCALING, exposed
 from tests.rayservice_parts import RAYSERVICE, ROLLOUT, rayservice, serve_config
 from tests.rollout_states import pod_list, raycluster, rayservice_status, serve_details
-from tools.offline import run_stack
+from tools.offline import load_stack_config, run_stack
 
 OTHER_MODEL = "Qwen/Qwen3-8B"  # a public dense model the offline Hub answers for (tools/offline_models.py HUB_CONFIGS)
 # The dev stack's model as the pd entry of a `models` list (docs/models.md), and a second model beside it, later with
@@ -93,13 +93,7 @@ def test_a_model_change_runs_the_mirror_beside_the_running_head():
 )
 def test_the_config_check_counts_what_the_stack_declares(overrides):
     run = run_stack(overrides)
-    load = system_node_load(
-        observability=overrides.get("observability", True),
-        serve_autoscaling=overrides.get("serveAutoscaling", False),
-        model_cache=overrides.get("modelCache", True),
-        new_cluster=overrides.get("clusterUpgradeStrategy") == "newCluster",
-    )
-    assert declared_system_pods(run) == load
+    assert declared_system_pods(run) == system_node_load(load_stack_config(overrides))
 
 
 @pytest.mark.parametrize("system_node_type", ["m7i.large", "m6i.large"])

@@ -14,6 +14,7 @@ from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
 from ray.serve.schema import ServeDeploySchema
 
 from infra.preflight.checks import PreflightError
+from infra.serving.code_package import SERVE_EXT
 from infra.serving.serve_config import MODELS_CODE, MODELS_IMPORT_PATH, PD_IMPORT_PATH
 from infra.settings.models import LORA_RANKS
 from tests.conftest import rejection
@@ -201,7 +202,7 @@ def test_a_model_whose_context_does_not_fit_its_gpu_is_refused():
 def test_a_model_on_its_own_nodes_adds_them():
     """dev's g6.8xlarge has one GPU: one prefill and one decode replica fill two nodes, two small replicas two more."""
     cfg = load_stack_config(models(PD_MODEL, {**SMALL, "replicas": 2}))
-    assert (cfg.topology.pd_nodes, cfg.gpu_node_count) == (2, 4)
+    assert (cfg.topology.pd_nodes, cfg.topology.gpu_nodes) == (2, 4)
 
 
 def test_a_model_on_spare_gpus_is_refused_where_the_pd_layout_leaves_none():
@@ -212,7 +213,7 @@ def test_a_model_on_spare_gpus_is_refused_where_the_pd_layout_leaves_none():
 def test_a_model_on_spare_gpus_takes_no_node_where_the_pd_layout_leaves_one():
     """A g6.12xlarge has 4 GPUs; the pair takes 2 of one node."""
     cfg = load_stack_config({**models(PD_MODEL, {**SMALL, "placement": "spare-gpus"}), "gpuNodeType": "g6.12xlarge"})
-    assert (cfg.topology.spare_gpus, cfg.gpu_node_count) == (2, 1)
+    assert (cfg.topology.spare_gpus, cfg.topology.gpu_nodes) == (2, 1)
 
 
 # --- the serve config ---
@@ -281,7 +282,7 @@ def test_the_lora_engine_arguments_are_vllms():
 def test_the_builders_imports_are_in_the_installed_ray(with_models):
     """serve_ext/ray_llm_eks_models/builder.py runs only in the cluster (Ray's builders import vLLM): every name it
     imports from Ray is defined or imported by that module of the installed Ray 2.58."""
-    tree = ast.parse((MODELS_CODE.directory / "builder.py").read_text())
+    tree = ast.parse((SERVE_EXT / MODELS_CODE.package / "builder.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ray.llm"):
             module = ast.parse(ray_source(node.module).read_text())

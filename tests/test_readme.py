@@ -70,9 +70,9 @@ def test_first_screen_and_quota_line_describe_the_dev_stack():
     dev stack's own values, so `pulumi up --stack dev` deploys what the README says."""
     cfg = load_stack_config(stack="dev")
     node = cfg.topology.node
-    count = {1: "one", 2: "two", 3: "three", 4: "four"}[cfg.gpu_node_count]
+    count = {1: "one", 2: "two", 3: "three", 4: "four"}[cfg.topology.gpu_nodes]
     assert f"an EKS {cfg.kubernetes_version} cluster, {count} EFA-enabled {cfg.gpu_node_type} GPU nodes" in FIRST_SCREEN
-    need = f"{cfg.gpu_node_count} \u00d7 {cfg.gpu_node_type} On-Demand ({cfg.gpu_node_count * node.vcpus} vCPUs"
+    need = f"{cfg.topology.gpu_nodes} \u00d7 {cfg.gpu_node_type} On-Demand ({cfg.topology.gpu_nodes * node.vcpus} vCPUs"
     assert need in FIRST_DEPLOY
 
 

@@ -275,9 +275,9 @@ def test_pipeline_parallel_recipe_is_rejected_with_the_reason():
 def test_the_gpu_node_count_is_derived_from_the_layout():
     """1 prefill + 3 decode single-GPU replicas on 1-GPU g6.8xlarge nodes; 1 prefill + 3 decode TP2 replicas, two a
     4-GPU g6.12xlarge."""
-    assert load_stack_config({"decodeReplicas": 3}).gpu_node_count == 4
+    assert load_stack_config({"decodeReplicas": 3}).topology.gpu_nodes == 4
     layout = {"gpuNodeType": "g6.12xlarge", "decodeReplicas": 3, "tensorParallelSize": 2}
-    assert load_stack_config(layout).gpu_node_count == 2
+    assert load_stack_config(layout).topology.gpu_nodes == 2
 
 
 def test_the_gpu_node_count_is_an_output_not_a_setting():

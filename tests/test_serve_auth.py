@@ -22,7 +22,7 @@ import openai
 import pytest
 
 from infra.serving import serve_auth
-from infra.serving.code_package import package_zip
+from infra.serving.code_package import SERVE_EXT, package_zip
 from tests.conftest import start_local_ray
 from tools.project import PROJECT_DIR
 
@@ -164,11 +164,11 @@ def test_the_package_zip_is_the_same_bytes_every_build() -> None:
 def test_a_rotated_keys_file_is_honoured_after_the_reload_interval(tmp_path: Path) -> None:
     """A mounted Secret changes in place (the kubelet swaps the files), so a key added or removed there is used
     without a restart once the file is read again."""
-    sys.path.insert(0, str(serve_auth.CODE.directory.parent))
+    sys.path.insert(0, str(SERVE_EXT))
     try:
         from ray_llm_eks_auth import RELOAD_SECONDS, ApiKeys
     finally:
-        sys.path.remove(str(serve_auth.CODE.directory.parent))
+        sys.path.remove(str(SERVE_EXT))
     now = [0.0]
     keys_file = tmp_path / "keys"
     keys_file.write_text(serve_auth.keys_file_content(KEYS))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from infra.serving import serve_auth
-from infra.serving.code_package import ZIP_TOP
+from infra.serving.code_package import SERVE_EXT, ZIP_TOP
 from infra.serving.rayservice import TLS_CERT_ANNOTATION, TLS_POLICY_ANNOTATION, TLS_PORTS_ANNOTATION
 from infra.settings.changes import KEYS_RELOADED
 from infra.settings.stack_config import ConfigError
@@ -131,7 +131,7 @@ def test_the_ingress_arguments_are_ones_ray_serve_llm_reads():
     fields = {n.target.id for n in config_class.body if isinstance(n, ast.AnnAssign)}
     assert set(serve_auth.ingress_args()["ingress_cls_config"]) <= fields
     module, _, name = serve_auth.INGRESS_CLS.partition(":")
-    ingress_source = serve_auth.CODE.directory.parent / f"{module.replace('.', '/')}.py"
+    ingress_source = SERVE_EXT / f"{module.replace('.', '/')}.py"
     assert name in {n.name for n in ast.parse(ingress_source.read_text()).body if isinstance(n, ast.ClassDef)}
 
 

@@ -156,12 +156,6 @@ class StackRun:
     # What the program told the engine, in order: the notes and warnings `pulumi preview` prints.
     messages: list[EngineMessage] = field(default_factory=list)
 
-    @property
-    def notes(self) -> list[str]:
-        """The INFO messages: what the preview says about the plan (alerts, Ray's token, a change's cost, the capacity
-        estimate)."""
-        return [message.text for message in self.messages if message.severity == "info"]
-
     def of_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
 

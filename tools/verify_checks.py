@@ -21,6 +21,7 @@ from infra.serving.rollout_status import (
     NODE_TYPE_LABEL,
     RAY_CLUSTER_LABEL,
     READY,
+    cluster_names,
     cluster_pods,
     cluster_verdict,
     has_gcs_fault_tolerance,
@@ -96,9 +97,9 @@ class VerifyContext:
         return sum(int(group.get("replicas", 0)) for group in groups) or 1
 
     @property
-    def active_cluster(self) -> str | None:
-        """The RayCluster the RayService serves from, as its status names it."""
-        return ((self.rayservice or {}).get("status", {}).get("activeServiceStatus") or {}).get("rayClusterName")
+    def active_cluster(self) -> str:
+        """The RayCluster the RayService serves from, as its status names it ("" for none)."""
+        return cluster_names(self.rayservice or {})[0]
 
     def worker_pods(self) -> list[dict[str, Any]]:
         """The running worker pods of the RayService's active Ray cluster."""
@@ -348,7 +349,7 @@ def check_pd_metrics(ctx: VerifyContext) -> CheckResult:
     """The PD figures from Prometheus, polled until healthy or `metrics_wait_s` has passed: Prometheus scrapes
     every 30 s (kube-prometheus-stack's default scrapeInterval), so check 4's request shows up after a while."""
     assert ctx.open_prometheus is not None
-    # The Serve application is named after the RayService (infra/serving/serve_config.py application_name).
+    # The Serve application is named after the RayService (infra/serving/serve_config.py serve_app_args).
     app = ctx.outputs.ray_service_name
     deadline = time.monotonic() + ctx.metrics_wait_s
     try:

@@ -10,7 +10,6 @@ import io
 import zipfile
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 from infra import PROJECT_DIR
 
@@ -39,10 +38,6 @@ class CodePackage:
     package: str  # the directory under serve_ext/, the name the cluster imports
     configmap_prefix: str  # the ConfigMap's name before its digest, also the pods' volume name
     mount: str  # where the pods mount the ConfigMap
-
-    @property
-    def directory(self) -> Path:
-        return SERVE_EXT / self.package
 
     def zip(self) -> bytes:
         return package_zip(self.package)

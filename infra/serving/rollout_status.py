@@ -102,7 +102,7 @@ def _unobserved(rayservice: Mapping[str, Any]) -> Verdict | None:
     return None
 
 
-def _cluster_names(rayservice: Mapping[str, Any]) -> tuple[str, str]:
+def cluster_names(rayservice: Mapping[str, Any]) -> tuple[str, str]:
     """The active and the pending RayCluster KubeRay names in the status ("" for none)."""
     status = rayservice.get("status") or {}
     active = (status.get("activeServiceStatus") or {}).get("rayClusterName") or ""
@@ -117,7 +117,7 @@ def cluster_verdict(rayservice: Mapping[str, Any]) -> Verdict:
     keeps from happening: wait it out (docs/kuberay-versions.md#a-the-newcluster-upgrade-path-140-and-170)."""
     if unobserved := _unobserved(rayservice):
         return unobserved
-    active, pending = _cluster_names(rayservice)
+    active, pending = cluster_names(rayservice)
     if pending and active:
         return Verdict(WAITING, f"KubeRay is starting a second RayCluster {pending} beside the active {active}")
     cluster = pending or active
@@ -280,7 +280,7 @@ def new_cluster_verdict(
     fails the wait: it stays pending, never switched to."""
     if unobserved := _unobserved(rayservice):
         return unobserved
-    active, pending = _cluster_names(rayservice)
+    active, pending = cluster_names(rayservice)
     beside = f"beside the active {active}, which keeps serving" if active else "(no active cluster yet)"
     if pending:
         details = _read(lambda: reader.serve_details(pending))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ import yaml
 from pulumi.errors import InputPropertyErrorDetails
 
 from infra.cluster.eks import Cluster
-from infra.components import Children, Opts, declare_manifest, network_policy_role, problem, raise_input_errors
+from infra.components import Children, declare_manifest, network_policy_role, problem, raise_input_errors
 from infra.kube.pod_security import SERVING_LEVEL, pod_security_labels
 from infra.serving import edge, serve_auth
 from infra.serving.code_package import CodePackage
@@ -40,6 +40,8 @@ from infra.serving.rayservice_drain import RayServiceDrain, RayServiceDrainArgs
 from infra.serving.rollout import ServeRollout, ServeRolloutArgs
 from infra.serving.rollout_status import built_from, has_gcs_fault_tolerance
 
+# A fresh set of a child's options for each child: what every object of one namespace is made with.
+Opts = Callable[[], pulumi.ResourceOptions]
 # A change under these replaces the RayService (RAYSERVICE_REPLACED): Pulumi's engine makes every changed path below
 # one a replacement (pulumi/pulumi pkg/resource/deploy/step_generator.go applyReplaceOnChanges).
 REPLACE_ON_CHANGES = ["spec.rayClusterConfig"]

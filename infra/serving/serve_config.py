@@ -93,7 +93,7 @@ def serve_app_args(
     """`model_cache_uri`: the model cache's copy of modelSource, which the engines load instead when it is set; its
     bucket holds the adapters, unless `adapter_bucket` names another (the GPU smoke's local S3 server)."""
     return ServeAppArgs(
-        name=application_name(cfg),
+        name=cfg.ray_service_name,
         model_id=cfg.model_id,
         model_source=model_cache_uri or cfg.model_source,
         max_model_len=cfg.max_model_len,
@@ -244,10 +244,6 @@ def scales_on_latency(args: ServeAppArgs) -> bool:
 
 def routes_by_prefix(args: ServeAppArgs) -> bool:
     return args.prefill.prefix_routing or args.decode.prefix_routing
-
-
-def application_name(cfg: StackConfig) -> str:
-    return cfg.ray_service_name
 
 
 def build_serve_config(args: ServeAppArgs) -> dict[str, Any]:

@@ -18,14 +18,7 @@ from infra.settings.config_warnings import ignored_setting_warnings, nested_cidr
 from infra.settings.instance_types import InstanceShape, gpu_node_type_problem, resolve_kv_buffer_device
 from infra.settings.kinds import INSTANCE_TYPE_PATTERN, MAX_MODEL_LEN
 from infra.settings.model_sources import model_source_problem
-from infra.settings.models import (
-    ModelSpec,
-    adapter_bucket_problems,
-    one_way_problems,
-    parse_models,
-    pd_model_values,
-    stack_models,
-)
+from infra.settings.models import ModelSpec, read_models
 from infra.settings.prefix_caching import prefix_routing_problem
 from infra.settings.reader import (
     Reader,
@@ -107,12 +100,11 @@ def load_config(
     config = config or pulumi.Config()
     read = Reader(config, aws_config or pulumi.Config("aws"))
     values = {setting.key: read.read(setting) for setting in SETTINGS}
-    listed, model_problems = parse_models(values["models"], MAX_MODEL_LEN)
     defaults = {setting.key: setting.default for setting in SETTINGS}
-    read.problems.extend([*model_problems, *one_way_problems(values, listed, defaults)])
-    values.update(pd_model_values(listed))
-    models = stack_models(values, listed)
-    read.problems.extend(adapter_bucket_problems(models, values["modelCache"], values["modelSource"]))
+    models, model_problems = read_models(values, defaults, MAX_MODEL_LEN)
+    read.problems.extend(model_problems)
+    # Every PD consumer reads the one-model keys: with a `models` list, they are its PD entry's.
+    values.update(modelId=models[0].id, modelSource=models[0].source)
     api_keys = read_api_keys(read, config, values[API_KEYS_SETTING])
     read.problems.extend(p for p in _value_problems(config, values) if p)
     read.problems.extend(read.integer_form_problems)

@@ -18,14 +18,13 @@ from infra.kube.pod_resources import (
     PROMETHEUS_RESOURCES,
     RAY_AUTOSCALER_RESOURCES,
 )
+from infra.settings.stack_config import StackConfig
 
 
-def system_node_load(
-    *, observability: bool, serve_autoscaling: bool, model_cache: bool, new_cluster: bool = False
-) -> dict[str, Requests]:
+def system_node_load(cfg: StackConfig) -> dict[str, Requests]:
     """Every pod the system node holds at once on a running stack: the EKS add-ons, the KubeRay operator, the image
     pre-puller, the Ray head (and its autoscaler sidecar), the metrics stack, and the mirror Job a model change runs
-    beside the head. With `new_cluster` a second head too: a new or failed RayCluster's head stays beside the active
+    beside the head. With newCluster a second head too: a new or failed RayCluster's head stays beside the active
     one until KubeRay deletes it (docs/changes.md#keeping-serving-through-a-cluster-shape-change-newcluster)."""
     load = {
         f"{name}-{index}": requests_of(resources)
@@ -35,11 +34,11 @@ def system_node_load(
     load["kuberay-operator"] = requests_of(KUBERAY_OPERATOR_RESOURCES)
     load["image-prepull"] = requests_of(PREPULL_RESOURCES)
     load["ray-head"] = requests_of(HEAD_RESOURCES) + (
-        requests_of(RAY_AUTOSCALER_RESOURCES) if serve_autoscaling else NOTHING
+        requests_of(RAY_AUTOSCALER_RESOURCES) if cfg.serve_autoscaling else NOTHING
     )
-    if new_cluster:
+    if cfg.new_cluster:
         load["ray-head-new-cluster"] = load["ray-head"]
-    if observability:
+    if cfg.observability:
         load |= {
             "prometheus": requests_of(PROMETHEUS_RESOURCES),
             "grafana": requests_of(GRAFANA_RESOURCES),
@@ -47,7 +46,7 @@ def system_node_load(
             "kube-state-metrics": requests_of(KUBE_STATE_METRICS_RESOURCES),
             "alertmanager": requests_of(ALERTMANAGER_RESOURCES),
         }
-    if model_cache:
+    if cfg.model_cache:
         load["model-mirror"] = requests_of(MIRROR_RESOURCES)
     return load
 

@@ -137,7 +137,7 @@ def _source_allowed(value: Any) -> bool:
     return isinstance(value, str) and model_source_problem(value) is None
 
 
-def parse_models(raw: str, max_model_len_limit: int) -> tuple[tuple[ModelSpec, ...], list[str]]:
+def _parse_models(raw: str, max_model_len_limit: int) -> tuple[tuple[ModelSpec, ...], list[str]]:
     """The list as typed, each entry checked on its own; (the specs read, the problems)."""
     problems: list[str] = []
     try:
@@ -279,7 +279,7 @@ def list_problems(specs: tuple[ModelSpec, ...]) -> list[str]:
 ONE_MODEL_KEYS = {"modelId": "id", "modelSource": "source"}
 
 
-def one_way_problems(
+def _one_way_problems(
     values: Mapping[str, Any], listed: tuple[ModelSpec, ...], defaults: Mapping[str, Any]
 ) -> list[str]:
     """A `models` list beside one-model keys set away from their defaults, or a list without its PD model."""
@@ -300,7 +300,7 @@ def one_way_problems(
     return problems
 
 
-def adapter_bucket_problems(models: tuple[ModelSpec, ...], model_cache: bool, pd_source: str) -> list[str]:
+def _adapter_bucket_problems(models: tuple[ModelSpec, ...], model_cache: bool, pd_source: str) -> list[str]:
     """Adapters live in the stack's model cache bucket, which the stack makes only where it mirrors the PD model: with
     modelCache on and a Hub repo as its source (infra/preflight/checks.py mirrors_model)."""
     if model_cache and is_hub_repo(pd_source):
@@ -314,17 +314,19 @@ def adapter_bucket_problems(models: tuple[ModelSpec, ...], model_cache: bool, pd
     ]
 
 
-def pd_model_values(listed: tuple[ModelSpec, ...]) -> dict[str, Any]:
-    """The one-model keys' values the list's PD model gives (what every PD consumer reads); none without a list. Its
-    context and the rest of its engine settings are the keys' (PD_FROM_KEYS)."""
-    pd = next((model for model in listed if model.serving == PD), None)
-    return {"modelId": pd.id, "modelSource": pd.source} if pd else {}
-
-
-def stack_models(values: Mapping[str, Any], listed: tuple[ModelSpec, ...]) -> tuple[ModelSpec, ...]:
-    """Every model, the PD one first: the list's, or the one model of the one-model keys."""
-    pd = ModelSpec(values["modelId"], values["modelSource"], PD, values["maxModelLen"], values["languageModelOnly"])
-    return (pd, *(model for model in listed if model.serving != PD))
+def read_models(
+    values: Mapping[str, Any], defaults: Mapping[str, Any], max_model_len_limit: int
+) -> tuple[tuple[ModelSpec, ...], list[str]]:
+    """Every model, the PD one first, and the problems of the `models` setting. The PD model's id and source are its
+    list entry's, else the one-model keys'; its context and the rest of its engine settings are the keys'
+    (PD_FROM_KEYS)."""
+    listed, problems = _parse_models(values[MODELS_KEY], max_model_len_limit)
+    problems += _one_way_problems(values, listed, defaults)
+    entry = next((model for model in listed if model.serving == PD), None)
+    model_id, source = (entry.id, entry.source) if entry else (values["modelId"], values["modelSource"])
+    pd = ModelSpec(model_id, source, PD, values["maxModelLen"], values["languageModelOnly"])
+    models = (pd, *(model for model in listed if model.serving != PD))
+    return models, problems + _adapter_bucket_problems(models, values["modelCache"], pd.source)
 
 
 def model_layout_problems(topology: Topology, models: tuple[ModelSpec, ...]) -> list[str]:

@@ -251,12 +251,7 @@ def system_node_problems(
             "only; allowed is a CPU instance type such as m7i.xlarge (gpuNodeType sets the GPU nodes)"
         ]
     # What runs on the system nodes at once, a model change's mirror Job beside the head included, must fit them.
-    load = system_node_load(
-        observability=cfg.observability,
-        serve_autoscaling=cfg.serve_autoscaling,
-        model_cache=cfg.model_cache,
-        new_cluster=cfg.new_cluster,
-    )
+    load = system_node_load(cfg)
     return [system_node_problem(cfg.system_node_type, cfg.system_node_count, shape.vcpus, shape.memory_mib, load)]
 
 

@@ -189,11 +189,6 @@ class StackConfig:
         return tuple(model for model in self.models if model.serving == AGGREGATED)
 
     @property
-    def gpu_node_count(self) -> int:
-        """Derived from the prefill/decode layout (a stack output, docs/scaling.md)."""
-        return self.topology.gpu_nodes
-
-    @property
     def gcs_redis(self) -> bool:
         """The head keeps the cluster's tables in the stack's Redis (KubeRay's gcsFaultToleranceOptions)."""
         return self.head_fault_tolerance == GCS_REDIS

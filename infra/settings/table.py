@@ -85,7 +85,6 @@ def settings_by_tier() -> dict[str, tuple[Setting, ...]]:
 # What a change to each setting does; a test runs the program with each setting changed and holds these to what
 # the change does to the declared resources.
 CHANGE_EFFECTS: Mapping[str, tuple[Effect, ...]] = {setting.key: setting.effects for setting in SETTINGS}
-CHANGE_NOTES: Mapping[str, str] = {setting.key: setting.change_note for setting in SETTINGS if setting.change_note}
 
 
 def effects_of(key: str, strategy: str = REPLACE) -> tuple[Effect, ...]:

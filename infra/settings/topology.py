@@ -9,14 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from infra.kube.node_allocatable import (
-    EVICTION_HARD_MEMORY_MIB,
-    KUBE_RESERVED_MEMORY_BASE_MIB,
-    KUBE_RESERVED_MEMORY_PER_POD_MIB,
-    MAX_PODS_BOUND,
-    VM_MEMORY_OVERHEAD,
-    kube_reserved_cpu_millis,
-)
+from infra.kube.node_allocatable import MAX_PODS_BOUND, allocatable
 from infra.settings.instance_types import InstanceShape
 
 # The one NIXL backend Ray 2.58 registers (`NixlConnector`) is vLLM's pull connector. In vLLM 0.26.0
@@ -146,17 +139,9 @@ def ray_worker_memory_gib(node: InstanceShape) -> int:
 
 def worker_cpu(node: InstanceShape) -> int:
     """Whole CPUs a worker pod can request: allocatable less what the DaemonSets request."""
-    millis = node.vcpus * 1000 - kube_reserved_cpu_millis(node.vcpus) - DAEMONSET_CPU_MILLIS
-    return millis // 1000
+    return (allocatable(node.vcpus, node.memory_mib, MAX_PODS_BOUND).millicpu - DAEMONSET_CPU_MILLIS) // 1000
 
 
 def worker_memory_gib(node: InstanceShape) -> int:
-    """Whole GiB a worker pod can request: capacity less kube-reserved, eviction and DaemonSets."""
-    capacity_mib = node.memory_mib * (1 - VM_MEMORY_OVERHEAD)
-    reserved_mib = (
-        KUBE_RESERVED_MEMORY_BASE_MIB
-        + KUBE_RESERVED_MEMORY_PER_POD_MIB * MAX_PODS_BOUND
-        + EVICTION_HARD_MEMORY_MIB
-        + DAEMONSET_MEMORY_MIB
-    )
-    return int((capacity_mib - reserved_mib) // 1024)
+    """Whole GiB a worker pod can request: allocatable less what the DaemonSets request."""
+    return (allocatable(node.vcpus, node.memory_mib, MAX_PODS_BOUND).memory_mib - DAEMONSET_MEMORY_MIB) // 1024
