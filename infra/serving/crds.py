@@ -48,10 +48,10 @@ class KubernetesCrdApplier:
     server-side-apply/: a PATCH of Content-Type application/apply-patch+yaml, fieldManager required, force to take
     conflicting fields over)."""
 
-    def __init__(self, props: Mapping[str, Any]) -> None:
+    def __init__(self, kubeconfig: str) -> None:
         from kubernetes import config
 
-        self._api = config.new_client_from_config_dict(json.loads(props["kubeconfig"]))
+        self._api = config.new_client_from_config_dict(json.loads(kubeconfig))
 
     def apply(self, crd: str, document: str) -> None:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"
@@ -61,8 +61,13 @@ class KubernetesCrdApplier:
             raise RuntimeError(f"server-side apply of CRD {crd}: HTTP {response.status} {response.data[:300]!r}")
 
 
+# Stored by name in every deployed stack's state (its __provider, which destroy and refresh load): keep the name.
+def kubernetes_applier(props: Mapping[str, Any]) -> CrdApplier:
+    return KubernetesCrdApplier(props["kubeconfig"])
+
+
 class KubeRayCrdsProvider(pulumi.dynamic.ResourceProvider):
-    def __init__(self, applier: Callable[[Mapping[str, Any]], CrdApplier] = KubernetesCrdApplier) -> None:
+    def __init__(self, applier: Callable[[Mapping[str, Any]], CrdApplier] = kubernetes_applier) -> None:
         super().__init__()
         self._applier = applier
 
