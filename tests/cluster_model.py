@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.kube.node_allocatable import NOTHING, Requests, allocatable, requests_of
+from infra.kube.node_allocatable import NOTHING, SYSTEM_MAX_PODS_BOUND, Requests, allocatable, requests_of
 from infra.kube.pod_resources import EKS_ADDON_RESOURCES
 from tests.chart_values import chart_defaults
 from tools.instance_type_facts import INSTANCE_TYPES
@@ -73,7 +73,9 @@ def system_nodes(run: StackRun) -> list[Requests]:
     group = run.get(*SYSTEM_NODE_GROUP).inputs
     facts = INSTANCE_TYPES[group["instanceTypes"][0]]
     # Pulumi hands numbers over the wire as floats
-    return [allocatable(facts.vcpus, facts.memory_mib)] * int(group["scalingConfig"]["desiredSize"])
+    return [allocatable(facts.vcpus, facts.memory_mib, SYSTEM_MAX_PODS_BOUND)] * int(
+        group["scalingConfig"]["desiredSize"]
+    )
 
 
 @dataclass(frozen=True)

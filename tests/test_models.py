@@ -171,7 +171,24 @@ def test_adapters_without_the_stacks_bucket_are_refused():
 def test_a_models_s3_source_is_held_to_s3s_bucket_naming_rules_as_modelsource_is():
     """https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html: no upper case, no '_'."""
     error = rejection(models(PD_MODEL, {**SMALL, "source": "s3://Bad_bucket/weights"}))
-    assert any(p.startswith("models[1].source='s3://Bad_bucket/weights' is invalid") for p in error.problems)
+    assert any(
+        p.startswith("models[1].source='s3://Bad_bucket/weights' is invalid: bucket 'Bad_bucket' breaks S3's")
+        for p in error.problems
+    )
+
+
+def test_a_models_s3_source_names_a_prefix_as_modelsource_does():
+    """The workers' role may read the model's prefix only (infra/settings/model_sources.py s3_location_reason)."""
+    error = rejection(models(PD_MODEL, {**SMALL, "source": "s3://model-bucket"}))
+    assert any(
+        p.startswith("models[1].source='s3://model-bucket' is invalid: it names no prefix") for p in error.problems
+    )
+
+
+def test_a_refused_pd_source_is_reported_once_under_the_entry():
+    error = rejection(models({**PD_MODEL, "source": "s3://Bad_bucket/weights"}))
+    about_the_source = [p for p in error.problems if "Bad_bucket" in p or p.startswith("modelSource=")]
+    assert len(about_the_source) == 1 and about_the_source[0].startswith("models[0].source=")
 
 
 # --- the preflight, per model ---

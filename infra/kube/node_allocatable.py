@@ -78,9 +78,9 @@ def requests_of(resources: Mapping[str, Any]) -> Requests:
     return Requests(millicpu(asked.get("cpu", "0")), mebibytes(asked.get("memory", "0")))
 
 
-def allocatable(vcpus: int, memory_mib: int, max_pods: int = SYSTEM_MAX_PODS_BOUND) -> Requests:
-    """What the EKS AMI's kubelet leaves to pods on a node of at most `max_pods` pods (a system node's by default):
-    nodeadm's kube-reserved CPU and memory, the eviction threshold and the VM's memory overhead."""
+def allocatable(vcpus: int, memory_mib: int, max_pods: int) -> Requests:
+    """What the EKS AMI's kubelet leaves to pods on a node of at most `max_pods` pods: nodeadm's kube-reserved CPU and
+    memory, the eviction threshold and the VM's memory overhead."""
     capacity_mib = memory_mib * (1 - VM_MEMORY_OVERHEAD)
     reserved_mib = (
         KUBE_RESERVED_MEMORY_BASE_MIB + KUBE_RESERVED_MEMORY_PER_POD_MIB * max_pods + EVICTION_HARD_MEMORY_MIB

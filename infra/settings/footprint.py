@@ -4,7 +4,7 @@ included: the pods' requests (infra/kube/pod_resources.py) against what each nod
 
 from __future__ import annotations
 
-from infra.kube.node_allocatable import NOTHING, Requests, allocatable, requests_of
+from infra.kube.node_allocatable import NOTHING, SYSTEM_MAX_PODS_BOUND, Requests, allocatable, requests_of
 from infra.kube.pod_resources import (
     ALERTMANAGER_RESOURCES,
     EKS_ADDON_RESOURCES,
@@ -70,7 +70,7 @@ def system_node_problem(
 ) -> str | None:
     """The system node group is fixed-size: what must run there together has to fit its nodes, or a pod waits
     Pending with no node to come (the RayService, or `pulumi up` behind the mirror Job, waits with it)."""
-    room = allocatable(vcpus, memory_mib)
+    room = allocatable(vcpus, memory_mib, SYSTEM_MAX_PODS_BOUND)
     left = unplaced(load, [room] * node_count)
     if not left:
         return None

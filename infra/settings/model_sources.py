@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 
 S3_SCHEME = "s3://"
 # huggingface_hub 1.33.0 validate_repo_id's REPO_ID_REGEX (huggingface_hub/utils/_validators.py) with the namespace
@@ -84,14 +85,15 @@ def s3_location_reason(uri: str) -> str | None:
     return None
 
 
-def model_source_problem(source: str) -> str | None:
-    """modelSource in none of the forms the engines load, naming what is wrong and the forms allowed."""
-    if source.startswith("/") or is_hub_repo(source):
+def model_source_problem(source: Any, key: str = "modelSource") -> str | None:
+    """A model source (modelSource, or a `models` entry's `key`) in none of the forms the engines load, naming what is
+    wrong and the forms allowed."""
+    if isinstance(source, str) and (source.startswith("/") or is_hub_repo(source)):
         return None
-    if not is_s3_uri(source):
-        return f"modelSource={source!r} is invalid: allowed is {ALLOWED_FORMS}"
+    if not isinstance(source, str) or not is_s3_uri(source):
+        return f"{key}={source!r} is invalid: allowed is {ALLOWED_FORMS}"
     reason = s3_location_reason(source)
     if reason is None:
         return None
     allowed = f"s3://<bucket>/<prefix> with a bucket name of {BUCKET_RULES}"
-    return f"modelSource={source!r} is invalid: {reason}; allowed is {allowed}"
+    return f"{key}={source!r} is invalid: {reason}; allowed is {allowed}"

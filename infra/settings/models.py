@@ -132,9 +132,16 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _source_allowed(value: Any) -> bool:
-    """The forms modelSource takes, an S3 bucket name included (model_source_problem)."""
-    return isinstance(value, str) and model_source_problem(value) is None
+def _source(entry: _Entry) -> str:
+    """The entry's source, held to modelSource's rule; "" where it is refused."""
+    if "source" not in entry.entry:
+        entry.refuse("source", None, ALLOWED_FORMS + " (required)")
+        return ""
+    problem = model_source_problem(entry.entry["source"], f"{MODELS_KEY}[{entry.index}].source")
+    if problem:
+        entry.problems.append(problem)
+        return ""
+    return str(entry.entry["source"])
 
 
 def _parse_models(raw: str, max_model_len_limit: int) -> tuple[tuple[ModelSpec, ...], list[str]]:
@@ -157,7 +164,7 @@ def _model(entry: _Entry, max_model_len_limit: int) -> ModelSpec:
     serving = entry.get("serving", lambda v: v in SERVINGS, f"one of {', '.join(SERVINGS)}", None)
     common = {
         "id": model_id or f"models[{entry.index}]",
-        "source": entry.get("source", _source_allowed, ALLOWED_FORMS, None) or "",
+        "source": _source(entry),
         "serving": serving or AGGREGATED,
         "max_model_len": entry.integer("maxModelLen", 1, DEFAULT_MAX_MODEL_LEN, max_model_len_limit),
         "language_model_only": entry.get("languageModelOnly", lambda v: isinstance(v, bool), "true or false", True),
@@ -323,7 +330,10 @@ def read_models(
     listed, problems = _parse_models(values[MODELS_KEY], max_model_len_limit)
     problems += _one_way_problems(values, listed, defaults)
     entry = next((model for model in listed if model.serving == PD), None)
-    model_id, source = (entry.id, entry.source) if entry else (values["modelId"], values["modelSource"])
+    # A refused source ("") is already a problem: the one-model key's stands in, so it is not reported again.
+    model_id, source = (
+        (entry.id, entry.source or values["modelSource"]) if entry else (values["modelId"], values["modelSource"])
+    )
     pd = ModelSpec(model_id, source, PD, values["maxModelLen"], values["languageModelOnly"])
     models = (pd, *(model for model in listed if model.serving != PD))
     return models, problems + _adapter_bucket_problems(models, values["modelCache"], pd.source)
