@@ -228,6 +228,18 @@ def test_every_function_of_the_program_and_its_tools_reads_in_one_screen():
     assert long_functions(PROJECT_DIR, paths) == LONG_TABLES
 
 
+# Issue 50: a module of the product (its tests aside) that a new engineer reads in one sitting.
+MAX_MODULE_LINES = 700
+
+
+def test_no_product_module_is_over_700_lines():
+    paths = [path for path in PRODUCT_MODULES if path.relative_to(PROJECT_DIR).parts[0] != "tests"]
+    longer = {
+        str(p.relative_to(PROJECT_DIR)): n for p in paths if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert longer == {}
+
+
 def test_the_length_check_counts_a_functions_lines(tmp_path):
     module = tmp_path / "long.py"
     body = "x = 1\n" * (MAX_FUNCTION_LINES - 1)  # after the def line: 60 lines in all
