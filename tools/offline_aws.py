@@ -488,7 +488,7 @@ COMPASS_CODES = {"northeast": "ne", "southeast": "se", "northwest": "nw", "south
 
 def region_code(region: str) -> str:
     """The region's short code in AZ ids and ElastiCache endpoints: us-east-1 is use1, ap-southeast-2 apse2."""
-    country, direction, number = region.split("-")[0], region.split("-")[-2], region.split("-")[-1]
+    country, *_, direction, number = region.split("-")
     return f"{country}{COMPASS_CODES.get(direction, direction[0])}{number}"
 
 
